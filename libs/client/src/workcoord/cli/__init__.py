@@ -1,0 +1,1 @@
+"""The ``workcoord`` command line (entry point :func:`workcoord.cli.main.main`)."""

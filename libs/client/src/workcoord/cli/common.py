@@ -1,0 +1,174 @@
+"""What every command shares: connection flags, proto3 JSON in and out, error reporting.
+
+Exit codes: 0 success, 1 the server (or a file) refused, 2 bad usage or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from workcoord.client.client import DEFAULT_ADDRESS, WorkcoordClient
+from workcoord.kit.errors import WorkcoordError
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CliError",
+    "Handler",
+    "add_connection_flags",
+    "add_coordinator_flag",
+    "client_from_args",
+    "load_message",
+    "parse_bool",
+    "print_error",
+    "print_message",
+    "run_client_command",
+]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+Handler = Callable[[argparse.Namespace], int]
+_M = TypeVar("_M", bound=Message)
+
+
+class CliError(Exception):
+    """A problem the command reports on stderr before exiting with ``exit_code``."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def add_connection_flags(parser: argparse.ArgumentParser) -> None:
+    """``--address`` (``WORKCOORD_ADDRESS``) and ``--token`` (``WORKCOORD_TOKEN``)."""
+    group = parser.add_argument_group("connection")
+    group.add_argument(
+        "--address",
+        default=os.environ.get("WORKCOORD_ADDRESS") or DEFAULT_ADDRESS,
+        help="coordinator gRPC address (env WORKCOORD_ADDRESS, default %(default)s)",
+    )
+    group.add_argument(
+        "--token",
+        default=None,
+        help="admin token or work key (env WORKCOORD_TOKEN; prefer the variable: flags are "
+        "visible to other local users)",
+    )
+
+
+def add_coordinator_flag(parser: argparse.ArgumentParser) -> None:
+    """``--coordinator ID`` (``WORKCOORD_COORDINATOR_ID``)."""
+    default = os.environ.get("WORKCOORD_COORDINATOR_ID") or None
+    parser.add_argument(
+        "--coordinator",
+        dest="coordinator_id",
+        metavar="ID",
+        default=default,
+        required=default is None,
+        help="work coordinator id (env WORKCOORD_COORDINATOR_ID)",
+    )
+
+
+def client_from_args(args: argparse.Namespace) -> WorkcoordClient:
+    """A client for ``--address`` with ``--token`` (or ``WORKCOORD_TOKEN``)."""
+    token = args.token or os.environ.get("WORKCOORD_TOKEN") or None
+    return WorkcoordClient(args.address, token)
+
+
+def run_client_command(
+    args: argparse.Namespace,
+    body: Callable[[WorkcoordClient], Coroutine[Any, Any, Message | None]],
+) -> int:
+    """Run ``body`` with a client; print its result as JSON; report errors; the exit code."""
+
+    async def go() -> Message | None:
+        async with client_from_args(args) as client:
+            return await body(client)
+
+    return run_and_report(go, print_result=True)
+
+
+def run_and_report(
+    go: Callable[[], Awaitable[Message | None]], *, print_result: bool = True
+) -> int:
+    """Run the coroutine function ``go``; print its message; turn errors into exit codes."""
+
+    async def main() -> Message | None:
+        return await go()
+
+    try:
+        result = asyncio.run(main())
+    except WorkcoordError as err:
+        print_error(err)
+        return EXIT_ERROR
+    except CliError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    if print_result and result is not None:
+        print_message(result)
+    return EXIT_OK
+
+
+def print_message(message: Message, stream: TextIO | None = None) -> None:
+    """Print ``message`` as proto3 JSON (camelCase, enums as names)."""
+    print(json_format.MessageToJson(message, indent=2), file=stream or sys.stdout)
+
+
+def print_error(err: WorkcoordError, stream: TextIO | None = None) -> None:
+    """``error: REASON: message``, then each offending field on its own line."""
+    out = stream or sys.stderr
+    print(f"error: {err.reason}: {err.message}", file=out)
+    for violation in err.field_violations:
+        print(f"  {violation.field}: {violation.description}", file=out)
+    for key, value in sorted(err.metadata.items()):
+        print(f"  ({key}: {value})", file=out)
+
+
+def load_message(path: str, message: _M) -> _M:
+    """Fill ``message`` from the proto3 JSON in ``path`` (``-`` reads stdin); unknown fields
+    are refused, as the API refuses them."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        json_format.Parse(text, message)
+    except json_format.ParseError as exc:
+        raise CliError(f"{path}: {exc}") from None
+    return message
+
+
+def load_json_object(path: str) -> dict[str, Any]:
+    """A JSON object from ``path`` (``-`` reads stdin)."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        value = json.loads(text)
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{path}: not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise CliError(f"{path}: expected a JSON object")
+    return value
+
+
+def parse_bool(text: str) -> bool:
+    """``true``/``false`` (also yes/no, on/off, 1/0) for argparse ``type=``."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "yes", "on", "1"):
+        return True
+    if lowered in ("false", "no", "off", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")

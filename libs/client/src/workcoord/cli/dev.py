@@ -1,0 +1,345 @@
+"""``workcoord dev``: all three services in one process on loopback, state in a local folder.
+
+SQLite in ``$WORKCOORD_STATE_DIR`` (default ``./.workcoord``, mode 0700), the in-process bus,
+a bootstrap admin token kept in the folder (mode 0600) so restarts keep it, and a fresh
+service key per run. Migrations run first. Stops gateway → recovery → coordinator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import stat
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import SecretStr
+
+from workcoord.cli.common import EXIT_OK, EXIT_USAGE, CliError
+from workcoord.cli.runtime import wait_for_signal
+from workcoord.cli.serve import import_attribute
+from workcoord.kit.logging import configure_logging
+from workcoord.kit.secrets import ADMIN_TOKEN_PREFIX, SERVICE_KEY_PREFIX, new_secret
+from workcoord.kit.settings import CoordinatorSettings, GatewaySettings, RecoverySettings
+
+__all__ = [
+    "ADMIN_TOKEN_FILE",
+    "DATABASE_FILE",
+    "READY_LINE",
+    "DevOptions",
+    "DevState",
+    "coordinator_settings",
+    "database_url_for",
+    "gateway_settings",
+    "load_or_create_admin_token",
+    "prepare_state",
+    "prepare_state_dir",
+    "recovery_settings",
+    "register",
+    "resolve_state_dir",
+    "serve_dev",
+]
+
+STATE_DIR_ENV = "WORKCOORD_STATE_DIR"
+BOOTSTRAP_TOKEN_ENV = "WORKCOORD_BOOTSTRAP_ADMIN_TOKEN"  # noqa: S105  # a variable name
+DEFAULT_STATE_DIR = ".workcoord"
+DATABASE_FILE = "workcoord.db"
+ADMIN_TOKEN_FILE = "admin-token"  # noqa: S105  # a file name
+READY_LINE = "workcoord dev: ready"
+LOOPBACK = "127.0.0.1"
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DevOptions:
+    """What the flags chose."""
+
+    state_dir: str | None = None
+    coordinator_port: int = 50051
+    recovery_port: int = 50052
+    gateway_port: int = 8080
+    recovery_interval_seconds: float = 15.0
+    print_config_json: bool = False
+
+
+@dataclass(frozen=True)
+class DevState:
+    """The prepared state folder."""
+
+    state_dir: Path
+    database_url: str
+    admin_token: str
+    admin_token_source: str  # "environment", "state folder" or "generated"
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``dev``."""
+    dev = commands.add_parser(
+        "dev", help="run everything embedded on loopback (SQLite, in-process bus)"
+    )
+    dev.add_argument(
+        "--state-dir",
+        default=None,
+        help=f"state folder (env {STATE_DIR_ENV}, default ./{DEFAULT_STATE_DIR})",
+    )
+    dev.add_argument("--coordinator-port", type=_port, default=50051)
+    dev.add_argument("--recovery-port", type=_port, default=50052)
+    dev.add_argument("--gateway-port", type=_port, default=8080)
+    dev.add_argument(
+        "--recovery-interval",
+        type=_positive_seconds,
+        default=15.0,
+        metavar="SECONDS",
+        help="seconds between recovery passes (default %(default)s)",
+    )
+    dev.add_argument(
+        "--print-config-json",
+        action="store_true",
+        help="also print one JSON line with the addresses, folder and token before 'ready'",
+    )
+    dev.add_argument("--log-level", default="INFO")
+    dev.set_defaults(handler=_dev)
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port out of range: {value}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def resolve_state_dir(
+    flag: str | None, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> Path:
+    """``--state-dir``, else ``$WORKCOORD_STATE_DIR``, else ``./.workcoord``; absolute."""
+    source = env if env is not None else os.environ
+    chosen = flag or source.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR
+    path = Path(chosen).expanduser()
+    return path if path.is_absolute() else (cwd or Path.cwd()) / path
+
+
+def prepare_state_dir(path: Path) -> Path:
+    """Create the folder (mode 0700) or tighten an existing one to 0700; its resolved path."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not path.is_dir():
+        raise CliError(f"state folder {path} is not a directory", EXIT_USAGE)
+    # It holds the database and the admin token: nobody else may read it.
+    if stat.S_IMODE(path.stat().st_mode) != 0o700:
+        path.chmod(0o700)
+    return path.resolve()
+
+
+def database_url_for(state_dir: Path) -> str:
+    """``sqlite+aiosqlite:///<abs path>/workcoord.db``."""
+    return f"sqlite+aiosqlite:///{(state_dir / DATABASE_FILE).resolve()}"
+
+
+def load_or_create_admin_token(
+    state_dir: Path, env: Mapping[str, str] | None = None
+) -> tuple[str, str]:
+    """The bootstrap admin token and where it came from.
+
+    ``$WORKCOORD_BOOTSTRAP_ADMIN_TOKEN`` wins (and is not written down); else the token kept in
+    ``<state>/admin-token``; else a new one, written there with mode 0600.
+    """
+    source = env if env is not None else os.environ
+    from_env = source.get(BOOTSTRAP_TOKEN_ENV, "").strip()
+    if from_env:
+        return from_env, "environment"
+    path = state_dir / ADMIN_TOKEN_FILE
+    try:
+        kept = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        kept = ""
+    if kept:
+        if stat.S_IMODE(path.stat().st_mode) != 0o600:
+            path.chmod(0o600)
+        return kept, "state folder"
+    token = new_secret(ADMIN_TOKEN_PREFIX)
+    _write_private(path, token + "\n")
+    return token, "generated"
+
+
+def _write_private(path: Path, text: str) -> None:
+    # Create with 0600 from the start (no window where the secret is world-readable), then
+    # replace atomically so a crash never leaves a half-written token.
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        raise
+
+
+def prepare_state(options: DevOptions, env: Mapping[str, str] | None = None) -> DevState:
+    """Folder, database URL and admin token for a dev run."""
+    state_dir = prepare_state_dir(resolve_state_dir(options.state_dir, env))
+    token, token_source = load_or_create_admin_token(state_dir, env)
+    return DevState(
+        state_dir=state_dir,
+        database_url=database_url_for(state_dir),
+        admin_token=token,
+        admin_token_source=token_source,
+    )
+
+
+def coordinator_settings(state: DevState, port: int, service_key: str) -> CoordinatorSettings:
+    """The embedded coordinator: SQLite, in-process bus (no Redis), loopback."""
+    return CoordinatorSettings(
+        database_url=state.database_url,
+        redis_url=None,
+        listen_coordinator=f"{LOOPBACK}:{port}",
+        bootstrap_admin_token=SecretStr(state.admin_token),
+        service_key=SecretStr(service_key),
+        metrics_port=None,
+    )
+
+
+def recovery_settings(
+    coordinator_address: str, port: int, service_key: str, interval_seconds: float
+) -> RecoverySettings:
+    """The embedded recovery service, pointed at the coordinator's bound address."""
+    return RecoverySettings(
+        listen_recovery=f"{LOOPBACK}:{port}",
+        coordinator_address=coordinator_address,
+        service_key=SecretStr(service_key),
+        recovery_interval_seconds=interval_seconds,
+        metrics_port=None,
+    )
+
+
+def gateway_settings(coordinator_address: str, recovery_address: str, port: int) -> GatewaySettings:
+    """The embedded gateway, in front of the two gRPC services."""
+    return GatewaySettings(
+        listen_gateway=f"{LOOPBACK}:{port}",
+        coordinator_address=coordinator_address,
+        recovery_address=recovery_address,
+        metrics_port=None,
+    )
+
+
+def _http_url(address: str) -> str:
+    return address if address.startswith(("http://", "https://")) else f"http://{address}"
+
+
+async def serve_dev(
+    options: DevOptions,
+    state: DevState,
+    *,
+    out: TextIO | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Start coordinator → recovery → gateway, announce them, wait for a signal (or ``stop``),
+    then stop gateway → recovery → coordinator."""
+    stream = out or sys.stdout
+    start_coordinator = import_attribute(
+        "workcoord.coordinator.server", "start_coordinator", "workcoord-coordinator"
+    )
+    start_recovery = import_attribute(
+        "workcoord.recovery.server", "start_recovery", "workcoord-recovery"
+    )
+    start_gateway = import_attribute(
+        "workcoord.gateway.server", "start_gateway", "workcoord-gateway"
+    )
+    service_key = new_secret(SERVICE_KEY_PREFIX)
+    async with contextlib.AsyncExitStack() as services:
+        coordinator = await start_coordinator(
+            coordinator_settings(state, options.coordinator_port, service_key)
+        )
+        services.push_async_callback(_stop, "coordinator", coordinator)
+        recovery = await start_recovery(
+            recovery_settings(
+                coordinator.address,
+                options.recovery_port,
+                service_key,
+                options.recovery_interval_seconds,
+            )
+        )
+        services.push_async_callback(_stop, "recovery", recovery)
+        gateway = await start_gateway(
+            gateway_settings(coordinator.address, recovery.address, options.gateway_port)
+        )
+        services.push_async_callback(_stop, "gateway", gateway)
+
+        gateway_url = _http_url(gateway.address)
+        config: dict[str, Any] = {
+            "gateway_url": gateway_url,
+            "openapi_url": f"{gateway_url}/v1/openapi.json",
+            "coordinator_address": coordinator.address,
+            "recovery_address": recovery.address,
+            "state_dir": str(state.state_dir),
+            "database_url": state.database_url,
+            "admin_token": state.admin_token,
+        }
+        _announce(config, state, options, stream)
+        await wait_for_signal(stop)
+        print("workcoord dev: stopping", file=stream, flush=True)
+
+
+async def _stop(name: str, running: Any) -> None:
+    try:
+        await running.stop()
+    except Exception:  # keep stopping the others
+        _log.exception("stopping the %s failed", name)
+
+
+def _announce(config: dict[str, Any], state: DevState, options: DevOptions, out: TextIO) -> None:
+    lines = [
+        f"gateway            {config['gateway_url']}",
+        f"OpenAPI            {config['openapi_url']}",
+        f"coordinator gRPC   {config['coordinator_address']}",
+        f"recovery gRPC      {config['recovery_address']}",
+        f"state folder       {config['state_dir']}",
+        f"admin token        {state.admin_token}  ({state.admin_token_source})",
+        "",
+        "use it:  export WORKCOORD_TOKEN=<admin token>; workcoord admin orgs list",
+    ]
+    print("\n".join(lines), file=out)
+    if options.print_config_json:
+        print(json.dumps(config, sort_keys=True), file=out)
+    print(READY_LINE, file=out, flush=True)
+
+
+def _dev(args: argparse.Namespace) -> int:
+    options = DevOptions(
+        state_dir=args.state_dir,
+        coordinator_port=args.coordinator_port,
+        recovery_port=args.recovery_port,
+        gateway_port=args.gateway_port,
+        recovery_interval_seconds=args.recovery_interval,
+        print_config_json=args.print_config_json,
+    )
+    configure_logging(args.log_level)
+    state = prepare_state(options)
+    upgrade = import_attribute(
+        "workcoord.coordinator.storage.migrate", "upgrade", "workcoord-coordinator"
+    )
+    print(f"migrating {state.state_dir / DATABASE_FILE} …", file=sys.stderr, flush=True)
+    upgrade(state.database_url)
+    asyncio.run(serve_dev(options, state))
+    return EXIT_OK

@@ -1,0 +1,84 @@
+"""``workcoord lane``: create a lane from a JSON file, get one, list them."""
+
+from __future__ import annotations
+
+import argparse
+
+from google.protobuf.message import Message
+
+from workcoord.api.v1 import lane_pb2
+from workcoord.cli.common import (
+    add_connection_flags,
+    add_coordinator_flag,
+    load_message,
+    run_client_command,
+)
+from workcoord.client.client import WorkcoordClient
+
+__all__ = ["register"]
+
+_STATES = [v.name for v in lane_pb2.Lane.State.DESCRIPTOR.values if v.number]
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``lane create|get|list``."""
+    lane = commands.add_parser("lane", help="lanes: durable units of work")
+    sub = lane.add_subparsers(dest="lane_command", metavar="COMMAND", required=True)
+
+    create = sub.add_parser("create", help="create a lane from a JSON file (the Lane resource)")
+    create.add_argument(
+        "--file", required=True, help="proto3 JSON of the Lane (camelCase); - reads stdin"
+    )
+    create.add_argument(
+        "--request-id", default="", help="idempotency key: a retry with it creates nothing new"
+    )
+    create.set_defaults(handler=_create)
+
+    get = sub.add_parser("get", help="show a lane with its items")
+    get.add_argument("lane_id", metavar="LANE_ID")
+    get.set_defaults(handler=_get)
+
+    list_ = sub.add_parser("list", help="list lanes")
+    list_.add_argument("--state", choices=_STATES, default=None)
+    list_.add_argument("--page-size", type=int, default=0)
+    list_.add_argument("--page-token", default="")
+    list_.set_defaults(handler=_list)
+
+    for parser in (create, get, list_):
+        add_coordinator_flag(parser)
+        add_connection_flags(parser)
+
+
+def _create(args: argparse.Namespace) -> int:
+    lane = load_message(args.file, lane_pb2.Lane())
+
+    async def body(client: WorkcoordClient) -> Message:
+        return await client.lanes.CreateLane(
+            lane_pb2.CreateLaneRequest(
+                coordinator_id=args.coordinator_id, lane=lane, request_id=args.request_id
+            )
+        )
+
+    return run_client_command(args, body)
+
+
+def _get(args: argparse.Namespace) -> int:
+    async def body(client: WorkcoordClient) -> Message:
+        return await client.lanes.GetLane(
+            lane_pb2.GetLaneRequest(coordinator_id=args.coordinator_id, lane_id=args.lane_id)
+        )
+
+    return run_client_command(args, body)
+
+
+def _list(args: argparse.Namespace) -> int:
+    async def body(client: WorkcoordClient) -> Message:
+        request = lane_pb2.ListLanesRequest(
+            coordinator_id=args.coordinator_id,
+            page_size=args.page_size,
+            page_token=args.page_token,
+            state=args.state,
+        )
+        return await client.lanes.ListLanes(request)
+
+    return run_client_command(args, body)

@@ -1,0 +1,59 @@
+"""The ``workcoord`` command: argparse, one module per command group.
+
+Exit codes: 0 success, 1 the server (or an input file) refused, 2 bad usage or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+
+from workcoord.cli import admin, completion, db, dev, lane, mcp, reads, serve, worker
+from workcoord.cli.common import EXIT_ERROR, CliError, Handler, print_error
+from workcoord.kit.errors import WorkcoordError
+
+__all__ = ["build_parser", "main"]
+
+_EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full command tree."""
+    parser = argparse.ArgumentParser(
+        prog="workcoord",
+        description="workcoord: a durable, multi-tenant work coordinator for fleets of agents",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in (dev, serve, db, admin, lane, reads, worker, mcp, completion):
+        module.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``), run the command, return its exit code."""
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except CliError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    except WorkcoordError as err:
+        print_error(err)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return _EXIT_INTERRUPTED
+
+
+def _version() -> str:
+    try:
+        return metadata.version("workcoord-client")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""``Worker``: the calls of a scripted worker, bound to one work coordinator and worker id.
+
+Every write after ``lease`` is fenced by the lease id and its secret token; a write on a lease
+that has expired or been superseded raises :class:`~workcoord.kit.errors.LeaseLost`, and the
+worker must stop.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from workcoord.api.v1 import lane_pb2, worker_pb2
+from workcoord.client.client import WorkcoordClient
+
+__all__ = ["LeaseHandle", "LeaseRef", "Worker", "process_start_time", "run_identity_here"]
+
+# Fallback for platforms without /proc: close to (never before) the real start.
+_IMPORT_TIME = datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseHandle:
+    """What a worker needs to write to a lease it holds: its id and its secret token."""
+
+    lease_id: str
+    lease_token: str
+
+    def __repr__(self) -> str:  # never print the token
+        return f"LeaseHandle(lease_id={self.lease_id!r}, lease_token=<redacted>)"
+
+
+LeaseRef = LeaseHandle | worker_pb2.Lease
+
+
+def _handle(lease: LeaseRef) -> LeaseHandle:
+    if isinstance(lease, LeaseHandle):
+        return lease
+    return LeaseHandle(lease.lease_id, lease.lease_token)
+
+
+def process_start_time(pid: int | None = None) -> datetime:
+    """When process ``pid`` (default: this one) started, UTC; from /proc on Linux.
+
+    Elsewhere (or if /proc cannot be read) the time this module was imported, which for the
+    current process is shortly after its start and never in the future.
+    """
+    try:
+        with open(f"/proc/{pid or os.getpid()}/stat", encoding="ascii") as stat:
+            # Field 22 (starttime, clock ticks after boot) follows the parenthesised command name,
+            # which may itself contain spaces and parentheses.
+            fields = stat.read().rpartition(")")[2].split()
+        ticks = int(fields[19])
+        with open("/proc/stat", encoding="ascii") as system:
+            boot = next(int(line.split()[1]) for line in system if line.startswith("btime "))
+        seconds = boot + ticks / os.sysconf("SC_CLK_TCK")
+        return datetime.fromtimestamp(min(seconds, time.time()), UTC)
+    except (OSError, ValueError, IndexError, StopIteration):
+        return _IMPORT_TIME
+
+
+def run_identity_here(
+    agent_id: str,
+    engine: str,
+    account: str,
+    worktree_path: str,
+    branch: str,
+    *,
+    pid: int | None = None,
+) -> lane_pb2.RunIdentity:
+    """The run identity of this process (or ``pid``): real pid, hostname and start time.
+
+    ``account`` is a non-secret label; the server refuses anything that looks like a credential.
+    ``worktree_path`` is made absolute.
+    """
+    process = pid or os.getpid()
+    identity = lane_pb2.RunIdentity(
+        pid=process,
+        agent_id=agent_id,
+        engine=engine,
+        account=account,
+        hostname=socket.gethostname(),
+        worktree_path=os.path.abspath(worktree_path),
+        branch=branch,
+    )
+    identity.started_at.FromDatetime(process_start_time(process))
+    return identity
+
+
+class Worker:
+    """One worker of one class on one work coordinator."""
+
+    def __init__(
+        self,
+        client: WorkcoordClient,
+        coordinator_id: str,
+        worker_id: str,
+        worker_class: str,
+    ) -> None:
+        self.client = client
+        self.coordinator_id = coordinator_id
+        self.worker_id = worker_id
+        self.worker_class = worker_class
+
+    async def lease(
+        self,
+        *,
+        max_items: int = 1,
+        lease_seconds: int = 30,
+        wait_seconds: int = 0,
+        run_identity: lane_pb2.RunIdentity | None = None,
+        rpc_timeout_seconds: float | None = None,
+    ) -> list[worker_pb2.Lease]:
+        """Lease up to ``max_items`` ready items (long-polling up to ``wait_seconds``).
+
+        With ``run_identity`` the leases start at once (RUNNING). An empty list means no work.
+        """
+        request = worker_pb2.LeaseRequest(
+            coordinator_id=self.coordinator_id,
+            worker_id=self.worker_id,
+            worker_class=self.worker_class,
+            max_items=max_items,
+            lease_seconds=lease_seconds,
+            wait_seconds=wait_seconds,
+            run_identity=run_identity,
+        )
+        # A long poll may legitimately take wait_seconds; leave room for the round trip.
+        deadline = rpc_timeout_seconds if rpc_timeout_seconds is not None else wait_seconds + 30.0
+        response = await self.client.workers.Lease(request, timeout=deadline)
+        return list(response.leases)
+
+    async def start(
+        self, lease: LeaseRef, run_identity: lane_pb2.RunIdentity
+    ) -> worker_pb2.StartResponse:
+        """Record the run identity; the lease goes LEASED → RUNNING."""
+        handle = _handle(lease)
+        return await self.client.workers.Start(
+            worker_pb2.StartRequest(
+                coordinator_id=self.coordinator_id,
+                lease_id=handle.lease_id,
+                lease_token=handle.lease_token,
+                run_identity=run_identity,
+            )
+        )
+
+    async def heartbeat(self, lease: LeaseRef, progress: str = "") -> worker_pb2.HeartbeatResponse:
+        """Extend the lease by its original length; ``progress`` is a short note (≤ 1 KiB)."""
+        handle = _handle(lease)
+        return await self.client.workers.Heartbeat(
+            worker_pb2.HeartbeatRequest(
+                coordinator_id=self.coordinator_id,
+                lease_id=handle.lease_id,
+                lease_token=handle.lease_token,
+                progress=progress,
+            )
+        )
+
+    async def complete(
+        self, lease: LeaseRef, evidence: lane_pb2.Evidence | None = None
+    ) -> worker_pb2.CompleteResponse:
+        """Finish successfully with evidence (a verdict for REVIEW, a receipt for SHIP)."""
+        handle = _handle(lease)
+        return await self.client.workers.Complete(
+            worker_pb2.CompleteRequest(
+                coordinator_id=self.coordinator_id,
+                lease_id=handle.lease_id,
+                lease_token=handle.lease_token,
+                evidence=evidence,
+            )
+        )
+
+    async def fail(
+        self,
+        lease: LeaseRef,
+        message: str,
+        *,
+        error_type: str = "",
+        retryable: bool = True,
+    ) -> worker_pb2.FailResponse:
+        """Fail the attempt; a retryable failure requeues with backoff while attempts remain."""
+        handle = _handle(lease)
+        return await self.client.workers.Fail(
+            worker_pb2.FailRequest(
+                coordinator_id=self.coordinator_id,
+                lease_id=handle.lease_id,
+                lease_token=handle.lease_token,
+                error=lane_pb2.ErrorInfo(message=message, type=error_type, retryable=retryable),
+            )
+        )
+
+    async def checkpoint(
+        self, lease: LeaseRef, checkpoint: lane_pb2.Checkpoint
+    ) -> worker_pb2.CheckpointResponse:
+        """End the attempt with a checkpoint; the item requeues for a continuation."""
+        handle = _handle(lease)
+        return await self.client.workers.Checkpoint(
+            worker_pb2.CheckpointRequest(
+                coordinator_id=self.coordinator_id,
+                lease_id=handle.lease_id,
+                lease_token=handle.lease_token,
+                checkpoint=checkpoint,
+            )
+        )
+
+    async def release(self, lease: LeaseRef, reason: str = "") -> worker_pb2.ReleaseResponse:
+        """Give the lease back without burning an attempt."""
+        handle = _handle(lease)
+        return await self.client.workers.Release(
+            worker_pb2.ReleaseRequest(
+                coordinator_id=self.coordinator_id,
+                lease_id=handle.lease_id,
+                lease_token=handle.lease_token,
+                reason=reason,
+            )
+        )

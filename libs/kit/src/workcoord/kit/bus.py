@@ -1,0 +1,467 @@
+"""The notification bus: wake-up hints published after commit, per work coordinator.
+
+A notification says "work coordinator C reached revision R (with new ready work for these
+classes)". It is a hint, never the truth: subscribers re-read state from the database, a missed
+notification costs latency (callers keep a slow poll as backstop), never correctness. So
+publishing never raises, full subscriber queues drop their oldest entries, and bursts may be
+coalesced.
+
+Two implementations share the :class:`NotificationBus` interface:
+
+- :class:`InProcessBus`, for embedded mode and tests: asyncio queues in one process.
+- :class:`RedisStreamBus`, for production: one Redis stream per work coordinator
+  (``XADD … MAXLEN ~``), read by one background ``XREAD BLOCK`` task per process. Subscribers in
+  the publishing process are woken directly, without a Redis round trip; the reader skips the
+  entries its own process wrote, so nobody sees a notification twice.
+
+redis-py gives the commands but no stream fan-out with these semantics, so that part is here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Protocol
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from workcoord.kit import metrics
+
+__all__ = [
+    "InProcessBus",
+    "Notification",
+    "NotificationBus",
+    "RedisStreamBus",
+    "Subscription",
+    "bus_from_url",
+]
+
+_log = logging.getLogger(__name__)
+
+_QUEUE_LIMIT = 256
+_FAILURE_LOG_INTERVAL = 10.0
+# After a Redis failure, skip Redis for a moment instead of paying a connect timeout per call.
+_COOLDOWN_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Notification:
+    """Work coordinator ``coordinator_id`` reached ``revision``.
+
+    ``worker_classes`` names the classes with newly ready work; empty means unknown or any.
+    """
+
+    coordinator_id: str
+    revision: int
+    worker_classes: frozenset[str] = field(default_factory=frozenset)
+
+
+class Subscription(Protocol):
+    """Notifications of one work coordinator; use as an async context manager.
+
+    Every notification published after ``__aenter__`` returned is delivered at most once, in
+    publication order per publisher; bursts may be coalesced or, if the consumer lags far
+    behind, the oldest dropped.
+    """
+
+    async def __aenter__(self) -> Subscription:
+        """Start receiving."""
+        ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop receiving."""
+        ...
+
+    # A timeout parameter (not asyncio.timeout) because "nothing yet" is a normal answer here.
+    async def next(self, timeout: float) -> Notification | None:  # noqa: ASYNC109
+        """The next notification, or None after ``timeout`` seconds without one."""
+        ...
+
+
+class NotificationBus(Protocol):
+    """Publishes and delivers :class:`Notification` hints."""
+
+    async def publish(self, note: Notification) -> None:
+        """Publish ``note`` (call after commit). Best effort: never raises on transport failure."""
+        ...
+
+    def subscribe(self, coordinator_id: str) -> Subscription:
+        """A subscription to ``coordinator_id``'s notifications (enter it to start receiving)."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections and background tasks."""
+        ...
+
+
+class _LocalSubscription:
+    """A bounded queue of notifications plus a wake-up event; entering registers it."""
+
+    def __init__(self, fanout: _LocalFanout, coordinator_id: str) -> None:
+        self.coordinator_id = coordinator_id
+        self._fanout = fanout
+        self._items: deque[Notification] = deque()
+        self._ready = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._active = False
+
+    async def __aenter__(self) -> _LocalSubscription:
+        self._loop = asyncio.get_running_loop()
+        await self._fanout.register(self)
+        self._active = True
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._active = False
+        await self._fanout.unregister(self)
+
+    async def next(self, timeout: float) -> Notification | None:  # noqa: ASYNC109
+        """The next notification, or None after ``timeout`` seconds without one."""
+        if not self._active:
+            raise RuntimeError("enter the subscription (async with) before reading it")
+        if not self._items:
+            self._ready.clear()
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._ready.wait()
+            except TimeoutError:
+                return None
+        return self._items.popleft() if self._items else None
+
+    def deliver(self, note: Notification) -> None:
+        """Queue ``note``; safe to call from any thread."""
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._append(note)
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(self._append, note)
+
+    def _append(self, note: Notification) -> None:
+        if len(self._items) >= _QUEUE_LIMIT:
+            # Hints only: the newest tells the consumer just as much as the dropped one.
+            self._items.popleft()
+            metrics.BUS_NOTIFICATIONS_DROPPED.inc()
+        self._items.append(note)
+        self._ready.set()
+
+
+class _LocalFanout:
+    """The subscribers of this process, by work coordinator."""
+
+    def __init__(self) -> None:
+        self.subscribers: dict[str, set[_LocalSubscription]] = {}
+
+    async def register(self, subscription: _LocalSubscription) -> None:
+        self.subscribers.setdefault(subscription.coordinator_id, set()).add(subscription)
+
+    async def unregister(self, subscription: _LocalSubscription) -> None:
+        current = self.subscribers.get(subscription.coordinator_id)
+        if current is not None:
+            current.discard(subscription)
+            if not current:
+                del self.subscribers[subscription.coordinator_id]
+
+    def deliver(self, note: Notification) -> None:
+        for subscription in tuple(self.subscribers.get(note.coordinator_id, ())):
+            subscription.deliver(note)
+
+
+class InProcessBus:
+    """A bus inside one process (embedded mode, unit tests)."""
+
+    def __init__(self) -> None:
+        self._fanout = _LocalFanout()
+
+    async def publish(self, note: Notification) -> None:
+        """Deliver ``note`` to this process's subscribers of its work coordinator."""
+        self._fanout.deliver(note)
+
+    def subscribe(self, coordinator_id: str) -> Subscription:
+        """A subscription to ``coordinator_id`` (enter it to start receiving)."""
+        return _LocalSubscription(self._fanout, coordinator_id)
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+
+class _RedisFanout(_LocalFanout):
+    """Local fan-out that also tells the Redis reader which streams to watch."""
+
+    def __init__(self, bus: RedisStreamBus) -> None:
+        super().__init__()
+        self._bus = bus
+
+    async def register(self, subscription: _LocalSubscription) -> None:
+        coordinator_id = subscription.coordinator_id
+        if coordinator_id not in self.subscribers:
+            # Find where the stream ends *before* registering: every entry after it is ours to
+            # deliver, and local publishes from here on reach us directly.
+            await self._bus.watch(coordinator_id)
+        await super().register(subscription)
+
+    async def unregister(self, subscription: _LocalSubscription) -> None:
+        await super().unregister(subscription)
+        if subscription.coordinator_id not in self.subscribers:
+            self._bus.unwatch(subscription.coordinator_id)
+
+
+class RedisStreamBus:
+    """A bus over Redis Streams: ``{stream_prefix}{coordinator_id}``, trimmed to ~``maxlen``."""
+
+    def __init__(
+        self,
+        redis_url: str,
+        stream_prefix: str = "workcoord:notify:",
+        maxlen: int = 10_000,
+        *,
+        block_ms: int = 5_000,
+        control_prefix: str = "workcoord:bus-control:",
+    ) -> None:
+        self._url = redis_url
+        self._prefix = stream_prefix
+        self._maxlen = maxlen
+        self._block_ms = block_ms
+        self.instance_id = uuid.uuid4().hex
+        self._control_key = f"{control_prefix}{self.instance_id}"
+        # Short timeouts on the command connection: publish runs on the request path.
+        self._commands = aioredis.Redis.from_url(
+            redis_url, decode_responses=True, socket_connect_timeout=1.0, socket_timeout=2.0
+        )
+        # The reader blocks in XREAD, so its socket timeout must outlast the BLOCK.
+        self._reader_client = aioredis.Redis.from_url(
+            redis_url,
+            decode_responses=True,
+            socket_connect_timeout=1.0,
+            socket_timeout=block_ms / 1000 + 5.0,
+        )
+        self._fanout = _RedisFanout(self)
+        # Stream key → last entry id handled; None until the stream's end could be read.
+        self._cursors: dict[str, str | None] = {}
+        self._control_cursor = "0-0"
+        self._reader: asyncio.Task[None] | None = None
+        self._closed = False
+        self._down_until = 0.0
+        self._last_failure_log = float("-inf")
+
+    def stream_key(self, coordinator_id: str) -> str:
+        """The Redis stream carrying ``coordinator_id``'s notifications."""
+        return f"{self._prefix}{coordinator_id}"
+
+    async def publish(self, note: Notification) -> None:
+        """Wake local subscribers now, then XADD for other processes; never raises."""
+        self._fanout.deliver(note)
+        if self._closed or self._in_cooldown():
+            return
+        fields = {
+            "revision": str(note.revision),
+            "classes": ",".join(sorted(note.worker_classes)),
+            "source": self.instance_id,
+        }
+        try:
+            await self._commands.xadd(
+                self.stream_key(note.coordinator_id),
+                fields,  # type: ignore[arg-type]  # redis' stub wants a dict of its own alias
+                maxlen=self._maxlen,
+                approximate=True,
+            )
+        except (RedisError, OSError) as exc:
+            metrics.BUS_PUBLISH_FAILURES.inc()
+            self._failed("publish", exc)
+
+    def subscribe(self, coordinator_id: str) -> Subscription:
+        """A subscription to ``coordinator_id`` (enter it to start receiving)."""
+        if self._closed:
+            raise RuntimeError("the bus is closed")
+        return _LocalSubscription(self._fanout, coordinator_id)
+
+    async def close(self) -> None:
+        """Stop the reader, drop the control stream, close the connections."""
+        self._closed = True
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+            self._reader = None
+        with contextlib.suppress(RedisError, OSError):
+            await self._commands.delete(self._control_key)
+        await self._commands.aclose()
+        await self._reader_client.aclose()
+
+    # --- called by the fan-out ----------------------------------------------------------------
+
+    async def watch(self, coordinator_id: str) -> None:
+        """Start reading ``coordinator_id``'s stream from its current end."""
+        key = self.stream_key(coordinator_id)
+        if key in self._cursors:
+            return
+        end = await self._stream_end(key)
+        # A concurrent watch of the same stream may have won; its earlier end is the safe one.
+        self._cursors.setdefault(key, end)
+        self._ensure_reader()
+        await self._wake_reader()
+
+    def unwatch(self, coordinator_id: str) -> None:
+        """Stop reading ``coordinator_id``'s stream (the reader notices on its next turn)."""
+        self._cursors.pop(self.stream_key(coordinator_id), None)
+
+    # --- internals ------------------------------------------------------------------------------
+
+    async def _stream_end(self, key: str) -> str | None:
+        # The newest entry's id, never "$": "$" would skip what is published between now and
+        # the reader's next XREAD.
+        if self._in_cooldown():
+            return None
+        try:
+            newest = await self._commands.xrevrange(key, count=1)
+        except (RedisError, OSError) as exc:
+            self._failed("subscribe", exc)
+            return None
+        return str(newest[0][0]) if newest else "0-0"
+
+    async def _wake_reader(self) -> None:
+        # The reader also watches a stream of its own; an entry there ends its XREAD BLOCK so it
+        # picks up the new stream at once instead of after the block times out.
+        if self._in_cooldown():
+            return
+        try:
+            await self._commands.xadd(
+                self._control_key,
+                {"wake": "1"},
+                maxlen=16,
+                approximate=False,
+            )
+        except (RedisError, OSError) as exc:
+            self._failed("subscribe", exc)
+
+    def _ensure_reader(self) -> None:
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.get_running_loop().create_task(
+                self._read_forever(), name=f"workcoord-bus-reader-{self.instance_id[:8]}"
+            )
+
+    async def _read_forever(self) -> None:
+        backoff = 0.05
+        while not self._closed:
+            try:
+                await self._read_once()
+                backoff = 0.05
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis trouble must never kill the reader
+                self._failed("read", exc)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+
+    async def _read_once(self) -> None:
+        for key, cursor in list(self._cursors.items()):
+            if cursor is None:
+                self._cursors[key] = await self._resolve_end(key)
+        streams: dict[Any, Any] = {self._control_key: self._control_cursor}
+        streams.update({k: c for k, c in self._cursors.items() if c is not None})
+        response = await self._reader_client.xread(streams, count=500, block=self._block_ms)
+        self._down_until = 0.0
+        for key, entries in _stream_entries(response):
+            if key == self._control_key:
+                if entries:
+                    self._control_cursor = entries[-1][0]
+                continue
+            self._handle(key, entries)
+
+    async def _resolve_end(self, key: str) -> str:
+        newest = await self._reader_client.xrevrange(key, count=1)
+        return str(newest[0][0]) if newest else "0-0"
+
+    def _handle(self, key: str, entries: list[tuple[str, dict[str, str]]]) -> None:
+        cursor = self._cursors.get(key)
+        if cursor is None:
+            return  # unwatched meanwhile
+        coordinator_id = key[len(self._prefix) :]
+        for entry_id, fields in entries:
+            # Only move forward: a response to an older XREAD must not replay entries.
+            if not _id_after(entry_id, cursor):
+                continue
+            cursor = entry_id
+            if fields.get("source") == self.instance_id:
+                continue  # delivered locally when it was published
+            note = _parse(coordinator_id, fields)
+            if note is not None:
+                self._fanout.deliver(note)
+        self._cursors[key] = cursor
+
+    def _in_cooldown(self) -> bool:
+        return time.monotonic() < self._down_until
+
+    def _failed(self, what: str, exc: BaseException) -> None:
+        now = time.monotonic()
+        self._down_until = now + _COOLDOWN_SECONDS
+        if now - self._last_failure_log >= _FAILURE_LOG_INTERVAL:
+            self._last_failure_log = now
+            _log.warning(
+                "notification bus: Redis %s failed (%s: %s); subscribers fall back to polling",
+                what,
+                type(exc).__name__,
+                exc,
+            )
+
+
+def _stream_entries(response: Any) -> Iterable[tuple[str, list[tuple[str, dict[str, str]]]]]:
+    # RESP2 answers [[key, [(id, fields), …]], …]; RESP3 answers {key: [[id, fields], …]}.
+    if not response:
+        return []
+    pairs = response.items() if isinstance(response, dict) else response
+    result = []
+    for key, entries in pairs:
+        result.append((str(key), [(str(entry_id), dict(fields)) for entry_id, fields in entries]))
+    return result
+
+
+def _parse(coordinator_id: str, fields: dict[str, str]) -> Notification | None:
+    try:
+        revision = int(fields.get("revision", ""))
+    except ValueError:
+        _log.warning("notification bus: ignoring a malformed entry for %s", coordinator_id)
+        return None
+    classes = frozenset(c for c in fields.get("classes", "").split(",") if c)
+    return Notification(coordinator_id, revision, classes)
+
+
+def _id_after(entry_id: str, cursor: str) -> bool:
+    def parts(stream_id: str) -> tuple[int, int]:
+        millis, _, seq = stream_id.partition("-")
+        return int(millis), int(seq or 0)
+
+    return parts(entry_id) > parts(cursor)
+
+
+def bus_from_url(url: str | None) -> NotificationBus:
+    """The bus for ``REDIS_URL``: Redis streams for ``redis://``/``rediss://``/``unix://``,
+    the in-process bus when unset (or ``memory://``)."""
+    if not url or url.startswith("memory:"):
+        return InProcessBus()
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        return RedisStreamBus(url)
+    raise ValueError("REDIS_URL must start with redis://, rediss:// or unix://")

@@ -1,0 +1,115 @@
+"""Structured logging on the standard library: JSON lines with trace ids, secrets redacted.
+
+Every record passes a :class:`RedactionFilter` before it is formatted: credential-looking text
+becomes ``[REDACTED]`` and control characters in messages are escaped, so a caller-supplied
+string cannot forge log lines (security.md: strings that reach logs are escaped).
+"""
+
+from __future__ import annotations
+
+import json as _json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from opentelemetry import trace
+
+from workcoord.kit.secrets import redact_credentials
+
+__all__ = ["JsonFormatter", "RedactionFilter", "configure_logging", "escape_control"]
+
+# Attributes every LogRecord has; anything else was passed through ``extra=``.
+_STANDARD_ATTRS = frozenset(
+    vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys()
+    | {"message", "asctime", "taskName"}
+)
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]} | {
+    0x0A: "\\n",
+    0x0D: "\\r",
+    0x09: "\\t",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+_TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+def escape_control(text: str) -> str:
+    """``text`` with control characters (newlines included) written as escapes."""
+    return text.translate(_CONTROL)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_credentials(escape_control(value))
+    return value
+
+
+class RedactionFilter(logging.Filter):
+    """Redacts credentials and escapes control characters in the message and ``extra`` fields."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite ``record`` in place; never drops it."""
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string must not lose the record
+            message = f"{record.msg!r} {record.args!r}"
+        record.msg = _clean(message)
+        record.args = None
+        for key, value in list(vars(record).items()):
+            if key not in _STANDARD_ATTRS:
+                setattr(record, key, _clean(value))
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, trace/span ids, extra fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Render ``record`` as one JSON line."""
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        span_context = trace.get_current_span().get_span_context()
+        if span_context.is_valid:
+            entry["trace_id"] = format(span_context.trace_id, "032x")
+            entry["span_id"] = format(span_context.span_id, "016x")
+        for key, value in vars(record).items():
+            if key not in _STANDARD_ATTRS and key not in entry:
+                entry[key] = value
+        if record.exc_info:
+            entry["exception"] = redact_credentials(self.formatException(record.exc_info))
+        if record.stack_info:
+            entry["stack"] = redact_credentials(self.formatStack(record.stack_info))
+        return _json.dumps(entry, default=str, ensure_ascii=False)
+
+
+class _RedactingTextFormatter(logging.Formatter):
+    def formatException(self, ei: Any) -> str:
+        return redact_credentials(super().formatException(ei))
+
+
+def configure_logging(
+    level: str | int = "INFO", json: bool = False, stream: TextIO | None = None
+) -> logging.Handler:
+    """Send every log record to ``stream`` (stderr), as JSON lines or plain text.
+
+    Idempotent: a second call replaces the handler installed by the first. Returns the handler.
+    """
+    root = logging.getLogger()
+    for existing in list(root.handlers):
+        if getattr(existing, "_workcoord", False):
+            root.removeHandler(existing)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler._workcoord = True  # type: ignore[attr-defined]  # marks ours for the next call
+    handler.addFilter(RedactionFilter())
+    handler.setFormatter(JsonFormatter() if json else _RedactingTextFormatter(_TEXT_FORMAT))
+    root.addHandler(handler)
+    root.setLevel(level.upper() if isinstance(level, str) else level)
+    # gRPC and Redis clients are chatty at INFO and may echo connection strings.
+    for noisy in ("grpc", "redis", "urllib3"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    return handler

@@ -1,0 +1,189 @@
+"""Configuration from the environment, validated once at start-up.
+
+Variables are ``WORKCOORD_*`` plus ``DATABASE_URL`` and ``REDIS_URL`` (architecture.md).
+:func:`load` turns pydantic's validation error into :class:`SettingsError`, whose message lists
+every bad variable by its environment name. Secrets are ``SecretStr`` so they never print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError
+from pydantic import model_validator as _model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = [
+    "CommonSettings",
+    "CoordinatorSettings",
+    "GatewaySettings",
+    "ListenAddress",
+    "RecoverySettings",
+    "SettingsError",
+    "load",
+]
+
+ENV_PREFIX = "WORKCOORD_"
+
+
+def _check_address(value: str) -> str:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError("must be HOST:PORT, e.g. 127.0.0.1:50051")
+    return value
+
+
+def _upper(value: Any) -> Any:
+    return value.upper() if isinstance(value, str) else value
+
+
+def _check_url(schemes: tuple[str, ...]) -> AfterValidator:
+    def check(value: str | None) -> str | None:
+        if value is not None and value.split("://", 1)[0] not in schemes:
+            raise ValueError(f"must be a URL with scheme {' or '.join(schemes)}")
+        return value
+
+    return AfterValidator(check)
+
+
+ListenAddress = Annotated[str, AfterValidator(_check_address)]
+"""``HOST:PORT`` (port 0 binds an ephemeral port)."""
+
+LogLevel = Annotated[
+    Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], BeforeValidator(_upper)
+]
+
+
+class CommonSettings(BaseSettings):
+    """Settings every service reads."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        case_sensitive=False,
+        extra="ignore",
+        # An empty variable means "not set", the usual reading in shells and manifests.
+        env_ignore_empty=True,
+        validate_default=True,
+    )
+
+    log_level: LogLevel = "INFO"
+    log_json: bool = False
+    otel_enabled: bool = False
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = None
+    tls_ca_file: Path | None = None
+
+    @_model_validator(mode="after")
+    def _tls_files(self) -> CommonSettings:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError(
+                "WORKCOORD_TLS_CERT_FILE and WORKCOORD_TLS_KEY_FILE must be set together"
+            )
+        for name in ("tls_cert_file", "tls_key_file", "tls_client_ca_file", "tls_ca_file"):
+            path: Path | None = getattr(self, name)
+            if path is not None and not path.is_file():
+                raise ValueError(f"{ENV_PREFIX}{name.upper()}: no such file: {path}")
+        return self
+
+
+class CoordinatorSettings(CommonSettings):
+    """The coordinator: owns the database and publishes notifications."""
+
+    database_url: Annotated[
+        str | None,
+        _check_url(("postgresql", "postgresql+asyncpg", "sqlite", "sqlite+aiosqlite")),
+    ] = Field(default=None, validation_alias="DATABASE_URL")
+    redis_url: Annotated[str | None, _check_url(("redis", "rediss", "unix"))] = Field(
+        default=None, validation_alias="REDIS_URL"
+    )
+    listen_coordinator: ListenAddress = "127.0.0.1:50051"
+    bootstrap_admin_token: SecretStr | None = None
+    service_key: SecretStr | None = None
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+
+
+class RecoverySettings(CommonSettings):
+    """The recovery service: drives maintenance passes on a clock."""
+
+    listen_recovery: ListenAddress = "127.0.0.1:50052"
+    coordinator_address: ListenAddress = "127.0.0.1:50051"
+    service_key: SecretStr | None = None
+    recovery_interval_seconds: float = Field(default=15.0, ge=0.05)
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+
+
+class GatewaySettings(CommonSettings):
+    """The gateway: REST, WebSocket, web UI and MCP in front of the gRPC services."""
+
+    listen_gateway: ListenAddress = "127.0.0.1:8080"
+    coordinator_address: ListenAddress = "127.0.0.1:50051"
+    recovery_address: ListenAddress = "127.0.0.1:50052"
+    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
+    request_timeout_seconds: float = Field(default=30.0, gt=0)
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+
+
+class SettingsError(Exception):
+    """Configuration is missing or malformed; the message names every bad variable."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("invalid configuration:\n" + "\n".join(f"  {line}" for line in problems))
+
+
+_S = TypeVar("_S", bound=CommonSettings)
+
+
+def load(cls: type[_S], *, required: Iterable[str] = ()) -> _S:
+    """Read and validate ``cls`` from the environment, or raise :class:`SettingsError`.
+
+    ``required`` names fields that are optional in general but needed by this process, e.g.
+    ``load(CoordinatorSettings, required=["database_url"])`` for a production coordinator.
+    """
+    try:
+        settings = cls()
+    except ValidationError as exc:
+        raise SettingsError([_describe(cls, error) for error in exc.errors()]) from None
+    missing = [
+        f"{env_name(cls, name)}: is required"
+        for name in required
+        if getattr(settings, name) is None
+    ]
+    if missing:
+        raise SettingsError(missing)
+    return settings
+
+
+def env_name(cls: type[CommonSettings], field_name: str) -> str:
+    """The environment variable that sets ``field_name`` of ``cls``."""
+    field = cls.model_fields.get(field_name)
+    if field is not None and isinstance(field.validation_alias, str):
+        return field.validation_alias
+    return f"{ENV_PREFIX}{field_name.upper()}"
+
+
+def _describe(cls: type[CommonSettings], error: Any) -> str:
+    location = error.get("loc") or ()
+    message = str(error.get("msg", "invalid"))
+    if not location:
+        # Model-level checks (e.g. the TLS pair) name their variables themselves.
+        return message.removeprefix("Value error, ")
+    head = str(location[0])
+    name = head if head in _aliases(cls) else env_name(cls, head)
+    message = message.removeprefix("Value error, ")
+    field = cls.model_fields.get(head)
+    secret = field is not None and "SecretStr" in str(field.annotation)
+    if secret or error.get("type") == "missing" or "input" not in error:
+        return f"{name}: {message}"
+    return f"{name}: {message} (got {error['input']!r})"
+
+
+def _aliases(cls: type[CommonSettings]) -> set[str]:
+    return {
+        field.validation_alias
+        for field in cls.model_fields.values()
+        if isinstance(field.validation_alias, str)
+    }

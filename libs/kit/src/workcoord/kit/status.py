@@ -1,0 +1,298 @@
+"""Typed errors on the wire: ``WorkcoordError`` ↔ ``google.rpc.Status`` ↔ REST JSON.
+
+Server side: :class:`ErrorInterceptor` answers every :class:`WorkcoordError` with its status
+(``ErrorInfo`` + ``BadRequest`` details in the ``grpc-status-details-bin`` trailer) and turns any
+other exception into a bare INTERNAL, logged with its traceback but never sent to the caller.
+Client side: :func:`error_from_rpc` rebuilds the typed error from the trailer.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NoReturn, TypeAlias, TypeVar
+
+import grpc
+import grpc.aio
+from google.protobuf import any_pb2, json_format
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from workcoord.kit import metrics
+from workcoord.kit.errors import (
+    ERROR_DOMAIN,
+    Code,
+    FieldViolation,
+    Internal,
+    WorkcoordError,
+    error_class_for_code,
+    error_class_for_reason,
+    generic_error,
+    http_status_for,
+)
+
+__all__ = [
+    "ErrorInterceptor",
+    "abort_with",
+    "error_from_rpc",
+    "error_from_status",
+    "error_to_json",
+    "http_status_for",
+    "status_to_json",
+    "to_grpc_status",
+    "to_rpc_status",
+]
+
+_log = logging.getLogger(__name__)
+
+_DETAILS_KEY = "grpc-status-details-bin"
+
+
+def to_rpc_status(err: WorkcoordError) -> status_pb2.Status:
+    """Build the ``google.rpc.Status`` for ``err``: ErrorInfo always, BadRequest if violations."""
+    info = error_details_pb2.ErrorInfo(
+        reason=err.reason, domain=ERROR_DOMAIN, metadata=err.metadata
+    )
+    details = [_pack(info)]
+    if err.field_violations:
+        bad_request = error_details_pb2.BadRequest(
+            field_violations=[
+                error_details_pb2.BadRequest.FieldViolation(
+                    field=v.field, description=v.description
+                )
+                for v in err.field_violations
+            ]
+        )
+        details.append(_pack(bad_request))
+    return status_pb2.Status(code=int(err.code), message=err.message, details=details)
+
+
+def to_grpc_status(err: WorkcoordError) -> grpc.Status:
+    """The ``grpc.Status`` (code, details, trailer) to abort a call with."""
+    status: grpc.Status = rpc_status.to_status(to_rpc_status(err))
+    return status
+
+
+def status_to_json(status: status_pb2.Status) -> dict[str, Any]:
+    """The REST JSON form of a status (proto3 JSON mapping, ``@type`` on each detail)."""
+    # error_details_pb2 is imported above, so the default pool resolves the Any payloads.
+    body: dict[str, Any] = json_format.MessageToDict(status)
+    # MessageToDict drops zero values; the REST body always states code and message.
+    body.setdefault("code", status.code)
+    body.setdefault("message", status.message)
+    return body
+
+
+def error_to_json(err: WorkcoordError) -> tuple[int, dict[str, Any]]:
+    """HTTP status and JSON body for ``err``, as the gateway answers it."""
+    return http_status_for(err.code), status_to_json(to_rpc_status(err))
+
+
+async def abort_with(context: grpc.aio.ServicerContext[Any, Any], err: WorkcoordError) -> NoReturn:
+    """Abort the current call with ``err``'s status; never returns."""
+    await context.abort_with_status(to_grpc_status(err))
+    # abort_with_status always raises; this only satisfies the NoReturn contract.
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def error_from_status(status: status_pb2.Status) -> WorkcoordError:
+    """Rebuild the typed error a ``google.rpc.Status`` describes."""
+    reason: str | None = None
+    domain = ""
+    metadata: dict[str, str] = {}
+    violations: list[FieldViolation] = []
+    for detail in status.details:
+        # Unpack answers False when the Any holds another type.
+        info = error_details_pb2.ErrorInfo()
+        bad_request = error_details_pb2.BadRequest()
+        if detail.Unpack(info):
+            reason, domain, metadata = info.reason, info.domain, dict(info.metadata)
+        elif detail.Unpack(bad_request):
+            violations.extend(
+                FieldViolation(v.field, v.description) for v in bad_request.field_violations
+            )
+    cls = error_class_for_reason(reason) if reason and domain == ERROR_DOMAIN else None
+    if cls is not None and int(cls.code) == status.code:
+        return cls.rebuild(status.message, metadata=metadata, field_violations=violations)
+    if reason is None:
+        by_code = error_class_for_code(status.code)
+        if by_code is not None:
+            return by_code.rebuild(status.message, field_violations=violations)
+    return generic_error(
+        status.code,
+        status.message,
+        reason=reason,
+        metadata=metadata,
+        field_violations=violations,
+    )
+
+
+def error_from_rpc(exc: grpc.RpcError) -> WorkcoordError:
+    """Rebuild the typed error from a failed call (``grpc.aio.AioRpcError`` or ``grpc.RpcError``).
+
+    Reads the ``grpc-status-details-bin`` trailer; without one, falls back to the status code.
+    """
+    status: status_pb2.Status | None = None
+    try:
+        status = rpc_status.from_call(exc)
+    except (ValueError, AttributeError, TypeError):
+        # from_call refuses a trailer whose code/message disagree with the call's; parse it
+        # ourselves so a proxy rewriting the message does not lose the typed reason.
+        status = _status_from_trailer(exc)
+    if status is not None:
+        return error_from_status(status)
+    code = _call_code(exc)
+    details = _call_details(exc)
+    by_code = error_class_for_code(code)
+    if by_code is not None:
+        return by_code.rebuild(details or by_code.default_message)
+    return generic_error(code, details or code.name.lower().replace("_", " "))
+
+
+class ErrorInterceptor(grpc.aio.ServerInterceptor):
+    """Maps exceptions raised by servicers to ``google.rpc.Status``.
+
+    ``WorkcoordError`` → its status with details. Anything else is a bug: it is logged with its
+    traceback and answered INTERNAL "internal error", never leaking the exception text.
+    """
+
+    def __init__(self) -> None:
+        # Wrapping costs a few allocations; cache per method so the hot path only looks up.
+        self._wrapped: dict[str, tuple[_Handler, _Handler]] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_Req, _Resp] | None]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[_Req, _Resp] | None:
+        """Wrap the method's handler so exceptions become statuses."""
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        method: str = handler_call_details.method
+        cached = self._wrapped.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = _wrap_handler(handler, method)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
+# A string: grpc.RpcMethodHandler is only generic in the stubs, not at run time.
+_Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
+
+
+def _wrap_handler(handler: _Handler, method: str) -> _Handler:
+    serializers = {
+        "request_deserializer": handler.request_deserializer,
+        "response_serializer": handler.response_serializer,
+    }
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(
+            _wrap_behavior(handler.unary_unary, method), **serializers
+        )
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(
+            _wrap_behavior(handler.unary_stream, method), **serializers
+        )
+    if handler.stream_unary is not None:
+        return grpc.stream_unary_rpc_method_handler(
+            _wrap_behavior(handler.stream_unary, method), **serializers
+        )
+    if handler.stream_stream is not None:
+        return grpc.stream_stream_rpc_method_handler(
+            _wrap_behavior(handler.stream_stream, method), **serializers
+        )
+    return handler
+
+
+def _wrap_behavior(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
+    # grpc.aio picks the calling convention from the function kind (coroutine function vs async
+    # generator function), so the wrapper must be of the same kind as what it wraps.
+    if inspect.isasyncgenfunction(behavior):
+
+        async def stream_wrapper(
+            request: Any, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> AsyncIterator[Any]:
+            try:
+                async for response in behavior(request, context):
+                    yield response
+            except Exception as exc:
+                await _answer(exc, context, method)
+
+        return stream_wrapper
+    if inspect.iscoroutinefunction(behavior):
+
+        async def unary_wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            try:
+                return await behavior(request, context)
+            except Exception as exc:
+                await _answer(exc, context, method)
+
+        return unary_wrapper
+    # Synchronous handlers run in grpc's executor; they are not used by workcoord services.
+    return behavior
+
+
+async def _answer(
+    exc: Exception, context: grpc.aio.ServicerContext[Any, Any], method: str
+) -> NoReturn:
+    if isinstance(exc, grpc.aio.AbortError):
+        # The servicer already aborted with a status of its choosing.
+        raise exc
+    if isinstance(exc, WorkcoordError):
+        metrics.RPC_ERRORS.labels(method=method, reason=exc.reason).inc()
+        await abort_with(context, exc)
+    metrics.RPC_ERRORS.labels(method=method, reason=Internal.reason).inc()
+    _log.error("unhandled exception in %s", method, exc_info=exc)
+    await abort_with(context, Internal())
+
+
+def _pack(message: Any) -> any_pb2.Any:
+    packed = any_pb2.Any()
+    packed.Pack(message)
+    return packed
+
+
+def _status_from_trailer(exc: grpc.RpcError) -> status_pb2.Status | None:
+    trailing = getattr(exc, "trailing_metadata", None)
+    if trailing is None:
+        return None
+    try:
+        for key, value in trailing() or ():
+            if key == _DETAILS_KEY and isinstance(value, bytes):
+                return status_pb2.Status.FromString(value)
+    except Exception:  # a malformed trailer must not hide the original failure
+        _log.warning("unreadable %s trailer", _DETAILS_KEY)
+    return None
+
+
+def _call_code(exc: grpc.RpcError) -> Code:
+    code_fn = getattr(exc, "code", None)
+    if code_fn is None:
+        return Code.UNKNOWN
+    try:
+        status_code = code_fn()
+        number = (
+            status_code.value[0] if isinstance(status_code, grpc.StatusCode) else int(status_code)
+        )
+        return Code(number)
+    except (ValueError, TypeError):
+        return Code.UNKNOWN
+
+
+def _call_details(exc: grpc.RpcError) -> str:
+    details_fn = getattr(exc, "details", None)
+    if details_fn is None:
+        return ""
+    details = details_fn()
+    return details if isinstance(details, str) else ""
+
+
+# The proto enum and ours must agree; a mismatch would silently mislabel every error.
+assert all(code_pb2.Code.Value(c.name) == c.value for c in Code)

@@ -1,0 +1,132 @@
+"""Principals and the authorization rules of design/security.md.
+
+The coordinator decides every authorization, on every request, from current state: the
+principal is resolved from the credential for each call and nothing outlives a revocation.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from workcoord.kit.errors import NotFound, PermissionDenied
+
+from .model import Coordinator, Scope
+
+
+class PrincipalKind(enum.StrEnum):
+    USER = "USER"
+    WORK_KEY = "WORK_KEY"
+    SERVICE = "SERVICE"
+
+
+class OrgRole(enum.StrEnum):
+    ORG_ADMIN = "ORG_ADMIN"
+    ORG_VIEWER = "ORG_VIEWER"
+
+
+class Capability(enum.StrEnum):
+    READ = "READ"
+    LEASE = "LEASE"
+    WRITE = "WRITE"
+
+
+class Access(enum.StrEnum):
+    """What a call does to a work coordinator."""
+
+    READ = "READ"
+    LEASE = "LEASE"  # worker calls
+    WRITE = "WRITE"  # create and change lanes and items
+    DECIDE = "DECIDE"  # approve, deny, resume, retry, resolve: humans only
+    CONFIGURE = "CONFIGURE"  # change the work coordinator, keys, grants
+    MAINTAIN = "MAINTAIN"  # recovery passes
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    kind: PrincipalKind
+    id: str
+    display_name: str = ""
+    platform_admin: bool = False
+    org_roles: dict[str, OrgRole] = field(default_factory=dict)
+    org_slug: str = ""
+    capabilities: frozenset[Capability] = frozenset()
+    coordinator_ids: frozenset[str] = frozenset()
+
+    @property
+    def name(self) -> str:
+        """The actor name recorded on events and attempts."""
+        prefix = {
+            PrincipalKind.USER: "user",
+            PrincipalKind.WORK_KEY: "key",
+            PrincipalKind.SERVICE: "service",
+        }[self.kind]
+        return f"{prefix}:{self.id}"
+
+    @property
+    def is_human(self) -> bool:
+        return self.kind == PrincipalKind.USER
+
+
+SYSTEM_ACTOR = "system"
+RECOVERY = Principal(kind=PrincipalKind.SERVICE, id="recovery", display_name="recovery service")
+
+_KEY_CAPABILITY = {
+    Access.READ: Capability.READ,
+    Access.LEASE: Capability.LEASE,
+    Access.WRITE: Capability.WRITE,
+}
+_ORG_ROLE_ACCESS = {
+    OrgRole.ORG_ADMIN: frozenset(Access),
+    OrgRole.ORG_VIEWER: frozenset({Access.READ}),
+}
+
+
+def authorize(principal: Principal, coordinator: Coordinator, access: Access) -> None:
+    """Raise unless ``principal`` may perform ``access`` on ``coordinator``.
+
+    A caller that may not see the work coordinator at all gets NOT_FOUND (no existence
+    oracle); one that sees it but may not do this gets PERMISSION_DENIED.
+    """
+    hidden = NotFound(f"work coordinator {coordinator.coordinator_id} not found")
+    if principal.kind == PrincipalKind.SERVICE:
+        if access == Access.MAINTAIN:
+            return
+        raise PermissionDenied("the service key may only run maintenance")
+    if principal.kind == PrincipalKind.WORK_KEY:
+        if coordinator.coordinator_id not in principal.coordinator_ids:
+            raise hidden
+        needed = _KEY_CAPABILITY.get(access)
+        if needed is None:
+            raise PermissionDenied(f"a work key can never {access.value.lower()}")
+        if needed not in principal.capabilities:
+            raise PermissionDenied(f"this work key lacks the {needed.value} capability")
+        return
+    if principal.platform_admin:
+        return
+    if coordinator.scope == Scope.GLOBAL:
+        raise hidden
+    role = principal.org_roles.get(coordinator.org_slug)
+    if role is None:
+        raise hidden
+    if access not in _ORG_ROLE_ACCESS[role]:
+        raise PermissionDenied(f"an {role.value} may not {access.value.lower()} here")
+
+
+def require_platform_admin(principal: Principal) -> None:
+    if not (principal.is_human and principal.platform_admin):
+        raise PermissionDenied("only a verified platform admin may do this")
+
+
+def require_org_admin(principal: Principal, org_slug: str) -> None:
+    """Platform admins, or admins of ``org_slug``; humans only."""
+    if not principal.is_human:
+        raise PermissionDenied("only a human administrator may do this")
+    if principal.platform_admin:
+        return
+    if principal.org_roles.get(org_slug) != OrgRole.ORG_ADMIN:
+        raise PermissionDenied(f"only an admin of org {org_slug!r} may do this")
+
+
+def can_see_org(principal: Principal, org_slug: str) -> bool:
+    return principal.platform_admin or org_slug in principal.org_roles

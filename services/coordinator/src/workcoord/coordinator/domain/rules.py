@@ -1,0 +1,343 @@
+"""Pure rules of the domain: backoff, fencing, DAG checks, placement, policy stops, labels.
+
+Nothing here does I/O; the engine calls these with records it loaded in its transaction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+
+from workcoord.kit.errors import FieldViolation, IllegalTransition, LeaseLost
+from workcoord.kit.secrets import hash_secret, secrets_equal
+
+from .model import (
+    Attempt,
+    AttemptStatus,
+    Item,
+    ItemKind,
+    ItemState,
+    JsonObject,
+    Lane,
+    LaneState,
+    RetryPolicy,
+    Worker,
+)
+
+JITTER = 0.10
+CHECKPOINT_BLOCKED_REASONS = frozenset(
+    {"human", "secret", "destructive", "policy", "dependency", "unavailable"}
+)
+
+
+def retry_delay(policy: RetryPolicy, counted_attempts: int, uniform: Callable[[], float]) -> float:
+    """Seconds to wait before the next attempt after ``counted_attempts`` failed ones.
+
+    ``initial * coefficient^(n-1)``, capped at the maximum, with ±10 % jitter so a fleet that
+    failed together does not retry together. ``uniform`` returns a float in [0, 1).
+    """
+    initial = policy.initial_interval or 0.0
+    coefficient = policy.backoff_coefficient or 1.0
+    maximum = policy.maximum_interval if policy.maximum_interval is not None else initial
+    exponent = max(counted_attempts - 1, 0)
+    # Cap the exponent: the delay saturates at the maximum long before it overflows.
+    base = min(initial * coefficient ** min(exponent, 64), maximum)
+    return max(0.0, base * (1.0 + JITTER * (2.0 * uniform() - 1.0)))
+
+
+def attempts_remaining(policy: RetryPolicy, item: Item) -> bool:
+    """Whether another counted attempt is allowed after the current ones."""
+    maximum = policy.maximum_attempts or 1
+    return item.attempt_count < maximum
+
+
+def fence(attempt: Attempt | None, item: Item | None, lease_token: str, now: datetime) -> None:
+    """Refuse a worker write unless it names the item's live lease with its token, unexpired.
+
+    Checked against the server clock on every write, so a lease is lost the instant it expires,
+    even before recovery sweeps it.
+    """
+    if attempt is None or item is None:
+        raise LeaseLost("superseded", "lease lost: no such lease")
+    if not secrets_equal(hash_secret(lease_token), attempt.token_hash):
+        raise LeaseLost("superseded", "lease lost: the token does not match this lease")
+    if attempt.status == AttemptStatus.DEAD:
+        raise LeaseLost("expired", "lease lost: the lease expired")
+    if not attempt.live:
+        raise LeaseLost("terminal", f"lease lost: the attempt is already {attempt.status.value}")
+    if item.current_lease_id != attempt.lease_id:
+        raise LeaseLost("superseded", "lease lost: the item has another live attempt")
+    if now >= attempt.lease_expire_time:
+        raise LeaseLost("expired", "lease lost: the lease expired")
+
+
+def require_running(attempt: Attempt, action: str) -> None:
+    if attempt.status != AttemptStatus.RUNNING:
+        raise IllegalTransition(
+            f"cannot {action} an attempt that is {attempt.status.value}: "
+            "start it with its run identity first"
+        )
+
+
+def dag_violations(
+    keys: Sequence[str], depends_on: Sequence[Sequence[str]], path: str = "lane.items"
+) -> list[FieldViolation]:
+    """Duplicate keys, unknown or self dependencies, and cycles of a lane's items."""
+    out: list[FieldViolation] = []
+    seen: dict[str, int] = {}
+    for index, key in enumerate(keys):
+        if not key:
+            out.append(FieldViolation(f"{path}[{index}].key", "is required"))
+        elif key in seen:
+            out.append(FieldViolation(f"{path}[{index}].key", f"duplicates the key {key!r}"))
+        else:
+            seen[key] = index
+    for index, deps in enumerate(depends_on):
+        for dep_index, dep in enumerate(deps):
+            where = f"{path}[{index}].depends_on[{dep_index}]"
+            if dep == keys[index]:
+                out.append(FieldViolation(where, "an item cannot depend on itself"))
+            elif dep not in seen:
+                out.append(FieldViolation(where, f"names no item of the lane: {dep!r}"))
+    if out:
+        return out
+    cycle = find_cycle({k: list(d) for k, d in zip(keys, depends_on, strict=True)})
+    if cycle:
+        index = seen[cycle[0]]
+        out.append(
+            FieldViolation(f"{path}[{index}].depends_on", "forms a cycle: " + " -> ".join(cycle))
+        )
+    return out
+
+
+def find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str]:
+    """A cycle in ``graph`` (node → nodes it depends on) as a closed path, or []."""
+    white, grey, black = 0, 1, 2
+    color = dict.fromkeys(graph, white)
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        color[node] = grey
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if color.get(nxt, black) == grey:
+                return [*stack[stack.index(nxt) :], nxt]
+            if color.get(nxt) == white:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        color[node] = black
+        return []
+
+    for node in sorted(graph):
+        if color[node] == white:
+            found = visit(node)
+            if found:
+                return found
+    return []
+
+
+# --- placement -------------------------------------------------------------------------------
+
+_LABEL = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}")
+_WORKER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+_RESOURCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}")
+
+
+def placement_problems(placement: JsonObject | None) -> list[str]:
+    """What is malformed in an explicit placement (empty when it is well-formed)."""
+    if not placement:
+        return []
+    problems: list[str] = []
+    allowed = {"require_labels", "worker_id", "exclusive"}
+    for key in placement:
+        if key not in allowed:
+            problems.append(f"unknown placement field {key!r}")
+    labels = placement.get("require_labels", {})
+    if not isinstance(labels, dict):
+        problems.append("require_labels must be an object")
+    else:
+        for name, value in labels.items():
+            if not isinstance(name, str) or not _LABEL.fullmatch(name):
+                problems.append(f"bad label name {name!r}")
+            if not isinstance(value, str) or len(value) > 256:
+                problems.append(f"bad value of label {name!r}")
+    worker_id = placement.get("worker_id", "")
+    if not isinstance(worker_id, str) or (worker_id and not _WORKER_ID.fullmatch(worker_id)):
+        problems.append("bad worker_id")
+    exclusive = placement.get("exclusive", [])
+    if not isinstance(exclusive, list) or not all(
+        isinstance(e, str) and _RESOURCE.fullmatch(e) for e in exclusive
+    ):
+        problems.append("exclusive must be a list of resource names")
+    return problems
+
+
+def placement_matches(placement: JsonObject | None, worker_id: str, worker: Worker | None) -> bool:
+    """Whether the asking worker satisfies the item's explicit placement."""
+    if not placement:
+        return True
+    wanted_id = placement.get("worker_id", "")
+    if wanted_id and wanted_id != worker_id:
+        return False
+    labels = placement.get("require_labels") or {}
+    if labels:
+        have = worker.labels if worker is not None else {}
+        if any(have.get(name) != value for name, value in labels.items()):
+            return False
+    return True
+
+
+def placement_resources(placement: JsonObject | None) -> list[str]:
+    """The exclusive resources a placement holds while its attempt is live."""
+    if not placement:
+        return []
+    return [str(r) for r in placement.get("exclusive") or []]
+
+
+# --- policy stops ----------------------------------------------------------------------------
+
+# Conservative on purpose: a false positive costs a human a click, a false negative may cost a
+# production outage. Each pattern names the phrase it reports.
+_SENSITIVE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (label, re.compile(pattern, re.IGNORECASE))
+    for label, pattern in (
+        ("production deploy", r"\b(deploy|release|ship|push|rollout)\w*\b.{0,40}\bprod(uction)?\b"),
+        ("production deploy", r"\bprod(uction)?\b.{0,20}\b(deploy|release|rollout)\w*\b"),
+        (
+            "deleting data",
+            r"\b(delete|drop|truncate|purge|wipe|destroy|erase)\w*\b.{0,40}"
+            r"\b(data|database|table|bucket|backups?|records?|users?|prod\w*|volume|cluster)\b",
+        ),
+        ("deleting data", r"\brm\s+-rf\b"),
+        ("force push", r"\bforce[- ]push\w*\b|\bpush\b.{0,20}--force\b|\bgit\s+push\s+-f\b"),
+        (
+            "credential change",
+            r"\b(rotate|change|reset|revoke|update|set)\w*\b.{0,30}"
+            r"\b(credential|password|secret|api[- ]?key|token|ssh[- ]key|certificate)s?\b",
+        ),
+        (
+            "payment",
+            r"\b(payments?|payouts?|refunds?|invoices?|wire transfers?|billing|purchases?"
+            r"|charge (the )?(card|customer)s?)\b",
+        ),
+        ("permission change", r"\b(grant|give)\w*\b.{0,30}\b(admin|root|owner)\b"),
+        ("destructive infrastructure", r"\bterraform\s+destroy\b|\bkubectl\s+delete\b"),
+    )
+)
+
+
+def sensitive_phrase(*texts: str) -> str:
+    """The first sensitive action found in ``texts``, as '<label>: "<matched text>"', or ''."""
+    for text in texts:
+        if not text:
+            continue
+        for label, pattern in _SENSITIVE_PATTERNS:
+            match = pattern.search(text)
+            if match:
+                return f'{label}: "{match.group(0)}"'
+    return ""
+
+
+def policy_stop_reason(item: Item, allowed_action_classes: Iterable[str]) -> tuple[str, bool]:
+    """Why a new or resumed item must stop for a human, and whether it was sensitive.
+
+    Returns ("", False) when nothing stops it.
+    """
+    allowed = set(allowed_action_classes)
+    for action_class in item.action_classes:
+        if action_class not in allowed:
+            return f"action class not allowed: {action_class}", False
+    if item.needs_human:
+        return "needs a human", False
+    phrase = sensitive_phrase(item.title, item.brief)
+    if phrase:
+        return f"sensitive action: {phrase}", True
+    return "", False
+
+
+# --- labels ----------------------------------------------------------------------------------
+
+
+def item_next_action(item: Item, capacity: Mapping[str, tuple[int, int]] | None = None) -> str:
+    """The next-action label of an item (``capacity``: class → (in use, capacity))."""
+    kind = item.kind.value.lower()
+    state = item.state
+    if state == ItemState.QUEUED:
+        if item.held:
+            return "wait: lane held"
+        if capacity is not None and item.worker_class in capacity:
+            used, cap = capacity[item.worker_class]
+            if used >= cap:
+                return f"wait: {item.worker_class} {used}/{cap}"
+        return f"lease {kind} ({item.worker_class})"
+    if state == ItemState.WAITING:
+        return "wait: dependencies"
+    if state == ItemState.LEASED:
+        return f"start {kind} ({item.worker_class})"
+    if state == ItemState.RUNNING:
+        return f"running {kind} ({item.worker_class})"
+    if state == ItemState.AWAITING_APPROVAL:
+        return f"approve {kind}"
+    if state == ItemState.STOPPED:
+        return "human: resume or cancel"
+    if state == ItemState.DEAD:
+        return "human: retry or cancel"
+    if state == ItemState.SUCCEEDED:
+        return "done"
+    return "cancelled"
+
+
+_LANE_LABELS = {
+    LaneState.LIVE: "live",
+    LaneState.DONE: "done",
+    LaneState.CLOSED_OUT: "human close-out",
+    LaneState.CANCELLED: "cancelled",
+}
+
+_ITEM_ORDER = {
+    ItemState.AWAITING_APPROVAL: 0,
+    ItemState.STOPPED: 1,
+    ItemState.DEAD: 2,
+    ItemState.RUNNING: 3,
+    ItemState.LEASED: 4,
+    ItemState.QUEUED: 5,
+    ItemState.WAITING: 6,
+}
+
+
+def lane_next_action(
+    lane: Lane,
+    items: Sequence[Item],
+    open_blockers: int = 0,
+    capacity: Mapping[str, tuple[int, int]] | None = None,
+) -> str:
+    """The next-action label of a lane: its terminal label, its gate, or its most urgent item."""
+    if lane.state in _LANE_LABELS:
+        return _LANE_LABELS[lane.state]
+    if lane.paused:
+        return "paused"
+    if open_blockers:
+        return "blocked"
+    pending = [i for i in items if i.state in _ITEM_ORDER]
+    if not pending:
+        return "done" if items else "add items"
+    first = min(pending, key=lambda i: (_ITEM_ORDER[i.state], -i.priority, i.seq))
+    return item_next_action(first, capacity)
+
+
+def stage_class_defaults() -> dict[str, str]:
+    """Default worker classes of the STANDARD stages."""
+    return {
+        ItemKind.BUILD.value: "codex",
+        ItemKind.REVIEW.value: "claude",
+        ItemKind.FIX.value: "codex",
+        ItemKind.INTEGRATE.value: "machine",
+        ItemKind.SHIP.value: "machine",
+    }
+
+
+def lease_expiry(now: datetime, lease_seconds: int) -> datetime:
+    return now + timedelta(seconds=lease_seconds)

@@ -1,0 +1,392 @@
+"""The coordinator's tables (SQLAlchemy Core), the same on PostgreSQL and SQLite.
+
+Every tenant table is keyed by work coordinator first, so a future shard key is already in
+place. Partial indexes serve the hot paths: the claim (ready items of one class, by priority
+then FIFO) and the sweep (live attempts by expiry). Two invariants are enforced by the
+database itself: one live attempt per item, and one live holder per exclusive key.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every dialect.
+
+    PostgreSQL stores ``timestamptz``; SQLite has no time zones, so values are stored as naive
+    UTC (which also keeps their text form sortable) and read back as aware UTC.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        assert isinstance(value, datetime)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+Id = String(64)
+Time = UtcDateTime()
+Json = JSON().with_variant(JSONB(), "postgresql")
+
+platform_settings = Table(
+    "platform_settings",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("work_coordinator_enabled", Boolean, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("update_time", Time, nullable=False),
+)
+
+orgs = Table(
+    "orgs",
+    metadata,
+    Column("slug", String(63), primary_key=True),
+    Column("display_name", String(200), nullable=False),
+    Column("create_time", Time, nullable=False),
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("user_id", Id, primary_key=True),
+    Column("email", String(254), nullable=False, unique=True),
+    Column("display_name", String(200), nullable=False),
+    Column("platform_admin", Boolean, nullable=False),
+    Column("verified", Boolean, nullable=False),
+    Column("create_time", Time, nullable=False),
+)
+
+org_members = Table(
+    "org_members",
+    metadata,
+    Column("org_slug", String(63), ForeignKey("orgs.slug"), nullable=False),
+    Column("user_id", Id, ForeignKey("users.user_id"), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("create_time", Time, nullable=False),
+    PrimaryKeyConstraint("org_slug", "user_id"),
+)
+
+user_tokens = Table(
+    "user_tokens",
+    metadata,
+    Column("token_id", Id, primary_key=True),
+    Column("user_id", Id, ForeignKey("users.user_id"), nullable=False),
+    Column("display_name", String(200), nullable=False),
+    Column("secret_hash", String(64), nullable=False, unique=True),
+    Column("create_time", Time, nullable=False),
+    Column("expire_time", Time),
+    Column("revoke_time", Time),
+)
+
+work_keys = Table(
+    "work_keys",
+    metadata,
+    Column("key_id", Id, primary_key=True),
+    Column("display_name", String(200), nullable=False),
+    Column("org_slug", String(63), nullable=False),
+    Column("coordinator_ids", Json, nullable=False),
+    Column("capabilities", Json, nullable=False),
+    Column("secret_hash", String(64), nullable=False, unique=True),
+    Column("create_time", Time, nullable=False),
+    Column("created_by", String(140), nullable=False),
+    Column("expire_time", Time),
+    Column("revoke_time", Time),
+)
+
+work_coordinators = Table(
+    "work_coordinators",
+    metadata,
+    Column("coordinator_id", Id, primary_key=True),
+    Column("scope", String(8), nullable=False),
+    Column("org_slug", String(63), nullable=False),
+    Column("display_name", String(200), nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("config", Json, nullable=False),
+    Column("config_version", Integer, nullable=False),
+    Column("request_id", String(128), nullable=False),
+    Column("create_time", Time, nullable=False),
+    Column("update_time", Time, nullable=False),
+    Column("item_seq", BigInteger, nullable=False, server_default=text("0")),
+)
+
+lanes = Table(
+    "lanes",
+    metadata,
+    Column("lane_id", Id, primary_key=True),
+    Column("coordinator_id", Id, ForeignKey("work_coordinators.coordinator_id"), nullable=False),
+    Column("title", String(200), nullable=False),
+    Column("template", String(16), nullable=False),
+    Column("priority", Integer, nullable=False),
+    Column("inputs", Json, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("paused", Boolean, nullable=False),
+    Column("paused_time", Time),
+    Column("spec", Json, nullable=False),
+    Column("fail_rounds", Integer, nullable=False),
+    Column("close_reason", Text, nullable=False),
+    Column("receipt", Json),
+    Column("request_id", String(128), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("create_time", Time, nullable=False),
+    Column("update_time", Time, nullable=False),
+    Index("ix_lanes_coordinator_created", "coordinator_id", "create_time", "lane_id"),
+    Index(
+        "uq_lanes_request",
+        "coordinator_id",
+        "request_id",
+        unique=True,
+        postgresql_where=text("request_id <> ''"),
+        sqlite_where=text("request_id <> ''"),
+    ),
+)
+
+items = Table(
+    "items",
+    metadata,
+    Column("item_id", Id, primary_key=True),
+    Column("coordinator_id", Id, nullable=False),
+    Column("lane_id", Id, ForeignKey("lanes.lane_id"), nullable=False),
+    Column("key", String(64), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("worker_class", String(32), nullable=False),
+    Column("state", String(20), nullable=False),
+    Column("priority", Integer, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("held", Boolean, nullable=False),
+    Column("not_before", Time),
+    Column("title", String(200), nullable=False),
+    Column("brief", Text, nullable=False),
+    Column("depends_on", Json, nullable=False),
+    Column("inputs", Json, nullable=False),
+    Column("placement", Json),
+    Column("exclusive_key", String(128), nullable=False),
+    Column("retry_policy", Json, nullable=False),
+    Column("action_classes", Json, nullable=False),
+    Column("needs_human", Boolean, nullable=False),
+    Column("requires_approval", Boolean, nullable=False),
+    Column("attempt_count", Integer, nullable=False),
+    Column("attempt_seq", Integer, nullable=False),
+    Column("dead_letter_reason", String(16)),
+    Column("stop_reason", Text, nullable=False),
+    Column("sensitive", Boolean, nullable=False),
+    Column("evidence", Json),
+    Column("last_error", Json),
+    Column("current_lease_id", String(64), nullable=False),
+    Column("continues_lease_id", String(64), nullable=False),
+    Column("ready_time", Time),
+    Column("create_time", Time, nullable=False),
+    Column("update_time", Time, nullable=False),
+    UniqueConstraint("lane_id", "key"),
+    # The claim path: ready items of one class, highest priority first, then FIFO.
+    Index(
+        "ix_items_ready",
+        "coordinator_id",
+        "worker_class",
+        text("priority DESC"),
+        "seq",
+        postgresql_where=text("state = 'QUEUED'"),
+        sqlite_where=text("state = 'QUEUED'"),
+    ),
+    Index("ix_items_lane", "lane_id", "seq"),
+)
+
+attempts = Table(
+    "attempts",
+    metadata,
+    Column("lease_id", Id, primary_key=True),
+    Column("coordinator_id", Id, nullable=False),
+    Column("item_id", Id, ForeignKey("items.item_id"), nullable=False),
+    Column("lane_id", Id, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("token_hash", String(64), nullable=False),
+    Column("worker_id", String(128), nullable=False),
+    Column("worker_class", String(32), nullable=False),
+    Column("principal", String(140), nullable=False),
+    Column("lease_seconds", Integer, nullable=False),
+    Column("lease_expire_time", Time, nullable=False),
+    Column("create_time", Time, nullable=False),
+    Column("start_time", Time),
+    Column("end_time", Time),
+    Column("run_identity", Json),
+    Column("progress", Text, nullable=False),
+    Column("error", Json),
+    Column("continues_lease_id", String(64), nullable=False),
+    Column("counted", Boolean, nullable=False),
+    Column("exclusive_key", Text, nullable=False),
+    # Private: never leaves through feeds, views, summaries or events.
+    Column("checkpoint", Json),
+    Index("ix_attempts_item", "item_id", "attempt"),
+    # The sweep and capacity counts: live attempts by expiry and by class.
+    Index(
+        "ix_attempts_live_expiry",
+        "coordinator_id",
+        "lease_expire_time",
+        postgresql_where=text("status IN ('LEASED', 'RUNNING')"),
+        sqlite_where=text("status IN ('LEASED', 'RUNNING')"),
+    ),
+    Index(
+        "ix_attempts_live_class",
+        "coordinator_id",
+        "worker_class",
+        postgresql_where=text("status IN ('LEASED', 'RUNNING')"),
+        sqlite_where=text("status IN ('LEASED', 'RUNNING')"),
+    ),
+    # Invariant 1, enforced by the database: at most one live attempt per item.
+    Index(
+        "uq_attempts_one_live_per_item",
+        "item_id",
+        unique=True,
+        postgresql_where=text("status IN ('LEASED', 'RUNNING')"),
+        sqlite_where=text("status IN ('LEASED', 'RUNNING')"),
+    ),
+)
+
+# One row per exclusive key (or placement resource) held by a live attempt. The primary key
+# makes "one live attempt per exclusive key" a database invariant.
+exclusive_holds = Table(
+    "exclusive_holds",
+    metadata,
+    Column("coordinator_id", Id, nullable=False),
+    Column("key", String(140), nullable=False),
+    Column("lease_id", Id, nullable=False),
+    PrimaryKeyConstraint("coordinator_id", "key"),
+    Index("ix_exclusive_holds_lease", "lease_id"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("coordinator_id", Id, nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("time", Time, nullable=False),
+    Column("lane_id", String(64), nullable=False),
+    Column("item_id", String(64), nullable=False),
+    Column("lease_id", String(64), nullable=False),
+    Column("actor", String(140), nullable=False),
+    Column("data", Json, nullable=False),
+    PrimaryKeyConstraint("coordinator_id", "revision"),
+    Index("ix_events_item", "coordinator_id", "item_id", "revision"),
+    Index("ix_events_lane", "coordinator_id", "lane_id", "revision"),
+)
+
+workers = Table(
+    "workers",
+    metadata,
+    Column("coordinator_id", Id, nullable=False),
+    Column("worker_id", String(128), nullable=False),
+    Column("worker_class", String(32), nullable=False),
+    Column("principal", String(140), nullable=False),
+    Column("capabilities", Json, nullable=False),
+    Column("toolchains", Json, nullable=False),
+    Column("labels", Json, nullable=False),
+    Column("cpu_count", Integer, nullable=False),
+    Column("memory_bytes", BigInteger, nullable=False),
+    Column("disk_bytes", BigInteger, nullable=False),
+    Column("create_time", Time, nullable=False),
+    Column("observe_time", Time, nullable=False),
+    Column("last_ask_time", Time),
+    PrimaryKeyConstraint("coordinator_id", "worker_id"),
+)
+
+blockers = Table(
+    "blockers",
+    metadata,
+    Column("blocker_id", Id, primary_key=True),
+    Column("coordinator_id", Id, nullable=False),
+    Column("lane_id", Id, ForeignKey("lanes.lane_id"), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("open", Boolean, nullable=False),
+    Column("create_time", Time, nullable=False),
+    Column("resolve_time", Time),
+    Index("ix_blockers_lane", "lane_id"),
+)
+
+tickets = Table(
+    "tickets",
+    metadata,
+    Column("coordinator_id", Id, nullable=False),
+    Column("lane_id", Id, ForeignKey("lanes.lane_id"), nullable=False),
+    Column("tracker", String(32), nullable=False),
+    Column("key", String(256), nullable=False),
+    Column("url", String(2048), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("observe_time", Time),
+    PrimaryKeyConstraint("lane_id", "tracker", "key"),
+)
+
+leaderships = Table(
+    "leaderships",
+    metadata,
+    Column("name", String(32), primary_key=True),
+    Column("holder_id", String(128), nullable=False),
+    Column("expire_time", Time, nullable=False),
+    Column("term", BigInteger, nullable=False),
+)
+
+__all__ = [
+    "attempts",
+    "blockers",
+    "events",
+    "exclusive_holds",
+    "items",
+    "lanes",
+    "leaderships",
+    "metadata",
+    "org_members",
+    "orgs",
+    "platform_settings",
+    "tickets",
+    "user_tokens",
+    "users",
+    "work_coordinators",
+    "work_keys",
+    "workers",
+]

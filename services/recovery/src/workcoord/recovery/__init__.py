@@ -1,0 +1,28 @@
+"""workcoord recovery: drives the coordinator's maintenance on a clock, leader-elected."""
+
+from __future__ import annotations
+
+from workcoord.recovery.recoverer import (
+    LEADERSHIP_NAME,
+    CoordinatorPassRecord,
+    Recoverer,
+    SleepFunction,
+    default_replica_id,
+    leadership_lease_seconds,
+)
+from workcoord.recovery.server import RunningRecovery, main, serve, start_recovery
+from workcoord.recovery.servicer import RecoveryServicer
+
+__all__ = [
+    "LEADERSHIP_NAME",
+    "CoordinatorPassRecord",
+    "Recoverer",
+    "RecoveryServicer",
+    "RunningRecovery",
+    "SleepFunction",
+    "default_replica_id",
+    "leadership_lease_seconds",
+    "main",
+    "serve",
+    "start_recovery",
+]

@@ -1,0 +1,335 @@
+"""The recovery loop: on every tick, lead (or not), then drive each coordinator's maintenance.
+
+The recovery process owns time but no state: leadership is a lease in the coordinator's
+database (renewed by ``AcquireLeadership`` on every tick), and every ``RunMaintenance`` pass is
+transactional and idempotent on the coordinator, so a second leader is harmless. What this
+module keeps is only what ``GetRecoveryStatus`` reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import secrets
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import grpc
+import grpc.aio
+from google.protobuf import duration_pb2, timestamp_pb2
+
+from workcoord.api.v1 import maintenance_pb2, recovery_pb2
+from workcoord.kit.clock import Clock, SystemClock
+from workcoord.kit.status import error_from_rpc
+from workcoord.recovery.upstream import bearer_metadata
+
+if TYPE_CHECKING:
+    from workcoord.api.v1.maintenance_pb2_grpc import MaintenanceServiceAsyncStub
+
+__all__ = [
+    "LEADERSHIP_NAME",
+    "CoordinatorPassRecord",
+    "Recoverer",
+    "SleepFunction",
+    "default_replica_id",
+    "leadership_lease_seconds",
+]
+
+LEADERSHIP_NAME = "recovery"
+
+SleepFunction = Callable[[float], Awaitable[None]]
+
+_log = logging.getLogger(__name__)
+
+# While the coordinator keeps failing the same way, say so at most once a minute.
+_ERROR_LOG_EVERY_SECONDS = 60.0
+
+
+def leadership_lease_seconds(interval_seconds: float) -> int:
+    """Leadership lease length: three ticks, at least 30 s, at most 300 s (the RPC's limit).
+
+    Three ticks let one renewal fail without losing leadership; the floor keeps short test
+    intervals from flapping, the cap is what ``AcquireLeadership`` accepts.
+    """
+    return max(30, min(300, math.ceil(3 * interval_seconds)))
+
+
+def default_replica_id() -> str:
+    """``<hostname>-<pid>-<random>``: readable in status, unique across restarts."""
+    host = socket.gethostname() or "recovery"
+    return f"{host[:100]}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorPassRecord:
+    """The latest pass over one work coordinator, as ``GetRecoveryStatus`` reports it."""
+
+    coordinator_id: str
+    pass_time: datetime
+    report: recovery_pb2.MaintenanceReport | None
+    error: str
+
+
+class Recoverer:
+    """Runs recovery passes on a clock, as the leader among replicas.
+
+    ``tick()`` is one step of the loop (renew or acquire leadership, then pass if leading);
+    ``run()`` repeats it every ``interval_seconds`` until cancelled. Both never raise for a
+    coordinator failure: errors are logged (rate-limited) and recorded for the status.
+    """
+
+    def __init__(
+        self,
+        maintenance: MaintenanceServiceAsyncStub,
+        *,
+        service_key: str,
+        interval_seconds: float = 15.0,
+        clock: Clock | None = None,
+        sleep: SleepFunction | None = None,
+        replica_id: str | None = None,
+        rpc_timeout_seconds: float = 60.0,
+    ) -> None:
+        if interval_seconds <= 0:
+            raise ValueError("interval_seconds must be positive")
+        self._maintenance = maintenance
+        self._metadata = bearer_metadata(service_key)
+        self._interval_seconds = interval_seconds
+        self._clock: Clock = clock or SystemClock()
+        self._sleep: SleepFunction = sleep or asyncio.sleep
+        self._replica_id = (replica_id or default_replica_id())[:128]
+        self._rpc_timeout_seconds = rpc_timeout_seconds
+        self._lease_seconds = leadership_lease_seconds(interval_seconds)
+
+        self._leader = False
+        self._leader_id = ""
+        self._leadership_expire_time: timestamp_pb2.Timestamp | None = None
+        self._passes_total = 0
+        self._last_pass_time: datetime | None = None
+        self._coordinators: dict[str, CoordinatorPassRecord] = {}
+        self._last_error = ""
+        self._last_logged_error = ""
+        self._last_error_log_at: float | None = None
+        # One pass at a time per replica: a slow pass delays the next tick instead of overlapping.
+        self._pass_lock = asyncio.Lock()
+
+    @property
+    def replica_id(self) -> str:
+        """This replica's id (the leadership holder id)."""
+        return self._replica_id
+
+    @property
+    def interval_seconds(self) -> float:
+        """Seconds between ticks."""
+        return self._interval_seconds
+
+    @property
+    def leader(self) -> bool:
+        """Whether this replica held leadership at its latest attempt."""
+        return self._leader
+
+    @property
+    def passes_total(self) -> int:
+        """Full passes completed since start."""
+        return self._passes_total
+
+    @property
+    def last_error(self) -> str:
+        """The latest error talking to the coordinator; cleared by a pass without errors."""
+        return self._last_error
+
+    async def run(self) -> None:
+        """Tick every ``interval_seconds`` until cancelled; never returns otherwise."""
+        while True:
+            started = self._clock.monotonic()
+            try:
+                await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the loop must outlive any bug in one tick
+                _log.exception("recovery tick failed")
+                self._record_error(f"internal error: {exc}")
+            elapsed = self._clock.monotonic() - started
+            await self._sleep(max(0.0, self._interval_seconds - elapsed))
+
+    async def tick(self) -> bool:
+        """Acquire or renew leadership, then run a pass if this replica leads.
+
+        Returns whether a pass ran.
+        """
+        if not await self.acquire_leadership():
+            return False
+        await self.run_pass()
+        return True
+
+    async def acquire_leadership(self) -> bool:
+        """Ask the coordinator for the ``recovery`` leadership lease; returns whether held."""
+        request = maintenance_pb2.AcquireLeadershipRequest(
+            name=LEADERSHIP_NAME, holder_id=self._replica_id, lease_seconds=self._lease_seconds
+        )
+        try:
+            response = await self._maintenance.AcquireLeadership(
+                request, metadata=self._metadata, timeout=self._rpc_timeout_seconds
+            )
+        except grpc.aio.AioRpcError as exc:
+            # Unknown leadership: do not pass. A lease we may still hold simply lapses.
+            self._leader = False
+            self._record_error(f"acquire leadership: {_describe(exc)}")
+            return False
+        self._apply_leadership(response.leadership)
+        if not self._leader:
+            _log.debug("not the recovery leader; %s leads", self._leader_id or "nobody")
+        return self._leader
+
+    async def release_leadership(self) -> None:
+        """Give leadership up so another replica takes over at once (clean shutdown)."""
+        if not self._leader:
+            return
+        request = maintenance_pb2.ReleaseLeadershipRequest(
+            name=LEADERSHIP_NAME, holder_id=self._replica_id
+        )
+        try:
+            response = await self._maintenance.ReleaseLeadership(
+                request, metadata=self._metadata, timeout=self._rpc_timeout_seconds
+            )
+        except grpc.aio.AioRpcError as exc:
+            # The lease lapses on its own; the next leader only waits for it.
+            _log.warning("could not release recovery leadership: %s", _describe(exc))
+            self._leader = False
+            return
+        self._apply_leadership(response.leadership)
+        self._leader = False
+        _log.info("released recovery leadership")
+
+    async def run_pass(self) -> None:
+        """One pass: every enabled work coordinator, sequentially, each failure isolated."""
+        async with self._pass_lock:
+            try:
+                targets = await self._maintenance.ListMaintenanceTargets(
+                    maintenance_pb2.ListMaintenanceTargetsRequest(),
+                    metadata=self._metadata,
+                    timeout=self._rpc_timeout_seconds,
+                )
+            except grpc.aio.AioRpcError as exc:
+                self._record_error(f"list maintenance targets: {_describe(exc)}")
+                return
+            failures = 0
+            if not targets.platform_enabled:
+                _log.debug("coordination is disabled platform-wide; pass skipped")
+            else:
+                for target in targets.targets:
+                    if not await self._pass_one(target.coordinator_id):
+                        failures += 1
+            self._passes_total += 1
+            self._last_pass_time = self._clock.now()
+            if failures == 0:
+                self._clear_error()
+
+    def record_report(self, report: recovery_pb2.MaintenanceReport) -> None:
+        """Record a pass run on demand (``Maintain``) so the status shows it."""
+        self._coordinators[report.coordinator_id] = CoordinatorPassRecord(
+            coordinator_id=report.coordinator_id,
+            pass_time=self._clock.now(),
+            report=report,
+            error="",
+        )
+
+    def coordinator_passes(self) -> dict[str, CoordinatorPassRecord]:
+        """The latest pass per work coordinator (a copy)."""
+        return dict(self._coordinators)
+
+    def status(self) -> recovery_pb2.RecoveryStatus:
+        """This replica's state as the ``RecoveryStatus`` message."""
+        status = recovery_pb2.RecoveryStatus(
+            replica_id=self._replica_id,
+            leader=self._leader,
+            leader_id=self._leader_id,
+            interval=_duration(self._interval_seconds),
+            passes_total=self._passes_total,
+            last_error=self._last_error,
+        )
+        if self._leadership_expire_time is not None:
+            status.leadership_expire_time.CopyFrom(self._leadership_expire_time)
+        if self._last_pass_time is not None:
+            status.last_pass_time.FromDatetime(self._last_pass_time)
+        for record in sorted(self._coordinators.values(), key=lambda r: r.coordinator_id):
+            entry = status.coordinators.add(coordinator_id=record.coordinator_id)
+            entry.pass_time.FromDatetime(record.pass_time)
+            if record.report is not None:
+                entry.report.CopyFrom(record.report)
+            entry.error = record.error
+        return status
+
+    async def _pass_one(self, coordinator_id: str) -> bool:
+        request = maintenance_pb2.RunMaintenanceRequest(coordinator_id=coordinator_id)
+        try:
+            response = await self._maintenance.RunMaintenance(
+                request, metadata=self._metadata, timeout=self._rpc_timeout_seconds
+            )
+        except grpc.aio.AioRpcError as exc:
+            error = _describe(exc)
+            self._coordinators[coordinator_id] = CoordinatorPassRecord(
+                coordinator_id=coordinator_id, pass_time=self._clock.now(), report=None, error=error
+            )
+            self._record_error(f"maintenance of {coordinator_id}: {error}")
+            return False
+        self._coordinators[coordinator_id] = CoordinatorPassRecord(
+            coordinator_id=coordinator_id,
+            pass_time=self._clock.now(),
+            report=response.report,
+            error="",
+        )
+        return True
+
+    def _apply_leadership(self, leadership: maintenance_pb2.Leadership) -> None:
+        was_leader = self._leader
+        self._leader = leadership.held
+        self._leader_id = leadership.holder_id
+        if leadership.HasField("expire_time"):
+            expire = timestamp_pb2.Timestamp()
+            expire.CopyFrom(leadership.expire_time)
+            self._leadership_expire_time = expire
+        else:
+            self._leadership_expire_time = None
+        if self._leader and not was_leader:
+            _log.info(
+                "recovery leadership acquired by %s (term %d)", self._replica_id, leadership.term
+            )
+        elif was_leader and not self._leader:
+            _log.warning("recovery leadership lost to %s", leadership.holder_id or "nobody")
+
+    def _record_error(self, error: str) -> None:
+        self._last_error = error
+        now = self._clock.monotonic()
+        repeated = error == self._last_logged_error
+        if (
+            repeated
+            and self._last_error_log_at is not None
+            and now - self._last_error_log_at < _ERROR_LOG_EVERY_SECONDS
+        ):
+            return
+        self._last_logged_error = error
+        self._last_error_log_at = now
+        _log.warning("recovery: %s", error)
+
+    def _clear_error(self) -> None:
+        if self._last_error:
+            _log.info("recovery pass succeeded again")
+        self._last_error = ""
+        self._last_logged_error = ""
+        self._last_error_log_at = None
+
+
+def _describe(exc: grpc.aio.AioRpcError) -> str:
+    err = error_from_rpc(exc)
+    return f"{err.reason}: {err.message}"
+
+
+def _duration(seconds: float) -> duration_pb2.Duration:
+    duration = duration_pb2.Duration()
+    duration.FromNanoseconds(round(seconds * 1e9))
+    return duration

@@ -1,0 +1,171 @@
+"""The recovery process: its gRPC server (health + reflection) and the background loop.
+
+``start_recovery`` is what ``workcoord dev`` embeds next to the coordinator and the gateway;
+``main`` is ``workcoord serve recovery``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Sequence
+
+import grpc.aio
+
+from workcoord.api.v1 import (
+    admin_pb2_grpc,
+    maintenance_pb2_grpc,
+    recovery_pb2,
+    recovery_pb2_grpc,
+)
+from workcoord.kit.clock import Clock, clock_from_env
+from workcoord.kit.grpc_server import (
+    TlsSettings,
+    bound_port,
+    build_server,
+    client_channel,
+    serve_until_signal,
+    set_serving,
+    start_server,
+)
+from workcoord.kit.logging import configure_logging
+from workcoord.kit.metrics import start_metrics_server
+from workcoord.kit.settings import RecoverySettings, SettingsError, load
+from workcoord.kit.status import ErrorInterceptor
+from workcoord.kit.telemetry import configure_tracing
+from workcoord.recovery.recoverer import Recoverer, SleepFunction
+from workcoord.recovery.servicer import RecoveryServicer
+
+__all__ = ["RunningRecovery", "main", "serve", "start_recovery"]
+
+_log = logging.getLogger(__name__)
+
+RECOVERY_SERVICE_NAME = recovery_pb2.DESCRIPTOR.services_by_name["RecoveryService"].full_name
+
+
+class RunningRecovery:
+    """A started recovery service: ``address`` is the bound ``host:port``; ``stop()`` ends it."""
+
+    def __init__(
+        self,
+        *,
+        address: str,
+        server: grpc.aio.Server,
+        channel: grpc.aio.Channel,
+        recoverer: Recoverer,
+        loop_task: asyncio.Task[None],
+    ) -> None:
+        self.address = address
+        self.server = server
+        self.recoverer = recoverer
+        self._channel = channel
+        self._loop_task = loop_task
+        self._stopped = False
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Stop serving (in-flight calls get ``grace`` seconds), then the loop; idempotent."""
+        if self._stopped:
+            return
+        await set_serving(self.server, serving=False)
+        await self.server.stop(grace)
+        await self.stop_background()
+
+    async def stop_background(self) -> None:
+        """Stop the loop, give leadership up, close the coordinator channel; idempotent.
+
+        Runs after the server has stopped, since in-flight ``Maintain`` calls use the channel.
+        """
+        if self._stopped:
+            return
+        self._stopped = True
+        self._loop_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._loop_task
+        await self.recoverer.release_leadership()
+        await self._channel.close()
+
+
+async def start_recovery(
+    settings: RecoverySettings,
+    *,
+    clock: Clock | None = None,
+    sleep: SleepFunction | None = None,
+) -> RunningRecovery:
+    """Start the recovery gRPC server and its background loop.
+
+    ``settings.listen_recovery`` may ask for port 0; the bound address is ``.address``.
+    Raises :class:`SettingsError` when no service key is configured.
+    """
+    if settings.service_key is None or not settings.service_key.get_secret_value():
+        raise SettingsError(["WORKCOORD_SERVICE_KEY: is required"])
+    tls = TlsSettings(
+        cert_file=settings.tls_cert_file,
+        key_file=settings.tls_key_file,
+        client_ca_file=settings.tls_client_ca_file,
+        ca_file=settings.tls_ca_file,
+    )
+    tracing = configure_tracing("workcoord-recovery", settings.otel_enabled)
+    channel = client_channel(
+        settings.coordinator_address, tls, interceptors=tracing.client_interceptors
+    )
+    maintenance = maintenance_pb2_grpc.MaintenanceServiceStub(channel)
+    admin = admin_pb2_grpc.AdminServiceStub(channel)
+    recoverer = Recoverer(
+        maintenance,
+        service_key=settings.service_key.get_secret_value(),
+        interval_seconds=settings.recovery_interval_seconds,
+        clock=clock or clock_from_env(),
+        sleep=sleep,
+    )
+    servicer = RecoveryServicer(recoverer, maintenance, admin)
+    try:
+        server = build_server(
+            [(recovery_pb2_grpc.add_RecoveryServiceServicer_to_server, servicer)],
+            [RECOVERY_SERVICE_NAME],
+            settings.listen_recovery,
+            [ErrorInterceptor(), *tracing.server_interceptors],
+            tls=tls,
+        )
+        await start_server(server)
+    except BaseException:
+        await channel.close()
+        raise
+    host = settings.listen_recovery.rpartition(":")[0]
+    address = f"{host}:{bound_port(server)}"
+    loop_task = asyncio.create_task(recoverer.run(), name="workcoord-recovery-loop")
+    _log.info(
+        "recovery %s serving on %s, coordinator %s, every %ss",
+        recoverer.replica_id,
+        address,
+        settings.coordinator_address,
+        settings.recovery_interval_seconds,
+    )
+    return RunningRecovery(
+        address=address,
+        server=server,
+        channel=channel,
+        recoverer=recoverer,
+        loop_task=loop_task,
+    )
+
+
+async def serve(settings: RecoverySettings, *, stop: asyncio.Event | None = None) -> None:
+    """Run the recovery service until SIGINT/SIGTERM (or ``stop``), then shut down cleanly."""
+    running = await start_recovery(settings)
+    await serve_until_signal([running.server], on_stop=running.stop_background, stop=stop)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``workcoord serve recovery``: settings from the environment; exit 2 if they are bad."""
+    del argv  # configuration comes from the environment only
+    try:
+        settings = load(RecoverySettings, required=["service_key"])
+    except SettingsError as exc:
+        print(f"workcoord serve recovery: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level, json=settings.log_json)
+    start_metrics_server(settings.metrics_port)
+    asyncio.run(serve(settings))
+    return 0

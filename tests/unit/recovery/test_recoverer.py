@@ -1,0 +1,207 @@
+"""The recovery loop against a fake coordinator: passes, isolation, leadership, outages."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import grpc.aio
+import pytest
+
+from workcoord.kit.clock import ManualClock
+from workcoord.kit.errors import Internal
+from workcoord.recovery import Recoverer, leadership_lease_seconds
+
+from .fakes import SERVICE_KEY, FakeCoordinatorState
+
+if TYPE_CHECKING:
+    from workcoord.api.v1.maintenance_pb2_grpc import MaintenanceServiceAsyncStub
+
+
+def _recoverer(
+    maintenance: MaintenanceServiceAsyncStub,
+    clock: ManualClock,
+    replica_id: str = "replica-a",
+    interval_seconds: float = 15.0,
+) -> Recoverer:
+    return Recoverer(
+        maintenance,
+        service_key=SERVICE_KEY,
+        interval_seconds=interval_seconds,
+        clock=clock,
+        replica_id=replica_id,
+        rpc_timeout_seconds=5.0,
+    )
+
+
+def test_lease_is_three_ticks_within_bounds() -> None:
+    assert leadership_lease_seconds(0.5) == 30
+    assert leadership_lease_seconds(15) == 45
+    assert leadership_lease_seconds(60) == 180
+    assert leadership_lease_seconds(600) == 300
+
+
+async def test_pass_visits_every_target_with_the_service_key(
+    maintenance: MaintenanceServiceAsyncStub, state: FakeCoordinatorState, clock: ManualClock
+) -> None:
+    recoverer = _recoverer(maintenance, clock)
+
+    assert await recoverer.tick()
+
+    assert state.runs == [(c, f"Bearer {SERVICE_KEY}") for c in ("alpha", "beta", "gamma")]
+    assert state.acquire_calls == ["replica-a"]
+    status = recoverer.status()
+    assert status.leader and status.leader_id == "replica-a"
+    assert status.passes_total == 1
+    assert status.last_pass_time.ToDatetime(tzinfo=clock.now().tzinfo) == clock.now()
+    assert status.interval.seconds == 15
+    assert status.HasField("leadership_expire_time")
+    assert [c.coordinator_id for c in status.coordinators] == ["alpha", "beta", "gamma"]
+    assert all(c.report.requeued == 2 and not c.error for c in status.coordinators)
+    assert status.last_error == ""
+
+
+async def test_one_failing_coordinator_does_not_stop_the_others(
+    maintenance: MaintenanceServiceAsyncStub, state: FakeCoordinatorState, clock: ManualClock
+) -> None:
+    state.failures["beta"] = Internal("database on fire")
+    recoverer = _recoverer(maintenance, clock)
+
+    assert await recoverer.tick()
+
+    assert [c for c, _ in state.runs] == ["alpha", "beta", "gamma"]
+    passes = {c.coordinator_id: c for c in recoverer.status().coordinators}
+    assert passes["alpha"].report.coordinator_id == "alpha" and not passes["alpha"].error
+    assert passes["beta"].error == "INTERNAL: database on fire"
+    assert not passes["beta"].HasField("report")
+    assert passes["gamma"].report.coordinator_id == "gamma"
+    assert "beta" in recoverer.last_error
+    assert recoverer.passes_total == 1
+
+    # The error clears once a pass runs clean again.
+    del state.failures["beta"]
+    assert await recoverer.tick()
+    assert recoverer.last_error == ""
+    assert recoverer.coordinator_passes()["beta"].error == ""
+
+
+async def test_only_the_leader_runs_passes_and_a_follower_takes_over(
+    maintenance: MaintenanceServiceAsyncStub, state: FakeCoordinatorState, clock: ManualClock
+) -> None:
+    first = _recoverer(maintenance, clock, "replica-a")
+    second = _recoverer(maintenance, clock, "replica-b")
+
+    assert await first.tick()
+    assert not await second.tick()
+    assert not await second.tick()
+    assert {auth for _, auth in state.runs} == {f"Bearer {SERVICE_KEY}"}
+    assert len(state.runs) == 3  # one pass, by the leader only
+    assert second.status().leader is False
+    assert second.status().leader_id == "replica-a"
+    assert second.passes_total == 0
+
+    # Clean shutdown of the leader hands over at the follower's next tick.
+    await first.release_leadership()
+    assert state.release_calls == ["replica-a"]
+    assert not first.leader
+    assert await second.tick()
+    assert second.leader and second.passes_total == 1
+    assert not await first.tick()
+
+    # The leader dies without releasing: once its lease lapses the other replica leads.
+    clock.advance(leadership_lease_seconds(15) - 1)
+    assert not await first.tick()
+    clock.advance(2)
+    assert await first.tick()
+    assert not await second.tick()
+    assert first.status().leader_id == "replica-a"
+    assert state.leadership["recovery"].term == 3
+
+
+async def test_disabled_platform_runs_no_maintenance(
+    maintenance: MaintenanceServiceAsyncStub, state: FakeCoordinatorState, clock: ManualClock
+) -> None:
+    state.platform_enabled = False
+    recoverer = _recoverer(maintenance, clock)
+
+    assert await recoverer.tick()
+
+    assert state.list_calls == 1
+    assert state.runs == []
+    assert recoverer.status().coordinators == []
+
+
+async def test_coordinator_down_is_recorded_not_raised(clock: ManualClock) -> None:
+    # Bind a port, then free it: nothing listens there any more.
+    server = grpc.aio.server()
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    await server.stop(None)
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        from workcoord.api.v1 import maintenance_pb2_grpc
+
+        recoverer = Recoverer(
+            maintenance_pb2_grpc.MaintenanceServiceStub(channel),
+            service_key=SERVICE_KEY,
+            clock=clock,
+            rpc_timeout_seconds=2.0,
+        )
+        assert not await recoverer.tick()
+        assert not recoverer.leader
+        assert recoverer.last_error.startswith("acquire leadership: UNAVAILABLE")
+        assert recoverer.passes_total == 0
+        # And again next tick, still without raising.
+        assert not await recoverer.tick()
+        await recoverer.release_leadership()  # nothing held: a no-op
+
+
+async def test_run_ticks_every_interval_without_real_sleep(
+    maintenance: MaintenanceServiceAsyncStub, state: FakeCoordinatorState, clock: ManualClock
+) -> None:
+    sleeps: list[float] = []
+    three_ticks = asyncio.Event()
+
+    async def fake_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        clock.advance(seconds)
+        if len(sleeps) == 3:
+            three_ticks.set()
+        await asyncio.sleep(0)
+
+    recoverer = Recoverer(
+        maintenance, service_key=SERVICE_KEY, interval_seconds=15, clock=clock, sleep=fake_sleep
+    )
+    task = asyncio.create_task(recoverer.run())
+    await asyncio.wait_for(three_ticks.wait(), timeout=10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert sleeps[:3] == [15.0, 15.0, 15.0]
+    assert recoverer.passes_total >= 3
+    assert len(state.acquire_calls) >= 3
+
+
+async def test_run_survives_a_coordinator_that_rejects_the_key(
+    maintenance: MaintenanceServiceAsyncStub, state: FakeCoordinatorState, clock: ManualClock
+) -> None:
+    state.principals.clear()
+    ticks = asyncio.Event()
+
+    async def fake_sleep(seconds: float) -> None:
+        ticks.set()
+        await asyncio.sleep(0)
+
+    recoverer = Recoverer(maintenance, service_key=SERVICE_KEY, clock=clock, sleep=fake_sleep)
+    task = asyncio.create_task(recoverer.run())
+    await asyncio.wait_for(ticks.wait(), timeout=10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert recoverer.last_error.startswith("acquire leadership: UNAUTHENTICATED")
+    assert state.runs == []
+
+
+def test_interval_must_be_positive(maintenance: MaintenanceServiceAsyncStub) -> None:
+    with pytest.raises(ValueError, match="interval"):
+        Recoverer(maintenance, service_key=SERVICE_KEY, interval_seconds=0)
