@@ -371,18 +371,117 @@ leaderships = Table(
     Column("term", BigInteger, nullable=False),
 )
 
+# --- lanes that ship: pending actions, escalations, digests ----------------------------------
+
+pending_actions = Table(
+    "pending_actions",
+    metadata,
+    Column("action_id", Id, primary_key=True),
+    Column("coordinator_id", Id, nullable=False),
+    Column("lane_id", Id, nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("owner", String(254), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_time", Time),
+    Column("last_error", Text, nullable=False),
+    Column("ticket_tracker", String(32), nullable=False),
+    Column("ticket_key", String(256), nullable=False),
+    Column("resolution", Text, nullable=False),
+    Column("create_time", Time, nullable=False),
+    Column("update_time", Time, nullable=False),
+    Index("ix_pending_actions_due", "coordinator_id", "state", "next_attempt_time"),
+)
+
+escalations = Table(
+    "escalations",
+    metadata,
+    Column("escalation_id", Id, primary_key=True),
+    Column("coordinator_id", Id, nullable=False),
+    Column("lane_id", Id, nullable=False),
+    Column("item_id", String(64), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("escalated_to", Json, nullable=False),
+    Column("open", Boolean, nullable=False),
+    Column("create_time", Time, nullable=False),
+    Column("resolve_time", Time),
+    Index("ix_escalations_open", "coordinator_id", "open", "item_id"),
+)
+
+digest_entries = Table(
+    "digest_entries",
+    metadata,
+    Column("entry_id", Id, primary_key=True),
+    Column("coordinator_id", Id, nullable=False),
+    Column("day", String(10), nullable=False),
+    Column("owner", String(254), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("lane_id", String(64), nullable=False),
+    Column("item_id", String(64), nullable=False),
+    Column("action_id", String(64), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("time", Time, nullable=False),
+    Index("ix_digest_entries_day", "coordinator_id", "day", "time"),
+)
+
+# --- tenancy: parent grants, browser sessions, one-time login codes --------------------------
+
+grants = Table(
+    "grants",
+    metadata,
+    Column("grant_id", Id, primary_key=True),
+    Column("coordinator_id", Id, nullable=False),
+    Column("parent_coordinator_id", Id, nullable=False),
+    Column("permissions", Json, nullable=False),
+    Column("expire_time", Time, nullable=False),
+    Column("revoke_time", Time),
+    Column("create_time", Time, nullable=False),
+    Column("created_by", String(140), nullable=False),
+    Column("request_id", String(128), nullable=False),
+    Index("ix_grants_pair", "parent_coordinator_id", "coordinator_id"),
+    Index("ix_grants_child", "coordinator_id", "create_time"),
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("session_id", Id, primary_key=True),
+    Column("user_id", Id, ForeignKey("users.user_id"), nullable=False),
+    Column("secret_hash", String(64), nullable=False, unique=True),
+    Column("csrf_hash", String(64), nullable=False),
+    Column("create_time", Time, nullable=False),
+    Column("expire_time", Time, nullable=False),
+    Column("revoke_time", Time),
+)
+
+login_codes = Table(
+    "login_codes",
+    metadata,
+    Column("code_hash", String(64), primary_key=True),
+    Column("user_id", Id, ForeignKey("users.user_id"), nullable=False),
+    Column("create_time", Time, nullable=False),
+    Column("expire_time", Time, nullable=False),
+    Column("use_time", Time),
+)
+
 __all__ = [
     "attempts",
     "blockers",
+    "digest_entries",
+    "escalations",
     "events",
     "exclusive_holds",
+    "grants",
     "items",
     "lanes",
     "leaderships",
+    "login_codes",
     "metadata",
     "org_members",
     "orgs",
+    "pending_actions",
     "platform_settings",
+    "sessions",
     "tickets",
     "user_tokens",
     "users",
