@@ -103,6 +103,9 @@ class CoordinatorSettings(CommonSettings):
     bootstrap_admin_token: SecretStr | None = None
     service_key: SecretStr | None = None
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    # Ticket trackers: GitHub Issues (a token enables it; the base URL points at Enterprise).
+    github_token: SecretStr | None = None
+    github_api_url: Annotated[str, _check_url(("http", "https"))] = "https://api.github.com"
 
 
 class RecoverySettings(CommonSettings):

@@ -21,6 +21,7 @@ from workcoord.api.v1 import (
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.storage.migrate import SchemaMismatch, check_schema
 from workcoord.coordinator.storage.sql import SqlStore, make_engine
+from workcoord.coordinator.trackers import trackers_from_settings
 from workcoord.coordinator.transport.servicers import SERVICES
 from workcoord.kit.bus import NotificationBus, bus_from_url
 from workcoord.kit.clock import Clock, clock_from_env
@@ -58,6 +59,11 @@ class RunningCoordinator:
         await self.close_resources()
 
     async def close_resources(self) -> None:
+        await self.engine.drain()
+        for tracker in self.engine.trackers.values():
+            close = getattr(tracker, "aclose", None)
+            if close is not None:
+                await close()
         await self.bus.close()
         await self.store.close()
 
@@ -76,7 +82,9 @@ async def start_coordinator(
     store = SqlStore(make_engine(settings.database_url), clock)
     bus = bus_from_url(settings.redis_url)
     service_key = settings.service_key.get_secret_value() if settings.service_key else None
-    engine = Engine(store, bus, clock, service_key=service_key)
+    github_token = settings.github_token.get_secret_value() if settings.github_token else None
+    trackers = trackers_from_settings(github_token, settings.github_api_url)
+    engine = Engine(store, bus, clock, service_key=service_key, trackers=trackers)
     try:
         if settings.bootstrap_admin_token is not None:
             await engine.bootstrap_admin(settings.bootstrap_admin_token.get_secret_value())

@@ -8,14 +8,16 @@ only after the commit, as wake-up hints.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+import logging
 import random
 import secrets as _secrets
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from workcoord.kit.bus import Notification, NotificationBus
@@ -31,7 +33,6 @@ from workcoord.kit.errors import (
     PermissionDenied,
     PoolFull,
     Unauthenticated,
-    Unimplemented,
     WorkcoordError,
 )
 from workcoord.kit.secrets import (
@@ -42,7 +43,7 @@ from workcoord.kit.secrets import (
     new_secret,
 )
 
-from . import rules
+from . import rules, workflow
 from .auth import (
     RECOVERY,
     Access,
@@ -65,6 +66,9 @@ from .model import (
     Coordinator,
     CoordinatorConfig,
     DeadLetterReason,
+    DigestEntry,
+    DigestKind,
+    Escalation,
     Event,
     EventType,
     Item,
@@ -74,6 +78,8 @@ from .model import (
     Lane,
     LaneState,
     NewEvent,
+    PendingAction,
+    PendingActionState,
     RetryPolicy,
     Scope,
     Template,
@@ -95,6 +101,7 @@ from .specs import (
     MaintenanceReport,
     Page,
 )
+from .tickets import TicketTracker, TrackerError
 
 _T = TypeVar("_T")
 
@@ -105,6 +112,21 @@ MAX_PAGE_SIZE = 500
 BACKSTOP_POLL_SECONDS = 1.0
 CLAIM_SCAN_FACTOR = 4
 BOOTSTRAP_USER_EMAIL = "admin@workcoord.local"
+CLOSE_TICKET = "CLOSE_TICKET"
+TICKET_CLOSED = "CLOSED"
+TICKET_SYNC_BATCH = 50
+ESCALATION_BATCH = 200
+# Ticket closures are retried patiently: trackers have outages measured in minutes to hours.
+PENDING_ACTION_RETRY = RetryPolicy(
+    initial_interval=30.0, backoff_coefficient=2.0, maximum_interval=3600.0, maximum_attempts=None
+)
+
+_log = logging.getLogger("workcoord.coordinator.engine")
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        _log.warning("follow-up work failed: %s", task.exception())
 
 
 def new_id(prefix: str) -> str:
@@ -142,6 +164,20 @@ class _Effects:
 
     ready_classes: set[str] = field(default_factory=set)
     changed: bool = False
+    # Digest lines (kind, lane id, item id, action id, reason), written before commit.
+    digest: list[tuple[DigestKind, str, str, str, str]] = field(default_factory=list)
+    # Tickets of lanes that just went LIVE: their closure is tried right after commit.
+    close_tickets: bool = False
+
+    def note(
+        self,
+        kind: DigestKind,
+        lane_id: str,
+        item_id: str = "",
+        reason: str = "",
+        action_id: str = "",
+    ) -> None:
+        self.digest.append((kind, lane_id, item_id, action_id, reason))
 
 
 class Engine:
@@ -156,13 +192,16 @@ class Engine:
         tokens: TokenSource | None = None,
         uniform: Callable[[], float] | None = None,
         service_key: str | None = None,
+        trackers: Mapping[str, TicketTracker] | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
         self.clock = clock
         self.tokens = tokens or SystemTokenSource()
         self.uniform = uniform or random.random
+        self.trackers: dict[str, TicketTracker] = dict(trackers or {})
         self._service_key_hash = hash_secret(service_key) if service_key else ""
+        self._background: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -180,11 +219,48 @@ class Engine:
             if work:
                 await self._require_enabled(tx, coordinator)
             yield tx, coordinator, effects
+            if effects.digest:
+                await tx.insert_digest_entries(self._digest_entries(tx, coordinator, effects))
             revision = coordinator.revision
         if effects.changed or effects.ready_classes:
             await self.bus.publish(
                 Notification(coordinator_id, revision, frozenset(effects.ready_classes))
             )
+        if effects.close_tickets:
+            self._spawn(self._close_tickets_now(coordinator_id))
+
+    def _digest_entries(
+        self, tx: Tx, coordinator: Coordinator, effects: _Effects
+    ) -> list[DigestEntry]:
+        day = tx.now.date().isoformat()
+        return [
+            DigestEntry(
+                entry_id=new_id("dg"),
+                coordinator_id=coordinator.coordinator_id,
+                day=day,
+                owner=coordinator.config.digest_owner,
+                kind=kind,
+                time=tx.now,
+                lane_id=lane_id,
+                item_id=item_id,
+                action_id=action_id,
+                reason=reason,
+            )
+            for kind, lane_id, item_id, action_id, reason in effects.digest
+        ]
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        """Run follow-up work after a commit without holding the caller; keep a reference so
+        the task is not collected, and log (never raise) its failure."""
+        task = asyncio.create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        task.add_done_callback(_log_failure)
+
+    async def drain(self) -> None:
+        """Wait for follow-up work started by earlier commands (tests, clean shutdown)."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def _require_enabled(self, reader: Reader, coordinator: Coordinator) -> None:
         if not await reader.platform_enabled():
@@ -611,10 +687,9 @@ class Engine:
     ) -> LaneDetail:
         if spec.template is None:
             raise InvalidArgument.single("lane.template", "is required")
-        if spec.template == Template.STANDARD:
-            raise Unimplemented(
-                "STANDARD lanes (the build → review → fix → ship workflow) are not implemented "
-                "yet; create a CUSTOM lane with explicit items"
+        if spec.template == Template.STANDARD and spec.items:
+            raise InvalidArgument.single(
+                "lane.items", "must be empty for a STANDARD lane: the workflow creates its items"
             )
         async with self._command(principal, coordinator_id, Access.WRITE) as (
             tx,
@@ -625,12 +700,20 @@ class Engine:
                 existing = await tx.find_lane_by_request(coordinator_id, request_id)
                 if existing is not None:
                     return await self._lane_detail(tx, existing)
-            _check_item_specs(coordinator, spec.items, "lane.items")
-            violations = rules.dag_violations(
-                [s.key for s in spec.items], [s.depends_on for s in spec.items]
-            )
-            if violations:
-                raise InvalidArgument(violations)
+            worker_classes = spec.worker_classes
+            if spec.template == Template.STANDARD:
+                worker_classes = workflow.stage_classes(
+                    spec.worker_classes, coordinator.config.class_capacity
+                )
+            else:
+                _check_item_specs(coordinator, spec.items, "lane.items")
+                violations = rules.dag_violations(
+                    [s.key for s in spec.items], [s.depends_on for s in spec.items]
+                )
+                if violations:
+                    raise InvalidArgument(violations)
+            for problem in rules.placement_problems(spec.placement):
+                raise InvalidArgument.single("lane.placement", problem)
             lane = Lane(
                 lane_id=new_id("ln"),
                 coordinator_id=coordinator_id,
@@ -642,7 +725,7 @@ class Engine:
                 paused=False,
                 create_time=tx.now,
                 update_time=tx.now,
-                worker_classes=spec.worker_classes,
+                worker_classes=worker_classes,
                 retry_policy=spec.retry_policy,
                 review_policy=spec.review_policy,
                 placement=spec.placement,
@@ -663,7 +746,10 @@ class Engine:
                     data={"template": lane.template.value, "items": len(spec.items)},
                 )
             ]
-            items = await self._new_items(tx, coordinator, lane, spec.items, events, effects)
+            specs = spec.items
+            if lane.template == Template.STANDARD:
+                specs = workflow.first_items(lane, worker_classes)
+            items = await self._new_items(tx, coordinator, lane, specs, events, effects)
             await self._append(tx, coordinator, events, principal.name)
             return LaneDetail(lane=lane, items=items, tickets=tickets)
 
@@ -737,17 +823,8 @@ class Engine:
         )
         item.update_time = tx.now
         if reason:
-            item.state = ItemState.STOPPED
-            item.stop_reason = reason
+            self._stop(item, reason, events, effects)
             item.sensitive = item.sensitive or sensitive
-            events.append(
-                NewEvent(
-                    EventType.ITEM_STOPPED,
-                    lane_id=item.lane_id,
-                    item_id=item.item_id,
-                    data={"reason": reason},
-                )
-            )
             return
         if item.requires_approval:
             item.state = ItemState.AWAITING_APPROVAL
@@ -756,6 +833,21 @@ class Engine:
             )
             return
         self._queue(tx, item, events, effects, not_before=None)
+
+    def _stop(self, item: Item, reason: str, events: list[NewEvent], effects: _Effects) -> None:
+        """Stop an item for a human, with its reason, an event and a digest line."""
+        item.state = ItemState.STOPPED
+        item.stop_reason = reason
+        item.current_lease_id = ""
+        events.append(
+            NewEvent(
+                EventType.ITEM_STOPPED,
+                lane_id=item.lane_id,
+                item_id=item.item_id,
+                data={"reason": reason},
+            )
+        )
+        effects.note(DigestKind.STOPPED, item.lane_id, item.item_id, reason)
 
     def _queue(
         self,
@@ -1017,6 +1109,9 @@ class Engine:
             )
         if open_items:
             await tx.update_items(open_items)
+            await tx.resolve_escalations(
+                open_items[0].coordinator_id, [i.item_id for i in open_items], tx.now
+            )
 
     async def add_blocker(
         self, principal: Principal, coordinator_id: str, lane_id: str, reason: str
@@ -1158,14 +1253,8 @@ class Engine:
                     NewEvent(EventType.ITEM_DENIED, lane_id=lane_id, item_id=item_id, data=data)
                 )
                 if lane.state == LaneState.ACTIVE:
-                    lane.state = LaneState.CLOSED_OUT
-                    lane.close_reason = "denied"
-                    lane.update_time = tx.now
-                    await tx.update_lane(lane)
-                    events.append(
-                        NewEvent(
-                            EventType.LANE_CLOSED_OUT, lane_id=lane_id, data={"reason": "denied"}
-                        )
+                    await self._close_lane(
+                        tx, lane, LaneState.CLOSED_OUT, "denied", events, effects
                     )
             elif decision == "resume":
                 if item.state != ItemState.STOPPED:
@@ -1478,6 +1567,7 @@ class Engine:
             )
         await tx.insert_attempts(attempts)
         await tx.update_items(chosen)
+        await tx.resolve_escalations(cid, [i.item_id for i in chosen], tx.now)
         await self._append(tx, coordinator, events, principal.name)
         effects.changed = True
         return granted
@@ -1647,13 +1737,56 @@ class Engine:
                 changed.append(item)
         if changed:
             await tx.update_items(changed)
-        if lane.state == LaneState.ACTIVE and all(
-            (by_key.get(i.key) or i).state == ItemState.SUCCEEDED for i in items
-        ):
-            lane.state = LaneState.DONE
+        if lane.state != LaneState.ACTIVE:
+            return
+        if lane.template == Template.CUSTOM:
+            current = [by_key.get(i.key) or i for i in items]
+            if workflow.custom_lane_finished(current):
+                await self._close_lane(tx, lane, LaneState.DONE, "", events, effects)
+            return
+        policy = workflow.review_policy_for(lane, coordinator.config.review_policy)
+        decision = workflow.after_success(lane, items, done, lane.worker_classes, policy)
+        events.extend(decision.events)
+        if decision.fail_round:
+            lane.fail_rounds += 1
             lane.update_time = tx.now
             await tx.update_lane(lane)
+        if decision.new_items:
+            others = [i for i in items if i.item_id != done.item_id] + [done]
+            await self._new_items(
+                tx, coordinator, lane, decision.new_items, events, effects, existing=others
+            )
+        if decision.lane_state is not None:
+            if decision.receipt is not None:
+                lane.receipt = decision.receipt
+            await self._close_lane(
+                tx, lane, decision.lane_state, decision.close_reason, events, effects
+            )
+
+    async def _close_lane(
+        self,
+        tx: Tx,
+        lane: Lane,
+        state: LaneState,
+        reason: str,
+        events: list[NewEvent],
+        effects: _Effects,
+    ) -> None:
+        """Finish a lane: LIVE (and close its tickets), DONE, or CLOSED_OUT for a human."""
+        lane.state = state
+        lane.close_reason = reason
+        lane.update_time = tx.now
+        await tx.update_lane(lane)
+        if state == LaneState.LIVE:
+            events.append(NewEvent(EventType.LANE_LIVE, lane_id=lane.lane_id))
+            await self._open_ticket_closures(tx, lane, effects)
+        elif state == LaneState.DONE:
             events.append(NewEvent(EventType.LANE_DONE, lane_id=lane.lane_id))
+        elif state == LaneState.CLOSED_OUT:
+            events.append(
+                NewEvent(EventType.LANE_CLOSED_OUT, lane_id=lane.lane_id, data={"reason": reason})
+            )
+            effects.note(DigestKind.CLOSED_OUT, lane.lane_id, reason=reason)
 
     async def fail(
         self,
@@ -1718,11 +1851,11 @@ class Engine:
         item.current_lease_id = ""
         item.update_time = tx.now
         if not retryable:
-            self._dead_letter(item, DeadLetterReason.NON_RETRYABLE, events)
+            self._dead_letter(item, DeadLetterReason.NON_RETRYABLE, events, effects)
         elif item.sensitive:
-            self._dead_letter(item, DeadLetterReason.POLICY, events)
+            self._dead_letter(item, DeadLetterReason.POLICY, events, effects)
         elif not rules.attempts_remaining(policy, item):
-            self._dead_letter(item, DeadLetterReason.EXHAUSTED, events)
+            self._dead_letter(item, DeadLetterReason.EXHAUSTED, events, effects)
         else:
             delay = rules.retry_delay(policy, item.attempt_count, self.uniform)
             not_before = tx.now + timedelta(seconds=delay)
@@ -1736,7 +1869,9 @@ class Engine:
                 {"attempts": item.attempt_count, "delaySeconds": round(delay, 3)},
             )
 
-    def _dead_letter(self, item: Item, reason: DeadLetterReason, events: list[NewEvent]) -> None:
+    def _dead_letter(
+        self, item: Item, reason: DeadLetterReason, events: list[NewEvent], effects: _Effects
+    ) -> None:
         item.state = ItemState.DEAD
         item.dead_letter_reason = reason
         events.append(
@@ -1747,6 +1882,7 @@ class Engine:
                 data={"reason": reason.value, "attempts": item.attempt_count},
             )
         )
+        effects.note(DigestKind.DEAD_LETTERED, item.lane_id, item.item_id, reason.value)
 
     async def checkpoint(
         self,
@@ -1786,18 +1922,8 @@ class Engine:
                 )
             ]
             if blocked:
-                item.state = ItemState.STOPPED
-                item.stop_reason = f"checkpoint blocked: {blocked}"
-                item.current_lease_id = ""
                 item.update_time = tx.now
-                events.append(
-                    NewEvent(
-                        EventType.ITEM_STOPPED,
-                        lane_id=item.lane_id,
-                        item_id=item.item_id,
-                        data={"reason": item.stop_reason},
-                    )
-                )
+                self._stop(item, f"checkpoint blocked: {blocked}", events, effects)
             else:
                 self._queue(tx, item, events, effects, None)
             effects.ready_classes.add(attempt.worker_class)
@@ -1839,6 +1965,325 @@ class Engine:
             await tx.update_items([item])
             await self._append(tx, coordinator, events, principal.name)
             return attempt
+
+    # ------------------------------------------------------------------ tickets, pending actions
+
+    async def _open_ticket_closures(self, tx: Tx, lane: Lane, effects: _Effects) -> None:
+        """Record the intent to close each linked ticket, durably, in the LIVE transaction.
+
+        The tracker is called only after commit (never inside a transaction); a crash in
+        between leaves an OPEN action that recovery passes pick up, so nothing is lost.
+        """
+        coordinator = tx.coordinator
+        assert coordinator is not None
+        tickets = await tx.lane_tickets([lane.lane_id])
+        actions = [
+            PendingAction(
+                action_id=new_id("pa"),
+                coordinator_id=lane.coordinator_id,
+                lane_id=lane.lane_id,
+                kind=CLOSE_TICKET,
+                state=PendingActionState.OPEN,
+                owner=coordinator.config.digest_owner,
+                create_time=tx.now,
+                update_time=tx.now,
+                ticket_tracker=ticket.tracker,
+                ticket_key=ticket.key,
+                next_attempt_time=tx.now,
+            )
+            for ticket in tickets
+            if ticket.state != TICKET_CLOSED
+        ]
+        if actions:
+            await tx.insert_pending_actions(actions)
+            effects.close_tickets = True
+
+    async def _close_tickets_now(self, coordinator_id: str) -> None:
+        await self.run_pending_actions(RECOVERY, coordinator_id)
+
+    async def run_pending_actions(
+        self, principal: Principal, coordinator_id: str
+    ) -> tuple[int, int]:
+        """Try every due pending action once; returns (attempted, succeeded)."""
+        async with self.store.read() as reader:
+            due = await reader.due_pending_actions(coordinator_id, self.clock.now(), 100)
+        attempted = succeeded = 0
+        for action in due:
+            tracker = self.trackers.get(action.ticket_tracker)
+            error = ""
+            if tracker is None:
+                error = f"no tracker is configured for {action.ticket_tracker!r}"
+            else:
+                try:
+                    await tracker.close(action.ticket_key)
+                except TrackerError as exc:
+                    error = str(exc) or type(exc).__name__
+            attempted += 1
+            if await self._record_action(principal, coordinator_id, action, error):
+                succeeded += 1
+        return attempted, succeeded
+
+    async def _record_action(
+        self, principal: Principal, coordinator_id: str, tried: PendingAction, error: str
+    ) -> bool:
+        async with self._command(principal, coordinator_id, Access.MAINTAIN) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            action = await tx.get_pending_action(tried.action_id)
+            if action is None or action.state != PendingActionState.OPEN:
+                return False  # resolved meanwhile (by a human or another replica)
+            action.attempts += 1
+            action.update_time = tx.now
+            events: list[NewEvent] = []
+            ref = {
+                "actionId": action.action_id,
+                "tracker": action.ticket_tracker,
+                "key": action.ticket_key,
+            }
+            if not error:
+                action.state = PendingActionState.SUCCEEDED
+                action.next_attempt_time = None
+                ticket = Ticket(
+                    lane_id=action.lane_id,
+                    tracker=action.ticket_tracker,
+                    key=action.ticket_key,
+                    state=TICKET_CLOSED,
+                    observe_time=tx.now,
+                )
+                await tx.update_ticket(coordinator_id, ticket)
+                events.append(NewEvent(EventType.TICKET_CLOSED, lane_id=action.lane_id, data=ref))
+                if action.attempts > 1:
+                    events.append(
+                        NewEvent(
+                            EventType.PENDING_ACTION_RESOLVED, lane_id=action.lane_id, data=ref
+                        )
+                    )
+            else:
+                action.last_error = error[:1000]
+                delay = rules.retry_delay(PENDING_ACTION_RETRY, action.attempts, self.uniform)
+                action.next_attempt_time = tx.now + timedelta(seconds=delay)
+                if action.attempts == 1:
+                    events.append(
+                        NewEvent(EventType.PENDING_ACTION_OPENED, lane_id=action.lane_id, data=ref)
+                    )
+                    effects.note(
+                        DigestKind.CLOSE_OUT_ACTION_FAILED,
+                        action.lane_id,
+                        reason=action.last_error,
+                        action_id=action.action_id,
+                    )
+                else:
+                    events.append(
+                        NewEvent(
+                            EventType.PENDING_ACTION_RETRIED,
+                            lane_id=action.lane_id,
+                            data={**ref, "attempts": action.attempts},
+                        )
+                    )
+            await tx.update_pending_action(action)
+            await self._append(tx, coordinator, events, principal.name)
+            return not error
+
+    async def list_pending_actions(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        state: PendingActionState | None,
+        size: int,
+        token: str,
+    ) -> Page[PendingAction]:
+        limit = page_size(size)
+        after = decode_page_token(token)
+        async with self.store.read() as reader:
+            await self._readable(reader, principal, coordinator_id)
+            actions = await reader.list_pending_actions(
+                coordinator_id, state, str(after[0]) if after else "", limit + 1
+            )
+        return _page(actions, limit, lambda a: [a.action_id])
+
+    async def resolve_pending_action(
+        self, principal: Principal, coordinator_id: str, action_id: str, resolution: str
+    ) -> PendingAction:
+        async with self._command(principal, coordinator_id, Access.DECIDE) as (
+            tx,
+            coordinator,
+            _effects,
+        ):
+            if not principal.is_human:
+                raise PermissionDenied("only a human resolves a pending action")
+            action = await tx.get_pending_action(action_id)
+            if action is None or action.coordinator_id != coordinator_id:
+                raise NotFound(f"pending action {action_id} not found")
+            if action.state != PendingActionState.OPEN:
+                return action  # already done: resolving again is a no-op
+            action.state = PendingActionState.RESOLVED
+            action.resolution = resolution
+            action.next_attempt_time = None
+            action.update_time = tx.now
+            await tx.update_pending_action(action)
+            await self._append(
+                tx,
+                coordinator,
+                [
+                    NewEvent(
+                        EventType.PENDING_ACTION_RESOLVED,
+                        lane_id=action.lane_id,
+                        data={"actionId": action_id, "byHuman": True},
+                    )
+                ],
+                principal.name,
+            )
+            return action
+
+    async def get_digest(
+        self, principal: Principal, coordinator_id: str, day: str
+    ) -> tuple[str, list[DigestEntry]]:
+        """One UTC day's digest: its owner and entries (open pending actions included today)."""
+        try:
+            date = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).date()
+        except ValueError as exc:
+            raise InvalidArgument.single("day", "must be a date, YYYY-MM-DD") from exc
+        async with self.store.read() as reader:
+            coordinator = await self._readable(reader, principal, coordinator_id)
+            entries = await reader.digest_entries(coordinator_id, day)
+            if date == self.clock.now().date():
+                for action in await reader.list_pending_actions(
+                    coordinator_id, PendingActionState.OPEN, "", 1000
+                ):
+                    if action.attempts == 0:
+                        continue  # not failed yet: its first try is still under way
+                    entries.append(
+                        DigestEntry(
+                            entry_id=action.action_id,
+                            coordinator_id=coordinator_id,
+                            day=day,
+                            owner=action.owner,
+                            kind=DigestKind.PENDING_ACTION,
+                            time=action.update_time,
+                            lane_id=action.lane_id,
+                            action_id=action.action_id,
+                            reason=action.last_error,
+                        )
+                    )
+        return coordinator.config.digest_owner, entries
+
+    async def _sync_tickets(
+        self, principal: Principal, coordinator_id: str, report: MaintenanceReport
+    ) -> None:
+        """Read linked tickets' real state from their trackers, with the time it was seen."""
+        async with self.store.read() as reader:
+            tickets = await reader.tickets_to_sync(coordinator_id, TICKET_SYNC_BATCH)
+        observed: list[tuple[Ticket, str]] = []
+        for ticket in tickets:
+            tracker = self.trackers.get(ticket.tracker)
+            if tracker is None:
+                continue
+            try:
+                observed.append((ticket, await tracker.get_state(ticket.key)))
+            except TrackerError as exc:
+                _log.info("ticket %s %s not synced: %s", ticket.tracker, ticket.key, exc)
+        if not observed:
+            return
+        async with self._command(principal, coordinator_id, Access.MAINTAIN) as (
+            tx,
+            coordinator,
+            _effects,
+        ):
+            events: list[NewEvent] = []
+            for ticket, state in observed:
+                if state != ticket.state:
+                    events.append(
+                        NewEvent(
+                            EventType.TICKET_SYNCED,
+                            lane_id=ticket.lane_id,
+                            data={"tracker": ticket.tracker, "key": ticket.key, "state": state},
+                        )
+                    )
+                ticket.state = state
+                ticket.observe_time = tx.now
+                await tx.update_ticket(coordinator_id, ticket)
+            await self._append(tx, coordinator, events, principal.name)
+        report.tickets_synced += len(observed)
+
+    async def _escalate(
+        self, principal: Principal, coordinator_id: str, report: MaintenanceReport
+    ) -> None:
+        """Escalate ready items left unleased past escalate_after. Gates that do not count
+        toward escalation (capacity, exclusive keys, backoff, pauses, …) postpone it."""
+        async with self._command(principal, coordinator_id, Access.MAINTAIN) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            ready_before = tx.now - timedelta(seconds=coordinator.config.escalate_after_seconds)
+            candidates = await tx.escalation_candidates(
+                coordinator_id, tx.now, ready_before, ESCALATION_BATCH
+            )
+            if not candidates:
+                return
+            live = await tx.live_attempts(coordinator_id, None)
+            workers = await tx.list_workers(coordinator_id, "", 10_000)
+            keys = sorted({k for i in candidates for k in _exclusive_keys(i)})
+            holders = await tx.live_exclusive_holders(coordinator_id, keys) if keys else {}
+            holding: dict[str, list[str]] = {}
+            for attempt in live:
+                holding.setdefault(attempt.worker_class, []).append(attempt.lease_id)
+            capacity = {
+                cls: (len(holding.get(cls, [])), cap)
+                for cls, cap in coordinator.config.class_capacity.items()
+            }
+            escalations: list[Escalation] = []
+            events: list[NewEvent] = []
+            lanes: dict[str, Lane | None] = {}
+            for item in candidates:
+                if item.lane_id not in lanes:
+                    lanes[item.lane_id] = await tx.get_lane(item.lane_id)
+                lane = lanes[item.lane_id]
+                if lane is None:
+                    continue
+                context = _GateContext(
+                    coordinator=coordinator,
+                    platform_on=True,
+                    lane=lane,
+                    blockers=[],
+                    items=[item],
+                    capacity=capacity,
+                    holding=holding,
+                    holders=holders,
+                    workers=workers,
+                    now=tx.now,
+                )
+                gates = _gates(context, item)
+                if not all(g.counts_toward_escalation for g in gates):
+                    continue
+                reason = gates[0].detail if gates else "ready but not leased"
+                recipients = [coordinator.config.digest_owner or "digest owner"]
+                escalations.append(
+                    Escalation(
+                        escalation_id=new_id("esc"),
+                        coordinator_id=coordinator_id,
+                        lane_id=item.lane_id,
+                        item_id=item.item_id,
+                        reason=reason,
+                        escalated_to=recipients,
+                        open=True,
+                        create_time=tx.now,
+                    )
+                )
+                events.append(
+                    NewEvent(
+                        EventType.ESCALATED,
+                        lane_id=item.lane_id,
+                        item_id=item.item_id,
+                        data={"gate": gates[0].gate if gates else "", "to": recipients},
+                    )
+                )
+                effects.note(DigestKind.ESCALATED, item.lane_id, item.item_id, reason)
+            await tx.insert_escalations(escalations)
+            await self._append(tx, coordinator, events, principal.name)
+            report.escalated += len(escalations)
 
     # ------------------------------------------------------------------ reading
 
@@ -1958,6 +2403,10 @@ class Engine:
             workers = await reader.list_workers(coordinator_id, "", 10_000)
             live = await reader.live_attempts(coordinator_id, None)
             queued = await reader.count_ready(coordinator_id)
+            pending = await reader.list_pending_actions(
+                coordinator_id, PendingActionState.OPEN, "", 1000
+            )
+            escalations = await reader.open_escalations(coordinator_id)
         usage: list[ClassUsage] = []
         capacity: dict[str, tuple[int, int]] = {}
         for cls, cap in sorted(coordinator.config.class_capacity.items()):
@@ -1976,6 +2425,8 @@ class Engine:
             workers=workers,
             capacity=usage,
             worker_leases=worker_leases,
+            pending_actions=pending,
+            escalations=escalations,
             next_page_token=page.next_page_token,
         )
 
@@ -2025,6 +2476,11 @@ class Engine:
                 report.revision = coordinator.revision
             if len(expired) < batch:
                 break
+        await self._escalate(principal, coordinator_id, report)
+        attempted, succeeded = await self.run_pending_actions(principal, coordinator_id)
+        report.pending_actions_attempted = attempted
+        report.pending_actions_succeeded = succeeded
+        await self._sync_tickets(principal, coordinator_id, report)
         async with self._command(principal, coordinator_id, Access.MAINTAIN) as (
             tx,
             coordinator,

@@ -384,3 +384,66 @@ class Event:
 
 def _first(value: _T | None, default: _T | None) -> _T | None:
     return value if value is not None else default
+
+
+class DigestKind(enum.StrEnum):
+    DEAD_LETTERED = "DEAD_LETTERED"
+    CLOSED_OUT = "CLOSED_OUT"
+    CLOSE_OUT_ACTION_FAILED = "CLOSE_OUT_ACTION_FAILED"
+    PENDING_ACTION = "PENDING_ACTION"
+    STOPPED = "STOPPED"
+    ESCALATED = "ESCALATED"
+
+
+@dataclass(frozen=True, slots=True)
+class DigestEntry:
+    entry_id: str
+    coordinator_id: str
+    day: str
+    owner: str
+    kind: DigestKind
+    time: datetime
+    lane_id: str = ""
+    item_id: str = ""
+    action_id: str = ""
+    reason: str = ""
+
+
+class PendingActionState(enum.StrEnum):
+    OPEN = "OPEN"
+    SUCCEEDED = "SUCCEEDED"
+    RESOLVED = "RESOLVED"
+
+
+@dataclass(slots=True)
+class PendingAction:
+    """Owned follow-up work (closing a ticket after shipping), retried until it succeeds or a
+    human resolves it."""
+
+    action_id: str
+    coordinator_id: str
+    lane_id: str
+    kind: str
+    state: PendingActionState
+    owner: str
+    create_time: datetime
+    update_time: datetime
+    ticket_tracker: str = ""
+    ticket_key: str = ""
+    attempts: int = 0
+    next_attempt_time: datetime | None = None
+    last_error: str = ""
+    resolution: str = ""
+
+
+@dataclass(slots=True)
+class Escalation:
+    escalation_id: str
+    coordinator_id: str
+    lane_id: str
+    item_id: str
+    reason: str
+    escalated_to: list[str]
+    open: bool
+    create_time: datetime
+    resolve_time: datetime | None = None

@@ -10,11 +10,13 @@ from .model import (
     Attempt,
     Blocker,
     Coordinator,
+    Escalation,
     Event,
     Item,
     ItemKind,
     JsonObject,
     Lane,
+    PendingAction,
     RetryPolicy,
     ReviewPolicy,
     Scope,
@@ -166,4 +168,6 @@ class CoordinatorView:
     workers: list[Worker]
     capacity: list[ClassUsage]
     worker_leases: dict[str, int] = field(default_factory=dict)
+    pending_actions: list[PendingAction] = field(default_factory=list)
+    escalations: list[Escalation] = field(default_factory=list)
     next_page_token: str = ""

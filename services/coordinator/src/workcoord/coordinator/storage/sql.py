@@ -29,6 +29,9 @@ from workcoord.coordinator.domain.model import (
     Coordinator,
     CoordinatorConfig,
     DeadLetterReason,
+    DigestEntry,
+    DigestKind,
+    Escalation,
     Event,
     EventType,
     Item,
@@ -38,6 +41,8 @@ from workcoord.coordinator.domain.model import (
     LaneState,
     NewEvent,
     OnPass,
+    PendingAction,
+    PendingActionState,
     RetryPolicy,
     ReviewPolicy,
     Scope,
@@ -817,6 +822,175 @@ class SqlTx:
             )
         return ids
 
+    # -------------------------------------------------------------- digests, pending actions
+
+    async def insert_digest_entries(self, entries: Sequence[DigestEntry]) -> None:
+        if entries:
+            rows = []
+            for entry in entries:
+                row = dataclasses.asdict(entry)
+                row["kind"] = entry.kind.value
+                rows.append(row)
+            await self.conn.execute(insert(t.digest_entries), rows)
+
+    async def digest_entries(self, coordinator_id: str, day: str) -> list[DigestEntry]:
+        c = t.digest_entries.c
+        rows = await self._rows(
+            select(t.digest_entries)
+            .where(c.coordinator_id == coordinator_id, c.day == day)
+            .order_by(c.time, c.entry_id)
+        )
+        return [
+            DigestEntry(
+                entry_id=r.entry_id,
+                coordinator_id=r.coordinator_id,
+                day=r.day,
+                owner=r.owner,
+                kind=DigestKind(r.kind),
+                time=r.time,
+                lane_id=r.lane_id,
+                item_id=r.item_id,
+                action_id=r.action_id,
+                reason=r.reason,
+            )
+            for r in rows
+        ]
+
+    async def insert_pending_actions(self, actions: Sequence[PendingAction]) -> None:
+        if actions:
+            await self.conn.execute(insert(t.pending_actions), [_action_values(a) for a in actions])
+
+    async def update_pending_action(self, action: PendingAction) -> None:
+        values = _action_values(action)
+        del values["action_id"]
+        await self.conn.execute(
+            update(t.pending_actions)
+            .where(t.pending_actions.c.action_id == action.action_id)
+            .values(**values)
+        )
+
+    async def get_pending_action(self, action_id: str) -> PendingAction | None:
+        row = await self._one(
+            select(t.pending_actions).where(t.pending_actions.c.action_id == action_id)
+        )
+        return _action(row) if row else None
+
+    async def list_pending_actions(
+        self, coordinator_id: str, state: PendingActionState | None, after_id: str, limit: int
+    ) -> list[PendingAction]:
+        c = t.pending_actions.c
+        stmt = select(t.pending_actions).where(
+            c.coordinator_id == coordinator_id, c.action_id > after_id
+        )
+        if state is not None:
+            stmt = stmt.where(c.state == state.value)
+        rows = await self._rows(stmt.order_by(c.action_id).limit(limit))
+        return [_action(r) for r in rows]
+
+    async def due_pending_actions(
+        self, coordinator_id: str, now: datetime, limit: int
+    ) -> list[PendingAction]:
+        c = t.pending_actions.c
+        rows = await self._rows(
+            select(t.pending_actions)
+            .where(
+                c.coordinator_id == coordinator_id,
+                c.state == PendingActionState.OPEN.value,
+                or_(c.next_attempt_time.is_(None), c.next_attempt_time <= now),
+            )
+            .order_by(c.next_attempt_time, c.action_id)
+            .limit(limit)
+        )
+        return [_action(r) for r in rows]
+
+    async def update_ticket(self, coordinator_id: str, ticket: Ticket) -> None:
+        c = t.tickets.c
+        await self.conn.execute(
+            update(t.tickets)
+            .where(c.lane_id == ticket.lane_id, c.tracker == ticket.tracker, c.key == ticket.key)
+            .values(state=ticket.state, observe_time=ticket.observe_time)
+        )
+
+    async def tickets_to_sync(self, coordinator_id: str, limit: int) -> list[Ticket]:
+        tk = t.tickets.c
+        lanes_c = t.lanes.c
+        rows = await self._rows(
+            select(t.tickets)
+            .join(t.lanes, lanes_c.lane_id == tk.lane_id)
+            .where(
+                tk.coordinator_id == coordinator_id,
+                lanes_c.state.in_((LaneState.ACTIVE.value, LaneState.LIVE.value)),
+            )
+            .order_by(tk.observe_time.is_not(None), tk.observe_time, tk.key)
+            .limit(limit)
+        )
+        return [Ticket(r.lane_id, r.tracker, r.key, r.url, r.state, r.observe_time) for r in rows]
+
+    # -------------------------------------------------------------- escalations
+
+    async def insert_escalations(self, escalations: Sequence[Escalation]) -> None:
+        if escalations:
+            await self.conn.execute(
+                insert(t.escalations), [dataclasses.asdict(e) for e in escalations]
+            )
+
+    async def open_escalations(self, coordinator_id: str) -> list[Escalation]:
+        c = t.escalations.c
+        rows = await self._rows(
+            select(t.escalations)
+            .where(c.coordinator_id == coordinator_id, c.open.is_(True))
+            .order_by(c.create_time, c.escalation_id)
+        )
+        return [
+            Escalation(
+                escalation_id=r.escalation_id,
+                coordinator_id=r.coordinator_id,
+                lane_id=r.lane_id,
+                item_id=r.item_id,
+                reason=r.reason,
+                escalated_to=list(r.escalated_to or []),
+                open=bool(r.open),
+                create_time=r.create_time,
+                resolve_time=r.resolve_time,
+            )
+            for r in rows
+        ]
+
+    async def resolve_escalations(
+        self, coordinator_id: str, item_ids: Sequence[str], when: datetime
+    ) -> None:
+        if not item_ids:
+            return
+        c = t.escalations.c
+        await self.conn.execute(
+            update(t.escalations)
+            .where(
+                c.coordinator_id == coordinator_id,
+                c.open.is_(True),
+                c.item_id.in_(list(item_ids)),
+            )
+            .values(open=False, resolve_time=when)
+        )
+
+    async def escalation_candidates(
+        self, coordinator_id: str, now: datetime, ready_before: datetime, limit: int
+    ) -> list[Item]:
+        c = t.items.c
+        escalated = select(t.escalations.c.item_id).where(
+            t.escalations.c.coordinator_id == coordinator_id, t.escalations.c.open.is_(True)
+        )
+        rows = await self._rows(
+            select(t.items)
+            .where(
+                *self._ready_filter(coordinator_id, now),
+                c.ready_time <= ready_before,
+                c.item_id.not_in(escalated),
+            )
+            .order_by(c.ready_time, c.item_id)
+            .limit(limit)
+        )
+        return [_item(r) for r in rows]
+
     # -------------------------------------------------------------- leadership
 
     async def acquire_leadership(
@@ -1117,6 +1291,31 @@ def _attempt(row: Row[Any]) -> Attempt:
         counted=bool(row.counted),
         exclusive_key=row.exclusive_key,
         checkpoint=row.checkpoint,
+    )
+
+
+def _action_values(action: PendingAction) -> dict[str, Any]:
+    values = dataclasses.asdict(action)
+    values["state"] = action.state.value
+    return values
+
+
+def _action(row: Row[Any]) -> PendingAction:
+    return PendingAction(
+        action_id=row.action_id,
+        coordinator_id=row.coordinator_id,
+        lane_id=row.lane_id,
+        kind=row.kind,
+        state=PendingActionState(row.state),
+        owner=row.owner,
+        create_time=row.create_time,
+        update_time=row.update_time,
+        ticket_tracker=row.ticket_tracker,
+        ticket_key=row.ticket_key,
+        attempts=int(row.attempts),
+        next_attempt_time=row.next_attempt_time,
+        last_error=row.last_error,
+        resolution=row.resolution,
     )
 
 

@@ -23,11 +23,14 @@ from workcoord.coordinator.domain import rules
 from workcoord.coordinator.domain.model import (
     Attempt,
     Coordinator,
+    DigestEntry,
+    Escalation,
     Event,
     Item,
     ItemKind,
     JsonObject,
     OnPass,
+    PendingAction,
     RetryPolicy,
     ReviewPolicy,
     Template,
@@ -518,6 +521,8 @@ def view_to_pb(view: CoordinatorView) -> work_coordinator_pb2.View:
             )
             for u in view.capacity
         ],
+        pending_actions=[pending_action_to_pb(a) for a in view.pending_actions],
+        escalations=[escalation_to_pb(e) for e in view.escalations],
         next_page_token=view.next_page_token,
     )
     return out
@@ -539,6 +544,57 @@ def report_to_pb(r: MaintenanceReport) -> recovery_pb2.MaintenanceReport:
         skipped_disabled=r.skipped_disabled,
     )
     _set(out, "start_time", ts(r.start_time))
+    return out
+
+
+def pending_action_to_pb(a: PendingAction) -> work_coordinator_pb2.PendingAction:
+    out = work_coordinator_pb2.PendingAction(
+        action_id=a.action_id,
+        lane_id=a.lane_id,
+        kind=a.kind,
+        state=a.state.value,
+        owner=a.owner,
+        attempts=a.attempts,
+        last_error=a.last_error,
+        resolution=a.resolution,
+    )
+    if a.ticket_key:
+        out.ticket.CopyFrom(lane_pb2.Ticket(tracker=a.ticket_tracker, key=a.ticket_key))
+    _set(out, "next_attempt_time", ts(a.next_attempt_time))
+    _set(out, "create_time", ts(a.create_time))
+    _set(out, "update_time", ts(a.update_time))
+    return out
+
+
+def escalation_to_pb(e: Escalation) -> work_coordinator_pb2.Escalation:
+    out = work_coordinator_pb2.Escalation(
+        escalation_id=e.escalation_id,
+        lane_id=e.lane_id,
+        item_id=e.item_id,
+        reason=e.reason,
+        escalated_to=e.escalated_to,
+        open=e.open,
+    )
+    _set(out, "create_time", ts(e.create_time))
+    _set(out, "resolve_time", ts(e.resolve_time))
+    return out
+
+
+def digest_to_pb(
+    coordinator_id: str, day: str, owner: str, entries: Sequence[DigestEntry]
+) -> work_coordinator_pb2.Digest:
+    out = work_coordinator_pb2.Digest(coordinator_id=coordinator_id, day=day, owner=owner)
+    for e in entries:
+        entry = out.entries.add(
+            kind=e.kind.value,
+            lane_id=e.lane_id,
+            item_id=e.item_id,
+            action_id=e.action_id,
+            reason=e.reason,
+        )
+        entry.time.CopyFrom(ts(e.time))
+    if entries:
+        out.update_time.CopyFrom(ts(max(e.time for e in entries)))
     return out
 
 

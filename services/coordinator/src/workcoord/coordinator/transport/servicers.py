@@ -26,7 +26,7 @@ from workcoord.api.v1 import (
 )
 from workcoord.coordinator.domain.auth import Capability, OrgRole, Principal, PrincipalKind
 from workcoord.coordinator.domain.engine import Engine
-from workcoord.coordinator.domain.model import LaneState, Scope, Ticket
+from workcoord.coordinator.domain.model import LaneState, PendingActionState, Scope, Ticket
 from workcoord.coordinator.domain.specs import CoordinatorSpec
 from workcoord.kit.errors import InvalidArgument, Unauthenticated, Unimplemented
 from workcoord.kit.validation import raise_if_invalid
@@ -357,20 +357,36 @@ class WorkCoordinatorServicer(_Base, work_coordinator_pb2_grpc.WorkCoordinatorSe
     async def GetDigest(
         self, request: work_coordinator_pb2.GetDigestRequest, context: Context
     ) -> work_coordinator_pb2.GetDigestResponse:
-        await self.begin(request, context)
-        _not_yet("GetDigest (digests arrive with the lanes-that-ship release)")
+        p = await self.begin(request, context)
+        owner, entries = await self.engine.get_digest(p, request.coordinator_id, request.day)
+        return work_coordinator_pb2.GetDigestResponse(
+            digest=m.digest_to_pb(request.coordinator_id, request.day, owner, entries)
+        )
 
     async def ListPendingActions(
         self, request: work_coordinator_pb2.ListPendingActionsRequest, context: Context
     ) -> work_coordinator_pb2.ListPendingActionsResponse:
-        await self.begin(request, context)
-        _not_yet("ListPendingActions (pending actions arrive with the lanes-that-ship release)")
+        p = await self.begin(request, context)
+        name = work_coordinator_pb2.PendingAction.State.Name(request.state)
+        state = None if name == "STATE_UNSPECIFIED" else PendingActionState(name)
+        page = await self.engine.list_pending_actions(
+            p, request.coordinator_id, state, request.page_size, request.page_token
+        )
+        return work_coordinator_pb2.ListPendingActionsResponse(
+            pending_actions=[m.pending_action_to_pb(a) for a in page.items],
+            next_page_token=page.next_page_token,
+        )
 
     async def ResolvePendingAction(
         self, request: work_coordinator_pb2.ResolvePendingActionRequest, context: Context
     ) -> work_coordinator_pb2.ResolvePendingActionResponse:
-        await self.begin(request, context)
-        _not_yet("ResolvePendingAction (pending actions arrive with the lanes-that-ship release)")
+        p = await self.begin(request, context)
+        action = await self.engine.resolve_pending_action(
+            p, request.coordinator_id, request.action_id, request.resolution
+        )
+        return work_coordinator_pb2.ResolvePendingActionResponse(
+            pending_action=m.pending_action_to_pb(action)
+        )
 
     async def CreateGrant(
         self, request: work_coordinator_pb2.CreateGrantRequest, context: Context

@@ -1,0 +1,186 @@
+"""The STANDARD workflow: build → review → fix → ship, as pure decisions.
+
+Given a lane, its items and the item that just succeeded, :func:`after_success` says what
+happens next: which items to create (and whether they wait on another), whether the lane
+finishes, and which events explain it. The engine applies the decision in its transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from workcoord.kit.errors import FieldViolation, InvalidArgument
+
+from . import rules
+from .model import (
+    DEFAULT_REVIEW_POLICY,
+    EventType,
+    Item,
+    ItemKind,
+    ItemState,
+    JsonObject,
+    Lane,
+    LaneState,
+    NewEvent,
+    OnPass,
+    ReviewPolicy,
+)
+from .specs import ItemSpec
+
+STAGES = (ItemKind.BUILD, ItemKind.REVIEW, ItemKind.FIX, ItemKind.INTEGRATE, ItemKind.SHIP)
+
+
+@dataclass(slots=True)
+class Decision:
+    """What follows a success in a STANDARD lane."""
+
+    new_items: list[ItemSpec] = field(default_factory=list)
+    # Keys of new items that must be created WAITING on another new item.
+    lane_state: LaneState | None = None
+    close_reason: str = ""
+    fail_round: bool = False
+    events: list[NewEvent] = field(default_factory=list)
+    receipt: JsonObject | None = None
+
+
+def stage_classes(lane_classes: dict[str, str], known: dict[str, int]) -> dict[str, str]:
+    """The worker class of each stage: the lane's choice over the defaults, each one known."""
+    classes = rules.stage_class_defaults()
+    classes.update({k: v for k, v in lane_classes.items() if v})
+    if "FIX" not in lane_classes and "BUILD" in lane_classes:
+        classes["FIX"] = lane_classes["BUILD"]
+    violations = [
+        FieldViolation(
+            f"lane.worker_classes.{stage.lower()}",
+            f"unknown worker class {cls!r} (known: {', '.join(sorted(known))})",
+        )
+        for stage, cls in classes.items()
+        if cls not in known
+    ]
+    if violations:
+        raise InvalidArgument(violations)
+    return classes
+
+
+def review_policy_for(lane: Lane, coordinator_policy: ReviewPolicy) -> ReviewPolicy:
+    return lane.review_policy.over(coordinator_policy.over(DEFAULT_REVIEW_POLICY))
+
+
+def _spec(lane: Lane, kind: ItemKind, key: str, worker_class: str, **extra: Any) -> ItemSpec:
+    return ItemSpec(
+        key=key,
+        kind=kind,
+        worker_class=worker_class,
+        title=f"{kind.value.lower()}: {lane.title}",
+        brief=lane.brief,
+        placement=lane.placement,
+        priority=lane.priority,
+        **extra,
+    )
+
+
+def first_items(lane: Lane, classes: dict[str, str]) -> list[ItemSpec]:
+    """A new STANDARD lane starts with its BUILD item."""
+    return [_spec(lane, ItemKind.BUILD, "build", classes["BUILD"])]
+
+
+def _next_key(items: list[Item], prefix: str) -> str:
+    taken = {i.key for i in items}
+    n = 1
+    while f"{prefix}-{n}" in taken:
+        n += 1
+    return f"{prefix}-{n}"
+
+
+def after_success(
+    lane: Lane,
+    items: list[Item],
+    done: Item,
+    classes: dict[str, str],
+    policy: ReviewPolicy,
+) -> Decision:
+    """What the STANDARD workflow does after ``done`` succeeded."""
+    decision = Decision()
+    evidence = done.evidence or {}
+    if done.kind in (ItemKind.BUILD, ItemKind.FIX):
+        decision.new_items.append(
+            _spec(
+                lane,
+                ItemKind.REVIEW,
+                _next_key(items, "review"),
+                classes["REVIEW"],
+                inputs={"reviews": done.key, "summary": str(evidence.get("summary", ""))},
+            )
+        )
+        return decision
+    if done.kind == ItemKind.REVIEW:
+        verdict = evidence.get("verdict")
+        if verdict == "PASS":
+            decision.events.append(
+                NewEvent(EventType.REVIEW_PASSED, lane_id=lane.lane_id, item_id=done.item_id)
+            )
+            on_pass = policy.on_pass or OnPass.SHIP
+            approval = bool(policy.ship_requires_approval)
+            if on_pass == OnPass.NONE:
+                decision.lane_state = LaneState.DONE
+            elif on_pass == OnPass.SHIP:
+                decision.new_items.append(
+                    _spec(lane, ItemKind.SHIP, "ship", classes["SHIP"], requires_approval=approval)
+                )
+            else:
+                decision.new_items.append(
+                    _spec(lane, ItemKind.INTEGRATE, "integrate", classes["INTEGRATE"])
+                )
+                decision.new_items.append(
+                    _spec(
+                        lane,
+                        ItemKind.SHIP,
+                        "ship",
+                        classes["SHIP"],
+                        depends_on=["integrate"],
+                        requires_approval=approval,
+                    )
+                )
+            return decision
+        findings = [str(f) for f in evidence.get("findings", [])]
+        decision.fail_round = True
+        decision.events.append(
+            NewEvent(
+                EventType.REVIEW_FAILED,
+                lane_id=lane.lane_id,
+                item_id=done.item_id,
+                data={"round": lane.fail_rounds + 1, "findings": len(findings)},
+            )
+        )
+        max_rounds = policy.max_fail_rounds or 2
+        if lane.fail_rounds + 1 >= max_rounds:
+            decision.lane_state = LaneState.CLOSED_OUT
+            decision.close_reason = f"review failed {lane.fail_rounds + 1} time(s)"
+            return decision
+        decision.new_items.append(
+            _spec(
+                lane,
+                ItemKind.FIX,
+                _next_key(items, "fix"),
+                classes["FIX"],
+                inputs={
+                    "findings": findings,
+                    "review_summary": str(evidence.get("summary", "")),
+                    "review_item_id": done.item_id,
+                },
+            )
+        )
+        return decision
+    if done.kind == ItemKind.INTEGRATE:
+        return decision  # SHIP waits on INTEGRATE and is released as a dependent
+    if done.kind == ItemKind.SHIP:
+        decision.lane_state = LaneState.LIVE
+        decision.receipt = dict(evidence.get("receipt") or {})
+        return decision
+    return decision
+
+
+def custom_lane_finished(items: list[Item]) -> bool:
+    """A CUSTOM lane is DONE once every item succeeded."""
+    return bool(items) and all(i.state == ItemState.SUCCEEDED for i in items)
