@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import logging
 import random
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from workcoord.kit.bus import Notification, NotificationBus
+from workcoord.kit.bus import Notification, NotificationBus, Subscription
 from workcoord.kit.clock import Clock
 from workcoord.kit.errors import (
     AlreadyExists,
@@ -1348,43 +1349,47 @@ class Engine:
         """Lease up to ``max_items`` ready items; long-poll up to ``wait_seconds``."""
         if run_identity is not None:
             self._check_run_identity(run_identity, "run_identity")
-        deadline = self.clock.monotonic() + wait_seconds
+        attempt = functools.partial(
+            self._lease_once,
+            principal,
+            coordinator_id,
+            worker_id,
+            worker_class,
+            max_items,
+            lease_seconds,
+            run_identity,
+        )
+        granted = await attempt()
+        if granted or wait_seconds <= 0:
+            return granted
+        # The long-poll is bounded in real time (it is about the call, not domain time).
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_seconds
         async with self.bus.subscribe(coordinator_id) as subscription:
             while True:
-                granted = await self._lease_once(
-                    principal,
-                    coordinator_id,
-                    worker_id,
-                    worker_class,
-                    max_items,
-                    lease_seconds,
-                    run_identity,
-                )
-                remaining = deadline - self.clock.monotonic()
+                # Look again after subscribing: work committed in between is not missed.
+                granted = await attempt()
+                remaining = deadline - loop.time()
                 if granted or remaining <= 0:
                     return granted
-                timeout = min(remaining, BACKSTOP_POLL_SECONDS)
-                async with self.store.read() as reader:
-                    next_time = await reader.next_not_before(
-                        coordinator_id, worker_class, self.clock.now()
-                    )
-                if next_time is not None:
-                    until = (next_time - self.clock.now()).total_seconds()
-                    timeout = max(0.0, min(timeout, until + 0.001))
-                deadline_hit = False
-                while not deadline_hit:
-                    note = await subscription.next(timeout)
-                    if (
-                        note is None
-                        or not note.worker_classes
-                        or worker_class in note.worker_classes
-                    ):
-                        break
-                    # A notification for other classes: keep waiting for the rest of the slice.
-                    timeout = max(
-                        0.0, min(deadline - self.clock.monotonic(), BACKSTOP_POLL_SECONDS)
-                    )
-                    deadline_hit = timeout <= 0
+                await self._wait_for_work(subscription, coordinator_id, worker_class, deadline)
+
+    async def _wait_for_work(
+        self, subscription: Subscription, coordinator_id: str, worker_class: str, deadline: float
+    ) -> None:
+        """Sleep until a notification for this class, a retry backoff running out, the backstop
+        poll, or the deadline, whichever comes first."""
+        loop = asyncio.get_running_loop()
+        until = deadline - loop.time()
+        async with self.store.read() as reader:
+            next_time = await reader.next_not_before(coordinator_id, worker_class, self.clock.now())
+        if next_time is not None:
+            until = min(until, (next_time - self.clock.now()).total_seconds() + 0.001)
+        wake = loop.time() + max(0.0, min(until, BACKSTOP_POLL_SECONDS))
+        while (timeout := wake - loop.time()) > 0:
+            note = await subscription.next(timeout)
+            if note is None or not note.worker_classes or worker_class in note.worker_classes:
+                return
 
     async def _lease_once(
         self,
