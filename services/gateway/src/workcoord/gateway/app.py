@@ -1,0 +1,333 @@
+"""The gateway's ASGI application: REST transcoding, the WebSocket feed, health and OpenAPI.
+
+Everything answers ``application/json``; every error is a ``google.rpc.Status``. The gateway
+holds no domain logic: it maps HTTP to the RPC named by the route, forwards the caller's
+credential, and maps the answer back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import grpc.aio
+import prometheus_client
+from google.protobuf import json_format
+from google.protobuf import message as _message
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, HTTPConnection, Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from workcoord.gateway import metrics
+from workcoord.gateway.errors import (
+    error_response,
+    json_response,
+    make_status,
+    status_from_rpc_error,
+    status_response,
+)
+from workcoord.gateway.openapi import openapi_document
+from workcoord.gateway.routes import Route, RouteTable, load_routes
+from workcoord.gateway.transcode import build_request, parse_json_body, response_to_json
+from workcoord.gateway.upstream import Upstreams, forwarded_metadata
+from workcoord.kit.errors import Code, TooLarge, WorkcoordError
+from workcoord.kit.settings import GatewaySettings
+
+__all__ = ["OPENAPI_PATH", "build_app"]
+
+_log = logging.getLogger(__name__)
+
+OPENAPI_PATH = "/v1/openapi.json"
+_REQUEST_ID = "x-request-id"
+# A request that asks the server to wait (long-poll Lease) gets that wait on top of its deadline.
+_WAIT_FIELD = "wait_seconds"
+_WS_REASON_LIMIT = 120
+
+
+def build_app(settings: GatewaySettings, channels: Upstreams | None = None) -> Starlette:
+    """The Starlette app. ``channels`` injects upstream channels (tests); without it the app
+    opens one channel per upstream at startup and closes them at shutdown."""
+    gateway = _Gateway(settings, load_routes(), channels)
+    app = Starlette(lifespan=gateway.lifespan)
+    # No Starlette routes: the gateway answers every path itself (a path pattern would not
+    # even match a decoded newline and answer a plain-text 404).
+    app.router.default = gateway
+    return app
+
+
+class _Gateway:
+    """One ASGI callable for every HTTP and WebSocket request, so that unknown paths and wrong
+    methods answer Status JSON too (a router would answer them in plain text)."""
+
+    def __init__(
+        self, settings: GatewaySettings, table: RouteTable, upstreams: Upstreams | None
+    ) -> None:
+        self.settings = settings
+        self.table = table
+        self.upstreams = upstreams
+        self._fixed = {
+            "/healthz": self._healthz,
+            "/readyz": self._readyz,
+            "/metrics": self._metrics,
+            OPENAPI_PATH: self._openapi,
+        }
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        opened: Upstreams | None = None
+        if self.upstreams is None:
+            opened = self.upstreams = Upstreams.connect(self.settings)
+        try:
+            yield
+        finally:
+            if opened is not None:
+                self.upstreams = None
+                await opened.close()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(WebSocket(scope, receive, send))
+            return
+        request = Request(scope, receive)
+        started = time.perf_counter()
+        label = "unmatched"
+        try:
+            label, response = await self._http(request)
+        except Exception:
+            _log.exception("unhandled error answering %s", label)
+            response = status_response(make_status(Code.INTERNAL, "internal error"))
+        request_id = request.headers.get(_REQUEST_ID)
+        if request_id:
+            response.headers[_REQUEST_ID] = request_id
+        metrics.REQUESTS.labels(label, request.method, str(response.status_code)).inc()
+        metrics.REQUEST_SECONDS.labels(label, request.method).observe(time.perf_counter() - started)
+        await response(scope, receive, send)
+
+    # --- HTTP ----------------------------------------------------------------------------
+
+    async def _http(self, request: Request) -> tuple[str, Response]:
+        path = _raw_path(request)
+        fixed = self._fixed.get(path)
+        if fixed is not None:
+            if request.method not in ("GET", "HEAD"):
+                return path, _method_not_allowed(request.method, ["GET"])
+            return path, await fixed(request)
+        method = "GET" if request.method == "HEAD" else request.method
+        found, allowed = self.table.resolve(method, path)
+        if found is None:
+            if allowed:
+                return "unmatched", _method_not_allowed(request.method, allowed)
+            shown = path if len(path) <= 200 else path[:200] + "…"
+            status = make_status(Code.NOT_FOUND, f"no route for {request.method} {shown}")
+            return "unmatched", status_response(status)
+        route = found.route
+        if route.streaming:
+            status = make_status(
+                Code.FAILED_PRECONDITION,
+                "this is a WebSocket: connect with an HTTP upgrade",
+                reason="WEBSOCKET_REQUIRED",
+            )
+            return route.path, status_response(
+                status, http_status=426, headers={"Upgrade": "websocket"}
+            )
+        return route.path, await self._unary(request, route, found.path_values)
+
+    async def _unary(self, request: Request, route: Route, path_values: dict[str, str]) -> Response:
+        try:
+            body: Any = None
+            if route.body:
+                body = parse_json_body(await self._read_body(request))
+            message = build_request(route, path_values, request.query_params.multi_items(), body)
+        except TooLarge as err:
+            return error_response(err, http_status=413)
+        except WorkcoordError as err:
+            return error_response(err)
+        except ClientDisconnect:
+            return Response(status_code=499)
+        upstreams = self.upstreams
+        if upstreams is None:
+            return status_response(
+                make_status(Code.UNAVAILABLE, "the gateway is not connected to its upstreams")
+            )
+        try:
+            reply = await upstreams.call(
+                route,
+                message,
+                metadata=_metadata(request),
+                deadline_seconds=self._timeout(message),
+            )
+        except grpc.RpcError as exc:
+            status = status_from_rpc_error(exc)
+            if status.code in (Code.UNAVAILABLE, Code.DEADLINE_EXCEEDED, Code.INTERNAL):
+                _log.warning("%s answered %s", route.full_method, Code(status.code).name)
+            return status_response(status)
+        except grpc.aio.UsageError:
+            # The channel was closed under us (shutdown in progress).
+            return status_response(make_status(Code.UNAVAILABLE, "the gateway is shutting down"))
+        return json_response(200, response_to_json(route, reply))
+
+    async def _read_body(self, request: Request) -> bytes:
+        limit = self.settings.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise TooLarge(f"request body is larger than {limit} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise TooLarge(f"request body is larger than {limit} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _timeout(self, message: _message.Message) -> float:
+        timeout = self.settings.request_timeout_seconds
+        field = message.DESCRIPTOR.fields_by_name.get(_WAIT_FIELD)
+        if field is not None and field.cpp_type in (
+            field.CPPTYPE_INT32,
+            field.CPPTYPE_INT64,
+            field.CPPTYPE_UINT32,
+            field.CPPTYPE_UINT64,
+        ):
+            wait = int(getattr(message, _WAIT_FIELD))
+            timeout += max(0, min(wait, 3600))
+        return timeout
+
+    # --- fixed endpoints -----------------------------------------------------------------
+
+    async def _healthz(self, request: Request) -> Response:
+        return json_response(200, {"status": "ok"})
+
+    async def _readyz(self, request: Request) -> Response:
+        upstreams = self.upstreams
+        if upstreams is not None and await upstreams.coordinator_serving():
+            return json_response(200, {"status": "ready"})
+        return status_response(make_status(Code.UNAVAILABLE, "the coordinator is not serving"))
+
+    async def _metrics(self, request: Request) -> Response:
+        return Response(
+            prometheus_client.generate_latest(),
+            media_type=prometheus_client.CONTENT_TYPE_LATEST,
+        )
+
+    async def _openapi(self, request: Request) -> Response:
+        return json_response(200, openapi_document())
+
+    # --- WebSocket feed ------------------------------------------------------------------
+
+    async def _websocket(self, websocket: WebSocket) -> None:
+        found, _ = self.table.resolve("GET", _raw_path(websocket))
+        if found is None or not found.route.streaming or self.upstreams is None:
+            # Refused before the handshake: the server answers 403.
+            await websocket.close(code=1008)
+            return
+        route = found.route
+        try:
+            message = build_request(
+                route, found.path_values, websocket.query_params.multi_items(), None
+            )
+        except WorkcoordError as err:
+            await websocket.accept()
+            await _close(websocket, 1008, f"{err.reason}: {err.message}")
+            return
+        await websocket.accept()
+        metrics.FEED_SUBSCRIBERS.inc()
+        call = self.upstreams.stream(route, message, metadata=_metadata(websocket))
+        # The client sends nothing we use; reading is how its disconnect is noticed.
+        watcher = asyncio.create_task(_until_disconnect(websocket, call))
+        try:
+            async for frame in call:
+                await websocket.send_text(_frame_json(frame))
+            await _close(websocket, 1000, "")
+        except grpc.RpcError as exc:
+            if not watcher.done():
+                status = status_from_rpc_error(exc)
+                code = _close_code(Code(status.code))
+                await _close(websocket, code, f"{Code(status.code).name}: {status.message}")
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            pass  # the client went away mid-send
+        except asyncio.CancelledError:
+            # The watcher cancels the call when the client leaves; anything else is ours.
+            task = asyncio.current_task()
+            if not watcher.done() or (task is not None and task.cancelling()):
+                raise
+        finally:
+            call.cancel()
+            watcher.cancel()
+            metrics.FEED_SUBSCRIBERS.dec()
+
+
+def _raw_path(connection: HTTPConnection) -> str:
+    raw = connection.scope.get("raw_path")
+    if isinstance(raw, bytes):
+        # Some servers include the query string in raw_path; the path is what precedes it.
+        return raw.split(b"?", 1)[0].decode("latin-1")
+    return str(connection.scope["path"])
+
+
+def _metadata(connection: HTTPConnection) -> tuple[tuple[str, str], ...]:
+    headers = {key: connection.headers[key] for key in connection.headers}
+    if _REQUEST_ID not in headers:
+        headers[_REQUEST_ID] = uuid.uuid4().hex
+    return forwarded_metadata(headers, connection.cookies)
+
+
+def _method_not_allowed(method: str, allowed: list[str]) -> Response:
+    status = make_status(
+        Code.UNIMPLEMENTED, f"method {method} is not allowed here", reason="METHOD_NOT_ALLOWED"
+    )
+    return status_response(status, http_status=405, headers={"Allow": ", ".join(allowed)})
+
+
+def _frame_json(frame: _message.Message) -> str:
+    """One feed frame: ``{"type": <oneof field>, ...that message in JSON}``."""
+    descriptor = frame.DESCRIPTOR
+    for oneof in descriptor.oneofs:
+        name = frame.WhichOneof(oneof.name)
+        if name is not None:
+            field = descriptor.fields_by_name[name]
+            inner = getattr(frame, name)
+            body: dict[str, Any] = (
+                json_format.MessageToDict(inner) if field.message_type is not None else {}
+            )
+            return json.dumps({"type": name, **body}, ensure_ascii=False)
+    return json.dumps(json_format.MessageToDict(frame), ensure_ascii=False)
+
+
+def _close_code(code: Code) -> int:
+    if code in (
+        Code.UNAUTHENTICATED,
+        Code.PERMISSION_DENIED,
+        Code.NOT_FOUND,
+        Code.INVALID_ARGUMENT,
+        Code.FAILED_PRECONDITION,
+    ):
+        return 1008  # policy violation: authority gone, or a request that cannot be served
+    if code in (Code.UNAVAILABLE, Code.RESOURCE_EXHAUSTED, Code.DEADLINE_EXCEEDED):
+        return 1013  # try again later
+    return 1011
+
+
+async def _close(websocket: WebSocket, code: int, reason: str) -> None:
+    # Close reasons are limited to 123 bytes of UTF-8.
+    shown = reason.encode()[:_WS_REASON_LIMIT].decode(errors="ignore")
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+        await websocket.close(code=code, reason=shown)
+
+
+async def _until_disconnect(websocket: WebSocket, call: Any) -> None:
+    with contextlib.suppress(Exception):
+        while True:
+            event = await websocket.receive()
+            if event["type"] == "websocket.disconnect":
+                break
+    call.cancel()

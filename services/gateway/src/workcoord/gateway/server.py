@@ -1,0 +1,161 @@
+"""Run the gateway: uvicorn, served programmatically in an asyncio task.
+
+The owner of the process (``workcoord serve gateway``, ``workcoord dev``, tests) keeps the
+signals: uvicorn's own handlers are disabled, and the owner calls :meth:`RunningGateway.stop`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import socket
+import sys
+from collections.abc import Generator
+from dataclasses import dataclass
+
+import uvicorn
+
+from workcoord.gateway.app import build_app
+from workcoord.gateway.upstream import Upstreams
+from workcoord.kit.settings import GatewaySettings, SettingsError, load
+
+__all__ = ["RunningGateway", "main", "start_gateway"]
+
+_log = logging.getLogger(__name__)
+
+_STARTUP_POLL_SECONDS = 0.01
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers (the embedding process owns them)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+@dataclass
+class RunningGateway:
+    """A gateway serving in the background of the current event loop."""
+
+    address: str
+    """The bound ``host:port`` (the real port when the settings asked for port 0)."""
+    _server: uvicorn.Server
+    _task: asyncio.Task[None]
+
+    async def stop(self) -> None:
+        """Finish in-flight requests, close the upstream channels, and return."""
+        self._server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+    async def wait(self) -> None:
+        """Return when the server stops (by :meth:`stop` or a failure)."""
+        await asyncio.shield(self._task)
+
+
+async def start_gateway(
+    settings: GatewaySettings, channels: Upstreams | None = None
+) -> RunningGateway:
+    """Bind ``settings.listen_gateway`` and serve the gateway until :meth:`RunningGateway.stop`.
+
+    Raises ``OSError`` when the address cannot be bound, ``RuntimeError`` when startup fails.
+    """
+    host, port = _split(settings.listen_gateway)
+    sock = _bind(host, port)
+    config = uvicorn.Config(
+        build_app(settings, channels),
+        host=host,
+        port=port,
+        log_config=None,
+        lifespan="on",
+        access_log=False,
+        server_header=False,
+        ssl_certfile=str(settings.tls_cert_file) if settings.tls_cert_file else None,
+        ssl_keyfile=str(settings.tls_key_file) if settings.tls_key_file else None,
+    )
+    server = _Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]), name="workcoord-gateway")
+    while not server.started:
+        if task.done():
+            sock.close()
+            error = task.exception() if not task.cancelled() else None
+            raise RuntimeError("the gateway failed to start") from error
+        await asyncio.sleep(_STARTUP_POLL_SECONDS)
+    bound_host, bound_port = sock.getsockname()[:2]
+    address = f"[{bound_host}]:{bound_port}" if ":" in bound_host else f"{bound_host}:{bound_port}"
+    _log.info("gateway serving on %s", address)
+    return RunningGateway(address=address, _server=server, _task=task)
+
+
+def _split(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": self.formatTime(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def _configure_logging(settings: GatewaySettings) -> None:
+    handler = logging.StreamHandler()
+    if settings.log_json:
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    logging.basicConfig(level=settings.log_level, handlers=[handler], force=True)
+
+
+async def _serve_until_signalled(settings: GatewaySettings) -> None:
+    running = await start_gateway(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    signalled = asyncio.create_task(stop.wait())
+    stopped = asyncio.create_task(running.wait())
+    await asyncio.wait([signalled, stopped], return_when=asyncio.FIRST_COMPLETED)
+    signalled.cancel()
+    stopped.cancel()
+    await running.stop()
+
+
+def main() -> int:
+    """Entry point: read ``WORKCOORD_*`` settings and serve until SIGINT/SIGTERM."""
+    try:
+        settings = load(GatewaySettings)
+    except SettingsError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    _configure_logging(settings)
+    asyncio.run(_serve_until_signalled(settings))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

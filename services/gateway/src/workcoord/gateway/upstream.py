@@ -1,0 +1,169 @@
+"""The gRPC side of the gateway: one shared channel per upstream, calls by full method name.
+
+RecoveryService goes to the recovery process, everything else to the coordinator. The caller's
+credential and trace context travel as metadata; the coordinator decides what the caller may do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import grpc.aio
+from google.protobuf import message as _message
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from workcoord.gateway.routes import Route
+from workcoord.kit.settings import GatewaySettings
+
+__all__ = [
+    "SESSION_COOKIE",
+    "Upstreams",
+    "forwarded_metadata",
+    "open_channel",
+]
+
+SESSION_COOKIE = "workcoord_session"
+
+# HTTP header → gRPC metadata key, forwarded verbatim.
+_FORWARDED_HEADERS = {
+    "authorization": "authorization",
+    "x-request-id": "x-request-id",
+    "traceparent": "traceparent",
+    "tracestate": "tracestate",
+}
+_SESSION_METADATA = "x-workcoord-session"
+_MAX_METADATA_VALUE = 8192
+
+
+def open_channel(address: str, settings: GatewaySettings) -> grpc.aio.Channel:
+    """A client channel to ``address``: TLS when a CA (or client certificate) is configured."""
+    options = [
+        # Long-poll leases and idle gateways: keep the HTTP/2 connection alive through proxies.
+        ("grpc.keepalive_time_ms", 30_000),
+        ("grpc.keepalive_permit_without_calls", 0),
+    ]
+    if settings.tls_ca_file is None:
+        return grpc.aio.insecure_channel(address, options=options)
+    root = settings.tls_ca_file.read_bytes()
+    cert = settings.tls_cert_file.read_bytes() if settings.tls_cert_file else None
+    key = settings.tls_key_file.read_bytes() if settings.tls_key_file else None
+    credentials = grpc.ssl_channel_credentials(root, key, cert)
+    return grpc.aio.secure_channel(address, credentials, options=options)
+
+
+def forwarded_metadata(
+    headers: Mapping[str, str], cookies: Mapping[str, str]
+) -> tuple[tuple[str, str], ...]:
+    """The gRPC metadata carried over from an HTTP request's headers and session cookie.
+
+    Values that gRPC cannot carry (non-printable ASCII) are dropped rather than failing the
+    call: a mangled credential is then simply absent, and the coordinator answers 401.
+    """
+    metadata: list[tuple[str, str]] = []
+    for header, key in _FORWARDED_HEADERS.items():
+        value = headers.get(header)
+        if value is not None and _carriable(value):
+            metadata.append((key, value))
+    session = cookies.get(SESSION_COOKIE)
+    if session and _carriable(session):
+        metadata.append((_SESSION_METADATA, session))
+    return tuple(metadata)
+
+
+def _carriable(value: str) -> bool:
+    return 0 < len(value) <= _MAX_METADATA_VALUE and all(" " <= ch <= "~" for ch in value)
+
+
+@dataclass
+class Upstreams:
+    """The coordinator and recovery channels (they may be one and the same in tests)."""
+
+    coordinator: grpc.aio.Channel
+    recovery: grpc.aio.Channel
+    owned: bool = False
+    """Whether :meth:`close` closes the channels (True when :meth:`connect` opened them)."""
+    _callables: dict[tuple[int, str, bool], Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def connect(cls, settings: GatewaySettings) -> Upstreams:
+        """Open one channel per upstream address (shared if both addresses are equal)."""
+        coordinator = open_channel(settings.coordinator_address, settings)
+        recovery = (
+            coordinator
+            if settings.recovery_address == settings.coordinator_address
+            else open_channel(settings.recovery_address, settings)
+        )
+        return cls(coordinator=coordinator, recovery=recovery, owned=True)
+
+    def channel_for(self, route: Route) -> grpc.aio.Channel:
+        """The channel that serves ``route``."""
+        return self.recovery if route.upstream == "recovery" else self.coordinator
+
+    def _callable(self, route: Route) -> Any:
+        channel = self.channel_for(route)
+        key = (id(channel), route.full_method, route.streaming)
+        found = self._callables.get(key)
+        if found is None:
+            factory = channel.unary_stream if route.streaming else channel.unary_unary
+            found = factory(
+                route.full_method,
+                request_serializer=_serialize,
+                response_deserializer=_deserializer(route.response_class),
+            )
+            self._callables[key] = found
+        return found
+
+    async def call(
+        self,
+        route: Route,
+        request: _message.Message,
+        *,
+        metadata: tuple[tuple[str, str], ...],
+        deadline_seconds: float,
+    ) -> _message.Message:
+        """Call a unary method; raises ``grpc.aio.AioRpcError`` on failure."""
+        response: _message.Message = await self._callable(route)(
+            request, metadata=metadata, timeout=deadline_seconds
+        )
+        return response
+
+    def stream(
+        self,
+        route: Route,
+        request: _message.Message,
+        *,
+        metadata: tuple[tuple[str, str], ...],
+    ) -> grpc.aio.UnaryStreamCall[Any, Any]:
+        """Open a server stream (no deadline: feeds live as long as their socket)."""
+        call: grpc.aio.UnaryStreamCall[Any, Any] = self._callable(route)(request, metadata=metadata)
+        return call
+
+    async def coordinator_serving(self, deadline_seconds: float = 2.0) -> bool:
+        """Whether the coordinator's ``grpc.health.v1`` check answers SERVING."""
+        stub = health_pb2_grpc.HealthStub(self.coordinator)
+        try:
+            reply = await stub.Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=deadline_seconds
+            )
+        except grpc.RpcError:
+            return False
+        return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+    async def close(self) -> None:
+        """Close the channels this object opened."""
+        if not self.owned:
+            return
+        await self.coordinator.close()
+        if self.recovery is not self.coordinator:
+            await self.recovery.close()
+
+
+def _serialize(message: _message.Message) -> bytes:
+    return message.SerializeToString()
+
+
+def _deserializer(cls: type[_message.Message]) -> Any:
+    return cls.FromString
