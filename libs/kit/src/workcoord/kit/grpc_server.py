@@ -22,6 +22,8 @@ import grpc.aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from workcoord.kit.settings import CommonSettings
+
 __all__ = [
     "MAX_MESSAGE_BYTES",
     "TlsSettings",
@@ -78,6 +80,16 @@ class TlsSettings:
     key_file: Path | None = None
     client_ca_file: Path | None = None
     ca_file: Path | None = None
+
+    @classmethod
+    def from_settings(cls, settings: CommonSettings) -> TlsSettings:
+        """The TLS files named by a service's validated settings."""
+        return cls(
+            cert_file=settings.tls_cert_file,
+            key_file=settings.tls_key_file,
+            client_ca_file=settings.tls_client_ca_file,
+            ca_file=settings.tls_ca_file,
+        )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> TlsSettings:

@@ -106,6 +106,10 @@ class CoordinatorSettings(CommonSettings):
     # Ticket trackers: GitHub Issues (a token enables it; the base URL points at Enterprise).
     github_token: SecretStr | None = None
     github_api_url: Annotated[str, _check_url(("http", "https"))] = "https://api.github.com"
+    # The live feed: seconds between pings (and authority re-checks), and the backstop poll of
+    # the event log when no notification arrives (a lost one, or Redis away).
+    feed_ping_seconds: float = Field(default=15.0, gt=0, le=3600)
+    feed_poll_seconds: float = Field(default=1.0, gt=0, le=60)
 
 
 class RecoverySettings(CommonSettings):

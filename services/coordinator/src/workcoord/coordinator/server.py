@@ -22,6 +22,7 @@ from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.storage.migrate import SchemaMismatch, check_schema
 from workcoord.coordinator.storage.sql import SqlStore, make_engine
 from workcoord.coordinator.trackers import trackers_from_settings
+from workcoord.coordinator.transport.feed import build_servicer
 from workcoord.coordinator.transport.servicers import SERVICES
 from workcoord.kit.bus import NotificationBus, bus_from_url
 from workcoord.kit.clock import Clock, clock_from_env
@@ -90,14 +91,12 @@ async def start_coordinator(
             await engine.bootstrap_admin(settings.bootstrap_admin_token.get_secret_value())
         prepare_rules()
         tracing = configure_tracing("workcoord-coordinator", settings.otel_enabled)
-        tls = TlsSettings(
-            cert_file=settings.tls_cert_file,
-            key_file=settings.tls_key_file,
-            client_ca_file=settings.tls_client_ca_file,
-            ca_file=settings.tls_ca_file,
-        )
+        tls = TlsSettings.from_settings(settings)
         server = build_server(
-            [(add, servicer_class(engine)) for add, servicer_class, _name in SERVICES],
+            [
+                (add, build_servicer(servicer_class, engine, settings))
+                for add, servicer_class, _name in SERVICES
+            ],
             [f"{PACKAGE}.{name}" for _add, _cls, name in SERVICES],
             settings.listen_coordinator,
             [ErrorInterceptor(), *tracing.server_interceptors],

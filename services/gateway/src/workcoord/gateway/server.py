@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import signal
 import socket
@@ -20,6 +19,7 @@ import uvicorn
 
 from workcoord.gateway.app import build_app
 from workcoord.gateway.upstream import Upstreams
+from workcoord.kit.logging import configure_logging
 from workcoord.kit.settings import GatewaySettings, SettingsError, load
 
 __all__ = ["RunningGateway", "main", "start_gateway"]
@@ -109,28 +109,6 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        entry = {
-            "time": self.formatTime(record),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
-
-
-def _configure_logging(settings: GatewaySettings) -> None:
-    handler = logging.StreamHandler()
-    if settings.log_json:
-        handler.setFormatter(_JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    logging.basicConfig(level=settings.log_level, handlers=[handler], force=True)
-
-
 async def _serve_until_signalled(settings: GatewaySettings) -> None:
     running = await start_gateway(settings)
     stop = asyncio.Event()
@@ -152,7 +130,7 @@ def main() -> int:
     except SettingsError as exc:
         print(exc, file=sys.stderr)
         return 2
-    _configure_logging(settings)
+    configure_logging(settings.log_level, json=settings.log_json)
     asyncio.run(_serve_until_signalled(settings))
     return 0
 

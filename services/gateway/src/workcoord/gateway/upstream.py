@@ -16,6 +16,7 @@ from google.protobuf import message as _message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from workcoord.gateway.routes import Route
+from workcoord.kit.grpc_server import TlsSettings, client_channel
 from workcoord.kit.settings import GatewaySettings
 
 __all__ = [
@@ -39,19 +40,11 @@ _MAX_METADATA_VALUE = 8192
 
 
 def open_channel(address: str, settings: GatewaySettings) -> grpc.aio.Channel:
-    """A client channel to ``address``: TLS when a CA (or client certificate) is configured."""
-    options = [
-        # Long-poll leases and idle gateways: keep the HTTP/2 connection alive through proxies.
-        ("grpc.keepalive_time_ms", 30_000),
-        ("grpc.keepalive_permit_without_calls", 0),
-    ]
-    if settings.tls_ca_file is None:
-        return grpc.aio.insecure_channel(address, options=options)
-    root = settings.tls_ca_file.read_bytes()
-    cert = settings.tls_cert_file.read_bytes() if settings.tls_cert_file else None
-    key = settings.tls_key_file.read_bytes() if settings.tls_key_file else None
-    credentials = grpc.ssl_channel_credentials(root, key, cert)
-    return grpc.aio.secure_channel(address, credentials, options=options)
+    """A client channel to ``address``, TLS/mTLS from the gateway's settings."""
+    return client_channel(
+        address,
+        TlsSettings.from_settings(settings),
+    )
 
 
 def forwarded_metadata(

@@ -100,12 +100,7 @@ async def start_recovery(
     """
     if settings.service_key is None or not settings.service_key.get_secret_value():
         raise SettingsError(["WORKCOORD_SERVICE_KEY: is required"])
-    tls = TlsSettings(
-        cert_file=settings.tls_cert_file,
-        key_file=settings.tls_key_file,
-        client_ca_file=settings.tls_client_ca_file,
-        ca_file=settings.tls_ca_file,
-    )
+    tls = TlsSettings.from_settings(settings)
     tracing = configure_tracing("workcoord-recovery", settings.otel_enabled)
     channel = client_channel(
         settings.coordinator_address, tls, interceptors=tracing.client_interceptors
