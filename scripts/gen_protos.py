@@ -45,7 +45,7 @@ REGULAR_PACKAGES = ("workcoord/api", "workcoord/api/v1")
 THIRD_PARTY_ROOT = ROOT / ".build" / "third_party"
 # Directories of googleapis-common-protos copied for buf (recursively, *.proto only).
 THIRD_PARTY_PROTO_DIRS = ("google/api", "google/rpc")
-GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_pb2_grpc.pyi")
+GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_pb2_grpc.pyi", ".binpb")
 
 
 def _package_proto_root(module: str, levels_up: int) -> Path:
@@ -105,6 +105,9 @@ def copy_third_party(googleapis_root: Path) -> int:
     return copied
 
 
+DESCRIPTOR_SET = "workcoord/api/v1/descriptor_set.binpb"
+
+
 def run_protoc(protos: list[str], out_dir: Path, googleapis_root: Path) -> None:
     """Run grpcio-tools' protoc over our protos, writing every output into out_dir."""
     out = str(out_dir)
@@ -122,6 +125,10 @@ def run_protoc(protos: list[str], out_dir: Path, googleapis_root: Path) -> None:
         f"--pyi_out={out}",
         f"--grpc_python_out={out}",
         f"--mypy_grpc_out=quiet:{out}",
+        # Comments travel in a descriptor set with source info: the gateway's OpenAPI
+        # document takes its summaries and descriptions from it.
+        f"--descriptor_set_out={out_dir / DESCRIPTOR_SET}",
+        "--include_source_info",
         *protos,
     ]
     # Relative input paths (resolved against --proto_path) keep absolute paths of this

@@ -67,7 +67,15 @@ def test_limits_are_published() -> None:
     assert worker["capabilities"]["items"]["maxLength"] == 64
     assert worker["labels"]["maxProperties"] == 32
     assert worker["memoryBytes"]["type"] == "string"  # int64 → string
-    assert worker["observeTime"] == {"type": "string", "format": "date-time", "readOnly": True}
+    assert _without_description(worker["observeTime"]) == {
+        "type": "string",
+        "format": "date-time",
+        "readOnly": True,
+    }
+    # Descriptions come from the contract's comments (the committed descriptor set).
+    assert (
+        worker["observeTime"]["description"] == "When the server recorded the latest observation."
+    )
 
 
 def test_types_follow_the_proto3_json_mapping() -> None:
@@ -79,7 +87,7 @@ def test_types_follow_the_proto3_json_mapping() -> None:
     assert lane["items"]["type"] == "array"
     assert lane["items"]["items"] == {"$ref": "#/components/schemas/Item"}
     # OUTPUT_ONLY message fields wrap their $ref so readOnly is not ignored.
-    assert lane["receipt"] == {
+    assert _without_description(lane["receipt"]) == {
         "allOf": [{"$ref": "#/components/schemas/Receipt"}],
         "readOnly": True,
     }
@@ -94,6 +102,10 @@ def test_types_follow_the_proto3_json_mapping() -> None:
     assert query["pageSize"]["schema"]["maximum"] == 500
     _, _, settings = _operations(document)["AdminService_UpdateSettings"]
     assert "updateMask" in {p["name"] for p in settings["parameters"]}
+
+
+def _without_description(schema: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in schema.items() if k != "description"}
 
 
 def test_every_reference_resolves() -> None:

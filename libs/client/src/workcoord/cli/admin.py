@@ -1,4 +1,5 @@
-"""``workcoord admin``: orgs, work keys and the platform switch."""
+"""``workcoord admin``: orgs, work keys and the platform switch (users, members, tokens and
+grants: :mod:`workcoord.cli.admin_tenancy`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from google.protobuf import field_mask_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
 from workcoord.api.v1 import admin_pb2
+from workcoord.cli.admin_tenancy import register_tenancy
 from workcoord.cli.common import add_connection_flags, parse_bool, run_client_command
 from workcoord.client.client import WorkcoordClient
 
@@ -84,6 +86,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     for parser in (create, list_orgs, create_key, list_keys, revoke, get, set_):
         add_connection_flags(parser)
+    register_tenancy(groups)
 
 
 def _timestamp(text: str) -> timestamp_pb2.Timestamp:

@@ -22,9 +22,12 @@ from typing import Any, TextIO
 
 from pydantic import SecretStr
 
+from workcoord.api.v1 import session_pb2, session_pb2_grpc
 from workcoord.cli.common import EXIT_OK, EXIT_USAGE, CliError
 from workcoord.cli.runtime import wait_for_signal
 from workcoord.cli.serve import import_attribute
+from workcoord.client.client import WorkcoordClient
+from workcoord.kit.errors import WorkcoordError
 from workcoord.kit.logging import configure_logging
 from workcoord.kit.secrets import ADMIN_TOKEN_PREFIX, SERVICE_KEY_PREFIX, new_secret
 from workcoord.kit.settings import CoordinatorSettings, GatewaySettings, RecoverySettings
@@ -296,9 +299,24 @@ async def serve_dev(
             "database_url": state.database_url,
             "admin_token": state.admin_token,
         }
+        code = await _login_code(coordinator.address, state.admin_token)
+        if code:
+            config["login_url"] = f"{gateway_url}/login?code={code}"
         _announce(config, state, options, stream)
         await wait_for_signal(stop)
         print("workcoord dev: stopping", file=stream, flush=True)
+
+
+async def _login_code(address: str, admin_token: str) -> str:
+    """A one-time login code for the web UI (``""`` if the coordinator cannot mint one)."""
+    try:
+        async with WorkcoordClient(address, admin_token) as client:
+            stub = session_pb2_grpc.SessionServiceStub(client.channel)
+            made = await stub.CreateLoginCode(session_pb2.CreateLoginCodeRequest(), timeout=5)
+    except (WorkcoordError, OSError) as err:
+        _log.warning("no login URL: %s", err.reason if isinstance(err, WorkcoordError) else err)
+        return ""
+    return str(made.code)
 
 
 async def _stop(name: str, running: Any) -> None:
@@ -316,6 +334,11 @@ def _announce(config: dict[str, Any], state: DevState, options: DevOptions, out:
         f"recovery gRPC      {config['recovery_address']}",
         f"state folder       {config['state_dir']}",
         f"admin token        {state.admin_token}  ({state.admin_token_source})",
+        *(
+            [f"web UI login       {config['login_url']}  (one-time, 10 minutes)"]
+            if config.get("login_url")
+            else []
+        ),
         "",
         "use it:  export WORKCOORD_TOKEN=<admin token>; workcoord admin orgs list",
     ]

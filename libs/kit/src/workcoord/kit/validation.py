@@ -42,6 +42,7 @@ from google.protobuf.message import Message
 
 from workcoord.api.v1 import field_rules_pb2
 from workcoord.kit.errors import FieldViolation, InvalidArgument
+from workcoord.kit.secrets import looks_like_credential
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
@@ -124,6 +125,7 @@ class _ValueCheck:
     pattern: re.Pattern[str] | None = None
     absolute_path: bool = False
     not_in_future: bool = False
+    not_credential: bool = False
     max_bytes: int = 0
     enum_numbers: frozenset[int] = frozenset()
     enum_names: str = ""
@@ -266,6 +268,7 @@ def _compile_value(
         pattern=pattern,
         absolute_path=rules is not None and rules.absolute_path,
         not_in_future=rules is not None and rules.not_in_future,
+        not_credential=rules is not None and rules.not_credential,
         max_bytes=rules.max_bytes if rules is not None else 0,
         enum_numbers=enum_numbers,
         enum_names=enum_names,
@@ -415,6 +418,9 @@ def _check_string(
         out.append(FieldViolation(path, _with_hint(message, check.hint)))
     if check.absolute_path and not posixpath.isabs(value):
         out.append(FieldViolation(path, _with_hint(f"{what}must be an absolute path", check.hint)))
+    if check.not_credential and looks_like_credential(value):
+        message = f"{what}looks like a credential; give a non-secret label"
+        out.append(FieldViolation(path, _with_hint(message, check.hint)))
 
 
 def _check_range(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 import uuid
@@ -19,7 +18,6 @@ from typing import Any
 import grpc
 import grpc.aio
 import prometheus_client
-from google.protobuf import json_format
 from google.protobuf import message as _message
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, HTTPConnection, Request
@@ -35,8 +33,10 @@ from workcoord.gateway.errors import (
     status_from_rpc_error,
     status_response,
 )
+from workcoord.gateway.feed import frame_json
 from workcoord.gateway.openapi import openapi_document
 from workcoord.gateway.routes import Route, RouteTable, load_routes
+from workcoord.gateway.session import LOGIN_PATH, login
 from workcoord.gateway.transcode import build_request, parse_json_body, response_to_json
 from workcoord.gateway.upstream import Upstreams, forwarded_metadata
 from workcoord.kit.errors import Code, TooLarge, WorkcoordError
@@ -79,6 +79,7 @@ class _Gateway:
             "/readyz": self._readyz,
             "/metrics": self._metrics,
             OPENAPI_PATH: self._openapi,
+            LOGIN_PATH: self._login,
         }
 
     @contextlib.asynccontextmanager
@@ -204,6 +205,9 @@ class _Gateway:
 
     # --- fixed endpoints -----------------------------------------------------------------
 
+    async def _login(self, request: Request) -> Response:
+        return await login(request, self.upstreams)
+
     async def _healthz(self, request: Request) -> Response:
         return json_response(200, {"status": "ok"})
 
@@ -246,7 +250,7 @@ class _Gateway:
         watcher = asyncio.create_task(_until_disconnect(websocket, call))
         try:
             async for frame in call:
-                await websocket.send_text(_frame_json(frame))
+                await websocket.send_text(frame_json(frame))
             await _close(websocket, 1000, "")
         except grpc.RpcError as exc:
             if not watcher.done():
@@ -286,21 +290,6 @@ def _method_not_allowed(method: str, allowed: list[str]) -> Response:
         Code.UNIMPLEMENTED, f"method {method} is not allowed here", reason="METHOD_NOT_ALLOWED"
     )
     return status_response(status, http_status=405, headers={"Allow": ", ".join(allowed)})
-
-
-def _frame_json(frame: _message.Message) -> str:
-    """One feed frame: ``{"type": <oneof field>, ...that message in JSON}``."""
-    descriptor = frame.DESCRIPTOR
-    for oneof in descriptor.oneofs:
-        name = frame.WhichOneof(oneof.name)
-        if name is not None:
-            field = descriptor.fields_by_name[name]
-            inner = getattr(frame, name)
-            body: dict[str, Any] = (
-                json_format.MessageToDict(inner) if field.message_type is not None else {}
-            )
-            return json.dumps({"type": name, **body}, ensure_ascii=False)
-    return json.dumps(json_format.MessageToDict(frame), ensure_ascii=False)
 
 
 def _close_code(code: Code) -> int:

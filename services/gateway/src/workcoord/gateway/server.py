@@ -27,6 +27,7 @@ __all__ = ["RunningGateway", "main", "start_gateway"]
 _log = logging.getLogger(__name__)
 
 _STARTUP_POLL_SECONDS = 0.01
+_WS_MAX_INCOMING_BYTES = 64 * 1024
 
 
 class _Server(uvicorn.Server):
@@ -74,6 +75,8 @@ async def start_gateway(
         lifespan="on",
         access_log=False,
         server_header=False,
+        # Feed clients send nothing the gateway reads; a large incoming message is abuse.
+        ws_max_size=_WS_MAX_INCOMING_BYTES,
         ssl_certfile=str(settings.tls_cert_file) if settings.tls_cert_file else None,
         ssl_keyfile=str(settings.tls_key_file) if settings.tls_key_file else None,
     )

@@ -34,6 +34,8 @@ _FORWARDED_HEADERS = {
     "x-request-id": "x-request-id",
     "traceparent": "traceparent",
     "tracestate": "tracestate",
+    # Double-submit CSRF token of a browser session; the coordinator checks it.
+    "x-csrf-token": "x-workcoord-csrf",
 }
 _SESSION_METADATA = "x-workcoord-session"
 _MAX_METADATA_VALUE = 8192

@@ -201,6 +201,9 @@ class Recoverer:
             _log.warning("could not release recovery leadership: %s", _describe(exc))
             self._leader = False
             return
+        # Not a leader any more before applying the answer: giving leadership up is not
+        # "losing" it (that warning is for a lease taken over by another replica).
+        self._leader = False
         self._apply_leadership(response.leadership)
         self._leader = False
         _log.info("released recovery leadership")

@@ -8,7 +8,7 @@ RULES_FIELD_NUMBER: _ClassVar[int]
 rules: _descriptor.FieldDescriptor
 
 class FieldRules(_message.Message):
-    __slots__ = ("required", "min", "max", "has_min", "has_max", "max_length", "pattern", "max_items", "max_bytes", "absolute_path", "not_in_future", "description")
+    __slots__ = ("required", "min", "max", "has_min", "has_max", "max_length", "pattern", "max_items", "max_bytes", "absolute_path", "not_in_future", "description", "not_credential")
     REQUIRED_FIELD_NUMBER: _ClassVar[int]
     MIN_FIELD_NUMBER: _ClassVar[int]
     MAX_FIELD_NUMBER: _ClassVar[int]
@@ -21,6 +21,7 @@ class FieldRules(_message.Message):
     ABSOLUTE_PATH_FIELD_NUMBER: _ClassVar[int]
     NOT_IN_FUTURE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    NOT_CREDENTIAL_FIELD_NUMBER: _ClassVar[int]
     required: bool
     min: int
     max: int
@@ -33,4 +34,5 @@ class FieldRules(_message.Message):
     absolute_path: bool
     not_in_future: bool
     description: str
-    def __init__(self, required: _Optional[bool] = ..., min: _Optional[int] = ..., max: _Optional[int] = ..., has_min: _Optional[bool] = ..., has_max: _Optional[bool] = ..., max_length: _Optional[int] = ..., pattern: _Optional[str] = ..., max_items: _Optional[int] = ..., max_bytes: _Optional[int] = ..., absolute_path: _Optional[bool] = ..., not_in_future: _Optional[bool] = ..., description: _Optional[str] = ...) -> None: ...
+    not_credential: bool
+    def __init__(self, required: _Optional[bool] = ..., min: _Optional[int] = ..., max: _Optional[int] = ..., has_min: _Optional[bool] = ..., has_max: _Optional[bool] = ..., max_length: _Optional[int] = ..., pattern: _Optional[str] = ..., max_items: _Optional[int] = ..., max_bytes: _Optional[int] = ..., absolute_path: _Optional[bool] = ..., not_in_future: _Optional[bool] = ..., description: _Optional[str] = ..., not_credential: _Optional[bool] = ...) -> None: ...

@@ -119,12 +119,17 @@ def require_platform_admin(principal: Principal) -> None:
 
 
 def require_org_admin(principal: Principal, org_slug: str) -> None:
-    """Platform admins, or admins of ``org_slug``; humans only."""
+    """Platform admins, or admins of ``org_slug``; humans only. A human with no role in the
+    org gets NOT_FOUND, a viewer PERMISSION_DENIED."""
     if not principal.is_human:
         raise PermissionDenied("only a human administrator may do this")
     if principal.platform_admin:
         return
-    if principal.org_roles.get(org_slug) != OrgRole.ORG_ADMIN:
+    role = principal.org_roles.get(org_slug)
+    if role is None:
+        # No role at all: the org is invisible (no existence oracle).
+        raise NotFound(f"org {org_slug!r} not found")
+    if role != OrgRole.ORG_ADMIN:
         raise PermissionDenied(f"only an admin of org {org_slug!r} may do this")
 
 

@@ -56,6 +56,7 @@ from .auth import (
     require_org_admin,
     require_platform_admin,
 )
+from .grants import GrantPermission, parents_holding
 from .model import (
     DEFAULT_RETRY_POLICY,
     TERMINAL_ITEM_STATES,
@@ -112,6 +113,7 @@ MAX_PAGE_SIZE = 500
 # a backoff that ran out) costs at most this much latency.
 BACKSTOP_POLL_SECONDS = 1.0
 CLAIM_SCAN_FACTOR = 4
+ASK_REFRESH_SECONDS = 5.0
 BOOTSTRAP_USER_EMAIL = "admin@workcoord.local"
 CLOSE_TICKET = "CLOSE_TICKET"
 TICKET_CLOSED = "CLOSED"
@@ -202,6 +204,7 @@ class Engine:
         self.uniform = uniform or random.random
         self.trackers: dict[str, TicketTracker] = dict(trackers or {})
         self._service_key_hash = hash_secret(service_key) if service_key else ""
+        self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._background: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ plumbing
@@ -471,20 +474,28 @@ class Engine:
         async with self.store.write() as tx:
             if expire_time is not None and expire_time <= tx.now:
                 raise InvalidArgument.single("work_key.expire_time", "must be in the future")
-            for index, cid in enumerate(coordinator_ids):
+            # Authorize every coordinator before saying anything about it (no existence
+            # oracle): an unknown id and one the caller may not see are both NOT_FOUND.
+            key_orgs: set[str] = set()
+            for cid in coordinator_ids:
                 coordinator = await tx.get_coordinator(cid)
                 if coordinator is None:
-                    raise InvalidArgument.single(
-                        f"work_key.coordinator_ids[{index}]", f"no such work coordinator: {cid}"
-                    )
+                    raise NotFound(f"work coordinator {cid} not found")
+                authorize(principal, coordinator, Access.CONFIGURE)
                 if coordinator.scope == Scope.GLOBAL:
                     require_platform_admin(principal)
-                elif org_slug and coordinator.org_slug != org_slug:
-                    raise InvalidArgument.single(
-                        f"work_key.coordinator_ids[{index}]",
-                        f"belongs to org {coordinator.org_slug!r}, not {org_slug!r}",
-                    )
-                authorize(principal, coordinator, Access.CONFIGURE)
+                key_orgs.add(coordinator.org_slug)
+            # A key belongs to the one org of its work coordinators (GLOBAL: no org).
+            if len(key_orgs) > 1:
+                raise InvalidArgument.single(
+                    "work_key.coordinator_ids", "must all belong to one org (or all be GLOBAL)"
+                )
+            (key_org,) = key_orgs
+            if org_slug and org_slug != key_org:
+                raise InvalidArgument.single(
+                    "work_key.org_slug", "must be the org of the key's work coordinators"
+                )
+            org_slug = key_org
             if org_slug:
                 require_org_admin(principal, org_slug)
             key = WorkKeyRecord(
@@ -1084,14 +1095,17 @@ class Engine:
         reason: str,
     ) -> None:
         open_items = [i for i in items if i.state not in TERMINAL_ITEM_STATES]
-        lease_ids = [i.current_lease_id for i in open_items if i.current_lease_id]
         ended: list[Attempt] = []
-        for lease_id in lease_ids:
-            attempt = await tx.get_attempt_for_update(lease_id)
+        for item in open_items:
+            if not item.current_lease_id:
+                continue
+            attempt = await tx.get_attempt_for_update(item.current_lease_id)
             if attempt is not None and attempt.live:
+                # The worker did nothing wrong: its attempt is released, not burned.
                 attempt.status = AttemptStatus.RELEASED
                 attempt.counted = False
                 attempt.end_time = tx.now
+                item.attempt_count = max(item.attempt_count - 1, 0)
                 ended.append(attempt)
                 effects.ready_classes.add(attempt.worker_class)
         if ended:
@@ -1235,6 +1249,8 @@ class Engine:
             if item is None or item.coordinator_id != coordinator_id or item.lane_id != lane_id:
                 raise NotFound(f"item {item_id} not found")
             lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            if lane.state != LaneState.ACTIVE and decision in ("approve", "resume", "retry"):
+                raise IllegalTransition(f"the lane is {lane.state.value}")
             events: list[NewEvent] = []
             data = {"note": note} if note else {}
             if decision == "approve":
@@ -1253,6 +1269,8 @@ class Engine:
                 events.append(
                     NewEvent(EventType.ITEM_DENIED, lane_id=lane_id, item_id=item_id, data=data)
                 )
+                # Stored first, so closing the lane sees the denied item as already final.
+                await tx.update_items([item])
                 if lane.state == LaneState.ACTIVE:
                     await self._close_lane(
                         tx, lane, LaneState.CLOSED_OUT, "denied", events, effects
@@ -1274,11 +1292,10 @@ class Engine:
                         return ItemDetail(item=item, attempts=await tx.item_attempts([item_id]))
                     raise IllegalTransition(f"the item is already {item.state.value}")
                 await self._cancel_items(tx, [item], events, effects, note)
-                item = replace(item)
+                if lane.state == LaneState.ACTIVE:
+                    await self._after_cancel(tx, lane, item, events, effects)
             else:
                 raise InvalidArgument.single("decision", f"unknown decision {decision!r}")
-            if lane.state != LaneState.ACTIVE and decision in ("approve", "resume", "retry"):
-                raise IllegalTransition(f"the lane is {lane.state.value}")
             if decision != "cancel":
                 await tx.update_items([item])
             await self._append(tx, coordinator, events, principal.name)
@@ -1401,6 +1418,33 @@ class Engine:
         lease_seconds: int,
         run_identity: JsonObject | None,
     ) -> list[GrantedLease]:
+        # One claim per (work coordinator, class) at a time in this process. When a slot frees,
+        # every waiter of the class wakes; looking one after another, the second already reads
+        # the class as full and skips the write, instead of all of them queueing on the
+        # coordinator's row lock (which also delays the Start/Complete calls behind them).
+        # Other processes still race; _claim's locking keeps that safe.
+        lock = self._claim_locks.setdefault((coordinator_id, worker_class), asyncio.Lock())
+        async with lock:
+            return await self._lease_once_unlocked(
+                principal,
+                coordinator_id,
+                worker_id,
+                worker_class,
+                max_items,
+                lease_seconds,
+                run_identity,
+            )
+
+    async def _lease_once_unlocked(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        worker_id: str,
+        worker_class: str,
+        max_items: int,
+        lease_seconds: int,
+        run_identity: JsonObject | None,
+    ) -> list[GrantedLease]:
         now = self.clock.now()
         async with self.store.read() as reader:
             coordinator = await reader.get_coordinator(coordinator_id)
@@ -1414,21 +1458,32 @@ class Engine:
                 )
             worker = await reader.get_worker(coordinator_id, worker_id)
             ready = await reader.has_ready(coordinator_id, worker_class, now)
+            if ready:
+                # A full class cannot grant anything: skip the write transaction (and its wait
+                # for the coordinator's row lock). Otherwise every waiter woken by a notification
+                # queues on that lock only to find no free slot (a thundering herd). _claim
+                # re-counts under the lock, so this early answer is only ever an optimisation.
+                live = await reader.live_attempts(coordinator_id, worker_class)
+                ready = len(live) < coordinator.config.class_capacity[worker_class]
         if worker is not None and worker.worker_class != worker_class:
             raise InvalidArgument.single(
                 "worker_class",
                 f"worker {worker_id} is registered with class {worker.worker_class!r}",
             )
         if not ready:
-            async with self.store.write() as tx:
-                await self._note_ask(tx, coordinator_id, worker_id, worker_class, principal, worker)
+            if not _ask_is_fresh(worker, now):
+                async with self.store.write() as tx:
+                    await self._note_ask(
+                        tx, coordinator_id, worker_id, worker_class, principal, worker
+                    )
             return []
         async with self._command(principal, coordinator_id, Access.LEASE) as (
             tx,
             coordinator,
             effects,
         ):
-            await self._note_ask(tx, coordinator_id, worker_id, worker_class, principal, worker)
+            if not _ask_is_fresh(worker, now):
+                await self._note_ask(tx, coordinator_id, worker_id, worker_class, principal, worker)
             return await self._claim(
                 tx,
                 coordinator,
@@ -1768,6 +1823,47 @@ class Engine:
                 tx, lane, decision.lane_state, decision.close_reason, events, effects
             )
 
+    async def _after_cancel(
+        self, tx: Tx, lane: Lane, cancelled: Item, events: list[NewEvent], effects: _Effects
+    ) -> None:
+        """A cancelled item can never satisfy its dependents, so they are cancelled too; a
+        lane with nothing left to run finishes instead of staying ACTIVE with nothing to do."""
+        if lane.template == Template.STANDARD:
+            # The workflow cannot continue past a cancelled stage: like a denial, the lane
+            # closes out for a human.
+            reason = f"{cancelled.kind.value.lower()} cancelled"
+            await self._close_lane(tx, lane, LaneState.CLOSED_OUT, reason, events, effects)
+            return
+        items = await tx.lane_items([lane.lane_id])
+        dead_keys = {i.key for i in items if i.state == ItemState.CANCELLED}
+        dependents: list[Item] = []
+        changed = True
+        while changed:
+            changed = False
+            for item in items:
+                if (
+                    item.state == ItemState.WAITING
+                    and item not in dependents
+                    and dead_keys & set(item.depends_on)
+                ):
+                    dependents.append(item)
+                    dead_keys.add(item.key)
+                    changed = True
+        if dependents:
+            await self._cancel_items(
+                tx, dependents, events, effects, f"depends on cancelled {cancelled.key}"
+            )
+        finals = {ItemState.SUCCEEDED, ItemState.CANCELLED}
+        if all(i.state in finals or i in dependents for i in items):
+            if any(i.state == ItemState.SUCCEEDED for i in items):
+                await self._close_lane(tx, lane, LaneState.DONE, "", events, effects)
+            else:
+                lane.state = LaneState.CANCELLED
+                lane.close_reason = "every item was cancelled"
+                lane.update_time = tx.now
+                await tx.update_lane(lane)
+                events.append(NewEvent(EventType.LANE_CANCELLED, lane_id=lane.lane_id))
+
     async def _close_lane(
         self,
         tx: Tx,
@@ -1788,6 +1884,14 @@ class Engine:
         elif state == LaneState.DONE:
             events.append(NewEvent(EventType.LANE_DONE, lane_id=lane.lane_id))
         elif state == LaneState.CLOSED_OUT:
+            # Closed out is terminal: what was still open in the lane stops with it.
+            await self._cancel_items(
+                tx,
+                await tx.lane_items([lane.lane_id]),
+                events,
+                effects,
+                f"lane closed out: {reason}",
+            )
             events.append(
                 NewEvent(EventType.LANE_CLOSED_OUT, lane_id=lane.lane_id, data={"reason": reason})
             )
@@ -2242,6 +2346,14 @@ class Engine:
             escalations: list[Escalation] = []
             events: list[NewEvent] = []
             lanes: dict[str, Lane | None] = {}
+            # A parent holding a live ESCALATE grant is told too (design/domain.md).
+            parents = await parents_holding(
+                tx,
+                coordinator_id,
+                coordinator.config.parent_coordinator_id,
+                GrantPermission.ESCALATE,
+                tx.now,
+            )
             for item in candidates:
                 if item.lane_id not in lanes:
                     lanes[item.lane_id] = await tx.get_lane(item.lane_id)
@@ -2264,7 +2376,7 @@ class Engine:
                 if not all(g.counts_toward_escalation for g in gates):
                     continue
                 reason = gates[0].detail if gates else "ready but not leased"
-                recipients = [coordinator.config.digest_owner or "digest owner"]
+                recipients = [coordinator.config.digest_owner or "digest owner", *parents]
                 escalations.append(
                     Escalation(
                         escalation_id=new_id("esc"),
@@ -2304,7 +2416,10 @@ class Engine:
     ) -> tuple[list[Event], str, int]:
         limit = page_size(size)
         after = decode_page_token(token)
-        since = int(after[0]) if after else since_revision
+        try:
+            since = int(after[0]) if after else since_revision
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument.single("page_token", "is not a token this server issued") from exc
         async with self.store.read() as reader:
             coordinator = await self._readable(reader, principal, coordinator_id)
             events = await reader.list_events(coordinator_id, since, limit + 1, lane_id, item_id)
@@ -2401,7 +2516,12 @@ class Engine:
             after = decode_page_token(token)
             cursor: tuple[datetime, str] | None = None
             if after:
-                cursor = (datetime.fromisoformat(str(after[0])), str(after[1]))
+                try:
+                    cursor = (datetime.fromisoformat(str(after[0])), str(after[1]))
+                except (ValueError, IndexError) as exc:
+                    raise InvalidArgument.single(
+                        "page_token", "is not a token this server issued"
+                    ) from exc
             lanes = await reader.list_lanes(coordinator_id, None, cursor, limit + 1)
             page = _page(lanes, limit, lambda lane: [_iso(lane.create_time), lane.lane_id])
             details = await self._lane_details(reader, page.items, with_attempts=True)
@@ -2573,6 +2693,16 @@ class Engine:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _ask_is_fresh(worker: Worker | None, now: datetime) -> bool:
+    """Whether the worker's last ask is recent enough not to be written again: a long-poll
+    re-asks on every wake, and one write per few seconds is plenty for why/escalation."""
+    return (
+        worker is not None
+        and worker.last_ask_time is not None
+        and now - worker.last_ask_time < timedelta(seconds=ASK_REFRESH_SECONDS)
+    )
 
 
 def _may(principal: Principal, coordinator: Coordinator, access: Access) -> bool:

@@ -72,7 +72,9 @@ def _spec(lane: Lane, kind: ItemKind, key: str, worker_class: str, **extra: Any)
         key=key,
         kind=kind,
         worker_class=worker_class,
-        title=f"{kind.value.lower()}: {lane.title}",
+        # The lane's own title: a stage prefix such as "ship:" would make every lane that
+        # mentions production look like a production deploy to the sensitive-action check.
+        title=lane.title,
         brief=lane.brief,
         placement=lane.placement,
         priority=lane.priority,

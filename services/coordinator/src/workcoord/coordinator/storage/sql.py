@@ -61,6 +61,7 @@ from workcoord.kit.clock import Clock
 from workcoord.kit.errors import AlreadyExists, Code, Internal, WorkcoordError
 
 from . import schema as t
+from .tenancy_sql import TenancySql
 
 LIVE = ("LEASED", "RUNNING")
 
@@ -168,8 +169,9 @@ def _translate(exc: DBAPIError) -> WorkcoordError:
     return Internal()
 
 
-class SqlTx:
-    """One transaction: the Reader and Tx ports of the domain."""
+class SqlTx(TenancySql):
+    """One transaction: the Reader and Tx ports of the domain (and the tenancy port of
+    :mod:`workcoord.coordinator.domain.grants`, from :class:`TenancySql`)."""
 
     def __init__(
         self, conn: AsyncConnection, dialect: str, now: datetime, coordinator: Coordinator | None
@@ -1062,7 +1064,10 @@ def _work_key(row: Row[Any]) -> WorkKeyRecord:
 
 
 def _retry_to_json(policy: RetryPolicy) -> dict[str, Any]:
-    return {k: v for k, v in dataclasses.asdict(policy).items() if v is not None}
+    # Flat scalar fields: no need for dataclasses.asdict's recursive deep copy (hot in bulk
+    # item updates).
+    values = {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy)}
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def _retry_from_json(data: dict[str, Any] | None) -> RetryPolicy:
@@ -1262,7 +1267,9 @@ def _item(row: Row[Any]) -> Item:
 
 
 def _attempt_values(attempt: Attempt) -> dict[str, Any]:
-    values = dataclasses.asdict(attempt)
+    # A shallow copy: dataclasses.asdict deep-copies every JSON value, which dominated bulk
+    # attempt updates (B3); the values are only serialised, never mutated.
+    values = {f.name: getattr(attempt, f.name) for f in dataclasses.fields(attempt)}
     values["status"] = attempt.status.value
     return values
 

@@ -40,6 +40,7 @@ class GitHubIssues:
         timeout_seconds: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        self._token = token
         self._client = httpx.AsyncClient(
             base_url=base_url.rstrip("/"),
             headers={
@@ -78,8 +79,12 @@ class GitHubIssues:
             raise TrackerError(f"GitHub unreachable: {type(exc).__name__}") from exc
         if response.status_code >= 300:
             message = ""
-            with contextlib.suppress(ValueError):
-                message = str(response.json().get("message", ""))[:200]
+            with contextlib.suppress(ValueError, AttributeError):  # not JSON, or not an object
+                message = str(response.json().get("message", ""))
+            if self._token:
+                # A proxy may echo the credential it was shown: never let it into an error.
+                message = message.replace(self._token, "[redacted]")
+            message = message[:200]
             raise TrackerError(f"GitHub answered {response.status_code}: {message}".rstrip(": "))
         try:
             body = response.json()

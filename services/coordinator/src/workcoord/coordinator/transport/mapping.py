@@ -314,7 +314,7 @@ def item_to_pb(
         depends_on=item.depends_on,
         exclusive_key=item.exclusive_key,
         priority=item.priority,
-        retry_policy=retry_to_pb(item.retry_policy),
+        retry_policy=retry_to_pb(item.retry_policy) if not item.retry_policy.is_empty() else None,
         action_classes=item.action_classes,
         needs_human=item.needs_human,
         requires_approval=item.requires_approval,
@@ -356,8 +356,10 @@ def lane_to_pb(detail: LaneDetail) -> lane_pb2.Lane:
             item_to_pb(i, detail.attempts.get(i.item_id, ()), detail.capacity) for i in detail.items
         ],
         paused=lane.paused,
-        retry_policy=retry_to_pb(lane.retry_policy),
-        review_policy=review_to_pb(lane.review_policy),
+        retry_policy=retry_to_pb(lane.retry_policy) if not lane.retry_policy.is_empty() else None,
+        review_policy=review_to_pb(lane.review_policy)
+        if lane.review_policy != ReviewPolicy()
+        else None,
         brief=lane.brief,
         fail_rounds=lane.fail_rounds,
         close_reason=lane.close_reason,

@@ -3,7 +3,6 @@ caller, call the engine, map the result. No domain rule lives here."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any, NoReturn
 
 import grpc
@@ -13,7 +12,6 @@ from google.protobuf.message import Message
 from workcoord.api.v1 import (
     admin_pb2,
     admin_pb2_grpc,
-    feed_pb2,
     feed_pb2_grpc,
     lane_pb2,
     lane_pb2_grpc,
@@ -26,12 +24,16 @@ from workcoord.api.v1 import (
 )
 from workcoord.coordinator.domain.auth import Capability, OrgRole, Principal, PrincipalKind
 from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.grants import GrantPermission
 from workcoord.coordinator.domain.model import LaneState, PendingActionState, Scope, Ticket
 from workcoord.coordinator.domain.specs import CoordinatorSpec
+from workcoord.coordinator.domain.tenancy import Tenancy
 from workcoord.kit.errors import InvalidArgument, Unauthenticated, Unimplemented
 from workcoord.kit.validation import raise_if_invalid
 
 from . import mapping as m
+from . import tenancy as tm
+from .feed import FeedServicer
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -51,11 +53,17 @@ def bearer(context: Context) -> str | None:
 class _Base:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.tenancy = Tenancy(engine)
 
     async def begin(self, request: Message, context: Context) -> Principal:
-        """Validate ``request`` against its field rules, then authenticate the caller."""
+        """Authenticate the caller (a bearer credential, or a browser session with CSRF on
+        state-changing calls), then validate ``request`` against its field rules: an anonymous
+        caller learns only that a credential is needed."""
+        principal, _session = await tm.authenticate_call(
+            self.engine, self.tenancy, request, context, bearer(context)
+        )
         raise_if_invalid(request, self.engine.clock.now())
-        return await self.engine.authenticate(bearer(context))
+        return principal
 
 
 def _not_yet(what: str) -> NoReturn:
@@ -150,14 +158,20 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
     async def ListOrgMembers(
         self, request: admin_pb2.ListOrgMembersRequest, context: Context
     ) -> admin_pb2.ListOrgMembersResponse:
-        await self.begin(request, context)
-        _not_yet("ListOrgMembers (org roles arrive with the tenancy release)")
+        p = await self.begin(request, context)
+        page = await self.tenancy.list_org_members(
+            p, request.org_slug, request.page_size, request.page_token
+        )
+        return admin_pb2.ListOrgMembersResponse(
+            members=[tm.member_to_pb(r) for r in page.items], next_page_token=page.next_page_token
+        )
 
     async def RemoveOrgMember(
         self, request: admin_pb2.RemoveOrgMemberRequest, context: Context
     ) -> admin_pb2.RemoveOrgMemberResponse:
-        await self.begin(request, context)
-        _not_yet("RemoveOrgMember (org roles arrive with the tenancy release)")
+        p = await self.begin(request, context)
+        await self.tenancy.remove_org_member(p, request.org_slug, request.user_id)
+        return admin_pb2.RemoveOrgMemberResponse()
 
     async def CreateUserToken(
         self, request: admin_pb2.CreateUserTokenRequest, context: Context
@@ -180,8 +194,9 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
     async def RevokeUserToken(
         self, request: admin_pb2.RevokeUserTokenRequest, context: Context
     ) -> admin_pb2.RevokeUserTokenResponse:
-        await self.begin(request, context)
-        _not_yet("RevokeUserToken (arrives with the tenancy release)")
+        p = await self.begin(request, context)
+        token = await self.tenancy.revoke_user_token(p, request.user_id, request.token_id)
+        return admin_pb2.RevokeUserTokenResponse(token=tm.token_to_pb(token))
 
     async def CreateWorkKey(
         self, request: admin_pb2.CreateWorkKeyRequest, context: Context
@@ -302,9 +317,17 @@ class WorkCoordinatorServicer(_Base, work_coordinator_pb2_grpc.WorkCoordinatorSe
     async def UpdateWorkCoordinator(
         self, request: work_coordinator_pb2.UpdateWorkCoordinatorRequest, context: Context
     ) -> work_coordinator_pb2.UpdateWorkCoordinatorResponse:
+        paths = list(request.update_mask.paths) or m.populated_paths(request.work_coordinator)
+        if not request.work_coordinator.scope:
+            # `scope` is required on create only (and immutable): an update body may leave it
+            # out, as in api.md's `PATCH …/{child} {"parentCoordinatorId": …}`. Fill it for the
+            # field rules only; it is not among `paths`, so it changes nothing.
+            filled = work_coordinator_pb2.UpdateWorkCoordinatorRequest()
+            filled.CopyFrom(request)
+            filled.work_coordinator.scope = work_coordinator_pb2.WorkCoordinator.ORG
+            request = filled
         p = await self.begin(request, context)
         wc = request.work_coordinator
-        paths = list(request.update_mask.paths) or m.populated_paths(wc)
         immutable = [
             path for path in paths if path.split(".")[0] in ("scope", "org_slug", "coordinator_id")
         ]
@@ -391,50 +414,102 @@ class WorkCoordinatorServicer(_Base, work_coordinator_pb2_grpc.WorkCoordinatorSe
     async def CreateGrant(
         self, request: work_coordinator_pb2.CreateGrantRequest, context: Context
     ) -> work_coordinator_pb2.CreateGrantResponse:
-        await self.begin(request, context)
-        _not_yet("CreateGrant (parent grants arrive with the tenancy release)")
+        p = await self.begin(request, context)
+        g = request.grant
+        grant = await self.tenancy.create_grant(
+            p,
+            request.coordinator_id,
+            g.parent_coordinator_id,
+            [
+                GrantPermission(work_coordinator_pb2.Grant.Permission.Name(x))
+                for x in g.permissions
+                if x != work_coordinator_pb2.Grant.PERMISSION_UNSPECIFIED
+            ],
+            m.from_ts(g.expire_time) if g.HasField("expire_time") else None,
+            request.request_id,
+        )
+        return work_coordinator_pb2.CreateGrantResponse(
+            grant=tm.grant_to_pb(grant, self.engine.clock.now())
+        )
 
     async def ListGrants(
         self, request: work_coordinator_pb2.ListGrantsRequest, context: Context
     ) -> work_coordinator_pb2.ListGrantsResponse:
-        await self.begin(request, context)
-        _not_yet("ListGrants (parent grants arrive with the tenancy release)")
+        p = await self.begin(request, context)
+        page = await self.tenancy.list_grants(
+            p, request.coordinator_id, request.page_size, request.page_token
+        )
+        now = self.engine.clock.now()
+        return work_coordinator_pb2.ListGrantsResponse(
+            grants=[tm.grant_to_pb(g, now) for g in page.items],
+            next_page_token=page.next_page_token,
+        )
 
     async def RevokeGrant(
         self, request: work_coordinator_pb2.RevokeGrantRequest, context: Context
     ) -> work_coordinator_pb2.RevokeGrantResponse:
-        await self.begin(request, context)
-        _not_yet("RevokeGrant (parent grants arrive with the tenancy release)")
+        p = await self.begin(request, context)
+        grant = await self.tenancy.revoke_grant(p, request.coordinator_id, request.grant_id)
+        return work_coordinator_pb2.RevokeGrantResponse(
+            grant=tm.grant_to_pb(grant, self.engine.clock.now())
+        )
 
     async def GetChildSummary(
         self, request: work_coordinator_pb2.GetChildSummaryRequest, context: Context
     ) -> work_coordinator_pb2.GetChildSummaryResponse:
-        await self.begin(request, context)
-        _not_yet("GetChildSummary (parent grants arrive with the tenancy release)")
+        p = await self.begin(request, context)
+        summary = await self.tenancy.child_summary(p, request.coordinator_id, request.child_id)
+        return work_coordinator_pb2.GetChildSummaryResponse(summary=tm.child_summary_to_pb(summary))
 
     async def ListChildEscalations(
         self, request: work_coordinator_pb2.ListChildEscalationsRequest, context: Context
     ) -> work_coordinator_pb2.ListChildEscalationsResponse:
-        await self.begin(request, context)
-        _not_yet("ListChildEscalations (parent grants arrive with the tenancy release)")
+        p = await self.begin(request, context)
+        escalations = await self.tenancy.child_escalations(
+            p, request.coordinator_id, request.child_id
+        )
+        return work_coordinator_pb2.ListChildEscalationsResponse(
+            escalations=[m.escalation_to_pb(e) for e in escalations]
+        )
 
     async def AssignChildWork(
         self, request: work_coordinator_pb2.AssignChildWorkRequest, context: Context
     ) -> work_coordinator_pb2.AssignChildWorkResponse:
-        await self.begin(request, context)
-        _not_yet("AssignChildWork (parent grants arrive with the tenancy release)")
+        p = await self.begin(request, context)
+        item = await self.tenancy.assign_child_work(
+            p,
+            request.coordinator_id,
+            request.child_id,
+            request.lane_id,
+            request.item_id,
+            request.worker_id,
+        )
+        return work_coordinator_pb2.AssignChildWorkResponse(item=tm.item_summary_to_pb(item))
 
     async def SteerChildWork(
         self, request: work_coordinator_pb2.SteerChildWorkRequest, context: Context
     ) -> work_coordinator_pb2.SteerChildWorkResponse:
-        await self.begin(request, context)
-        _not_yet("SteerChildWork (parent grants arrive with the tenancy release)")
+        p = await self.begin(request, context)
+        lane = await self.tenancy.steer_child_work(
+            p, request.coordinator_id, request.child_id, request.lane_id, request.priority
+        )
+        return work_coordinator_pb2.SteerChildWorkResponse(lane=tm.lane_summary_to_pb(lane))
 
     async def EscalateChildWork(
         self, request: work_coordinator_pb2.EscalateChildWorkRequest, context: Context
     ) -> work_coordinator_pb2.EscalateChildWorkResponse:
-        await self.begin(request, context)
-        _not_yet("EscalateChildWork (parent grants arrive with the tenancy release)")
+        p = await self.begin(request, context)
+        escalation = await self.tenancy.escalate_child_work(
+            p,
+            request.coordinator_id,
+            request.child_id,
+            request.lane_id,
+            request.item_id,
+            request.reason,
+        )
+        return work_coordinator_pb2.EscalateChildWorkResponse(
+            escalation=m.escalation_to_pb(escalation)
+        )
 
 
 class LaneServicer(_Base, lane_pb2_grpc.LaneServiceServicer):
@@ -688,15 +763,6 @@ class WorkerServicer(_Base, worker_pb2_grpc.WorkerServiceServicer):
         return worker_pb2.ReleaseResponse(attempt=m.attempt_to_pb(attempt))
 
 
-class FeedServicer(_Base, feed_pb2_grpc.FeedServiceServicer):
-    async def Watch(
-        self, request: feed_pb2.WatchRequest, context: Context
-    ) -> AsyncIterator[feed_pb2.WatchResponse]:
-        await self.begin(request, context)
-        _not_yet("Watch (the live feed arrives with the live-everywhere release)")
-        yield feed_pb2.WatchResponse()  # pragma: no cover - unreachable, makes this a generator
-
-
 class MaintenanceServicer(_Base, maintenance_pb2_grpc.MaintenanceServiceServicer):
     async def ListMaintenanceTargets(
         self, request: maintenance_pb2.ListMaintenanceTargetsRequest, context: Context
@@ -761,6 +827,7 @@ SERVICES = (
         MaintenanceServicer,
         "MaintenanceService",
     ),
+    *tm.SESSION_SERVICES,
 )
 
 __all__ = ["SERVICES", "PrincipalKind", "bearer", "json_format"]

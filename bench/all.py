@@ -1,0 +1,30 @@
+"""Run B1, B2 and B3 in turn with their defaults: ``uv run python -m bench.all``.
+
+``--quick`` shortens the pgbench reference to 5 s; ``--no-record`` skips bench/results/.
+Other flags are not forwarded: run a single benchmark module to change them.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from bench import b1_throughput, b2_wake_latency, b3_recovery
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    extra = list(sys.argv[1:] if argv is None else argv)
+    quick = ["--pgbench-seconds", "5"] if "--quick" in extra else []
+    record = ["--no-record"] if "--no-record" in extra else []
+    results: dict[str, Any] = {}
+    results["b1_throughput"] = b1_throughput.main([*quick, *record])
+    results["b2_wake_latency"] = b2_wake_latency.main([*quick, *record])
+    results["b3_recovery"] = b3_recovery.main([*quick, *record])
+    print("\nsummary (targets met):")
+    for name, figures in results.items():
+        print(f"  {name}: {figures['targets_met']}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

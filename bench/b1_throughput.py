@@ -1,0 +1,202 @@
+"""B1 end-to-end throughput: N no-op items, W workers over gRPC, lease in batches, complete each.
+
+``uv run python -m bench.b1_throughput [--items 20000] [--workers 8] [--batch 100] [--reps 3]``
+
+Per repetition: a fresh ORG work coordinator; N items created in CUSTOM lanes of 100 (not
+timed); then W worker tasks (one gRPC channel each, one work key) lease ``--batch`` items at a
+time with a run identity (so each lease starts at once) and complete every item. Measured:
+items/s from the first Lease call to the last Complete. Reported: the median over repetitions
+and its ratio to the pgbench commit rate measured in the same run. Target (quality.md):
+≥ 3,000 items/s on 2 cores, within 2x of the raw PostgreSQL commit rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from bench import common
+from workcoord.api.v1 import worker_pb2
+
+TARGET_ITEMS_PER_SECOND = 3000.0
+TARGET_RATIO = 0.5  # within 2x of pgbench
+
+
+@dataclass
+class Repetition:
+    items: int
+    seconds: float
+    lease_calls: int
+    empty_leases: int
+
+    @property
+    def items_per_second(self) -> float:
+        return self.items / self.seconds
+
+
+async def run_workers(
+    address: str,
+    tenant: common.Tenant,
+    items: int,
+    workers: int,
+    batch: int,
+    inflight: int,
+) -> Repetition:
+    """Lease and complete ``items`` items with ``workers`` concurrent workers; the timing."""
+    clients = [common.client(address, tenant.key_secret) for _ in range(workers)]
+    identity = common.run_identity()
+    state = {"leased": 0, "completed": 0, "lease_calls": 0, "empty": 0}
+    done = asyncio.Event()
+    finished_at = [0.0]
+    go = asyncio.Event()
+
+    async def worker(index: int) -> None:
+        stub = clients[index].workers
+        worker_id = f"bench-w{index}"
+        await go.wait()
+        while state["leased"] < items:
+            response = await stub.Lease(
+                worker_pb2.LeaseRequest(
+                    coordinator_id=tenant.coordinator_id,
+                    worker_id=worker_id,
+                    worker_class=common.WORKER_CLASS,
+                    max_items=batch,
+                    lease_seconds=300,
+                    wait_seconds=1,
+                    run_identity=identity,
+                )
+            )
+            state["lease_calls"] += 1
+            if not response.leases:
+                state["empty"] += 1
+                continue
+            state["leased"] += len(response.leases)
+            pending = list(response.leases)
+
+            async def complete_some(share: list[Any]) -> None:
+                for lease in share:
+                    await stub.Complete(
+                        worker_pb2.CompleteRequest(
+                            coordinator_id=tenant.coordinator_id,
+                            lease_id=lease.lease_id,
+                            lease_token=lease.lease_token,
+                        )
+                    )
+                    state["completed"] += 1
+                    if state["completed"] >= items:
+                        finished_at[0] = time.perf_counter()
+                        done.set()
+
+            shares = [pending[i::inflight] for i in range(inflight)]
+            await asyncio.gather(*(complete_some(s) for s in shares if s))
+
+    try:
+        # Warm the channels (connection set-up is not part of the measurement).
+        await asyncio.gather(*(c.channel.channel_ready() for c in clients))
+        tasks = [asyncio.create_task(worker(i)) for i in range(workers)]
+        began = time.perf_counter()
+        go.set()
+        await asyncio.gather(*tasks)
+        await done.wait()
+    finally:
+        await asyncio.gather(*(c.close() for c in clients))
+    return Repetition(items, finished_at[0] - began, state["lease_calls"], state["empty"])
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    pgbench = await common.run_pgbench(seconds=args.pgbench_seconds)
+    common.print_pgbench(pgbench)
+    reps: list[Repetition] = []
+    async with common.cluster() as cluster:
+        for rep in range(args.reps):
+            tenant = await common.create_tenant(
+                cluster.address, cluster.admin_token, {common.WORKER_CLASS: 10000}
+            )
+            async with common.client(cluster.address, tenant.key_secret) as creator:
+                await common.create_items(creator, tenant.coordinator_id, args.items)
+            with common.profiled(cluster.coordinators[0].process.pid, args.profile):
+                result = await run_workers(
+                    cluster.address, tenant, args.items, args.workers, args.batch, args.inflight
+                )
+            reps.append(result)
+            print(
+                f"rep {rep + 1}: {result.items:,} items in {result.seconds:.2f} s = "
+                f"{result.items_per_second:,.0f} items/s "
+                f"({result.lease_calls} Lease calls, {result.empty_leases} empty)",
+                flush=True,
+            )
+    rates = [r.items_per_second for r in reps]
+    best = common.median(rates)
+    ratio = best / pgbench.reference_tps
+    common.print_table(
+        f"B1 throughput: {args.items:,} items, {args.workers} workers, batch {args.batch}, "
+        f"{args.inflight} complete(s) in flight per worker",
+        ["figure", "value", "target", "met"],
+        [
+            [
+                "items/s (median)",
+                best,
+                f">= {TARGET_ITEMS_PER_SECOND:,.0f}",
+                _yes(best >= TARGET_ITEMS_PER_SECOND),
+            ],
+            ["items/s (min .. max)", f"{min(rates):,.0f} .. {max(rates):,.0f}", "", ""],
+            ["pgbench one-row-update tps", pgbench.one_row_update_tps, "", ""],
+            [
+                "ratio items/s : pgbench tps",
+                ratio,
+                f">= {TARGET_RATIO}",
+                _yes(ratio >= TARGET_RATIO),
+            ],
+            ["ratio items/s : pgbench -N tps", best / pgbench.simple_update_tps, "", ""],
+        ],
+    )
+    figures = {
+        "params": {
+            "items": args.items,
+            "workers": args.workers,
+            "batch": args.batch,
+            "inflight": args.inflight,
+            "reps": args.reps,
+        },
+        "items_per_second": [round(r, 1) for r in rates],
+        "median_items_per_second": round(best, 1),
+        "pgbench": pgbench.as_dict(),
+        "ratio_to_pgbench": round(ratio, 3),
+        "targets_met": {
+            "items_per_second": best >= TARGET_ITEMS_PER_SECOND,
+            "ratio": ratio >= TARGET_RATIO,
+        },
+    }
+    if not args.no_record:
+        common.record("b1_throughput", figures)
+    return figures
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "NO"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.b1_throughput", description=__doc__)
+    p.add_argument("--items", type=int, default=20000)
+    p.add_argument("--workers", type=int, default=8)
+    p.add_argument("--batch", type=int, default=100, help="max_items per Lease (1..100)")
+    p.add_argument("--inflight", type=int, default=1, help="Complete calls in flight per worker")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--pgbench-seconds", type=int, default=10)
+    p.add_argument(
+        "--profile", default=None, metavar="PATH", help="py-spy the coordinator into PATH (raw)"
+    )
+    p.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
+    return p
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    return asyncio.run(run(parser().parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,562 @@
+"""Shared plumbing of the benchmarks: a scratch PostgreSQL database, coordinator processes, an
+org with an ORG work coordinator and a work key, the pgbench reference, tables and result files.
+
+Every benchmark runs the coordinator as a separate process (``workcoord serve coordinator``
+after ``workcoord db upgrade``) on a fresh database ``workcoord_bench_<random>`` that is dropped
+afterwards, with Redis at ``redis://127.0.0.1:6379/14``. Results are appended as one JSON line
+per run to ``bench/results/<bench>.jsonl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import re
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from workcoord.api.v1 import admin_pb2, lane_pb2, work_coordinator_pb2
+from workcoord.client.client import WorkcoordClient
+from workcoord.kit.secrets import ADMIN_TOKEN_PREFIX, SERVICE_KEY_PREFIX, new_secret
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+ADMIN_URL = os.environ.get(
+    "WORKCOORD_BENCH_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+REDIS_URL = os.environ.get("WORKCOORD_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
+WORKER_CLASS = "bench"
+
+
+# ---------------------------------------------------------------------------- small helpers
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def suffix() -> str:
+    return secrets.token_hex(4)
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile (``fraction`` in 0..1)."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = max(1, min(len(ordered), round(fraction * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def workcoord_executable() -> str:
+    """The ``workcoord`` console script of this environment."""
+    beside = Path(sys.executable).with_name("workcoord")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("workcoord")
+    if found is None:
+        raise SystemExit("bench: the workcoord CLI is not installed (run `uv sync`)")
+    return found
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [
+        max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)
+    ]
+    line = "+".join("-" * (w + 2) for w in widths)
+    print(f"\n{title}")
+    print(line)
+    print(" | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    print(line)
+    for row in cells:
+        first, *rest = zip(row, widths, strict=True)
+        print(" | ".join([first[0].ljust(first[1]), *(v.rjust(w) for v, w in rest)]))
+    print(line, flush=True)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "-"
+        return f"{value:,.2f}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def record(bench: str, figures: Mapping[str, Any], results_dir: Path | None = None) -> Path:
+    """Append one JSON line for this run to ``bench/results/<bench>.jsonl``."""
+    directory = results_dir or RESULTS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{bench}.jsonl"
+    line = {
+        "bench": bench,
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "machine": machine(),
+        **figures,
+    }
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(line, sort_keys=True) + "\n")
+    print(f"\nappended to {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    return path
+
+
+# ---------------------------------------------------------------------------- PostgreSQL
+
+
+def _db_url(name: str) -> str:
+    base, _sep, _db = ADMIN_URL.rpartition("/")
+    return f"{base}/{name}"
+
+
+@contextlib.asynccontextmanager
+async def scratch_database(prefix: str = "workcoord_bench") -> AsyncIterator[str]:
+    """A fresh database ``<prefix>_<random>``; its URL; dropped (forcibly) afterwards."""
+    name = f"{prefix}_{suffix()}"
+    admin = await asyncpg.connect(ADMIN_URL)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    try:
+        yield _db_url(name)
+    finally:
+        admin = await asyncpg.connect(ADMIN_URL)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+
+def migrate(database_url: str) -> None:
+    subprocess.run(
+        [workcoord_executable(), "db", "upgrade", "--database-url", database_url],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+# ---------------------------------------------------------------------------- pgbench
+
+
+@dataclass
+class PgbenchResult:
+    """Transactions per second of two pgbench workloads, run in the same session."""
+
+    simple_update_tps: float
+    one_row_update_tps: float
+    clients: int
+    threads: int
+    seconds: int
+
+    @property
+    def reference_tps(self) -> float:
+        """The raw commit rate we compare against: a minimal one-row-update transaction."""
+        return self.one_row_update_tps
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "simple_update_tps": round(self.simple_update_tps, 1),
+            "one_row_update_tps": round(self.one_row_update_tps, 1),
+            "clients": self.clients,
+            "threads": self.threads,
+            "seconds": self.seconds,
+        }
+
+
+_TPS = re.compile(r"tps = ([0-9.]+)")
+ONE_ROW_UPDATE = (
+    "\\set aid random(1, 100000 * :scale)\n"
+    "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;\n"
+)
+
+
+async def run_pgbench(seconds: int = 10, clients: int = 8, threads: int = 2) -> PgbenchResult:
+    """``pgbench -N`` (simple update, no vacuum) and a one-row-update script on a scratch
+    database initialised with ``pgbench -i``; the database is dropped afterwards."""
+    async with scratch_database("workcoord_bench_pgbench") as url:
+        await asyncio.to_thread(
+            subprocess.run,
+            ["pgbench", "-i", "-q", "-s", "1", url],
+            check=True,
+            capture_output=True,
+        )
+        common = ["pgbench", "-n", "-c", str(clients), "-j", str(threads), "-T", str(seconds)]
+        simple = await asyncio.to_thread(_pgbench_tps, [*common, "-N", url])
+        with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as script:
+            script.write(ONE_ROW_UPDATE)
+        try:
+            one_row = await asyncio.to_thread(_pgbench_tps, [*common, "-f", script.name, url])
+        finally:
+            os.unlink(script.name)
+    return PgbenchResult(simple, one_row, clients, threads, seconds)
+
+
+def _pgbench_tps(command: list[str]) -> float:
+    out = subprocess.run(command, check=True, capture_output=True, text=True)
+    found = _TPS.findall(out.stdout)
+    if not found:
+        raise RuntimeError(f"pgbench printed no tps:\n{out.stdout}\n{out.stderr}")
+    return float(found[-1])
+
+
+def print_pgbench(result: PgbenchResult) -> None:
+    print_table(
+        f"pgbench reference (-c {result.clients} -j {result.threads} "
+        f"-T {result.seconds}; same run)",
+        ["workload", "tps"],
+        [
+            ["simple-update (-N)", result.simple_update_tps],
+            ["one-row UPDATE per transaction", result.one_row_update_tps],
+        ],
+    )
+
+
+# ---------------------------------------------------------------------------- coordinator processes
+
+
+@dataclass
+class CoordinatorProcess:
+    """A ``workcoord serve coordinator`` child process."""
+
+    address: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+@dataclass
+class Cluster:
+    """A scratch database, one or more coordinator processes over it, and the credentials."""
+
+    database_url: str
+    admin_token: str
+    service_key: str
+    workdir: Path
+    clock_file: Path
+    coordinators: list[CoordinatorProcess] = field(default_factory=list)
+
+    @property
+    def address(self) -> str:
+        return self.coordinators[0].address
+
+    def set_clock_offset(self, seconds: float) -> None:
+        """Move the coordinators' clock ahead (WORKCOORD_TEST_CLOCK_FILE); never sleep."""
+        temporary = self.clock_file.with_suffix(".tmp")
+        temporary.write_text(f"{seconds}\n")
+        os.replace(temporary, self.clock_file)
+
+    async def start_coordinator(
+        self, *, extra_env: Mapping[str, str] | None = None
+    ) -> CoordinatorProcess:
+        port = free_port()
+        address = f"127.0.0.1:{port}"
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith("WORKCOORD_") and key not in ("DATABASE_URL", "REDIS_URL")
+        }
+        env.update(
+            {
+                "DATABASE_URL": self.database_url,
+                "REDIS_URL": REDIS_URL,
+                "WORKCOORD_LISTEN_COORDINATOR": address,
+                "WORKCOORD_BOOTSTRAP_ADMIN_TOKEN": self.admin_token,
+                "WORKCOORD_SERVICE_KEY": self.service_key,
+                "WORKCOORD_TEST_CLOCK_FILE": str(self.clock_file),
+                "WORKCOORD_LOG_LEVEL": "WARNING",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        if extra_env:
+            env.update(extra_env)
+        log_path = self.workdir / f"coordinator-{len(self.coordinators)}.log"
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(  # noqa: ASYNC220  # started once, not awaited
+                [workcoord_executable(), "serve", "coordinator"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.workdir,
+            )
+        running = CoordinatorProcess(address, process, log_path)
+        self.coordinators.append(running)
+        await _wait_ready(running, self.admin_token)
+        return running
+
+    def stop(self) -> None:
+        for coordinator in reversed(self.coordinators):
+            coordinator.stop()
+
+
+async def _wait_ready(coordinator: CoordinatorProcess, token: str, timeout: float = 30.0) -> None:  # noqa: ASYNC109
+    deadline = time.monotonic() + timeout
+    async with WorkcoordClient(coordinator.address, token) as probe:
+        while True:
+            if coordinator.process.poll() is not None:
+                raise RuntimeError(
+                    f"the coordinator exited ({coordinator.process.returncode}):\n"
+                    + coordinator.log_tail()
+                )
+            try:
+                await probe.admin.ListOrgs(admin_pb2.ListOrgsRequest(), timeout=1.0)
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        "the coordinator did not become ready:\n" + coordinator.log_tail()
+                    ) from None
+                await asyncio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def cluster(replicas: int = 1) -> AsyncIterator[Cluster]:
+    """A migrated scratch database with ``replicas`` coordinator processes on it."""
+    async with scratch_database() as url:
+        await asyncio.to_thread(migrate, url)
+        with tempfile.TemporaryDirectory(prefix="workcoord-bench-") as tmp:
+            workdir = Path(tmp)
+            clock_file = workdir / "clock-offset"
+            clock_file.write_text("0\n")
+            running = Cluster(
+                database_url=url,
+                admin_token=new_secret(ADMIN_TOKEN_PREFIX),
+                service_key=new_secret(SERVICE_KEY_PREFIX),
+                workdir=workdir,
+                clock_file=clock_file,
+            )
+            try:
+                for _ in range(replicas):
+                    await running.start_coordinator()
+                yield running
+            except BaseException:
+                for index, coordinator in enumerate(running.coordinators):
+                    print(f"--- coordinator {index} log (tail) ---\n{coordinator.log_tail()}")
+                raise
+            finally:
+                running.stop()
+
+
+def client(address: str, token: str) -> WorkcoordClient:
+    """A client on loopback (plaintext: the bench never sets WORKCOORD_TLS_*)."""
+    return WorkcoordClient(address, token)
+
+
+@contextlib.contextmanager
+def profiled(pid: int, output: str | None, rate: int = 200) -> Iterator[None]:
+    """Sample ``pid`` with py-spy (``uvx py-spy record``, raw collapsed stacks) while inside;
+    nothing when ``output`` is None."""
+    if not output:
+        yield
+        return
+    command = ["uvx", "py-spy", "record", "--pid", str(pid), "--rate", str(rate)]
+    command += ["--format", "raw", "--output", output, "--nonblocking"]
+    spy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # let py-spy attach before the measured window opens
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)
+        try:
+            spy.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            spy.kill()
+        print(f"py-spy profile of pid {pid} written to {output}")
+
+
+# ---------------------------------------------------------------------------- tenant setup
+
+
+@dataclass
+class Tenant:
+    """An org, an ORG work coordinator and a work key (READ, LEASE, WRITE) scoped to it."""
+
+    org_slug: str
+    coordinator_id: str
+    key_secret: str
+
+
+async def create_tenant(
+    address: str, admin_token: str, class_capacity: Mapping[str, int], org_slug: str | None = None
+) -> Tenant:
+    """Create (as the bootstrap admin) an org, an ORG coordinator with ``class_capacity`` set by
+    UpdateWorkCoordinator, and a work key for it."""
+    slug = org_slug or f"bench-{suffix()}"
+    async with client(address, admin_token) as admin:
+        await admin.admin.CreateOrg(
+            admin_pb2.CreateOrgRequest(org=admin_pb2.Org(slug=slug, display_name="bench"))
+        )
+        created = await admin.coordinators.CreateWorkCoordinator(
+            work_coordinator_pb2.CreateWorkCoordinatorRequest(
+                work_coordinator=work_coordinator_pb2.WorkCoordinator(
+                    scope=work_coordinator_pb2.WorkCoordinator.ORG,
+                    org_slug=slug,
+                    display_name="bench",
+                )
+            )
+        )
+        coordinator_id = created.work_coordinator.coordinator_id
+        update = work_coordinator_pb2.UpdateWorkCoordinatorRequest(
+            coordinator_id=coordinator_id,
+            work_coordinator=work_coordinator_pb2.WorkCoordinator(
+                scope=work_coordinator_pb2.WorkCoordinator.ORG,
+                org_slug=slug,
+                class_capacity=dict(class_capacity),
+            ),
+        )
+        update.update_mask.paths.append("class_capacity")
+        await admin.coordinators.UpdateWorkCoordinator(update)
+        key = await admin.admin.CreateWorkKey(
+            admin_pb2.CreateWorkKeyRequest(
+                work_key=admin_pb2.WorkKey(
+                    display_name="bench worker",
+                    org_slug=slug,
+                    coordinator_ids=[coordinator_id],
+                    capabilities=[
+                        admin_pb2.WorkKey.READ,
+                        admin_pb2.WorkKey.LEASE,
+                        admin_pb2.WorkKey.WRITE,
+                    ],
+                )
+            )
+        )
+    return Tenant(slug, coordinator_id, key.secret)
+
+
+def task_lane(
+    title: str, count: int, worker_class: str = WORKER_CLASS, start: int = 0
+) -> lane_pb2.Lane:
+    """A CUSTOM lane of ``count`` independent no-op TASK items (at most 100)."""
+    lane = lane_pb2.Lane(title=title, template=lane_pb2.Lane.CUSTOM)
+    for index in range(start, start + count):
+        lane.items.append(
+            lane_pb2.Item(
+                key=f"t{index}", kind=lane_pb2.Item.TASK, worker_class=worker_class, title="no-op"
+            )
+        )
+    return lane
+
+
+async def create_items(
+    bench_client: WorkcoordClient,
+    coordinator_id: str,
+    total: int,
+    *,
+    worker_class: str = WORKER_CLASS,
+    per_lane: int = 100,
+    concurrency: int = 4,
+) -> None:
+    """``total`` no-op items in CUSTOM lanes of up to ``per_lane`` items."""
+    sizes = [min(per_lane, total - start) for start in range(0, total, per_lane)]
+    queue: asyncio.Queue[tuple[int, int]] = asyncio.Queue()
+    for index, size in enumerate(sizes):
+        queue.put_nowait((index, size))
+
+    async def creator() -> None:
+        while not queue.empty():
+            index, size = queue.get_nowait()
+            await bench_client.lanes.CreateLane(
+                lane_pb2.CreateLaneRequest(
+                    coordinator_id=coordinator_id,
+                    lane=task_lane(f"bench lane {index}", size, worker_class),
+                )
+            )
+
+    await asyncio.gather(*(creator() for _ in range(concurrency)))
+
+
+def run_identity(agent: str = "bench") -> lane_pb2.RunIdentity:
+    identity = lane_pb2.RunIdentity(
+        pid=os.getpid(),
+        agent_id=agent,
+        engine="bench",
+        account="bench",
+        hostname=socket.gethostname(),
+        worktree_path=str(ROOT),
+        branch="bench",
+    )
+    identity.started_at.FromDatetime(
+        datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=5)
+    )
+    return identity
+
+
+@contextlib.contextmanager
+def timer() -> Iterator[list[float]]:
+    """``with timer() as t: …`` then ``t[0]`` is the elapsed seconds."""
+    out: list[float] = []
+    began = time.perf_counter()
+    try:
+        yield out
+    finally:
+        out.append(time.perf_counter() - began)

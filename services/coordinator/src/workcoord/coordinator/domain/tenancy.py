@@ -1,0 +1,714 @@
+"""Tenancy commands: org members, user tokens, parent grants and the children routes, browser
+sessions (design/security.md, design/domain.md).
+
+Like the engine, every call authorizes from current state inside its transaction: a grant is
+checked at the moment of the request, a revoked token or session fails its very next call.
+
+Children routes (``/v1/work-coordinators/{parent}/children/{child}/…``): the caller must be
+allowed to act for the PARENT (READ for the summary and the escalations, WRITE for assign,
+steer and escalate), the child must name that parent, and a live grant from the child to the
+parent must carry the route's permission. A parent only ever sees the redacted summary
+(ids, kinds, states, priority, next-action labels, timestamps) and open escalations (ids,
+reasons, times); it never reads bodies nor leases work of the child.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from workcoord.kit.bus import Notification
+from workcoord.kit.errors import (
+    CoordinationDisabled,
+    FieldViolation,
+    IllegalTransition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+)
+from workcoord.kit.secrets import SESSION_PREFIX, hash_secret, new_secret, secrets_equal
+
+from . import rules
+from .auth import Access, OrgRole, Principal, PrincipalKind, authorize, require_platform_admin
+from .engine import Engine, _Effects, decode_page_token, encode_page_token, new_id, page_size
+from .grants import (
+    MAX_GRANT_DAYS,
+    GrantPermission,
+    GrantRecord,
+    LoginCode,
+    MemberRecord,
+    SessionRecord,
+    TenancyReader,
+    TenancyTx,
+    TokenRecord,
+    tenancy_reader,
+    tenancy_tx,
+)
+from .model import (
+    TERMINAL_ITEM_STATES,
+    Coordinator,
+    DigestKind,
+    Escalation,
+    EventType,
+    Item,
+    ItemKind,
+    ItemState,
+    Lane,
+    LaneState,
+    NewEvent,
+)
+from .specs import Page
+
+__all__ = [
+    "CHILD_ACCESS",
+    "LOGIN_CODE_SECONDS",
+    "SESSION_SECONDS",
+    "ChildSummary",
+    "IssuedSession",
+    "ItemSummary",
+    "LaneSummary",
+    "Tenancy",
+]
+
+LOGIN_CODE_SECONDS = 600
+SESSION_SECONDS = 12 * 3600
+SUMMARY_LIMIT = 1000
+
+# What a caller must be allowed to do on the PARENT for each children route.
+CHILD_ACCESS = {
+    GrantPermission.SUMMARY: Access.READ,
+    GrantPermission.ESCALATIONS: Access.READ,
+    GrantPermission.ASSIGN: Access.WRITE,
+    GrantPermission.STEER: Access.WRITE,
+    GrantPermission.ESCALATE: Access.WRITE,
+}
+# States in which a parent may place an item on a worker (no live attempt, not finished).
+_ASSIGNABLE = frozenset(
+    {ItemState.WAITING, ItemState.QUEUED, ItemState.AWAITING_APPROVAL, ItemState.STOPPED}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LaneSummary:
+    lane_id: str
+    state: LaneState
+    priority: int
+    next_action: str
+    create_time: datetime
+    update_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ItemSummary:
+    item_id: str
+    lane_id: str
+    kind: ItemKind
+    state: ItemState
+    priority: int
+    next_action: str
+    create_time: datetime
+    update_time: datetime
+
+
+@dataclass(slots=True)
+class ChildSummary:
+    revision: int
+    lanes: list[LaneSummary] = field(default_factory=list)
+    items: list[ItemSummary] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedSession:
+    """A new session: its secret and CSRF token are shown here only."""
+
+    session: SessionRecord
+    secret: str
+    csrf_token: str
+
+
+def _lane_summary(lane: Lane, next_action: str) -> LaneSummary:
+    return LaneSummary(
+        lane.lane_id, lane.state, lane.priority, next_action, lane.create_time, lane.update_time
+    )
+
+
+def _item_summary(item: Item, next_action: str) -> ItemSummary:
+    return ItemSummary(
+        item.item_id,
+        item.lane_id,
+        item.kind,
+        item.state,
+        item.priority,
+        next_action,
+        item.create_time,
+        item.update_time,
+    )
+
+
+def org_access(principal: Principal, org_slug: str, *, admin: bool) -> None:
+    """Humans with a role in the org (or platform admins). No role at all: NOT_FOUND (no
+    existence oracle); a viewer asking to administer: PERMISSION_DENIED."""
+    if not principal.is_human:
+        raise PermissionDenied("only a human administrator may do this")
+    if principal.platform_admin:
+        return
+    role = principal.org_roles.get(org_slug)
+    if role is None:
+        raise NotFound(f"org {org_slug!r} not found")
+    if admin and role != OrgRole.ORG_ADMIN:
+        raise PermissionDenied(f"only an admin of org {org_slug!r} may do this")
+
+
+class Tenancy:
+    """The tenancy commands, over an :class:`Engine`'s store, bus and clock."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # ------------------------------------------------------------------ org members
+
+    async def list_org_members(
+        self, principal: Principal, org_slug: str, size: int, token: str
+    ) -> Page[MemberRecord]:
+        org_access(principal, org_slug, admin=False)
+        limit = page_size(size)
+        after = decode_page_token(token)
+        async with self.engine.store.read() as raw:
+            reader = tenancy_reader(raw)
+            if await reader.get_org(org_slug) is None:
+                raise NotFound(f"org {org_slug!r} not found")
+            rows = await reader.list_members(org_slug, str(after[0]) if after else "", limit + 1)
+        if len(rows) > limit:
+            return Page(rows[:limit], encode_page_token([rows[limit - 1].user_id]))
+        return Page(rows, "")
+
+    async def remove_org_member(self, principal: Principal, org_slug: str, user_id: str) -> None:
+        org_access(principal, org_slug, admin=True)
+        async with self.engine.store.write() as raw:
+            tx = tenancy_tx(raw)
+            if await tx.get_org(org_slug) is None:
+                raise NotFound(f"org {org_slug!r} not found")
+            if not await tx.remove_member(org_slug, user_id):
+                raise NotFound(f"user {user_id} is not a member of org {org_slug!r}")
+
+    async def check_add_member(self, principal: Principal, org_slug: str) -> None:
+        """AddOrgMember's authorization with the tenancy outcomes (NOT_FOUND without a role)."""
+        org_access(principal, org_slug, admin=True)
+
+    # ------------------------------------------------------------------ user tokens
+
+    async def revoke_user_token(
+        self, principal: Principal, user_id: str, token_id: str
+    ) -> TokenRecord:
+        """Revoke at once: the token's very next request is UNAUTHENTICATED."""
+        if not (principal.platform_admin or (principal.is_human and principal.id == user_id)):
+            raise NotFound(f"user {user_id} not found")
+        async with self.engine.store.write() as raw:
+            tx = tenancy_tx(raw)
+            token = await tx.get_user_token(token_id)
+            if token is None or token.user_id != user_id:
+                raise NotFound(f"token {token_id} not found")
+            if token.revoke_time is None:
+                await tx.revoke_user_token(token_id, tx.now)
+                token = replace(token, revoke_time=tx.now)
+            return token
+
+    # ------------------------------------------------------------------ grants (child side)
+
+    async def create_grant(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        parent_id: str,
+        permissions: Sequence[GrantPermission],
+        expire_time: datetime | None,
+        request_id: str,
+    ) -> GrantRecord:
+        """The child's admin grants its configured parent explicit, expiring permissions."""
+        async with self._child_write(principal, coordinator_id, Access.CONFIGURE) as (tx, child):
+            if request_id:
+                existing = await tx.find_grant_by_request(coordinator_id, request_id)
+                if existing is not None:
+                    return existing
+            violations: list[tuple[str, str]] = []
+            if not permissions:
+                violations.append(("grant.permissions", "is required"))
+            if expire_time is None:
+                violations.append(("grant.expire_time", "is required"))
+            elif expire_time <= tx.now:
+                violations.append(("grant.expire_time", "must be in the future"))
+            elif expire_time > tx.now + timedelta(days=MAX_GRANT_DAYS):
+                violations.append(
+                    ("grant.expire_time", f"must be at most {MAX_GRANT_DAYS} days ahead")
+                )
+            if parent_id != child.config.parent_coordinator_id or not parent_id:
+                violations.append(
+                    (
+                        "grant.parent_coordinator_id",
+                        "must be this work coordinator's configured parent",
+                    )
+                )
+            if violations:
+                raise InvalidArgument([FieldViolation(f, d) for f, d in violations])
+            assert expire_time is not None
+            grant = GrantRecord(
+                grant_id=self._new_id("gr"),
+                coordinator_id=coordinator_id,
+                parent_coordinator_id=parent_id,
+                permissions=tuple(dict.fromkeys(permissions)),
+                expire_time=expire_time,
+                create_time=tx.now,
+                created_by=principal.name,
+                request_id=request_id,
+            )
+            await tx.insert_grant(grant)
+            await self.engine._append(
+                tx,
+                child,
+                [
+                    NewEvent(
+                        EventType.GRANT_CREATED,
+                        data={
+                            "grantId": grant.grant_id,
+                            "parentCoordinatorId": parent_id,
+                            "permissions": [p.value for p in grant.permissions],
+                            "expireTime": expire_time.isoformat(),
+                        },
+                    )
+                ],
+                principal.name,
+            )
+            return grant
+
+    async def list_grants(
+        self, principal: Principal, coordinator_id: str, size: int, token: str
+    ) -> Page[GrantRecord]:
+        if not principal.is_human:
+            async with self.engine.store.read() as reader:
+                child = await reader.get_coordinator(coordinator_id)
+            if child is None:
+                raise NotFound(f"work coordinator {coordinator_id} not found")
+            authorize(principal, child, Access.READ)
+            raise PermissionDenied("only humans read grants")
+        limit = page_size(size)
+        after = decode_page_token(token)
+        async with self.engine.store.read() as raw:
+            reader = tenancy_reader(raw)
+            child = await reader.get_coordinator(coordinator_id)
+            if child is None:
+                raise NotFound(f"work coordinator {coordinator_id} not found")
+            authorize(principal, child, Access.READ)
+            rows = await reader.list_grants(
+                coordinator_id, str(after[0]) if after else "", limit + 1
+            )
+        if len(rows) > limit:
+            return Page(rows[:limit], encode_page_token([rows[limit - 1].grant_id]))
+        return Page(rows, "")
+
+    async def revoke_grant(
+        self, principal: Principal, coordinator_id: str, grant_id: str
+    ) -> GrantRecord:
+        """Revoke at once: the parent's very next children call fails."""
+        async with self._child_write(principal, coordinator_id, Access.CONFIGURE) as (tx, child):
+            grant = await tx.get_grant(grant_id)
+            if grant is None or grant.coordinator_id != coordinator_id:
+                raise NotFound(f"grant {grant_id} not found")
+            if grant.revoke_time is not None:
+                return grant
+            await tx.revoke_grant(grant_id, tx.now)
+            await self.engine._append(
+                tx,
+                child,
+                [
+                    NewEvent(
+                        EventType.GRANT_REVOKED,
+                        data={
+                            "grantId": grant_id,
+                            "parentCoordinatorId": grant.parent_coordinator_id,
+                        },
+                    )
+                ],
+                principal.name,
+            )
+            return replace(grant, revoke_time=tx.now)
+
+    @asynccontextmanager
+    async def _child_write(
+        self, principal: Principal, coordinator_id: str, access: Access
+    ) -> AsyncIterator[tuple[TenancyTx, Coordinator]]:
+        """A write transaction on the child, administration (no switch check)."""
+        async with self.engine.store.write(coordinator_id) as raw:
+            tx = tenancy_tx(raw)
+            child = tx.coordinator
+            if child is None:
+                raise NotFound(f"work coordinator {coordinator_id} not found")
+            authorize(principal, child, access)
+            yield tx, child
+            revision = child.revision
+        await self.engine.bus.publish(Notification(coordinator_id, revision, frozenset()))
+
+    # ------------------------------------------------------------------ children (parent side)
+
+    async def _check_child(
+        self,
+        reader: TenancyReader,
+        principal: Principal,
+        parent_id: str,
+        child: Coordinator | None,
+        child_id: str,
+        permission: GrantPermission,
+        now: datetime,
+    ) -> Coordinator:
+        parent = await reader.get_coordinator(parent_id)
+        if parent is None:
+            raise NotFound(f"work coordinator {parent_id} not found")
+        authorize(principal, parent, CHILD_ACCESS[permission])
+        denied = PermissionDenied(
+            f"work coordinator {parent_id} holds no live {permission.value} grant from {child_id}"
+        )
+        if child is None or child.config.parent_coordinator_id != parent_id:
+            raise denied
+        grants = await reader.grants_between(child_id, parent_id)
+        if not any(g.allows(permission, now) for g in grants):
+            raise denied
+        if not await reader.platform_enabled():
+            raise CoordinationDisabled("coordination is switched off for the platform")
+        if not child.enabled:
+            raise CoordinationDisabled(
+                f"coordination is switched off for work coordinator {child_id}"
+            )
+        return child
+
+    async def child_summary(
+        self, principal: Principal, parent_id: str, child_id: str
+    ) -> ChildSummary:
+        async with self.engine.store.read() as raw:
+            reader = tenancy_reader(raw)
+            child = await self._check_child(
+                reader,
+                principal,
+                parent_id,
+                await reader.get_coordinator(child_id),
+                child_id,
+                GrantPermission.SUMMARY,
+                self.engine.clock.now(),
+            )
+            lanes = await reader.list_lanes(child_id, None, None, SUMMARY_LIMIT)
+            details = await self.engine._lane_details(reader, lanes)
+            capacity = await self.engine._capacity(reader, child)
+        summary = ChildSummary(revision=child.revision)
+        for detail in details:
+            summary.lanes.append(
+                _lane_summary(
+                    detail.lane,
+                    rules.lane_next_action(
+                        detail.lane, detail.items, detail.open_blockers, capacity
+                    ),
+                )
+            )
+            for item in detail.items:
+                summary.items.append(_item_summary(item, rules.item_next_action(item, capacity)))
+        return summary
+
+    async def child_escalations(
+        self, principal: Principal, parent_id: str, child_id: str
+    ) -> list[Escalation]:
+        async with self.engine.store.read() as raw:
+            reader = tenancy_reader(raw)
+            await self._check_child(
+                reader,
+                principal,
+                parent_id,
+                await reader.get_coordinator(child_id),
+                child_id,
+                GrantPermission.ESCALATIONS,
+                self.engine.clock.now(),
+            )
+            escalations = await reader.open_escalations(child_id)
+        # Ids, reasons and times only: who it went to (the child's people) stays private.
+        return [replace(e, escalated_to=[]) for e in escalations]
+
+    @asynccontextmanager
+    async def _parent_action(
+        self, principal: Principal, parent_id: str, child_id: str, permission: GrantPermission
+    ) -> AsyncIterator[tuple[TenancyTx, Coordinator, set[str], list[tuple[str, str, str]]]]:
+        """A write transaction on the child for a parent's action: the child's lock is held
+        while the grant is checked, so a revocation committed first is always seen."""
+        ready: set[str] = set()
+        digest: list[tuple[str, str, str]] = []
+        async with self.engine.store.write(child_id) as raw:
+            tx = tenancy_tx(raw)
+            child = await self._check_child(
+                tx, principal, parent_id, tx.coordinator, child_id, permission, tx.now
+            )
+            yield tx, child, ready, digest
+            if digest:
+                effects = _Effects()
+                for lane_id, item_id, reason in digest:
+                    effects.note(DigestKind.ESCALATED, lane_id, item_id, reason)
+                await tx.insert_digest_entries(self.engine._digest_entries(tx, child, effects))
+            revision = child.revision
+        await self.engine.bus.publish(Notification(child_id, revision, frozenset(ready)))
+
+    async def _child_item(self, tx: TenancyTx, child_id: str, lane_id: str, item_id: str) -> Item:
+        item = await tx.get_item(item_id)
+        if item is None or item.coordinator_id != child_id or item.lane_id != lane_id:
+            raise NotFound(f"item {item_id} not found")
+        return item
+
+    async def assign_child_work(
+        self,
+        principal: Principal,
+        parent_id: str,
+        child_id: str,
+        lane_id: str,
+        item_id: str,
+        worker_id: str,
+    ) -> ItemSummary:
+        """Place a child's item on one worker (its placement's ``worker_id``)."""
+        async with self._parent_action(principal, parent_id, child_id, GrantPermission.ASSIGN) as (
+            tx,
+            child,
+            ready,
+            _digest,
+        ):
+            item = await self._child_item(tx, child_id, lane_id, item_id)
+            if item.state not in _ASSIGNABLE or item.state in TERMINAL_ITEM_STATES:
+                raise IllegalTransition(
+                    f"item {item_id} is {item.state.value}: only work not yet leased is assigned"
+                )
+            placement = dict(item.placement or {})
+            placement["worker_id"] = worker_id
+            problems = rules.placement_problems(placement)
+            if problems:
+                raise InvalidArgument.single("worker_id", "; ".join(problems))
+            item.placement = placement
+            item.update_time = tx.now
+            await tx.update_items([item])
+            if item.state == ItemState.QUEUED:
+                ready.add(item.worker_class)
+            await self.engine._append(
+                tx,
+                child,
+                [
+                    NewEvent(
+                        EventType.PARENT_ACTION,
+                        lane_id=lane_id,
+                        item_id=item_id,
+                        data={
+                            "action": "ASSIGN",
+                            "parentCoordinatorId": parent_id,
+                            "workerId": worker_id,
+                        },
+                    )
+                ],
+                principal.name,
+            )
+            capacity = await self.engine._capacity(tx, child)
+            return _item_summary(item, rules.item_next_action(item, capacity))
+
+    async def steer_child_work(
+        self, principal: Principal, parent_id: str, child_id: str, lane_id: str, priority: int
+    ) -> LaneSummary:
+        """Set a child lane's priority and that of its queued (not yet leased) items."""
+        async with self._parent_action(principal, parent_id, child_id, GrantPermission.STEER) as (
+            tx,
+            child,
+            ready,
+            _digest,
+        ):
+            lane = await tx.get_lane(lane_id)
+            if lane is None or lane.coordinator_id != child_id:
+                raise NotFound(f"lane {lane_id} not found")
+            if lane.state != LaneState.ACTIVE:
+                raise IllegalTransition(f"lane {lane_id} is {lane.state.value}")
+            previous = lane.priority
+            lane.priority = priority
+            lane.update_time = tx.now
+            await tx.update_lane(lane)
+            items = await tx.lane_items([lane_id])
+            steered = [i for i in items if i.state in (ItemState.QUEUED, ItemState.WAITING)]
+            for item in steered:
+                item.priority = priority
+                item.update_time = tx.now
+                if item.state == ItemState.QUEUED:
+                    ready.add(item.worker_class)
+            if steered:
+                await tx.update_items(steered)
+            await self.engine._append(
+                tx,
+                child,
+                [
+                    NewEvent(
+                        EventType.PARENT_ACTION,
+                        lane_id=lane_id,
+                        data={
+                            "action": "STEER",
+                            "parentCoordinatorId": parent_id,
+                            "priority": priority,
+                            "previousPriority": previous,
+                        },
+                    )
+                ],
+                principal.name,
+            )
+            blockers = await tx.lane_blockers([lane_id])
+            capacity = await self.engine._capacity(tx, child)
+            label = rules.lane_next_action(
+                lane, items, sum(1 for b in blockers if b.open), capacity
+            )
+            return _lane_summary(lane, label)
+
+    async def escalate_child_work(
+        self,
+        principal: Principal,
+        parent_id: str,
+        child_id: str,
+        lane_id: str,
+        item_id: str,
+        reason: str,
+    ) -> Escalation:
+        """Raise an escalation to the child's digest owner (an ESCALATED event and a digest
+        line in the child)."""
+        async with self._parent_action(
+            principal, parent_id, child_id, GrantPermission.ESCALATE
+        ) as (tx, child, _ready, digest):
+            lane = await tx.get_lane(lane_id)
+            if lane is None or lane.coordinator_id != child_id:
+                raise NotFound(f"lane {lane_id} not found")
+            if item_id:
+                await self._child_item(tx, child_id, lane_id, item_id)
+            recipients = [child.config.digest_owner or "digest owner"]
+            escalation = Escalation(
+                escalation_id=self._new_id("esc"),
+                coordinator_id=child_id,
+                lane_id=lane_id,
+                item_id=item_id,
+                reason=reason,
+                escalated_to=recipients,
+                open=True,
+                create_time=tx.now,
+            )
+            await tx.insert_escalations([escalation])
+            await self.engine._append(
+                tx,
+                child,
+                [
+                    NewEvent(
+                        EventType.ESCALATED,
+                        lane_id=lane_id,
+                        item_id=item_id,
+                        data={"by": "parent", "parentCoordinatorId": parent_id, "to": recipients},
+                    ),
+                    NewEvent(
+                        EventType.PARENT_ACTION,
+                        lane_id=lane_id,
+                        item_id=item_id,
+                        data={
+                            "action": "ESCALATE",
+                            "parentCoordinatorId": parent_id,
+                            "escalationId": escalation.escalation_id,
+                        },
+                    ),
+                ],
+                principal.name,
+            )
+            digest.append((lane_id, item_id, reason))
+            return replace(escalation, escalated_to=[])
+
+    # ------------------------------------------------------------------ browser sessions
+
+    async def create_login_code(
+        self, principal: Principal, user_id: str
+    ) -> tuple[str, datetime, str]:
+        """A one-time login code for ``user_id`` (default: the caller); platform admins only.
+        Returns the code (shown once), its expiry and the user id."""
+        require_platform_admin(principal)
+        target = user_id or principal.id
+        code = new_secret(SESSION_PREFIX, self.engine.tokens)
+        async with self.engine.store.write() as raw:
+            tx = tenancy_tx(raw)
+            if await tx.get_user(target) is None:
+                raise NotFound(f"user {target} not found")
+            expire = tx.now + timedelta(seconds=LOGIN_CODE_SECONDS)
+            await tx.insert_login_code(LoginCode(hash_secret(code), target, tx.now, expire))
+        return code, expire, target
+
+    async def exchange_login_code(self, code: str) -> IssuedSession:
+        """Burn a one-time code and open a session. Any failure is one UNAUTHENTICATED."""
+        refused = Unauthenticated("the login code is unknown, used or expired")
+        digest = hash_secret(code)
+        secret = new_secret(SESSION_PREFIX, self.engine.tokens)
+        csrf = new_secret(SESSION_PREFIX, self.engine.tokens)
+        async with self.engine.store.write() as raw:
+            tx = tenancy_tx(raw)
+            found = await tx.find_login_code(digest)
+            if found is None or not secrets_equal(found.code_hash, digest):
+                raise refused
+            if found.use_time is not None or found.expire_time <= tx.now:
+                raise refused
+            if not await tx.use_login_code(digest, tx.now):
+                raise refused
+            session = SessionRecord(
+                session_id=self._new_id("ses"),
+                user_id=found.user_id,
+                secret_hash=hash_secret(secret),
+                csrf_hash=hash_secret(csrf),
+                create_time=tx.now,
+                expire_time=tx.now + timedelta(seconds=SESSION_SECONDS),
+            )
+            await tx.insert_session(session)
+        return IssuedSession(session=session, secret=secret, csrf_token=csrf)
+
+    async def authenticate_session(
+        self, secret: str, csrf_token: str | None, *, mutating: bool
+    ) -> tuple[Principal, SessionRecord]:
+        """Resolve a session secret like an admin token (current roles; revocable; expiring).
+        A state-changing call must carry the session's CSRF token (double submit)."""
+        digest = hash_secret(secret)
+        now = self.engine.clock.now()
+        async with self.engine.store.read() as raw:
+            reader = tenancy_reader(raw)
+            session = await reader.find_session(digest)
+            if session is None or not secrets_equal(session.secret_hash, digest):
+                raise Unauthenticated("unknown session")
+            if session.revoke_time is not None:
+                raise Unauthenticated("the session has ended")
+            if session.expire_time <= now:
+                raise Unauthenticated("the session expired")
+            user = await reader.get_user(session.user_id)
+            if user is None:
+                raise Unauthenticated("unknown session")
+            roles = await reader.user_roles(user.user_id)
+        if mutating and not (
+            csrf_token and secrets_equal(hash_secret(csrf_token), session.csrf_hash)
+        ):
+            raise PermissionDenied("a state-changing request needs the session's X-CSRF-Token")
+        principal = Principal(
+            kind=PrincipalKind.USER,
+            id=user.user_id,
+            display_name=user.display_name,
+            platform_admin=user.platform_admin and user.verified,
+            org_roles={slug: OrgRole(role) for slug, role in roles.items()},
+        )
+        return principal, session
+
+    async def end_session(self, session: SessionRecord) -> SessionRecord:
+        async with self.engine.store.write() as raw:
+            tx = tenancy_tx(raw)
+            current = await tx.get_session(session.session_id)
+            if current is None:
+                raise NotFound("session not found")
+            if current.revoke_time is None:
+                await tx.revoke_session(session.session_id, tx.now)
+                current = replace(current, revoke_time=tx.now)
+            return current
+
+    # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _new_id(prefix: str) -> str:
+        return new_id(prefix)

@@ -1,0 +1,144 @@
+"""``FeedService.Watch``: the live feed as a gRPC server stream (the gateway bridges it to the
+WebSocket). The feed itself lives in :mod:`workcoord.coordinator.domain.feed`; this module
+validates the request, takes the caller's credential and maps frames to protobuf."""
+
+from __future__ import annotations
+
+import functools
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from workcoord.api.v1 import feed_pb2, feed_pb2_grpc
+from workcoord.coordinator.domain.auth import Principal
+from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.feed import (
+    Credential,
+    DeltaFrame,
+    FeedHubs,
+    FeedOptions,
+    FeedSession,
+    Frame,
+    HelloFrame,
+    PingFrame,
+    ResyncFrame,
+    SnapshotFrame,
+)
+from workcoord.coordinator.domain.tenancy import Tenancy
+from workcoord.kit.secrets import hash_secret
+from workcoord.kit.settings import CoordinatorSettings
+from workcoord.kit.validation import raise_if_invalid
+
+from . import mapping as m
+from .tenancy import SESSION_METADATA
+
+__all__ = ["FeedServicer", "build_servicer", "feed_options", "frame_to_pb"]
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class FeedServicer(feed_pb2_grpc.FeedServiceServicer):
+    """Serves ``Watch``; one :class:`FeedHubs` per servicer (so per coordinator process)."""
+
+    def __init__(self, engine: Engine, options: FeedOptions | None = None) -> None:
+        self.engine = engine
+        self.tenancy = Tenancy(engine)
+        self.hubs = FeedHubs(engine, options)
+
+    async def Watch(
+        self, request: feed_pb2.WatchRequest, context: Context
+    ) -> AsyncIterator[feed_pb2.WatchResponse]:
+        raise_if_invalid(request, self.engine.clock.now())
+        since = request.since if request.HasField("since") else None
+        session = FeedSession(self.hubs, request.coordinator_id, self.credential(context), since)
+        async for frame in session.frames():
+            yield frame_to_pb(frame)
+
+    def credential(self, context: Context) -> Credential:
+        """The caller's bearer credential or, without one, its browser session (the gateway
+        forwards the cookie as ``x-workcoord-session``); re-checked for as long as the feed
+        lives. Watch changes nothing, so a session needs no CSRF token here."""
+        # Imported here: servicers.py imports this module for its SERVICES table.
+        from .servicers import bearer
+
+        secret = bearer(context)
+        if secret is None:
+            session = _metadata(context, SESSION_METADATA)
+            if session:
+                return Credential(
+                    f"session:{hash_secret(session)}",
+                    functools.partial(self._session_principal, session),
+                )
+        return Credential.bearer(self.engine, secret)
+
+    async def _session_principal(self, secret: str) -> Principal:
+        principal, _session = await self.tenancy.authenticate_session(secret, None, mutating=False)
+        return principal
+
+
+# Every subscriber of a work coordinator gets the same deltas: map each one once. Keyed by
+# (coordinator, first, last revision), which names exactly one sequence of events.
+_DELTA_CACHE_SIZE = 256
+_delta_cache: OrderedDict[tuple[str, int, int], feed_pb2.WatchResponse] = OrderedDict()
+
+
+def _metadata(context: Context, key: str) -> str | None:
+    for name, value in context.invocation_metadata() or ():
+        if name == key:
+            return value.decode() if isinstance(value, bytes) else str(value)
+    return None
+
+
+def frame_to_pb(frame: Frame) -> feed_pb2.WatchResponse:
+    """One feed frame as the ``WatchResponse`` oneof."""
+    if isinstance(frame, DeltaFrame):
+        key = (frame.events[0].coordinator_id, frame.from_revision, frame.to_revision)
+        cached = _delta_cache.get(key)
+        if cached is None:
+            cached = feed_pb2.WatchResponse(
+                delta=feed_pb2.Delta(
+                    from_revision=frame.from_revision,
+                    to_revision=frame.to_revision,
+                    events=[m.event_to_pb(e) for e in frame.events],
+                )
+            )
+            _delta_cache[key] = cached
+            if len(_delta_cache) > _DELTA_CACHE_SIZE:
+                _delta_cache.popitem(last=False)
+        return cached
+    if isinstance(frame, PingFrame):
+        return feed_pb2.WatchResponse(ping=feed_pb2.Ping(revision=frame.revision))
+    if isinstance(frame, HelloFrame):
+        return feed_pb2.WatchResponse(
+            hello=feed_pb2.Hello(
+                coordinator_id=frame.coordinator_id,
+                revision=frame.revision,
+                ping_seconds=frame.ping_seconds,
+                resume_from=frame.resume_from,
+            )
+        )
+    if isinstance(frame, SnapshotFrame):
+        return feed_pb2.WatchResponse(
+            snapshot=feed_pb2.Snapshot(revision=frame.revision, view=m.view_to_pb(frame.view))
+        )
+    if isinstance(frame, ResyncFrame):
+        return feed_pb2.WatchResponse(
+            resync=feed_pb2.Resync(reason=frame.reason, revision=frame.revision)
+        )
+    raise TypeError(f"not a feed frame: {frame!r}")
+
+
+def feed_options(settings: CoordinatorSettings) -> FeedOptions:
+    """The feed's tuning from the coordinator's settings."""
+    return FeedOptions(
+        ping_seconds=settings.feed_ping_seconds, poll_seconds=settings.feed_poll_seconds
+    )
+
+
+def build_servicer(servicer_class: Any, engine: Engine, settings: CoordinatorSettings) -> Any:
+    """``servicer_class(engine)``; the feed also gets its settings."""
+    if servicer_class is FeedServicer:
+        return FeedServicer(engine, feed_options(settings))
+    return servicer_class(engine)

@@ -1,0 +1,87 @@
+"""Browser login: ``GET /login?code=…`` exchanges a one-time login code (``workcoord dev``
+prints the URL) for a session and sets its cookies.
+
+- ``workcoord_session``: the session secret; HttpOnly, SameSite=Strict, Path=/, Secure over
+  TLS. The gateway forwards it to the coordinator as ``x-workcoord-session`` metadata
+  (:mod:`workcoord.gateway.upstream`); the coordinator authenticates it like an admin token.
+- ``workcoord_csrf``: the CSRF token, readable by the UI (not HttpOnly), SameSite=Strict. Every
+  state-changing cookie-authenticated request must echo it in ``X-CSRF-Token`` (forwarded as
+  ``x-workcoord-csrf``); the coordinator compares it with the session's stored hash and answers
+  403 otherwise (double submit, checked server side).
+
+The gateway decides nothing: a bad code is the coordinator's 401.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import grpc
+from starlette.requests import Request
+from starlette.responses import Response
+
+from workcoord.api.v1 import session_pb2
+from workcoord.gateway.errors import make_status, status_from_rpc_error, status_response
+from workcoord.gateway.upstream import SESSION_COOKIE, Upstreams
+from workcoord.kit.errors import Code
+
+__all__ = ["CSRF_COOKIE", "CSRF_HEADER", "LOGIN_PATH", "login"]
+
+LOGIN_PATH = "/login"
+CSRF_COOKIE = "workcoord_csrf"
+CSRF_HEADER = "x-csrf-token"
+_EXCHANGE = "/workcoord.api.v1.SessionService/ExchangeLoginCode"
+_MAX_CODE = 128
+_TIMEOUT_SECONDS = 10.0
+
+
+async def login(request: Request, upstreams: Upstreams | None) -> Response:
+    """Exchange ``?code=`` for a session; 303 to ``/`` with the cookies set."""
+    code = request.query_params.get("code", "")
+    if not code or len(code) > _MAX_CODE:
+        return status_response(make_status(Code.INVALID_ARGUMENT, "a login code is required"))
+    if upstreams is None:
+        return status_response(
+            make_status(Code.UNAVAILABLE, "the gateway is not connected to its upstreams")
+        )
+    exchange = upstreams.coordinator.unary_unary(
+        _EXCHANGE,
+        request_serializer=session_pb2.ExchangeLoginCodeRequest.SerializeToString,
+        response_deserializer=session_pb2.ExchangeLoginCodeResponse.FromString,
+    )
+    try:
+        issued: session_pb2.ExchangeLoginCodeResponse = await exchange(
+            session_pb2.ExchangeLoginCodeRequest(code=code), timeout=_TIMEOUT_SECONDS
+        )
+    except grpc.RpcError as exc:
+        return _no_store(status_response(status_from_rpc_error(exc)))
+    expires = issued.session.expire_time.ToDatetime(tzinfo=UTC)
+    max_age = max(0, int((expires - datetime.now(UTC)).total_seconds()))
+    secure = request.url.scheme in ("https", "wss")
+    response = Response(status_code=303, headers={"Location": "/"})
+    response.set_cookie(
+        SESSION_COOKIE,
+        issued.session_secret,
+        max_age=max_age,
+        path="/",
+        secure=secure,
+        httponly=True,
+        samesite="strict",
+    )
+    response.set_cookie(
+        CSRF_COOKIE,
+        issued.csrf_token,
+        max_age=max_age,
+        path="/",
+        secure=secure,
+        httponly=False,
+        samesite="strict",
+    )
+    return _no_store(response)
+
+
+def _no_store(response: Response) -> Response:
+    # The code travelled in the URL: keep it out of caches and of the next page's Referer.
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response

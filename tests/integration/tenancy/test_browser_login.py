@@ -1,0 +1,79 @@
+"""Browser login through the real gateway: ``GET /login?code=…`` sets the HttpOnly,
+SameSite=Strict session cookie and the CSRF cookie; cookie-authenticated changes need the
+matching ``X-CSRF-Token`` (else 403); ending the session logs out at once."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from tests.integration.tenancy.world import sessions
+from tests.support.harness import Stack
+from workcoord.api.v1 import session_pb2
+from workcoord.gateway.server import RunningGateway, start_gateway
+from workcoord.kit.settings import GatewaySettings
+
+
+@pytest.fixture
+async def gateway(stack: Stack) -> AsyncIterator[RunningGateway]:
+    running = await start_gateway(
+        GatewaySettings(
+            listen_gateway="127.0.0.1:0",
+            coordinator_address=stack.address,
+            recovery_address=stack.address,
+        )
+    )
+    yield running
+    await running.stop()
+
+
+async def test_login_sets_cookies_and_csrf_guards_changes(
+    stack: Stack, gateway: RunningGateway
+) -> None:
+    code = await sessions(stack.admin).CreateLoginCode(session_pb2.CreateLoginCodeRequest())
+    async with httpx.AsyncClient(base_url=f"http://{gateway.address}", timeout=30) as browser:
+        bad = await browser.get("/login", params={"code": "wcses_not-a-code"})
+        assert bad.status_code == 401
+        answer = await browser.get("/login", params={"code": code.code})
+        assert answer.status_code == 303 and answer.headers["location"] == "/"
+        assert answer.headers["cache-control"] == "no-store"
+        cookies = {
+            line.split("=", 1)[0]: line.lower() for line in answer.headers.get_list("set-cookie")
+        }
+        assert "httponly" in cookies["workcoord_session"]
+        assert "samesite=strict" in cookies["workcoord_session"]
+        assert "path=/" in cookies["workcoord_session"]
+        assert "secure" not in cookies["workcoord_session"]  # plain HTTP on loopback
+        assert "httponly" not in cookies["workcoord_csrf"]
+        values = {
+            line.split("=", 1)[0]: line.split("=", 1)[1].split(";", 1)[0]
+            for line in answer.headers.get_list("set-cookie")
+        }
+        csrf = values["workcoord_csrf"]
+        # What a browser sends back (httpx's cookie jar does not keep cookies for a bare IP).
+        browser.cookies.set("workcoord_session", values["workcoord_session"])
+        browser.cookies.set("workcoord_csrf", csrf)
+        # The code was one-time.
+        again = await browser.get("/login", params={"code": code.code})
+        assert again.status_code == 401
+
+        me = await browser.get("/v1/me")
+        assert me.status_code == 200, me.text
+        assert me.json()["platformAdmin"] is True
+        org = {"slug": "browser-made", "displayName": "B"}
+        refused = await browser.post("/v1/orgs", json=org)
+        assert refused.status_code == 403, refused.text
+        wrong = await browser.post("/v1/orgs", json=org, headers={"X-CSRF-Token": "wcses_x"})
+        assert wrong.status_code == 403
+        made = await browser.post("/v1/orgs", json=org, headers={"X-CSRF-Token": csrf})
+        assert made.status_code == 200, made.text
+
+        ended = await browser.post(
+            "/v1/sessions/current/end", json={}, headers={"X-CSRF-Token": csrf}
+        )
+        assert ended.status_code == 200, ended.text
+        assert ended.json()["endTime"]
+        after = await browser.get("/v1/me")
+        assert after.status_code == 401

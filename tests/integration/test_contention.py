@@ -1,0 +1,353 @@
+"""Contention: two coordinator processes, one PostgreSQL, many concurrent workers.
+
+Two ``workcoord serve coordinator`` processes share a database and Redis. Forty asyncio workers,
+split across both, lease batches of 1 to 5 items, then complete, fail (retryably) or release after
+a tiny random delay, until every item is SUCCEEDED or DEAD. Meanwhile a sampler reads
+PostgreSQL directly, in single-snapshot statements, and afterwards the event log is replayed:
+
+- at most one live attempt per item and per exclusive key, at every sample and in the replay;
+- live attempts per class never above the class capacity;
+- revisions gap-free from 1; every item terminal, and each succeeded item succeeded once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import secrets
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from tests.support.databases import delete_redis_keys
+from tests.support.harness import ALL_CAPABILITIES, all_events, identity
+from tests.support.processes import ServiceProcess, free_port, start_service
+from workcoord.api.v1 import (
+    admin_pb2,
+    event_pb2,
+    lane_pb2,
+    policy_pb2,
+    work_coordinator_pb2,
+    worker_pb2,
+)
+from workcoord.client import WorkcoordClient
+from workcoord.kit.clock import SystemClock
+from workcoord.kit.errors import LeaseLost
+
+pytestmark = [pytest.mark.pg, pytest.mark.redis, pytest.mark.timeout(180)]
+
+CAPACITY = {"machine": 3, "agent": 2}
+ITEMS = 100
+LANE_SIZE = 40
+WORKERS = 40
+EXCLUSIVE_KEYS = ["repo:alpha", "repo:beta", "repo:gamma"]
+# About 15 s on a quiet 2-core machine; the bound leaves room for a busy one.
+WALL_SECONDS = 60.0
+
+LIVE_BY_CLASS = text(
+    "SELECT worker_class, count(*) FROM attempts "
+    "WHERE coordinator_id = :c AND status IN ('LEASED', 'RUNNING') GROUP BY worker_class"
+)
+ITEMS_WITH_TWO_LIVE = text(
+    "SELECT item_id FROM attempts WHERE coordinator_id = :c AND status IN ('LEASED', 'RUNNING') "
+    "GROUP BY item_id HAVING count(*) > 1"
+)
+KEYS_WITH_TWO_LIVE = text(
+    "SELECT i.exclusive_key FROM attempts a JOIN items i ON i.item_id = a.item_id "
+    "WHERE a.coordinator_id = :c AND a.status IN ('LEASED', 'RUNNING') AND i.exclusive_key <> '' "
+    "GROUP BY i.exclusive_key HAVING count(*) > 1"
+)
+OPEN_ITEMS = text(
+    "SELECT count(*) FROM items WHERE coordinator_id = :c AND state NOT IN ('SUCCEEDED', 'DEAD')"
+)
+
+
+@dataclass
+class Tally:
+    leased: int = 0
+    completed: int = 0
+    failed: int = 0
+    released: int = 0
+    lease_lost: int = 0
+    by_server: Counter[int] = field(default_factory=Counter)
+    samples: int = 0
+    max_live: Counter[str] = field(default_factory=Counter)
+    violations: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+async def servers(
+    pg_url: str, redis: str, tmp_path: Path
+) -> AsyncIterator[tuple[list[ServiceProcess], str, str]]:
+    admin_token = f"wcadm_{secrets.token_hex(16)}"
+    service_key = f"wcsvc_{secrets.token_hex(16)}"
+    started: list[ServiceProcess] = []
+    try:
+        for name in ("coordinator-a", "coordinator-b"):
+            address = f"127.0.0.1:{free_port()}"
+            env = {
+                "DATABASE_URL": pg_url,
+                "REDIS_URL": redis,
+                "WORKCOORD_LISTEN_COORDINATOR": address,
+                "WORKCOORD_BOOTSTRAP_ADMIN_TOKEN": admin_token,
+                "WORKCOORD_SERVICE_KEY": service_key,
+                "WORKCOORD_LOG_LEVEL": "WARNING",
+            }
+            started.append(start_service(name, ["serve", "coordinator"], env, address, tmp_path))
+        await asyncio.gather(*(s.wait_serving() for s in started))
+        yield started, admin_token, service_key
+    finally:
+        for service in started:
+            await service.stop()
+
+
+async def setup_work(admin: WorkcoordClient) -> tuple[str, str, dict[str, str], dict[str, str]]:
+    """An org, a small-capacity work coordinator, a key and the items; returns
+    (coordinator id, key secret, item → class, item → exclusive key)."""
+    org = f"org-{secrets.token_hex(4)}"
+    await admin.admin.CreateOrg(admin_pb2.CreateOrgRequest(org=admin_pb2.Org(slug=org)))
+    retry = policy_pb2.RetryPolicy(maximum_attempts=3, backoff_coefficient=1.0)
+    retry.initial_interval.FromMilliseconds(20)
+    retry.maximum_interval.FromMilliseconds(20)
+    wc = work_coordinator_pb2.WorkCoordinator(
+        scope=work_coordinator_pb2.WorkCoordinator.ORG,
+        org_slug=org,
+        class_capacity=CAPACITY,
+        retry_policy=retry,
+    )
+    created = await admin.coordinators.CreateWorkCoordinator(
+        work_coordinator_pb2.CreateWorkCoordinatorRequest(work_coordinator=wc)
+    )
+    cid = created.work_coordinator.coordinator_id
+    key = await admin.admin.CreateWorkKey(
+        admin_pb2.CreateWorkKeyRequest(
+            work_key=admin_pb2.WorkKey(
+                display_name="fleet",
+                org_slug=org,
+                coordinator_ids=[cid],
+                capabilities=list(ALL_CAPABILITIES),
+            )
+        )
+    )
+    classes: dict[str, str] = {}
+    exclusive: dict[str, str] = {}
+    rng = random.Random(7)
+    for start in range(0, ITEMS, LANE_SIZE):
+        items = []
+        for n in range(start, min(start + LANE_SIZE, ITEMS)):
+            items.append(
+                lane_pb2.Item(
+                    key=f"i{n}",
+                    kind=lane_pb2.Item.TASK,
+                    worker_class="machine" if n % 3 else "agent",
+                    exclusive_key=rng.choice(EXCLUSIVE_KEYS) if n % 4 == 0 else "",
+                    priority=rng.randint(0, 3),
+                )
+            )
+        lane = await admin.lanes.CreateLane(
+            lane_pb2.CreateLaneRequest(
+                coordinator_id=cid,
+                lane=lane_pb2.Lane(title="load", template=lane_pb2.Lane.CUSTOM, items=items),
+            )
+        )
+        for item in lane.lane.items:
+            classes[item.item_id] = item.worker_class
+            exclusive[item.item_id] = item.exclusive_key
+    return cid, key.secret, classes, exclusive
+
+
+async def worker_loop(
+    client: WorkcoordClient,
+    cid: str,
+    worker_id: str,
+    worker_class: str,
+    tally: Tally,
+    done: asyncio.Event,
+    seed: int,
+) -> None:
+    rng = random.Random(seed)
+    clock = SystemClock()
+    while not done.is_set():
+        run_identity = identity(clock, pid=1000 + seed) if rng.random() < 0.5 else None
+        request = worker_pb2.LeaseRequest(
+            coordinator_id=cid,
+            worker_id=worker_id,
+            worker_class=worker_class,
+            max_items=rng.randint(1, 5),
+            lease_seconds=120,
+            wait_seconds=1,
+        )
+        if run_identity is not None:
+            request.run_identity.CopyFrom(run_identity)
+        leases = (await client.workers.Lease(request)).leases
+        tally.leased += len(leases)
+        tally.by_server[seed % 2] += len(leases)
+        for lease in leases:
+            try:
+                await handle(client, cid, lease, rng, run_identity is None, tally, seed)
+            except LeaseLost:
+                tally.lease_lost += 1
+
+
+async def handle(
+    client: WorkcoordClient,
+    cid: str,
+    lease: worker_pb2.Lease,
+    rng: random.Random,
+    needs_start: bool,
+    tally: Tally,
+    seed: int,
+) -> None:
+    ref = {"coordinator_id": cid, "lease_id": lease.lease_id, "lease_token": lease.lease_token}
+    roll = rng.random()
+    if roll < 0.1:
+        await client.workers.Release(worker_pb2.ReleaseRequest(**ref, reason="busy"))
+        tally.released += 1
+        return
+    if needs_start:
+        await client.workers.Start(
+            worker_pb2.StartRequest(**ref, run_identity=identity(SystemClock(), pid=2000 + seed))
+        )
+    await asyncio.sleep(rng.uniform(0, 0.01))
+    if roll < 0.25:
+        error = lane_pb2.ErrorInfo(message="flaky", type="Flaky", retryable=True)
+        await client.workers.Fail(worker_pb2.FailRequest(**ref, error=error))
+        tally.failed += 1
+    else:
+        await client.workers.Complete(
+            worker_pb2.CompleteRequest(**ref, evidence=lane_pb2.Evidence(summary="ok"))
+        )
+        tally.completed += 1
+
+
+async def sampler(db: AsyncEngine, cid: str, tally: Tally, done: asyncio.Event) -> None:
+    while not done.is_set():
+        async with db.connect() as conn:
+            live = {str(r[0]): int(r[1]) for r in await conn.execute(LIVE_BY_CLASS, {"c": cid})}
+            doubled = (await conn.execute(ITEMS_WITH_TWO_LIVE, {"c": cid})).scalars().all()
+            shared = (await conn.execute(KEYS_WITH_TWO_LIVE, {"c": cid})).scalars().all()
+            open_items = (await conn.execute(OPEN_ITEMS, {"c": cid})).scalar_one()
+        tally.samples += 1
+        for cls, count in live.items():
+            tally.max_live[cls] = max(tally.max_live[cls], count)
+            if count > CAPACITY[cls]:
+                tally.violations.append(f"{cls}: {count} live > capacity {CAPACITY[cls]}")
+        if doubled:
+            tally.violations.append(f"items with two live attempts: {doubled}")
+        if shared:
+            tally.violations.append(f"exclusive keys held twice: {shared}")
+        if open_items == 0:
+            done.set()
+            return
+        await asyncio.sleep(0.02)
+
+
+def replay(
+    events: list[event_pb2.Event], classes: dict[str, str], exclusive: dict[str, str]
+) -> list[str]:
+    """Invariant violations found by replaying the event log (empty when there are none)."""
+    problems: list[str] = []
+    revisions = [e.revision for e in events]
+    if revisions != list(range(1, len(events) + 1)):
+        problems.append("revisions are not gap-free from 1")
+    live: dict[str, str] = {}  # lease id → item id
+    live_item: dict[str, str] = {}  # item id → lease id
+    ended = {
+        event_pb2.Event.ITEM_SUCCEEDED,
+        event_pb2.Event.ITEM_FAILED,
+        event_pb2.Event.ITEM_RELEASED,
+        event_pb2.Event.ATTEMPT_EXPIRED,
+        event_pb2.Event.ITEM_CHECKPOINTED,
+    }
+    for event in events:
+        if event.type == event_pb2.Event.ITEM_LEASED:
+            if event.item_id in live_item:
+                problems.append(
+                    f"rev {event.revision}: {event.item_id} leased while "
+                    f"{live_item[event.item_id]} is live"
+                )
+            live[event.lease_id] = event.item_id
+            live_item[event.item_id] = event.lease_id
+            by_class = Counter(classes[i] for i in live.values())
+            for cls, count in by_class.items():
+                if count > CAPACITY[cls]:
+                    problems.append(f"rev {event.revision}: {cls} {count} > {CAPACITY[cls]}")
+            by_key = Counter(exclusive[i] for i in live.values() if exclusive[i])
+            problems.extend(
+                f"rev {event.revision}: {key} held {count} times"
+                for key, count in by_key.items()
+                if count > 1
+            )
+        elif event.type in ended and event.lease_id in live:
+            item = live.pop(event.lease_id)
+            live_item.pop(item, None)
+    return problems
+
+
+async def test_two_coordinators_many_workers_keep_every_invariant(
+    servers: tuple[list[ServiceProcess], str, str], pg_url: str, redis: str
+) -> None:
+    (a, b), admin_token, _ = servers
+    admin = WorkcoordClient(a.address, admin_token)
+    db = create_async_engine(pg_url, pool_size=2)
+    clients: list[WorkcoordClient] = [admin]
+    cid = ""
+    try:
+        cid, secret, classes, exclusive = await setup_work(admin)
+        on = [WorkcoordClient(a.address, secret), WorkcoordClient(b.address, secret)]
+        clients.extend(on)
+        tally = Tally()
+        done = asyncio.Event()
+        began = time.monotonic()
+        tasks = [
+            asyncio.create_task(
+                worker_loop(
+                    on[n % 2], cid, f"w{n}", "machine" if n % 3 else "agent", tally, done, n
+                )
+            )
+            for n in range(WORKERS)
+        ]
+        watcher = asyncio.create_task(sampler(db, cid, tally, done))
+        try:
+            await asyncio.wait_for(asyncio.shield(watcher), WALL_SECONDS)
+        except TimeoutError:
+            done.set()
+        finally:
+            done.set()
+            results = await asyncio.gather(*tasks, watcher, return_exceptions=True)
+        elapsed = time.monotonic() - began
+        errors = [r for r in results if isinstance(r, BaseException)]
+        assert errors == [], errors[:3]
+        assert tally.violations == [], tally.violations[:5]
+
+        async with db.connect() as conn:
+            open_items = (await conn.execute(OPEN_ITEMS, {"c": cid})).scalar_one()
+        assert open_items == 0, f"{open_items} items still open after {elapsed:.1f}s: {tally}"
+
+        events = await all_events(admin, cid)
+        assert replay(events, classes, exclusive) == []
+        succeeded = Counter(e.item_id for e in events if e.type == event_pb2.Event.ITEM_SUCCEEDED)
+        dead = {e.item_id for e in events if e.type == event_pb2.Event.ITEM_DEAD_LETTERED}
+        assert set(succeeded) | dead == set(classes)
+        assert not set(succeeded) & dead
+        assert max(succeeded.values()) == 1
+        assert tally.completed == len(succeeded)
+        # The run really contended: every slot was in use at some point, on both servers.
+        assert tally.max_live == Counter(CAPACITY), tally.max_live
+        assert tally.samples > 10
+        assert tally.released > 0 and tally.failed > 0
+        assert tally.by_server[0] > 0 and tally.by_server[1] > 0, tally.by_server
+        # Leases of 120 s never expire during the run: no worker may have been fenced.
+        assert tally.lease_lost == 0
+    finally:
+        for client in clients:
+            await client.close()
+        await db.dispose()
+        if cid:
+            await delete_redis_keys([cid], redis)

@@ -1,0 +1,171 @@
+"""Only a human ever decides: two independent guards, each proven to matter on its own.
+
+1. ``authorize(work key, coordinator, Access.DECIDE)`` refuses, whatever the key's capabilities.
+2. ``Engine.decide_item`` / ``resolve_pending_action`` re-check ``principal.is_human`` even when
+   ``authorize`` lets everything through (monkeypatched here), so removing either guard fails
+   this suite.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.coordinator.harness import ADMIN, World, lane_spec, make_world, run_identity, task
+from workcoord.coordinator.domain import engine as engine_module
+from workcoord.coordinator.domain.auth import (
+    RECOVERY,
+    Access,
+    Capability,
+    Principal,
+    PrincipalKind,
+    authorize,
+)
+from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.model import (
+    Coordinator,
+    ItemState,
+    PendingAction,
+    PendingActionState,
+    RetryPolicy,
+)
+from workcoord.coordinator.storage.memory import MemoryStore
+from workcoord.kit.bus import InProcessBus
+from workcoord.kit.clock import ManualClock
+from workcoord.kit.errors import PermissionDenied
+
+DECISIONS = ("approve", "deny", "resume", "retry")
+
+
+def _key(coordinator: Coordinator) -> Principal:
+    return Principal(
+        kind=PrincipalKind.WORK_KEY,
+        id="key_everything",
+        org_slug=coordinator.org_slug,
+        capabilities=frozenset(Capability),
+        coordinator_ids=frozenset({coordinator.coordinator_id}),
+    )
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def store(clock: ManualClock) -> MemoryStore:
+    return MemoryStore(clock)
+
+
+@pytest.fixture
+def engine(store: MemoryStore, clock: ManualClock) -> Engine:
+    return Engine(store, InProcessBus(), clock, uniform=lambda: 0.5)
+
+
+@pytest.fixture
+async def world(engine: Engine) -> World:
+    return await make_world(engine)
+
+
+async def _targets(engine: Engine, world: World, clock: ManualClock) -> dict[str, tuple[str, str]]:
+    """An item in the state each decision needs: decision → (lane id, item id)."""
+    detail = await engine.create_lane(
+        world.worker,
+        world.cid,
+        lane_spec(
+            task("approve-me", requires_approval=True),
+            task("resume-me", "person", needs_human=True),
+            task("retry-me", "machine", retry_policy=RetryPolicy(maximum_attempts=1)),
+        ),
+        "",
+    )
+    (granted,) = await engine.lease(
+        world.worker, world.cid, "m1", "machine", 1, 30, 0, run_identity(clock)
+    )
+    await engine.fail(
+        world.worker,
+        world.cid,
+        granted.attempt.lease_id,
+        granted.lease_token,
+        {"message": "x", "retryable": True},
+    )
+    items = {i.key: i for i in (await engine.get_lane(ADMIN, world.cid, detail.lane.lane_id)).items}
+    assert items["approve-me"].state == ItemState.AWAITING_APPROVAL
+    assert items["resume-me"].state == ItemState.STOPPED
+    assert items["retry-me"].state == ItemState.DEAD
+    lane_id = detail.lane.lane_id
+    return {
+        "approve": (lane_id, items["approve-me"].item_id),
+        "deny": (lane_id, items["approve-me"].item_id),
+        "resume": (lane_id, items["resume-me"].item_id),
+        "retry": (lane_id, items["retry-me"].item_id),
+    }
+
+
+def test_authorize_refuses_decide_to_a_work_key_with_every_capability(world: World) -> None:
+    with pytest.raises(PermissionDenied):
+        authorize(_key(world.coordinator), world.coordinator, Access.DECIDE)
+    with pytest.raises(PermissionDenied):
+        authorize(RECOVERY, world.coordinator, Access.DECIDE)
+    authorize(ADMIN, world.coordinator, Access.DECIDE)  # a human admin may
+
+
+async def test_decide_item_refuses_non_humans_even_if_authorize_allowed_everything(
+    engine: Engine, world: World, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    targets = await _targets(engine, world, clock)
+    calls: list[Access] = []
+
+    def allow_everything(principal: Principal, coordinator: Coordinator, access: Access) -> None:
+        calls.append(access)
+
+    monkeypatch.setattr(engine_module, "authorize", allow_everything)
+    for principal in (_key(world.coordinator), RECOVERY):
+        for decision in DECISIONS:
+            lane_id, item_id = targets[decision]
+            with pytest.raises(PermissionDenied, match="only a human"):
+                await engine.decide_item(principal, world.cid, lane_id, item_id, decision, "")
+    assert Access.DECIDE in calls  # the patched authorize really was the one consulted
+    items = {
+        i.item_id: i.state
+        for i in (await engine.get_lane(ADMIN, world.cid, targets["approve"][0])).items
+    }
+    assert items[targets["approve"][1]] == ItemState.AWAITING_APPROVAL
+    assert items[targets["resume"][1]] == ItemState.STOPPED
+    assert items[targets["retry"][1]] == ItemState.DEAD
+    # The test is not vacuous: with the same patch, a human's decision goes through.
+    lane_id, item_id = targets["approve"]
+    detail = await engine.decide_item(ADMIN, world.cid, lane_id, item_id, "approve", "")
+    assert detail.item.state == ItemState.QUEUED
+
+
+async def test_resolving_a_pending_action_refuses_non_humans_even_if_authorize_allowed_everything(
+    engine: Engine,
+    world: World,
+    store: MemoryStore,
+    clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    detail = await engine.create_lane(world.worker, world.cid, lane_spec(task("a")), "")
+    action = PendingAction(
+        action_id="pa_guard",
+        coordinator_id=world.cid,
+        lane_id=detail.lane.lane_id,
+        kind="CLOSE_TICKET",
+        state=PendingActionState.OPEN,
+        owner="ops@acme.test",
+        create_time=clock.now(),
+        update_time=clock.now(),
+        ticket_tracker="github",
+        ticket_key="o/r#1",
+        next_attempt_time=clock.now(),
+    )
+    async with store.write(world.cid) as tx:
+        await tx.insert_pending_actions([action])
+    with pytest.raises(PermissionDenied):
+        await engine.resolve_pending_action(_key(world.coordinator), world.cid, "pa_guard", "x")
+    monkeypatch.setattr(engine_module, "authorize", lambda *_args: None)
+    for principal in (_key(world.coordinator), RECOVERY):
+        with pytest.raises(PermissionDenied, match="only a human"):
+            await engine.resolve_pending_action(principal, world.cid, "pa_guard", "x")
+    resolved = await engine.resolve_pending_action(ADMIN, world.cid, "pa_guard", "by hand")
+    assert resolved.state == PendingActionState.RESOLVED
