@@ -460,7 +460,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
                     capacity_history=self.capacity_history,
                 )
 
-        assert self.run(check()) == []
+        violations = self.run(check())
+        assert violations == [], violations
 
     @invariant()
     def every_open_item_is_visibly_held_or_leasable(self) -> None:
@@ -486,4 +487,5 @@ class CoordinatorMachine(RuleBasedStateMachine):
                         problems.append(f"{item.item_id} {item.state.value} has no gate")
             return problems
 
-        assert self.run(check()) == []
+        violations = self.run(check())
+        assert violations == [], violations

@@ -250,7 +250,11 @@ def _check_item(
 
 def _check_lane(lane: Lane, items: list[Item]) -> list[str]:
     out: list[str] = []
-    if lane.state == LaneState.DONE and not all(i.state == ItemState.SUCCEEDED for i in items):
+    finished = (ItemState.SUCCEEDED, ItemState.CANCELLED)
+    if lane.state == LaneState.DONE and not (
+        all(i.state in finished for i in items)
+        and any(i.state == ItemState.SUCCEEDED for i in items)
+    ):
         out.append(f"lane {lane.lane_id} is DONE with unfinished items")
     if lane.state == LaneState.CANCELLED and not all(
         i.state in TERMINAL_ITEM_STATES for i in items

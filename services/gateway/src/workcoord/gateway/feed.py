@@ -15,13 +15,11 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf import message as _message
 
-__all__ = ["MAX_FRAME_BYTES", "frame_json"]
+__all__ = ["frame_json"]
 
 # Larger frames are still sent (a snapshot is as big as the view), but not remembered.
 _CACHE_ENTRIES = 256
 _CACHE_MAX_BYTES = 256 * 1024
-MAX_FRAME_BYTES = 64 * 1024 * 1024
-"""The largest frame the gateway accepts from the coordinator (its gRPC receive limit)."""
 
 _cache: OrderedDict[bytes, str] = OrderedDict()
 

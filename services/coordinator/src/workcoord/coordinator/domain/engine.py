@@ -57,6 +57,7 @@ from .auth import (
     require_platform_admin,
 )
 from .grants import GrantPermission, parents_holding
+from .group_commit import GroupCommitter
 from .model import (
     DEFAULT_RETRY_POLICY,
     TERMINAL_ITEM_STATES,
@@ -206,6 +207,9 @@ class Engine:
         self._service_key_hash = hash_secret(service_key) if service_key else ""
         self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self._worker_writes: GroupCommitter[_Effects] = GroupCommitter(
+            _Effects, self._write_digest, self._announce
+        )
 
     # ------------------------------------------------------------------ plumbing
 
@@ -223,15 +227,35 @@ class Engine:
             if work:
                 await self._require_enabled(tx, coordinator)
             yield tx, coordinator, effects
-            if effects.digest:
-                await tx.insert_digest_entries(self._digest_entries(tx, coordinator, effects))
-            revision = coordinator.revision
+            await self._write_digest(tx, coordinator, effects)
+        await self._announce(coordinator, effects)
+
+    async def _write_digest(self, tx: Tx, coordinator: Coordinator, effects: _Effects) -> None:
+        if effects.digest:
+            await tx.insert_digest_entries(self._digest_entries(tx, coordinator, effects))
+
+    async def _announce(self, coordinator: Coordinator, effects: _Effects) -> None:
+        """After commit: wake waiting workers and feeds, start ticket closures."""
         if effects.changed or effects.ready_classes:
             await self.bus.publish(
-                Notification(coordinator_id, revision, frozenset(effects.ready_classes))
+                Notification(
+                    coordinator.coordinator_id,
+                    coordinator.revision,
+                    frozenset(effects.ready_classes),
+                )
             )
         if effects.close_tickets:
-            self._spawn(self._close_tickets_now(coordinator_id))
+            self._spawn(self._close_tickets_now(coordinator.coordinator_id))
+
+    @asynccontextmanager
+    async def _open_for_workers(self, coordinator_id: str) -> AsyncIterator[tuple[Tx, Coordinator]]:
+        """The shared transaction of a group of worker writes (see group_commit)."""
+        async with self.store.write(coordinator_id) as tx:
+            coordinator = tx.coordinator
+            if coordinator is None:
+                raise NotFound(f"work coordinator {coordinator_id} not found")
+            await self._require_enabled(tx, coordinator)
+            yield tx, coordinator
 
     def _digest_entries(
         self, tx: Tx, coordinator: Coordinator, effects: _Effects
@@ -1650,11 +1674,13 @@ class Engine:
     async def fenced(
         self, principal: Principal, coordinator_id: str, lease_id: str, lease_token: str
     ) -> AsyncIterator[tuple[Tx, Coordinator, _Effects, Attempt, Item]]:
-        async with self._command(principal, coordinator_id, Access.LEASE) as (
+        opener = functools.partial(self._open_for_workers, coordinator_id)
+        async with self._worker_writes.member(coordinator_id, opener) as (
             tx,
             coordinator,
             effects,
         ):
+            authorize(principal, coordinator, Access.LEASE)
             attempt = await tx.get_attempt_for_update(lease_id)
             if attempt is not None and attempt.coordinator_id != coordinator_id:
                 attempt = None
@@ -1779,31 +1805,33 @@ class Engine:
         events: list[NewEvent],
         effects: _Effects,
     ) -> None:
-        """Release dependents whose dependencies all succeeded; finish the lane when done."""
+        """Release dependents whose dependencies all succeeded; finish the lane when done.
+
+        On the hot path (every Complete): only the lane's item states are read, and full
+        items only for those still WAITING.
+        """
         lane = await tx.get_lane(done.lane_id)
         assert lane is not None
-        items = await tx.lane_items([lane.lane_id])
-        by_key = {i.key: i for i in items}
-        by_key[done.key] = done
-        changed: list[Item] = []
-        for item in items:
-            if item.state != ItemState.WAITING or done.key not in item.depends_on:
-                continue
-            if all(
-                by_key.get(dep) is not None and by_key[dep].state == ItemState.SUCCEEDED
-                for dep in item.depends_on
-            ):
-                self._make_ready(tx, coordinator, item, events, effects)
-                changed.append(item)
-        if changed:
-            await tx.update_items(changed)
+        states = await tx.lane_item_states(lane.lane_id)
+        states[done.key] = ItemState.SUCCEEDED
+        if ItemState.WAITING in states.values():
+            changed: list[Item] = []
+            for item in await tx.waiting_items(lane.lane_id):
+                if done.key in item.depends_on and all(
+                    states.get(dep) == ItemState.SUCCEEDED for dep in item.depends_on
+                ):
+                    self._make_ready(tx, coordinator, item, events, effects)
+                    changed.append(item)
+            if changed:
+                await tx.update_items(changed)
         if lane.state != LaneState.ACTIVE:
             return
         if lane.template == Template.CUSTOM:
-            current = [by_key.get(i.key) or i for i in items]
-            if workflow.custom_lane_finished(current):
+            if all(state == ItemState.SUCCEEDED for state in states.values()):
                 await self._close_lane(tx, lane, LaneState.DONE, "", events, effects)
             return
+        # A STANDARD lane holds a handful of items: the workflow reads them all.
+        items = await tx.lane_items([lane.lane_id])
         policy = workflow.review_policy_for(lane, coordinator.config.review_policy)
         decision = workflow.after_success(lane, items, done, lane.worker_classes, policy)
         events.extend(decision.events)

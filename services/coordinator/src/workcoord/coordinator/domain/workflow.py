@@ -18,7 +18,6 @@ from .model import (
     EventType,
     Item,
     ItemKind,
-    ItemState,
     JsonObject,
     Lane,
     LaneState,
@@ -181,8 +180,3 @@ def after_success(
         decision.receipt = dict(evidence.get("receipt") or {})
         return decision
     return decision
-
-
-def custom_lane_finished(items: list[Item]) -> bool:
-    """A CUSTOM lane is DONE once every item succeeded."""
-    return bool(items) and all(i.state == ItemState.SUCCEEDED for i in items)

@@ -524,6 +524,18 @@ class MemoryTx:
         found.sort(key=lambda i: (i.seq, i.item_id))
         return [_c(i) for i in found]
 
+    async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
+        return {i.key: i.state for i in self.tables.items.values() if i.lane_id == lane_id}
+
+    async def waiting_items(self, lane_id: str) -> list[Item]:
+        found = [
+            i
+            for i in self.tables.items.values()
+            if i.lane_id == lane_id and i.state == ItemState.WAITING
+        ]
+        found.sort(key=lambda i: (i.seq, i.item_id))
+        return [_c(i) for i in found]
+
     async def insert_items(self, items: Sequence[Item]) -> None:
         t = self._w()
         for item in items:

@@ -155,6 +155,7 @@ class SqlStore:
                     if coordinator_id is not None:
                         tx.coordinator = await tx.lock_coordinator(coordinator_id)
                     yield tx
+                    await tx.flush()
         except WorkcoordError:
             raise
         except DBAPIError as exc:
@@ -180,6 +181,8 @@ class SqlTx(TenancySql):
         self.dialect = dialect
         self.now = now
         self.coordinator = coordinator
+        self._events: list[dict[str, Any]] = []
+        self._revisions: dict[str, int] = {}
 
     # -------------------------------------------------------------- helpers
 
@@ -407,8 +410,11 @@ class SqlTx(TenancySql):
         )
 
     async def append(self, coordinator: Coordinator, events: Sequence[NewEvent], actor: str) -> int:
+        """Give the events the coordinator's next revisions. The rows are written together at
+        the end of the transaction (:meth:`flush`), still before its commit: a group of
+        worker writes then inserts its events and moves the counter once, not per write."""
         base = coordinator.revision
-        rows = [
+        self._events.extend(
             {
                 "coordinator_id": coordinator.coordinator_id,
                 "revision": base + offset + 1,
@@ -421,15 +427,23 @@ class SqlTx(TenancySql):
                 "data": e.data,
             }
             for offset, e in enumerate(events)
-        ]
-        await self.conn.execute(insert(t.events), rows)
-        revision = base + len(rows)
-        await self.conn.execute(
-            update(t.work_coordinators)
-            .where(t.work_coordinators.c.coordinator_id == coordinator.coordinator_id)
-            .values(revision=revision)
         )
+        revision = base + len(events)
+        self._revisions[coordinator.coordinator_id] = revision
         return revision
+
+    async def flush(self) -> None:
+        """Write the events appended so far and each coordinator's new revision."""
+        if self._events:
+            await self.conn.execute(insert(t.events), self._events)
+            self._events = []
+        for coordinator_id, revision in self._revisions.items():
+            await self.conn.execute(
+                update(t.work_coordinators)
+                .where(t.work_coordinators.c.coordinator_id == coordinator_id)
+                .values(revision=revision)
+            )
+        self._revisions = {}
 
     async def list_events(
         self, coordinator_id: str, since_revision: int, limit: int, lane_id: str, item_id: str
@@ -571,6 +585,20 @@ class SqlTx(TenancySql):
             return []
         rows = await self._rows(
             select(t.items).where(t.items.c.lane_id.in_(list(lane_ids))).order_by(t.items.c.seq)
+        )
+        return [_item(r) for r in rows]
+
+    async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
+        c = t.items.c
+        rows = await self._rows(select(c.key, c.state).where(c.lane_id == lane_id))
+        return {r.key: ItemState(r.state) for r in rows}
+
+    async def waiting_items(self, lane_id: str) -> list[Item]:
+        c = t.items.c
+        rows = await self._rows(
+            select(t.items)
+            .where(c.lane_id == lane_id, c.state == ItemState.WAITING.value)
+            .order_by(c.seq)
         )
         return [_item(r) for r in rows]
 
@@ -720,7 +748,7 @@ class SqlTx(TenancySql):
             update(t.attempts).where(t.attempts.c.lease_id == _bind("b_lease_id")).values(**columns)
         )
         await self.conn.execute(stmt, rows)
-        ended = [a.lease_id for a in attempts if a.status.value not in LIVE]
+        ended = [a.lease_id for a in attempts if a.status.value not in LIVE and a.exclusive_key]
         if ended:
             await self.conn.execute(
                 delete(t.exclusive_holds).where(t.exclusive_holds.c.lease_id.in_(ended))
