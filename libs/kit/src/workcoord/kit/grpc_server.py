@@ -57,6 +57,11 @@ _CLIENT_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_timeout_ms", 10_000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
+    # Services start together and restart often (rolling deploys): reconnect within a couple
+    # of seconds instead of gRPC's default backoff of up to two minutes.
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2_000),
 ]
 
 AddServicerFn = Callable[[Any, grpc.aio.Server], None]
