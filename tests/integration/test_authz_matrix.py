@@ -247,6 +247,7 @@ class World:
     key_read_id: str
     full_key: WorkcoordClient  # every capability on the child: builds leases for worker calls
     clients: dict[str, WorkcoordClient] = field(default_factory=dict)
+    tokens: dict[str, str | None] = field(default_factory=dict)  # each column's bearer secret
 
     @property
     def admin(self) -> WorkcoordClient:
@@ -668,11 +669,11 @@ async def _build_world(stack: Stack) -> World:
     viewer = await new_user(stack, role=Role.ORG_VIEWER)
     outsider = await new_user(stack, org=other_org, role=Role.ORG_ADMIN)
     target = await new_user(stack)
-    key_read_id, _, key_read = await key_for(stack, [Cap.READ], [child])
-    _, _, key_lease = await key_for(stack, [Cap.LEASE], [child])
-    _, _, key_write = await key_for(stack, [Cap.WRITE], [child])
-    _, _, key_out = await key_for(stack, ALL_CAPABILITIES, [other_cid])
-    revoked_id, _, key_revoked = await key_for(stack, ALL_CAPABILITIES, [child])
+    key_read_id, read_secret, key_read = await key_for(stack, [Cap.READ], [child])
+    _, lease_secret, key_lease = await key_for(stack, [Cap.LEASE], [child])
+    _, write_secret, key_write = await key_for(stack, [Cap.WRITE], [child])
+    _, out_secret, key_out = await key_for(stack, ALL_CAPABILITIES, [other_cid])
+    revoked_id, revoked_secret, key_revoked = await key_for(stack, ALL_CAPABILITIES, [child])
     await stack.admin.admin.RevokeWorkKey(A.RevokeWorkKeyRequest(key_id=revoked_id))
     expiring = await stack.admin.admin.CreateWorkKey(
         A.CreateWorkKeyRequest(
@@ -685,7 +686,7 @@ async def _build_world(stack: Stack) -> World:
         )
     )
     key_expired = stack.client(expiring.secret)
-    _, _, parent_key = await key_for(stack, [Cap.READ, Cap.WRITE], [parent])
+    _, parent_secret, parent_key = await key_for(stack, [Cap.READ, Cap.WRITE], [parent])
     _, _, full_key = await key_for(stack, ALL_CAPABILITIES, [child])
     stack.clock.advance(timedelta(minutes=10))  # the expiring key is now expired
     stack.extra_coordinators.extend([parent, child, ungranted, other_cid])
@@ -706,6 +707,22 @@ async def _build_world(stack: Stack) -> World:
         "S": stack.service,
         "-": stack.client(None),
     }
+    tokens: dict[str, str | None] = {
+        "P": stack.admin_token,
+        "A": admin.secret,
+        "O": outsider.secret,
+        "V": viewer.secret,
+        "R": read_secret,
+        "L": lease_secret,
+        "W": write_secret,
+        "X": out_secret,
+        "K": revoked_secret,
+        "E": expiring.secret,
+        "G": parent_secret,
+        "g": parent_secret,
+        "S": stack.service_key,
+        "-": None,
+    }
     return World(
         stack=stack,
         child=child,
@@ -718,6 +735,7 @@ async def _build_world(stack: Stack) -> World:
         key_read_id=key_read_id,
         full_key=full_key,
         clients=clients,
+        tokens=tokens,
     )
 
 

@@ -110,6 +110,10 @@ class CoordinatorSettings(CommonSettings):
     # the event log when no notification arrives (a lost one, or Redis away).
     feed_ping_seconds: float = Field(default=15.0, gt=0, le=3600)
     feed_poll_seconds: float = Field(default=1.0, gt=0, le=60)
+    # OpenID Connect login (the gateway runs the flow; the coordinator verifies the id_token
+    # against this issuer's keys and this audience). Unset: OIDC login is off.
+    oidc_issuer: Annotated[str | None, _check_url(("http", "https"))] = None
+    oidc_client_id: str | None = None
 
 
 class RecoverySettings(CommonSettings):
@@ -130,6 +134,12 @@ class GatewaySettings(CommonSettings):
     recovery_address: ListenAddress = "127.0.0.1:50052"
     max_body_bytes: int = Field(default=1024 * 1024, gt=0)
     request_timeout_seconds: float = Field(default=30.0, gt=0)
+    # OpenID Connect login (authorization-code flow with PKCE): the provider's issuer, this
+    # client's registration, and the public URL of ``/login/oidc/callback``. Unset: off.
+    oidc_issuer: Annotated[str | None, _check_url(("http", "https"))] = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: SecretStr | None = None
+    oidc_redirect_url: Annotated[str | None, _check_url(("http", "https"))] = None
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
 
 

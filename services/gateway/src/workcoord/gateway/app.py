@@ -34,6 +34,7 @@ from workcoord.gateway.errors import (
     status_response,
 )
 from workcoord.gateway.feed import frame_json
+from workcoord.gateway.oidc import OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH, OidcLogin
 from workcoord.gateway.openapi import openapi_document
 from workcoord.gateway.routes import Route, RouteTable, load_routes
 from workcoord.gateway.session import LOGIN_PATH, login
@@ -80,7 +81,10 @@ class _Gateway:
             "/metrics": self._metrics,
             OPENAPI_PATH: self._openapi,
             LOGIN_PATH: self._login,
+            OIDC_LOGIN_PATH: self._oidc_login,
+            OIDC_CALLBACK_PATH: self._oidc_callback,
         }
+        self.oidc = OidcLogin.from_settings(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -208,6 +212,16 @@ class _Gateway:
     async def _login(self, request: Request) -> Response:
         return await login(request, self.upstreams)
 
+    async def _oidc_login(self, request: Request) -> Response:
+        if self.oidc is None:
+            return _oidc_off()
+        return await self.oidc.start(request)
+
+    async def _oidc_callback(self, request: Request) -> Response:
+        if self.oidc is None:
+            return _oidc_off()
+        return await self.oidc.callback(request, self.upstreams)
+
     async def _healthz(self, request: Request) -> Response:
         return json_response(200, {"status": "ok"})
 
@@ -283,6 +297,12 @@ def _metadata(connection: HTTPConnection) -> tuple[tuple[str, str], ...]:
     if _REQUEST_ID not in headers:
         headers[_REQUEST_ID] = uuid.uuid4().hex
     return forwarded_metadata(headers, connection.cookies)
+
+
+def _oidc_off() -> Response:
+    return status_response(
+        make_status(Code.UNIMPLEMENTED, "OpenID Connect login is not configured on this gateway")
+    )
 
 
 def _method_not_allowed(method: str, allowed: list[str]) -> Response:

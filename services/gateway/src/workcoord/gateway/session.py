@@ -25,7 +25,7 @@ from workcoord.gateway.errors import make_status, status_from_rpc_error, status_
 from workcoord.gateway.upstream import SESSION_COOKIE, Upstreams
 from workcoord.kit.errors import Code
 
-__all__ = ["CSRF_COOKIE", "CSRF_HEADER", "LOGIN_PATH", "login"]
+__all__ = ["CSRF_COOKIE", "CSRF_HEADER", "LOGIN_PATH", "login", "session_response"]
 
 LOGIN_PATH = "/login"
 CSRF_COOKIE = "workcoord_csrf"
@@ -55,13 +55,22 @@ async def login(request: Request, upstreams: Upstreams | None) -> Response:
         )
     except grpc.RpcError as exc:
         return _no_store(status_response(status_from_rpc_error(exc)))
-    expires = issued.session.expire_time.ToDatetime(tzinfo=UTC)
-    max_age = max(0, int((expires - datetime.now(UTC)).total_seconds()))
     secure = request.url.scheme in ("https", "wss")
+    return _no_store(
+        session_response(issued.session, issued.session_secret, issued.csrf_token, secure=secure)
+    )
+
+
+def session_response(
+    session: session_pb2.Session, secret: str, csrf_token: str, *, secure: bool
+) -> Response:
+    """303 to ``/`` setting the session cookie (HttpOnly) and the CSRF cookie."""
+    expires = session.expire_time.ToDatetime(tzinfo=UTC)
+    max_age = max(0, int((expires - datetime.now(UTC)).total_seconds()))
     response = Response(status_code=303, headers={"Location": "/"})
     response.set_cookie(
         SESSION_COOKIE,
-        issued.session_secret,
+        secret,
         max_age=max_age,
         path="/",
         secure=secure,
@@ -70,14 +79,14 @@ async def login(request: Request, upstreams: Upstreams | None) -> Response:
     )
     response.set_cookie(
         CSRF_COOKIE,
-        issued.csrf_token,
+        csrf_token,
         max_age=max_age,
         path="/",
         secure=secure,
         httponly=False,
         samesite="strict",
     )
-    return _no_store(response)
+    return response
 
 
 def _no_store(response: Response) -> Response:

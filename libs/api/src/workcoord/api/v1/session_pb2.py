@@ -28,7 +28,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from workcoord.api.v1 import field_rules_pb2 as workcoord_dot_api_dot_v1_dot_field__rules__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eworkcoord/api/v1/session.proto\x12\x10workcoord.api.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\"workcoord/api/v1/field_rules.proto\"\xdc\x01\n\x07Session\x12\x18\n\nsession_id\x18\x01 \x01(\tB\x04\xe2\x41\x01\x03\x12\x15\n\x07user_id\x18\x02 \x01(\tB\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x63reate_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x65xpire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x32\n\x08\x65nd_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\"Q\n\x16\x43reateLoginCodeRequest\x12\x37\n\x07user_id\x18\x01 \x01(\tB&\xca\xf3\x18\"0@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\"i\n\x17\x43reateLoginCodeResponse\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12/\n\x0b\x65xpire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"3\n\x18\x45xchangeLoginCodeRequest\x12\x17\n\x04\x63ode\x18\x01 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x01\"s\n\x19\x45xchangeLoginCodeResponse\x12*\n\x07session\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Session\x12\x16\n\x0esession_secret\x18\x02 \x01(\t\x12\x12\n\ncsrf_token\x18\x03 \x01(\t\"\x13\n\x11GetSessionRequest\"@\n\x12GetSessionResponse\x12*\n\x07session\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Session\"\x13\n\x11\x45ndSessionRequest\"@\n\x12\x45ndSessionResponse\x12*\n\x07session\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Session2\xae\x04\n\x0eSessionService\x12\x8b\x01\n\x0f\x43reateLoginCode\x12(.workcoord.api.v1.CreateLoginCodeRequest\x1a).workcoord.api.v1.CreateLoginCodeResponse\"#\x82\xd3\xe4\x93\x02\x1d\"\x18/v1/sessions/login-codes:\x01*\x12\x85\x01\n\x11\x45xchangeLoginCode\x12*.workcoord.api.v1.ExchangeLoginCodeRequest\x1a+.workcoord.api.v1.ExchangeLoginCodeResponse\"\x17\x82\xd3\xe4\x93\x02\x11\"\x0c/v1/sessions:\x01*\x12~\n\nGetSession\x12#.workcoord.api.v1.GetSessionRequest\x1a$.workcoord.api.v1.GetSessionResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x14/v1/sessions/currentb\x07session\x12\x85\x01\n\nEndSession\x12#.workcoord.api.v1.EndSessionRequest\x1a$.workcoord.api.v1.EndSessionResponse\",\x82\xd3\xe4\x93\x02&\"\x18/v1/sessions/current/end:\x01*b\x07sessionb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eworkcoord/api/v1/session.proto\x12\x10workcoord.api.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\"workcoord/api/v1/field_rules.proto\"\xdc\x01\n\x07Session\x12\x18\n\nsession_id\x18\x01 \x01(\tB\x04\xe2\x41\x01\x03\x12\x15\n\x07user_id\x18\x02 \x01(\tB\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x63reate_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x65xpire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x32\n\x08\x65nd_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\"Q\n\x16\x43reateLoginCodeRequest\x12\x37\n\x07user_id\x18\x01 \x01(\tB&\xca\xf3\x18\"0@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\"i\n\x17\x43reateLoginCodeResponse\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12/\n\x0b\x65xpire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"3\n\x18\x45xchangeLoginCodeRequest\x12\x17\n\x04\x63ode\x18\x01 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x01\"s\n\x19\x45xchangeLoginCodeResponse\x12*\n\x07session\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Session\x12\x16\n\x0esession_secret\x18\x02 \x01(\t\x12\x12\n\ncsrf_token\x18\x03 \x01(\t\"P\n\x16\x45xchangeIdTokenRequest\x12\x1c\n\x08id_token\x18\x01 \x01(\tB\n\xca\xf3\x18\x06\x08\x01\x30\x80\x80\x01\x12\x18\n\x05nonce\x18\x02 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x02\"q\n\x17\x45xchangeIdTokenResponse\x12*\n\x07session\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Session\x12\x16\n\x0esession_secret\x18\x02 \x01(\t\x12\x12\n\ncsrf_token\x18\x03 \x01(\t\"\x13\n\x11GetSessionRequest\"@\n\x12GetSessionResponse\x12*\n\x07session\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Session\"\x13\n\x11\x45ndSessionRequest\"@\n\x12\x45ndSessionResponse\x12*\n\x07session\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Session2\xb9\x05\n\x0eSessionService\x12\x8b\x01\n\x0f\x43reateLoginCode\x12(.workcoord.api.v1.CreateLoginCodeRequest\x1a).workcoord.api.v1.CreateLoginCodeResponse\"#\x82\xd3\xe4\x93\x02\x1d\"\x18/v1/sessions/login-codes:\x01*\x12\x85\x01\n\x11\x45xchangeLoginCode\x12*.workcoord.api.v1.ExchangeLoginCodeRequest\x1a+.workcoord.api.v1.ExchangeLoginCodeResponse\"\x17\x82\xd3\xe4\x93\x02\x11\"\x0c/v1/sessions:\x01*\x12\x88\x01\n\x0f\x45xchangeIdToken\x12(.workcoord.api.v1.ExchangeIdTokenRequest\x1a).workcoord.api.v1.ExchangeIdTokenResponse\" \x82\xd3\xe4\x93\x02\x1a\"\x15/v1/sessions/id-token:\x01*\x12~\n\nGetSession\x12#.workcoord.api.v1.GetSessionRequest\x1a$.workcoord.api.v1.GetSessionResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x14/v1/sessions/currentb\x07session\x12\x85\x01\n\nEndSession\x12#.workcoord.api.v1.EndSessionRequest\x1a$.workcoord.api.v1.EndSessionResponse\",\x82\xd3\xe4\x93\x02&\"\x18/v1/sessions/current/end:\x01*b\x07sessionb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -49,10 +49,16 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CREATELOGINCODEREQUEST'].fields_by_name['user_id']._serialized_options = b'\312\363\030\"0@:\036[A-Za-z0-9][A-Za-z0-9_-]{0,63}'
   _globals['_EXCHANGELOGINCODEREQUEST'].fields_by_name['code']._loaded_options = None
   _globals['_EXCHANGELOGINCODEREQUEST'].fields_by_name['code']._serialized_options = b'\312\363\030\005\010\0010\200\001'
+  _globals['_EXCHANGEIDTOKENREQUEST'].fields_by_name['id_token']._loaded_options = None
+  _globals['_EXCHANGEIDTOKENREQUEST'].fields_by_name['id_token']._serialized_options = b'\312\363\030\006\010\0010\200\200\001'
+  _globals['_EXCHANGEIDTOKENREQUEST'].fields_by_name['nonce']._loaded_options = None
+  _globals['_EXCHANGEIDTOKENREQUEST'].fields_by_name['nonce']._serialized_options = b'\312\363\030\005\010\0010\200\002'
   _globals['_SESSIONSERVICE'].methods_by_name['CreateLoginCode']._loaded_options = None
   _globals['_SESSIONSERVICE'].methods_by_name['CreateLoginCode']._serialized_options = b'\202\323\344\223\002\035\"\030/v1/sessions/login-codes:\001*'
   _globals['_SESSIONSERVICE'].methods_by_name['ExchangeLoginCode']._loaded_options = None
   _globals['_SESSIONSERVICE'].methods_by_name['ExchangeLoginCode']._serialized_options = b'\202\323\344\223\002\021\"\014/v1/sessions:\001*'
+  _globals['_SESSIONSERVICE'].methods_by_name['ExchangeIdToken']._loaded_options = None
+  _globals['_SESSIONSERVICE'].methods_by_name['ExchangeIdToken']._serialized_options = b'\202\323\344\223\002\032\"\025/v1/sessions/id-token:\001*'
   _globals['_SESSIONSERVICE'].methods_by_name['GetSession']._loaded_options = None
   _globals['_SESSIONSERVICE'].methods_by_name['GetSession']._serialized_options = b'\202\323\344\223\002\037\022\024/v1/sessions/currentb\007session'
   _globals['_SESSIONSERVICE'].methods_by_name['EndSession']._loaded_options = None
@@ -67,14 +73,18 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EXCHANGELOGINCODEREQUEST']._serialized_end=648
   _globals['_EXCHANGELOGINCODERESPONSE']._serialized_start=650
   _globals['_EXCHANGELOGINCODERESPONSE']._serialized_end=765
-  _globals['_GETSESSIONREQUEST']._serialized_start=767
-  _globals['_GETSESSIONREQUEST']._serialized_end=786
-  _globals['_GETSESSIONRESPONSE']._serialized_start=788
-  _globals['_GETSESSIONRESPONSE']._serialized_end=852
-  _globals['_ENDSESSIONREQUEST']._serialized_start=854
-  _globals['_ENDSESSIONREQUEST']._serialized_end=873
-  _globals['_ENDSESSIONRESPONSE']._serialized_start=875
-  _globals['_ENDSESSIONRESPONSE']._serialized_end=939
-  _globals['_SESSIONSERVICE']._serialized_start=942
-  _globals['_SESSIONSERVICE']._serialized_end=1500
+  _globals['_EXCHANGEIDTOKENREQUEST']._serialized_start=767
+  _globals['_EXCHANGEIDTOKENREQUEST']._serialized_end=847
+  _globals['_EXCHANGEIDTOKENRESPONSE']._serialized_start=849
+  _globals['_EXCHANGEIDTOKENRESPONSE']._serialized_end=962
+  _globals['_GETSESSIONREQUEST']._serialized_start=964
+  _globals['_GETSESSIONREQUEST']._serialized_end=983
+  _globals['_GETSESSIONRESPONSE']._serialized_start=985
+  _globals['_GETSESSIONRESPONSE']._serialized_end=1049
+  _globals['_ENDSESSIONREQUEST']._serialized_start=1051
+  _globals['_ENDSESSIONREQUEST']._serialized_end=1070
+  _globals['_ENDSESSIONRESPONSE']._serialized_start=1072
+  _globals['_ENDSESSIONRESPONSE']._serialized_end=1136
+  _globals['_SESSIONSERVICE']._serialized_start=1139
+  _globals['_SESSIONSERVICE']._serialized_end=1836
 # @@protoc_insertion_point(module_scope)

@@ -57,6 +57,24 @@ class ExchangeLoginCodeResponse(_message.Message):
     csrf_token: str
     def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., session_secret: _Optional[str] = ..., csrf_token: _Optional[str] = ...) -> None: ...
 
+class ExchangeIdTokenRequest(_message.Message):
+    __slots__ = ("id_token", "nonce")
+    ID_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    NONCE_FIELD_NUMBER: _ClassVar[int]
+    id_token: str
+    nonce: str
+    def __init__(self, id_token: _Optional[str] = ..., nonce: _Optional[str] = ...) -> None: ...
+
+class ExchangeIdTokenResponse(_message.Message):
+    __slots__ = ("session", "session_secret", "csrf_token")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SESSION_SECRET_FIELD_NUMBER: _ClassVar[int]
+    CSRF_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    session: Session
+    session_secret: str
+    csrf_token: str
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., session_secret: _Optional[str] = ..., csrf_token: _Optional[str] = ...) -> None: ...
+
 class GetSessionRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

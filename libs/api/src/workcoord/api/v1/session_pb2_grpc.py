@@ -49,6 +49,11 @@ class SessionServiceStub:
                 request_serializer=workcoord_dot_api_dot_v1_dot_session__pb2.ExchangeLoginCodeRequest.SerializeToString,
                 response_deserializer=workcoord_dot_api_dot_v1_dot_session__pb2.ExchangeLoginCodeResponse.FromString,
                 _registered_method=True)
+        self.ExchangeIdToken = channel.unary_unary(
+                '/workcoord.api.v1.SessionService/ExchangeIdToken',
+                request_serializer=workcoord_dot_api_dot_v1_dot_session__pb2.ExchangeIdTokenRequest.SerializeToString,
+                response_deserializer=workcoord_dot_api_dot_v1_dot_session__pb2.ExchangeIdTokenResponse.FromString,
+                _registered_method=True)
         self.GetSession = channel.unary_unary(
                 '/workcoord.api.v1.SessionService/GetSession',
                 request_serializer=workcoord_dot_api_dot_v1_dot_session__pb2.GetSessionRequest.SerializeToString,
@@ -83,6 +88,16 @@ class SessionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExchangeIdToken(self, request, context):
+        """Exchanges an OpenID Connect id_token (obtained by the gateway's authorization-code flow)
+        for a session; needs no credential. The coordinator verifies the token itself (signature
+        against the issuer's keys, issuer, audience, expiry, nonce) and maps its verified email to
+        an existing user; an unknown email is UNAUTHENTICATED (users are provisioned by admins).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetSession(self, request, context):
         """The caller's current session (only when authenticated by a session).
         """
@@ -109,6 +124,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.ExchangeLoginCode,
                     request_deserializer=workcoord_dot_api_dot_v1_dot_session__pb2.ExchangeLoginCodeRequest.FromString,
                     response_serializer=workcoord_dot_api_dot_v1_dot_session__pb2.ExchangeLoginCodeResponse.SerializeToString,
+            ),
+            'ExchangeIdToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExchangeIdToken,
+                    request_deserializer=workcoord_dot_api_dot_v1_dot_session__pb2.ExchangeIdTokenRequest.FromString,
+                    response_serializer=workcoord_dot_api_dot_v1_dot_session__pb2.ExchangeIdTokenResponse.SerializeToString,
             ),
             'GetSession': grpc.unary_unary_rpc_method_handler(
                     servicer.GetSession,
@@ -180,6 +200,33 @@ class SessionService:
             '/workcoord.api.v1.SessionService/ExchangeLoginCode',
             workcoord_dot_api_dot_v1_dot_session__pb2.ExchangeLoginCodeRequest.SerializeToString,
             workcoord_dot_api_dot_v1_dot_session__pb2.ExchangeLoginCodeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExchangeIdToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workcoord.api.v1.SessionService/ExchangeIdToken',
+            workcoord_dot_api_dot_v1_dot_session__pb2.ExchangeIdTokenRequest.SerializeToString,
+            workcoord_dot_api_dot_v1_dot_session__pb2.ExchangeIdTokenResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -42,6 +42,12 @@ class SessionServiceStub:
     """Creates a one-time login code (verified platform admins); shown only in the response."""
     ExchangeLoginCode: _grpc.UnaryUnaryMultiCallable[_session_pb2.ExchangeLoginCodeRequest, _session_pb2.ExchangeLoginCodeResponse]
     """Exchanges a one-time login code for a session; needs no credential. The code is burned."""
+    ExchangeIdToken: _grpc.UnaryUnaryMultiCallable[_session_pb2.ExchangeIdTokenRequest, _session_pb2.ExchangeIdTokenResponse]
+    """Exchanges an OpenID Connect id_token (obtained by the gateway's authorization-code flow)
+    for a session; needs no credential. The coordinator verifies the token itself (signature
+    against the issuer's keys, issuer, audience, expiry, nonce) and maps its verified email to
+    an existing user; an unknown email is UNAUTHENTICATED (users are provisioned by admins).
+    """
     GetSession: _grpc.UnaryUnaryMultiCallable[_session_pb2.GetSessionRequest, _session_pb2.GetSessionResponse]
     """The caller's current session (only when authenticated by a session)."""
     EndSession: _grpc.UnaryUnaryMultiCallable[_session_pb2.EndSessionRequest, _session_pb2.EndSessionResponse]
@@ -61,6 +67,12 @@ class SessionServiceAsyncStub(SessionServiceStub):
     """Creates a one-time login code (verified platform admins); shown only in the response."""
     ExchangeLoginCode: _aio.UnaryUnaryMultiCallable[_session_pb2.ExchangeLoginCodeRequest, _session_pb2.ExchangeLoginCodeResponse]  # type: ignore[assignment]
     """Exchanges a one-time login code for a session; needs no credential. The code is burned."""
+    ExchangeIdToken: _aio.UnaryUnaryMultiCallable[_session_pb2.ExchangeIdTokenRequest, _session_pb2.ExchangeIdTokenResponse]  # type: ignore[assignment]
+    """Exchanges an OpenID Connect id_token (obtained by the gateway's authorization-code flow)
+    for a session; needs no credential. The coordinator verifies the token itself (signature
+    against the issuer's keys, issuer, audience, expiry, nonce) and maps its verified email to
+    an existing user; an unknown email is UNAUTHENTICATED (users are provisioned by admins).
+    """
     GetSession: _aio.UnaryUnaryMultiCallable[_session_pb2.GetSessionRequest, _session_pb2.GetSessionResponse]  # type: ignore[assignment]
     """The caller's current session (only when authenticated by a session)."""
     EndSession: _aio.UnaryUnaryMultiCallable[_session_pb2.EndSessionRequest, _session_pb2.EndSessionResponse]  # type: ignore[assignment]
@@ -89,6 +101,18 @@ class SessionServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_session_pb2.ExchangeLoginCodeResponse, _abc.Awaitable[_session_pb2.ExchangeLoginCodeResponse]]:
         """Exchanges a one-time login code for a session; needs no credential. The code is burned."""
+
+    @_abc_1.abstractmethod
+    def ExchangeIdToken(
+        self,
+        request: _session_pb2.ExchangeIdTokenRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_session_pb2.ExchangeIdTokenResponse, _abc.Awaitable[_session_pb2.ExchangeIdTokenResponse]]:
+        """Exchanges an OpenID Connect id_token (obtained by the gateway's authorization-code flow)
+        for a session; needs no credential. The coordinator verifies the token itself (signature
+        against the issuer's keys, issuer, audience, expiry, nonce) and maps its verified email to
+        an existing user; an unknown email is UNAUTHENTICATED (users are provisioned by admins).
+        """
 
     @_abc_1.abstractmethod
     def GetSession(

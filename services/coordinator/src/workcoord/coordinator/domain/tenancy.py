@@ -663,6 +663,28 @@ class Tenancy:
             await tx.insert_session(session)
         return IssuedSession(session=session, secret=secret, csrf_token=csrf)
 
+    async def open_session_for_email(self, email: str) -> IssuedSession:
+        """Open a session for the provisioned user with ``email`` (an identity the caller has
+        verified, e.g. an OIDC id_token's verified email). Unknown: UNAUTHENTICATED; no user
+        is ever created here, and the user's roles and ``verified`` stay as provisioned."""
+        secret = new_secret(SESSION_PREFIX, self.engine.tokens)
+        csrf = new_secret(SESSION_PREFIX, self.engine.tokens)
+        async with self.engine.store.write() as raw:
+            tx = tenancy_tx(raw)
+            user = await tx.find_user_by_email(email.strip().lower())
+            if user is None:
+                raise Unauthenticated("no such user")
+            session = SessionRecord(
+                session_id=self._new_id("ses"),
+                user_id=user.user_id,
+                secret_hash=hash_secret(secret),
+                csrf_hash=hash_secret(csrf),
+                create_time=tx.now,
+                expire_time=tx.now + timedelta(seconds=SESSION_SECONDS),
+            )
+            await tx.insert_session(session)
+        return IssuedSession(session=session, secret=secret, csrf_token=csrf)
+
     async def authenticate_session(
         self, secret: str, csrf_token: str | None, *, mutating: bool
     ) -> tuple[Principal, SessionRecord]:

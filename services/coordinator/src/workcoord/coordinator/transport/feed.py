@@ -27,12 +27,13 @@ from workcoord.coordinator.domain.feed import (
     SnapshotFrame,
 )
 from workcoord.coordinator.domain.tenancy import Tenancy
+from workcoord.coordinator.oidc import verifier_from_settings
 from workcoord.kit.secrets import hash_secret
 from workcoord.kit.settings import CoordinatorSettings
 from workcoord.kit.validation import raise_if_invalid
 
 from . import mapping as m
-from .tenancy import SESSION_METADATA
+from .tenancy import SESSION_METADATA, SessionServicer
 
 __all__ = ["FeedServicer", "build_servicer", "feed_options", "frame_to_pb"]
 
@@ -141,4 +142,7 @@ def build_servicer(servicer_class: Any, engine: Engine, settings: CoordinatorSet
     """``servicer_class(engine)``; the feed also gets its settings."""
     if servicer_class is FeedServicer:
         return FeedServicer(engine, feed_options(settings))
+    if servicer_class is SessionServicer:
+        oidc = verifier_from_settings(settings.oidc_issuer, settings.oidc_client_id, engine.clock)
+        return SessionServicer(engine, oidc)
     return servicer_class(engine)

@@ -3,7 +3,7 @@ caller, call the engine, map the result. No domain rule lives here."""
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
 import grpc
 from google.protobuf import json_format
@@ -28,7 +28,7 @@ from workcoord.coordinator.domain.grants import GrantPermission
 from workcoord.coordinator.domain.model import LaneState, PendingActionState, Scope, Ticket
 from workcoord.coordinator.domain.specs import CoordinatorSpec
 from workcoord.coordinator.domain.tenancy import Tenancy
-from workcoord.kit.errors import InvalidArgument, Unauthenticated, Unimplemented
+from workcoord.kit.errors import InvalidArgument, Unauthenticated
 from workcoord.kit.validation import raise_if_invalid
 
 from . import mapping as m
@@ -64,10 +64,6 @@ class _Base:
         )
         raise_if_invalid(request, self.engine.clock.now())
         return principal
-
-
-def _not_yet(what: str) -> NoReturn:
-    raise Unimplemented(f"{what} is not implemented in this release")
 
 
 class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):

@@ -36,7 +36,8 @@ from workcoord.coordinator.domain.tenancy import (
     LaneSummary,
     Tenancy,
 )
-from workcoord.kit.errors import NotFound
+from workcoord.coordinator.oidc import OidcVerifier
+from workcoord.kit.errors import NotFound, Unimplemented
 from workcoord.kit.validation import raise_if_invalid
 
 from . import mapping as m
@@ -199,9 +200,10 @@ def session_to_pb(s: SessionRecord) -> session_pb2.Session:
 
 
 class SessionServicer(session_pb2_grpc.SessionServiceServicer):
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, oidc: OidcVerifier | None = None) -> None:
         self.engine = engine
         self.tenancy = Tenancy(engine)
+        self.oidc = oidc
 
     async def _caller(
         self, request: Message, context: Context
@@ -226,6 +228,20 @@ class SessionServicer(session_pb2_grpc.SessionServiceServicer):
         raise_if_invalid(request, self.engine.clock.now())
         issued = await self.tenancy.exchange_login_code(request.code)
         return session_pb2.ExchangeLoginCodeResponse(
+            session=session_to_pb(issued.session),
+            session_secret=issued.secret,
+            csrf_token=issued.csrf_token,
+        )
+
+    async def ExchangeIdToken(
+        self, request: session_pb2.ExchangeIdTokenRequest, context: Context
+    ) -> session_pb2.ExchangeIdTokenResponse:
+        raise_if_invalid(request, self.engine.clock.now())
+        if self.oidc is None:
+            raise Unimplemented("OpenID Connect login is not configured on this coordinator")
+        identity = await self.oidc.verify(request.id_token, request.nonce)
+        issued = await self.tenancy.open_session_for_email(identity.email)
+        return session_pb2.ExchangeIdTokenResponse(
             session=session_to_pb(issued.session),
             session_secret=issued.secret,
             csrf_token=issued.csrf_token,
