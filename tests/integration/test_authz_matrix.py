@@ -186,6 +186,9 @@ EXPECTED: dict[str, str] = {
     "SessionService/CreateLoginCode": PLATFORM,
     # Needs no credential: the one-time code is the credential (whatever else is sent).
     "SessionService/ExchangeLoginCode": "AAAAAAAAAAAAAA",
+    # Needs no credential either: the id_token is the credential, verified by the coordinator
+    # whoever calls; a forged one is refused for all (valid ones: tenancy/test_oidc.py).
+    "SessionService/ExchangeIdToken": "UUUUUUUUUUUUUU",
     # Bearer callers have no session to show or end.
     "SessionService/GetSession": "NNNNNNNNUUNNNU",
     "SessionService/EndSession": "NNNNNNNNUUNNNU",
@@ -610,6 +613,9 @@ BUILDERS: dict[str, Builder] = {
     # SessionService
     "SessionService/CreateLoginCode": _static(lambda w, c: S.CreateLoginCodeRequest()),
     "SessionService/ExchangeLoginCode": _login_code,
+    "SessionService/ExchangeIdToken": _static(
+        lambda w, c: S.ExchangeIdTokenRequest(id_token="forged.id.token", nonce="n")
+    ),
     "SessionService/GetSession": _static(lambda w, c: S.GetSessionRequest()),
     "SessionService/EndSession": _static(lambda w, c: S.EndSessionRequest()),
 }
@@ -618,7 +624,14 @@ BUILDERS: dict[str, Builder] = {
 @pytest.fixture(scope="module")
 async def world(pg_databases: PostgresDatabases, redis: str) -> AsyncIterator[World]:
     url = await pg_databases.create()
-    stack = await start_stack("postgres", url, redis, clock=TestClock())
+    stack = await start_stack(
+        "postgres",
+        url,
+        redis,
+        clock=TestClock(),
+        oidc_issuer="https://idp.invalid",
+        oidc_client_id="matrix",
+    )
     try:
         yield await _build_world(stack)
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import httpx
 import pytest
@@ -58,5 +59,17 @@ async def test_serves_on_an_ephemeral_port_and_bridges_the_feed(
             with pytest.raises(websockets.ConnectionClosedError) as closed:
                 await socket.recv()
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+    finally:
+        await running.stop()
+
+
+async def test_accepted_connections_get_tcp_nodelay(upstream: Upstream) -> None:
+    """asyncio sets TCP_NODELAY on an accepted socket only when the listening socket's proto is
+    IPPROTO_TCP (accepted sockets inherit it); bound with proto 0, Nagle and the client's
+    delayed ACK held every response back ~40 ms."""
+    running = await start_gateway(gateway_settings(upstream.address))
+    try:
+        listening = [sock for server in running._server.servers for sock in server.sockets]
+        assert [sock.proto for sock in listening] == [socket.IPPROTO_TCP]
     finally:
         await running.stop()
