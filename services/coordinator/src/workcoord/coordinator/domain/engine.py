@@ -1172,20 +1172,10 @@ class Engine:
             )
             await tx.insert_blocker(coordinator_id, blocker)
             await self._set_lane_hold(tx, lane, effects)
-            lane.update_time = tx.now
-            await tx.update_lane(lane)
-            await self._append(
-                tx,
-                coordinator,
-                [
-                    NewEvent(
-                        EventType.BLOCKER_ADDED,
-                        lane_id=lane_id,
-                        data={"blockerId": blocker.blocker_id},
-                    )
-                ],
-                principal.name,
+            event = NewEvent(
+                EventType.BLOCKER_ADDED, lane_id=lane_id, data={"blockerId": blocker.blocker_id}
             )
+            await self._lane_changed(tx, coordinator, lane, event, principal)
             return await self._lane_detail(tx, lane, with_attempts=True)
 
     async def resolve_blocker(
@@ -1206,20 +1196,10 @@ class Engine:
                 blocker.resolve_time = tx.now
                 await tx.update_blocker(blocker)
                 await self._set_lane_hold(tx, lane, effects)
-                lane.update_time = tx.now
-                await tx.update_lane(lane)
-                await self._append(
-                    tx,
-                    coordinator,
-                    [
-                        NewEvent(
-                            EventType.BLOCKER_RESOLVED,
-                            lane_id=lane_id,
-                            data={"blockerId": blocker_id},
-                        )
-                    ],
-                    principal.name,
+                event = NewEvent(
+                    EventType.BLOCKER_RESOLVED, lane_id=lane_id, data={"blockerId": blocker_id}
                 )
+                await self._lane_changed(tx, coordinator, lane, event, principal)
             return await self._lane_detail(tx, lane, with_attempts=True)
 
     async def link_ticket(
@@ -1235,21 +1215,21 @@ class Engine:
             if not any(t.tracker == ticket.tracker and t.key == ticket.key for t in existing):
                 ticket.lane_id = lane_id
                 await tx.insert_ticket(coordinator_id, ticket)
-                lane.update_time = tx.now
-                await tx.update_lane(lane)
-                await self._append(
-                    tx,
-                    coordinator,
-                    [
-                        NewEvent(
-                            EventType.TICKET_LINKED,
-                            lane_id=lane_id,
-                            data={"tracker": ticket.tracker, "key": ticket.key},
-                        )
-                    ],
-                    principal.name,
+                event = NewEvent(
+                    EventType.TICKET_LINKED,
+                    lane_id=lane_id,
+                    data={"tracker": ticket.tracker, "key": ticket.key},
                 )
+                await self._lane_changed(tx, coordinator, lane, event, principal)
             return await self._lane_detail(tx, lane, with_attempts=True)
+
+    async def _lane_changed(
+        self, tx: Tx, coordinator: Coordinator, lane: Lane, event: NewEvent, principal: Principal
+    ) -> None:
+        """Stamp a lane changed by a command and record the event that says how."""
+        lane.update_time = tx.now
+        await tx.update_lane(lane)
+        await self._append(tx, coordinator, [event], principal.name)
 
     # ------------------------------------------------------------------ human decisions
 
