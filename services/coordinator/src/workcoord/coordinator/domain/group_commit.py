@@ -148,5 +148,9 @@ class GroupCommitter(Generic[_C]):
             if not isinstance(exc, Exception):
                 raise
             return
-        group.committed.set()
-        await self._after_commit(coordinator, group.context)
+        try:
+            # Announce before the members return, as a lone command does: a caller that saw
+            # its write succeed can rely on the notification (and follow-up work) being out.
+            await self._after_commit(coordinator, group.context)
+        finally:
+            group.committed.set()
