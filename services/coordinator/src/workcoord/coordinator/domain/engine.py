@@ -59,7 +59,6 @@ from .auth import (
 from .grants import GrantPermission, parents_holding
 from .group_commit import GroupCommitter
 from .model import (
-    DEFAULT_RETRY_POLICY,
     TERMINAL_ITEM_STATES,
     WORKER_EVICT_AFTER_SECONDS,
     WORKER_POOL_CAP,
@@ -987,12 +986,8 @@ class Engine:
         self, reader: Reader, coordinator: Coordinator
     ) -> dict[str, tuple[int, int]]:
         live = await reader.live_attempts(coordinator.coordinator_id, None)
-        used: dict[str, int] = {}
-        for attempt in live:
-            used[attempt.worker_class] = used.get(attempt.worker_class, 0) + 1
-        return {
-            cls: (used.get(cls, 0), cap) for cls, cap in coordinator.config.class_capacity.items()
-        }
+        capacity, _holding = rules.class_usage(live, coordinator.config.class_capacity)
+        return capacity
 
     async def get_lane(self, principal: Principal, coordinator_id: str, lane_id: str) -> LaneDetail:
         async with self.store.read() as reader:
@@ -1952,8 +1947,8 @@ class Engine:
     ) -> RetryPolicy:
         lane = await reader.get_lane(item.lane_id)
         lane_policy = lane.retry_policy if lane else RetryPolicy()
-        return item.retry_policy.over(
-            lane_policy.over(coordinator.config.retry_policy.over(DEFAULT_RETRY_POLICY))
+        return rules.effective_retry_policy(
+            item.retry_policy, lane_policy, coordinator.config.retry_policy
         )
 
     def _retry_or_dead_letter(
@@ -2344,13 +2339,7 @@ class Engine:
             workers = await tx.list_workers(coordinator_id, "", 10_000)
             keys = sorted({k for i in candidates for k in _exclusive_keys(i)})
             holders = await tx.live_exclusive_holders(coordinator_id, keys) if keys else {}
-            holding: dict[str, list[str]] = {}
-            for attempt in live:
-                holding.setdefault(attempt.worker_class, []).append(attempt.lease_id)
-            capacity = {
-                cls: (len(holding.get(cls, [])), cap)
-                for cls, cap in coordinator.config.class_capacity.items()
-            }
+            capacity, holding = rules.class_usage(live, coordinator.config.class_capacity)
             escalations: list[Escalation] = []
             events: list[NewEvent] = []
             lanes: dict[str, Lane | None] = {}
@@ -2471,12 +2460,7 @@ class Engine:
             events = await reader.list_events(
                 coordinator_id, 0, 200, lane.lane_id if not item_id else "", item_id
             )
-        capacity: dict[str, tuple[int, int]] = {}
-        holding: dict[str, list[str]] = {}
-        for attempt in live:
-            holding.setdefault(attempt.worker_class, []).append(attempt.lease_id)
-        for cls, cap in coordinator.config.class_capacity.items():
-            capacity[cls] = (len(holding.get(cls, [])), cap)
+        capacity, holding = rules.class_usage(live, coordinator.config.class_capacity)
         context = _GateContext(
             coordinator=coordinator,
             platform_on=platform_on,
@@ -2540,12 +2524,11 @@ class Engine:
                 coordinator_id, PendingActionState.OPEN, "", 1000
             )
             escalations = await reader.open_escalations(coordinator_id)
-        usage: list[ClassUsage] = []
-        capacity: dict[str, tuple[int, int]] = {}
-        for cls, cap in sorted(coordinator.config.class_capacity.items()):
-            leases = [a.lease_id for a in live if a.worker_class == cls]
-            usage.append(ClassUsage(cls, len(leases), cap, leases, queued.get(cls, 0)))
-            capacity[cls] = (len(leases), cap)
+        capacity, holding = rules.class_usage(live, coordinator.config.class_capacity)
+        usage = [
+            ClassUsage(cls, used, cap, holding.get(cls, []), queued.get(cls, 0))
+            for cls, (used, cap) in sorted(capacity.items())
+        ]
         for detail in details:
             detail.capacity = capacity
         worker_leases: dict[str, int] = {}
@@ -2667,8 +2650,8 @@ class Engine:
             if item.lane_id not in lanes:
                 lane = await tx.get_lane(item.lane_id)
                 lanes[item.lane_id] = lane.retry_policy if lane else RetryPolicy()
-            policy = item.retry_policy.over(
-                lanes[item.lane_id].over(coordinator.config.retry_policy.over(DEFAULT_RETRY_POLICY))
+            policy = rules.effective_retry_policy(
+                item.retry_policy, lanes[item.lane_id], coordinator.config.retry_policy
             )
             self._retry_or_dead_letter(tx, item, policy, True, events, effects)
             if item.state == ItemState.DEAD:

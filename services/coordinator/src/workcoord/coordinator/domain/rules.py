@@ -13,6 +13,7 @@ from workcoord.kit.errors import FieldViolation, IllegalTransition, LeaseLost
 from workcoord.kit.secrets import hash_secret, secrets_equal
 
 from .model import (
+    DEFAULT_RETRY_POLICY,
     Attempt,
     AttemptStatus,
     Item,
@@ -44,6 +45,25 @@ def retry_delay(policy: RetryPolicy, counted_attempts: int, uniform: Callable[[]
     # Cap the exponent: the delay saturates at the maximum long before it overflows.
     base = min(initial * coefficient ** min(exponent, 64), maximum)
     return max(0.0, base * (1.0 + JITTER * (2.0 * uniform() - 1.0)))
+
+
+def effective_retry_policy(
+    item_policy: RetryPolicy, lane_policy: RetryPolicy, coordinator_policy: RetryPolicy
+) -> RetryPolicy:
+    """The policy an item retries under: its own, then its lane's, then the coordinator's,
+    then the defaults — each level filling what the one above left unset."""
+    return item_policy.over(lane_policy.over(coordinator_policy.over(DEFAULT_RETRY_POLICY)))
+
+
+def class_usage(
+    live: Iterable[Attempt], class_capacity: Mapping[str, int]
+) -> tuple[dict[str, tuple[int, int]], dict[str, list[str]]]:
+    """Capacity in use per class as (in use, capacity), and the live lease ids holding it."""
+    holding: dict[str, list[str]] = {}
+    for attempt in live:
+        holding.setdefault(attempt.worker_class, []).append(attempt.lease_id)
+    capacity = {cls: (len(holding.get(cls, [])), cap) for cls, cap in class_capacity.items()}
+    return capacity, holding
 
 
 def attempts_remaining(policy: RetryPolicy, item: Item) -> bool:
