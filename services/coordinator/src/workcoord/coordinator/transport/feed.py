@@ -33,6 +33,7 @@ from workcoord.kit.settings import CoordinatorSettings
 from workcoord.kit.validation import raise_if_invalid
 
 from . import mapping as m
+from .credentials import bearer
 from .tenancy import SESSION_METADATA, SessionServicer
 
 __all__ = ["FeedServicer", "build_servicer", "feed_options", "frame_to_pb"]
@@ -61,8 +62,6 @@ class FeedServicer(feed_pb2_grpc.FeedServiceServicer):
         """The caller's bearer credential or, without one, its browser session (the gateway
         forwards the cookie as ``x-workcoord-session``); re-checked for as long as the feed
         lives. Watch changes nothing, so a session needs no CSRF token here."""
-        # Imported here: servicers.py imports this module for its SERVICES table.
-        from .servicers import bearer
 
         secret = bearer(context)
         if secret is None:

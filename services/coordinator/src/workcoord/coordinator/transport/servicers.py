@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
-from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from workcoord.api.v1 import (
@@ -22,32 +21,21 @@ from workcoord.api.v1 import (
     worker_pb2,
     worker_pb2_grpc,
 )
-from workcoord.coordinator.domain.auth import Capability, OrgRole, Principal, PrincipalKind
+from workcoord.coordinator.domain.auth import Capability, OrgRole, Principal
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.grants import GrantPermission
 from workcoord.coordinator.domain.model import LaneState, PendingActionState, Scope, Ticket
 from workcoord.coordinator.domain.specs import CoordinatorSpec
 from workcoord.coordinator.domain.tenancy import Tenancy
-from workcoord.kit.errors import InvalidArgument, Unauthenticated
+from workcoord.kit.errors import InvalidArgument
 from workcoord.kit.validation import raise_if_invalid
 
 from . import mapping as m
 from . import tenancy as tm
+from .credentials import bearer
 from .feed import FeedServicer
 
 Context = grpc.aio.ServicerContext[Any, Any]
-
-
-def bearer(context: Context) -> str | None:
-    """The secret of ``authorization: Bearer <secret>`` metadata, if present."""
-    for key, value in context.invocation_metadata() or ():
-        if key == "authorization":
-            text = value.decode() if isinstance(value, bytes) else value
-            scheme, _, secret = text.partition(" ")
-            if scheme.lower() != "bearer" or not secret.strip():
-                raise Unauthenticated("the authorization metadata must be 'Bearer <secret>'")
-            return secret.strip()
-    return None
 
 
 class _Base:
@@ -826,4 +814,4 @@ SERVICES = (
     *tm.SESSION_SERVICES,
 )
 
-__all__ = ["SERVICES", "PrincipalKind", "bearer", "json_format"]
+__all__ = ["SERVICES"]

@@ -41,6 +41,7 @@ from workcoord.kit.errors import NotFound, Unimplemented
 from workcoord.kit.validation import raise_if_invalid
 
 from . import mapping as m
+from .credentials import bearer
 
 __all__ = [
     "CSRF_METADATA",
@@ -208,7 +209,6 @@ class SessionServicer(session_pb2_grpc.SessionServiceServicer):
     async def _caller(
         self, request: Message, context: Context
     ) -> tuple[Principal, SessionRecord | None]:
-        from .servicers import bearer
 
         raise_if_invalid(request, self.engine.clock.now())
         return await authenticate_call(self.engine, self.tenancy, request, context, bearer(context))
