@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.coordinator.harness import ADMIN, World, lane_spec, make_world, run_identity, task
-from workcoord.coordinator.domain import engine as engine_module
 from workcoord.coordinator.domain.auth import (
     RECOVERY,
     Access,
@@ -21,6 +20,7 @@ from workcoord.coordinator.domain.auth import (
     authorize,
 )
 from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.engine import _base as engine_core
 from workcoord.coordinator.domain.model import (
     Coordinator,
     ItemState,
@@ -118,7 +118,7 @@ async def test_decide_item_refuses_non_humans_even_if_authorize_allowed_everythi
     def allow_everything(principal: Principal, coordinator: Coordinator, access: Access) -> None:
         calls.append(access)
 
-    monkeypatch.setattr(engine_module, "authorize", allow_everything)
+    monkeypatch.setattr(engine_core, "authorize", allow_everything)
     for principal in (_key(world.coordinator), RECOVERY):
         for decision in DECISIONS:
             lane_id, item_id = targets[decision]
@@ -163,7 +163,7 @@ async def test_resolving_a_pending_action_refuses_non_humans_even_if_authorize_a
         await tx.insert_pending_actions([action])
     with pytest.raises(PermissionDenied):
         await engine.resolve_pending_action(_key(world.coordinator), world.cid, "pa_guard", "x")
-    monkeypatch.setattr(engine_module, "authorize", lambda *_args: None)
+    monkeypatch.setattr(engine_core, "authorize", lambda *_args: None)
     for principal in (_key(world.coordinator), RECOVERY):
         with pytest.raises(PermissionDenied, match="only a human"):
             await engine.resolve_pending_action(principal, world.cid, "pa_guard", "x")

@@ -1,4 +1,4 @@
-"""Principals and the authorization rules of design/security.md.
+"""Principals and the authorization rules: who may do what to which work coordinator.
 
 The coordinator decides every authorization, on every request, from current state: the
 principal is resolved from the credential for each call and nothing outlives a revocation.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from workcoord.kit.errors import NotFound, PermissionDenied
+from workcoord.kit.errors import NotFound, PermissionDenied, WorkcoordError
 
 from .model import Coordinator, Scope
 
@@ -111,6 +111,15 @@ def authorize(principal: Principal, coordinator: Coordinator, access: Access) ->
         raise hidden
     if access not in _ORG_ROLE_ACCESS[role]:
         raise PermissionDenied(f"an {role.value} may not {access.value.lower()} here")
+
+
+def may(principal: Principal, coordinator: Coordinator, access: Access) -> bool:
+    """Whether :func:`authorize` lets ``principal`` perform ``access`` on ``coordinator``."""
+    try:
+        authorize(principal, coordinator, access)
+    except WorkcoordError:
+        return False
+    return True
 
 
 def require_platform_admin(principal: Principal) -> None:

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
-from workcoord.kit.errors import FieldViolation, IllegalTransition, LeaseLost
-from workcoord.kit.secrets import hash_secret, secrets_equal
+from workcoord.kit.errors import FieldViolation, IllegalTransition, InvalidArgument, LeaseLost
+from workcoord.kit.secrets import hash_secret, looks_like_credential, secrets_equal
 
 from .model import (
     DEFAULT_RETRY_POLICY,
     Attempt,
     AttemptStatus,
+    CoordinatorConfig,
     Item,
     ItemKind,
     ItemState,
@@ -25,8 +28,11 @@ from .model import (
     RetryPolicy,
     Worker,
 )
+from .specs import ItemSpec
 
 JITTER = 0.10
+# A worker's last ask is written at most this often (see ask_is_fresh).
+ASK_REFRESH_SECONDS = 5.0
 CHECKPOINT_BLOCKED_REASONS = frozenset(
     {"human", "secret", "destructive", "policy", "dependency", "unavailable"}
 )
@@ -361,3 +367,119 @@ def stage_class_defaults() -> dict[str, str]:
 
 def lease_expiry(now: datetime, lease_seconds: int) -> datetime:
     return now + timedelta(seconds=lease_seconds)
+
+
+# --- leasing ---------------------------------------------------------------------------------
+
+
+def ask_is_fresh(worker: Worker | None, now: datetime) -> bool:
+    """Whether the worker's last ask is recent enough not to be written again: a long-poll
+    re-asks on every wake, and one write per few seconds is plenty for why/escalation."""
+    return (
+        worker is not None
+        and worker.last_ask_time is not None
+        and now - worker.last_ask_time < timedelta(seconds=ASK_REFRESH_SECONDS)
+    )
+
+
+def exclusive_keys(item: Item) -> list[str]:
+    """The keys a live attempt of ``item`` holds: its exclusive key and placement resources."""
+    keys = [item.exclusive_key] if item.exclusive_key else []
+    keys.extend(f"resource:{r}" for r in placement_resources(item.placement))
+    return keys
+
+
+def check_run_identity(identity: JsonObject, path: str, now: datetime) -> None:
+    """Refuse a run identity whose account looks like a credential or that started after
+    ``now`` (the server's time, with a second of slack)."""
+    account = str(identity.get("account", ""))
+    if account and looks_like_credential(account):
+        raise InvalidArgument.single(
+            f"{path}.account", "looks like a credential; give a non-secret account label"
+        )
+    started = identity.get("started_at")
+    if isinstance(started, str):
+        when = datetime.fromisoformat(started.replace("Z", "+00:00"))
+        if when > now + timedelta(seconds=1):
+            raise InvalidArgument.single(
+                f"{path}.started_at", "must not be after the server's time"
+            )
+
+
+# --- specs and configuration -----------------------------------------------------------------
+
+
+def check_item_specs(
+    class_capacity: Mapping[str, int], specs: Sequence[ItemSpec], path: str
+) -> None:
+    """Refuse CUSTOM-lane item specs without a key or a known worker class, with a kind other
+    than TASK, a malformed placement or a backoff coefficient below 1."""
+    violations: list[FieldViolation] = []
+    single = path == "item"
+    for index, spec in enumerate(specs):
+        where = path if single else f"{path}[{index}]"
+        if not spec.key:
+            violations.append(FieldViolation(f"{where}.key", "is required"))
+        if spec.kind not in (None, ItemKind.TASK):
+            violations.append(FieldViolation(f"{where}.kind", "must be TASK in a CUSTOM lane"))
+        if not spec.worker_class:
+            violations.append(FieldViolation(f"{where}.worker_class", "is required"))
+        elif spec.worker_class not in class_capacity:
+            violations.append(
+                FieldViolation(
+                    f"{where}.worker_class",
+                    f"unknown worker class {spec.worker_class!r} "
+                    f"(known: {', '.join(sorted(class_capacity))})",
+                )
+            )
+        for problem in placement_problems(spec.placement):
+            violations.append(FieldViolation(f"{where}.placement", problem))
+        policy = spec.retry_policy
+        if policy.backoff_coefficient is not None and policy.backoff_coefficient < 1.0:
+            violations.append(
+                FieldViolation(f"{where}.retry_policy.backoff_coefficient", "must be at least 1.0")
+            )
+    if violations:
+        raise InvalidArgument(violations)
+
+
+_CONFIG_FIELDS = {
+    "class_capacity",
+    "retry_policy",
+    "review_policy",
+    "allowed_action_classes",
+    "digest_owner",
+    "escalate_after_seconds",
+    "parent_coordinator_id",
+}
+
+
+def apply_config_changes(config: CoordinatorConfig, changes: dict[str, Any]) -> CoordinatorConfig:
+    """A new configuration with ``changes`` (already parsed by transport) applied."""
+    unknown = set(changes) - _CONFIG_FIELDS
+    if unknown:
+        raise InvalidArgument.single("update_mask", f"cannot update {', '.join(sorted(unknown))}")
+    updated = replace(config, **changes)
+    violations: list[FieldViolation] = []
+    if "retry_policy" in changes:
+        policy: RetryPolicy = changes["retry_policy"].over(config.retry_policy)
+        updated = replace(updated, retry_policy=policy)
+        if policy.backoff_coefficient is not None and policy.backoff_coefficient < 1.0:
+            violations.append(
+                FieldViolation(
+                    "work_coordinator.retry_policy.backoff_coefficient", "must be at least 1.0"
+                )
+            )
+        if policy.maximum_attempts is not None and not 1 <= policy.maximum_attempts <= 10:
+            violations.append(
+                FieldViolation(
+                    "work_coordinator.retry_policy.maximum_attempts", "must be between 1 and 10"
+                )
+            )
+    if "review_policy" in changes:
+        updated = replace(
+            updated, review_policy=changes["review_policy"].over(config.review_policy)
+        )
+    if violations:
+        raise InvalidArgument(violations)
+    return updated

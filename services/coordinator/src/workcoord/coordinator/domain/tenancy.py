@@ -33,7 +33,8 @@ from workcoord.kit.secrets import SESSION_PREFIX, hash_secret, new_secret, secre
 
 from . import rules
 from .auth import Access, OrgRole, Principal, PrincipalKind, authorize, require_platform_admin
-from .engine import Engine, _Effects, decode_page_token, encode_page_token, new_id, page_size
+from .engine import Engine, decode_page_token, encode_page_token, new_id, page_size
+from .engine._base import _Effects
 from .grants import (
     MAX_GRANT_DAYS,
     GrantPermission,

@@ -1,0 +1,242 @@
+"""The engine's core: one transaction per command, its effects after commit, shared lane reads."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import secrets as _secrets
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from workcoord.kit.bus import Notification, NotificationBus
+from workcoord.kit.clock import Clock
+from workcoord.kit.errors import CoordinationDisabled, NotFound
+from workcoord.kit.secrets import SystemTokenSource, TokenSource, hash_secret
+
+from .. import rules
+from ..auth import RECOVERY, Access, Principal, authorize
+from ..group_commit import GroupCommitter
+from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Lane, NewEvent
+from ..ports import Reader, Store, Tx
+from ..specs import LaneDetail
+from ..tickets import TicketTracker
+
+_log = logging.getLogger("workcoord.coordinator.engine")
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        _log.warning("follow-up work failed: %s", task.exception())
+
+
+def new_id(prefix: str) -> str:
+    """A server-assigned id: a short readable prefix and 80 random bits."""
+    return f"{prefix}_{_secrets.token_hex(10)}"
+
+
+@dataclass(slots=True)
+class _Effects:
+    """What a committed command should announce."""
+
+    ready_classes: set[str] = field(default_factory=set)
+    changed: bool = False
+    # Digest lines (kind, lane id, item id, action id, reason), written before commit.
+    digest: list[tuple[DigestKind, str, str, str, str]] = field(default_factory=list)
+    # Tickets of lanes that just went LIVE: their closure is tried right after commit.
+    close_tickets: bool = False
+
+    def note(
+        self,
+        kind: DigestKind,
+        lane_id: str,
+        item_id: str = "",
+        reason: str = "",
+        action_id: str = "",
+    ) -> None:
+        self.digest.append((kind, lane_id, item_id, action_id, reason))
+
+
+class EngineCore(ABC):
+    """State and plumbing shared by every concern of the engine."""
+
+    def __init__(
+        self,
+        store: Store,
+        bus: NotificationBus,
+        clock: Clock,
+        *,
+        tokens: TokenSource | None = None,
+        uniform: Callable[[], float] | None = None,
+        service_key: str | None = None,
+        trackers: Mapping[str, TicketTracker] | None = None,
+    ) -> None:
+        self.store = store
+        self.bus = bus
+        self.clock = clock
+        self.tokens = tokens or SystemTokenSource()
+        self.uniform = uniform or random.random
+        self.trackers: dict[str, TicketTracker] = dict(trackers or {})
+        self._service_key_hash = hash_secret(service_key) if service_key else ""
+        self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._worker_writes: GroupCommitter[_Effects] = GroupCommitter(
+            _Effects, self._write_digest, self._announce
+        )
+
+    # ------------------------------------------------------------------ plumbing
+
+    @asynccontextmanager
+    async def _command(
+        self, principal: Principal, coordinator_id: str, access: Access, *, work: bool = True
+    ) -> AsyncIterator[tuple[Tx, Coordinator, _Effects]]:
+        """One transaction on one work coordinator, with notifications after commit."""
+        effects = _Effects()
+        async with self.store.write(coordinator_id) as tx:
+            coordinator = tx.coordinator
+            if coordinator is None:
+                raise NotFound(f"work coordinator {coordinator_id} not found")
+            authorize(principal, coordinator, access)
+            if work:
+                await self._require_enabled(tx, coordinator)
+            yield tx, coordinator, effects
+            await self._write_digest(tx, coordinator, effects)
+        await self._announce(coordinator, effects)
+
+    async def _write_digest(self, tx: Tx, coordinator: Coordinator, effects: _Effects) -> None:
+        if effects.digest:
+            await tx.insert_digest_entries(self._digest_entries(tx, coordinator, effects))
+
+    async def _announce(self, coordinator: Coordinator, effects: _Effects) -> None:
+        """After commit: wake waiting workers and feeds, start ticket closures."""
+        if effects.changed or effects.ready_classes:
+            await self.bus.publish(
+                Notification(
+                    coordinator.coordinator_id,
+                    coordinator.revision,
+                    frozenset(effects.ready_classes),
+                )
+            )
+        if effects.close_tickets:
+            self._spawn(self._close_tickets_now(coordinator.coordinator_id))
+
+    @asynccontextmanager
+    async def _open_for_workers(self, coordinator_id: str) -> AsyncIterator[tuple[Tx, Coordinator]]:
+        """The shared transaction of a group of worker writes (see group_commit)."""
+        async with self.store.write(coordinator_id) as tx:
+            coordinator = tx.coordinator
+            if coordinator is None:
+                raise NotFound(f"work coordinator {coordinator_id} not found")
+            await self._require_enabled(tx, coordinator)
+            yield tx, coordinator
+
+    def _digest_entries(
+        self, tx: Tx, coordinator: Coordinator, effects: _Effects
+    ) -> list[DigestEntry]:
+        day = tx.now.date().isoformat()
+        return [
+            DigestEntry(
+                entry_id=new_id("dg"),
+                coordinator_id=coordinator.coordinator_id,
+                day=day,
+                owner=coordinator.config.digest_owner,
+                kind=kind,
+                time=tx.now,
+                lane_id=lane_id,
+                item_id=item_id,
+                action_id=action_id,
+                reason=reason,
+            )
+            for kind, lane_id, item_id, action_id, reason in effects.digest
+        ]
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        """Run follow-up work after a commit without holding the caller; keep a reference so
+        the task is not collected, and log (never raise) its failure."""
+        task = asyncio.create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        task.add_done_callback(_log_failure)
+
+    async def drain(self) -> None:
+        """Wait for follow-up work started by earlier commands (tests, clean shutdown)."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    async def _require_enabled(self, reader: Reader, coordinator: Coordinator) -> None:
+        if not await reader.platform_enabled():
+            raise CoordinationDisabled("coordination is switched off for the platform")
+        if not coordinator.enabled:
+            raise CoordinationDisabled(
+                f"coordination is switched off for work coordinator {coordinator.coordinator_id}"
+            )
+
+    async def _readable(
+        self, reader: Reader, principal: Principal, coordinator_id: str, *, work: bool = True
+    ) -> Coordinator:
+        coordinator = await reader.get_coordinator(coordinator_id)
+        if coordinator is None:
+            raise NotFound(f"work coordinator {coordinator_id} not found")
+        authorize(principal, coordinator, Access.READ)
+        if work:
+            await self._require_enabled(reader, coordinator)
+        return coordinator
+
+    async def _append(
+        self, tx: Tx, coordinator: Coordinator, events: Sequence[NewEvent], actor: str
+    ) -> None:
+        if events:
+            coordinator.revision = await tx.append(coordinator, events, actor)
+
+    async def _lane_for_update(self, tx: Tx, coordinator_id: str, lane_id: str) -> Lane:
+        lane = await tx.get_lane(lane_id)
+        if lane is None or lane.coordinator_id != coordinator_id:
+            raise NotFound(f"lane {lane_id} not found")
+        return lane
+
+    async def _lane_detail(
+        self, reader: Reader, lane: Lane, with_attempts: bool = False
+    ) -> LaneDetail:
+        details = await self._lane_details(reader, [lane], with_attempts)
+        return details[0]
+
+    async def _lane_details(
+        self, reader: Reader, lanes: Sequence[Lane], with_attempts: bool = False
+    ) -> list[LaneDetail]:
+        ids = [lane.lane_id for lane in lanes]
+        items = await reader.lane_items(ids) if ids else []
+        blockers = await reader.lane_blockers(ids) if ids else []
+        tickets = await reader.lane_tickets(ids) if ids else []
+        attempts: dict[str, list[Attempt]] = {}
+        if with_attempts and items:
+            for attempt in await reader.item_attempts([i.item_id for i in items]):
+                attempts.setdefault(attempt.item_id, []).append(attempt)
+        by_lane: dict[str, LaneDetail] = {
+            lane.lane_id: LaneDetail(lane=lane, items=[], attempts=attempts) for lane in lanes
+        }
+        for item in items:
+            by_lane[item.lane_id].items.append(item)
+        for blocker in blockers:
+            by_lane[blocker.lane_id].blockers.append(blocker)
+        for ticket in tickets:
+            by_lane[ticket.lane_id].tickets.append(ticket)
+        return [by_lane[i] for i in ids]
+
+    async def _capacity(
+        self, reader: Reader, coordinator: Coordinator
+    ) -> dict[str, tuple[int, int]]:
+        live = await reader.live_attempts(coordinator.coordinator_id, None)
+        capacity, _holding = rules.class_usage(live, coordinator.config.class_capacity)
+        return capacity
+
+    async def _close_tickets_now(self, coordinator_id: str) -> None:
+        await self.run_pending_actions(RECOVERY, coordinator_id)
+
+    @abstractmethod
+    async def run_pending_actions(
+        self, principal: Principal, coordinator_id: str
+    ) -> tuple[int, int]:
+        """Try every due pending action once (the follow-ups concern provides it)."""

@@ -1,0 +1,405 @@
+"""Lanes and their items: creation, reads, pauses, blockers, tickets and human decisions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from workcoord.kit.errors import (
+    FieldViolation,
+    IllegalTransition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+)
+
+from .. import rules, workflow
+from ..auth import Access, Principal
+from ..model import (
+    TERMINAL_ITEM_STATES,
+    Blocker,
+    Coordinator,
+    EventType,
+    ItemState,
+    Lane,
+    LaneState,
+    NewEvent,
+    Template,
+    Ticket,
+)
+from ..ports import Tx
+from ..specs import ItemDetail, ItemSpec, LaneDetail, LaneSpec, Page
+from ._base import new_id
+from .paging import decode_page_token, iso, page_of, page_size
+from .transitions import Transitions
+
+
+class LaneCommands(Transitions):
+    """The lane and item commands."""
+
+    async def create_lane(
+        self, principal: Principal, coordinator_id: str, spec: LaneSpec, request_id: str
+    ) -> LaneDetail:
+        if spec.template is None:
+            raise InvalidArgument.single("lane.template", "is required")
+        if spec.template == Template.STANDARD and spec.items:
+            raise InvalidArgument.single(
+                "lane.items", "must be empty for a STANDARD lane: the workflow creates its items"
+            )
+        async with self._command(principal, coordinator_id, Access.WRITE) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            if request_id:
+                existing = await tx.find_lane_by_request(coordinator_id, request_id)
+                if existing is not None:
+                    return await self._lane_detail(tx, existing)
+            worker_classes = spec.worker_classes
+            if spec.template == Template.STANDARD:
+                worker_classes = workflow.stage_classes(
+                    spec.worker_classes, coordinator.config.class_capacity
+                )
+            else:
+                rules.check_item_specs(coordinator.config.class_capacity, spec.items, "lane.items")
+                violations = rules.dag_violations(
+                    [s.key for s in spec.items], [s.depends_on for s in spec.items]
+                )
+                if violations:
+                    raise InvalidArgument(violations)
+            for problem in rules.placement_problems(spec.placement):
+                raise InvalidArgument.single("lane.placement", problem)
+            lane = Lane(
+                lane_id=new_id("ln"),
+                coordinator_id=coordinator_id,
+                title=spec.title,
+                template=spec.template,
+                priority=spec.priority,
+                inputs=spec.inputs,
+                state=LaneState.ACTIVE,
+                paused=False,
+                create_time=tx.now,
+                update_time=tx.now,
+                worker_classes=worker_classes,
+                retry_policy=spec.retry_policy,
+                review_policy=spec.review_policy,
+                placement=spec.placement,
+                brief=spec.brief,
+                request_id=request_id,
+            )
+            await tx.insert_lane(lane)
+            tickets = [
+                Ticket(lane_id=lane.lane_id, tracker=t.tracker, key=t.key, url=t.url)
+                for t in spec.tickets
+            ]
+            for ticket in tickets:
+                await tx.insert_ticket(coordinator_id, ticket)
+            events = [
+                NewEvent(
+                    EventType.LANE_CREATED,
+                    lane_id=lane.lane_id,
+                    data={"template": lane.template.value, "items": len(spec.items)},
+                )
+            ]
+            specs = spec.items
+            if lane.template == Template.STANDARD:
+                specs = workflow.first_items(lane, worker_classes)
+            items = await self._new_items(tx, coordinator, lane, specs, events, effects)
+            await self._append(tx, coordinator, events, principal.name)
+            return LaneDetail(lane=lane, items=items, tickets=tickets)
+
+    async def create_item(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        lane_id: str,
+        spec: ItemSpec,
+        request_id: str,
+    ) -> ItemDetail:
+        async with self._command(principal, coordinator_id, Access.WRITE) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            if lane.template != Template.CUSTOM:
+                raise IllegalTransition("items can be added only to CUSTOM lanes")
+            if lane.state != LaneState.ACTIVE:
+                raise IllegalTransition(f"the lane is {lane.state.value}")
+            existing = await tx.lane_items([lane_id])
+            if request_id:
+                for item in existing:
+                    if item.key == spec.key:
+                        return ItemDetail(item=item, attempts=[])
+            rules.check_item_specs(coordinator.config.class_capacity, [spec], "item")
+            keys = [i.key for i in existing] + [spec.key]
+            deps = [i.depends_on for i in existing] + [spec.depends_on]
+            violations = rules.dag_violations(keys, deps, path="items")
+            if violations:
+                # Report against the new item, whose index is the last one.
+                last = f"items[{len(keys) - 1}]"
+                raise InvalidArgument(
+                    [
+                        FieldViolation(v.field.replace(last, "item"), v.description)
+                        for v in violations
+                    ]
+                )
+            events: list[NewEvent] = []
+            items = await self._new_items(tx, coordinator, lane, [spec], events, effects, existing)
+            lane.update_time = tx.now
+            await tx.update_lane(lane)
+            await self._append(tx, coordinator, events, principal.name)
+            return ItemDetail(item=items[0], attempts=[])
+
+    async def get_lane(self, principal: Principal, coordinator_id: str, lane_id: str) -> LaneDetail:
+        async with self.store.read() as reader:
+            coordinator = await self._readable(reader, principal, coordinator_id)
+            lane = await reader.get_lane(lane_id)
+            if lane is None or lane.coordinator_id != coordinator_id:
+                raise NotFound(f"lane {lane_id} not found")
+            detail = await self._lane_detail(reader, lane, with_attempts=True)
+            detail.capacity = await self._capacity(reader, coordinator)
+            return detail
+
+    async def list_lanes(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        state: LaneState | None,
+        size: int,
+        token: str,
+    ) -> Page[LaneDetail]:
+        limit = page_size(size)
+        after_key = decode_page_token(token)
+        after: tuple[datetime, str] | None = None
+        if after_key:
+            try:
+                after = (datetime.fromisoformat(str(after_key[0])), str(after_key[1]))
+            except (ValueError, IndexError) as exc:
+                raise InvalidArgument.single(
+                    "page_token", "is not a token this server issued"
+                ) from exc
+        async with self.store.read() as reader:
+            coordinator = await self._readable(reader, principal, coordinator_id)
+            lanes = await reader.list_lanes(coordinator_id, state, after, limit + 1)
+            page = page_of(lanes, limit, lambda lane: [iso(lane.create_time), lane.lane_id])
+            details = await self._lane_details(reader, page.items)
+            capacity = await self._capacity(reader, coordinator)
+        for detail in details:
+            detail.capacity = capacity
+        return Page(details, page.next_page_token)
+
+    async def get_item(
+        self, principal: Principal, coordinator_id: str, lane_id: str, item_id: str
+    ) -> ItemDetail:
+        async with self.store.read() as reader:
+            coordinator = await self._readable(reader, principal, coordinator_id)
+            item = await reader.get_item(item_id)
+            if item is None or item.coordinator_id != coordinator_id or item.lane_id != lane_id:
+                raise NotFound(f"item {item_id} not found")
+            attempts = await reader.item_attempts([item_id])
+            return ItemDetail(
+                item=item, attempts=attempts, capacity=await self._capacity(reader, coordinator)
+            )
+
+    async def pause_lane(
+        self, principal: Principal, coordinator_id: str, lane_id: str, reason: str, pause: bool
+    ) -> LaneDetail:
+        async with self._command(principal, coordinator_id, Access.WRITE) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            if lane.state != LaneState.ACTIVE:
+                raise IllegalTransition(f"the lane is {lane.state.value}")
+            if lane.paused != pause:
+                lane.paused = pause
+                lane.paused_time = tx.now if pause else None
+                lane.update_time = tx.now
+                await tx.update_lane(lane)
+                await self._set_lane_hold(tx, lane, effects)
+                event = EventType.LANE_PAUSED if pause else EventType.LANE_RESUMED
+                await self._append(
+                    tx,
+                    coordinator,
+                    [NewEvent(event, lane_id=lane_id, data={"reason": reason} if reason else {})],
+                    principal.name,
+                )
+            return await self._lane_detail(tx, lane, with_attempts=True)
+
+    async def cancel_lane(
+        self, principal: Principal, coordinator_id: str, lane_id: str, reason: str
+    ) -> LaneDetail:
+        async with self._command(principal, coordinator_id, Access.WRITE) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            if lane.state == LaneState.CANCELLED:
+                return await self._lane_detail(tx, lane, with_attempts=True)
+            if lane.state != LaneState.ACTIVE:
+                raise IllegalTransition(f"the lane is {lane.state.value}")
+            events: list[NewEvent] = []
+            items = await tx.lane_items([lane_id])
+            await self._cancel_items(tx, items, events, effects, reason)
+            lane.state = LaneState.CANCELLED
+            lane.close_reason = reason or "cancelled"
+            lane.update_time = tx.now
+            await tx.update_lane(lane)
+            events.append(
+                NewEvent(EventType.LANE_CANCELLED, lane_id=lane_id, data={"reason": reason})
+            )
+            await self._append(tx, coordinator, events, principal.name)
+            return await self._lane_detail(tx, lane, with_attempts=True)
+
+    async def add_blocker(
+        self, principal: Principal, coordinator_id: str, lane_id: str, reason: str
+    ) -> LaneDetail:
+        async with self._command(principal, coordinator_id, Access.WRITE) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            if lane.state != LaneState.ACTIVE:
+                raise IllegalTransition(f"the lane is {lane.state.value}")
+            blocker = Blocker(
+                blocker_id=new_id("blk"),
+                lane_id=lane_id,
+                reason=reason,
+                open=True,
+                create_time=tx.now,
+            )
+            await tx.insert_blocker(coordinator_id, blocker)
+            await self._set_lane_hold(tx, lane, effects)
+            event = NewEvent(
+                EventType.BLOCKER_ADDED, lane_id=lane_id, data={"blockerId": blocker.blocker_id}
+            )
+            await self._lane_changed(tx, coordinator, lane, event, principal)
+            return await self._lane_detail(tx, lane, with_attempts=True)
+
+    async def resolve_blocker(
+        self, principal: Principal, coordinator_id: str, lane_id: str, blocker_id: str
+    ) -> LaneDetail:
+        async with self._command(principal, coordinator_id, Access.WRITE) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            blockers = await tx.lane_blockers([lane_id])
+            blocker = next((b for b in blockers if b.blocker_id == blocker_id), None)
+            if blocker is None:
+                raise NotFound(f"blocker {blocker_id} not found")
+            if blocker.open:
+                blocker.open = False
+                blocker.resolve_time = tx.now
+                await tx.update_blocker(blocker)
+                await self._set_lane_hold(tx, lane, effects)
+                event = NewEvent(
+                    EventType.BLOCKER_RESOLVED, lane_id=lane_id, data={"blockerId": blocker_id}
+                )
+                await self._lane_changed(tx, coordinator, lane, event, principal)
+            return await self._lane_detail(tx, lane, with_attempts=True)
+
+    async def link_ticket(
+        self, principal: Principal, coordinator_id: str, lane_id: str, ticket: Ticket
+    ) -> LaneDetail:
+        async with self._command(principal, coordinator_id, Access.WRITE) as (
+            tx,
+            coordinator,
+            _effects,
+        ):
+            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            existing = await tx.lane_tickets([lane_id])
+            if not any(t.tracker == ticket.tracker and t.key == ticket.key for t in existing):
+                ticket.lane_id = lane_id
+                await tx.insert_ticket(coordinator_id, ticket)
+                event = NewEvent(
+                    EventType.TICKET_LINKED,
+                    lane_id=lane_id,
+                    data={"tracker": ticket.tracker, "key": ticket.key},
+                )
+                await self._lane_changed(tx, coordinator, lane, event, principal)
+            return await self._lane_detail(tx, lane, with_attempts=True)
+
+    async def _lane_changed(
+        self, tx: Tx, coordinator: Coordinator, lane: Lane, event: NewEvent, principal: Principal
+    ) -> None:
+        """Stamp a lane changed by a command and record the event that says how."""
+        lane.update_time = tx.now
+        await tx.update_lane(lane)
+        await self._append(tx, coordinator, [event], principal.name)
+
+    async def decide_item(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        lane_id: str,
+        item_id: str,
+        decision: str,
+        note: str,
+    ) -> ItemDetail:
+        """approve | deny | resume | retry | cancel. All but cancel are for humans only."""
+        access = Access.WRITE if decision == "cancel" else Access.DECIDE
+        async with self._command(principal, coordinator_id, access) as (tx, coordinator, effects):
+            if access == Access.DECIDE and not principal.is_human:
+                # authorize() already refuses keys; this guard keeps it true for any future
+                # principal kind: only a human ever decides.
+                raise PermissionDenied("only a human may " + decision)
+            item = await tx.get_item(item_id)
+            if item is None or item.coordinator_id != coordinator_id or item.lane_id != lane_id:
+                raise NotFound(f"item {item_id} not found")
+            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            if lane.state != LaneState.ACTIVE and decision in ("approve", "resume", "retry"):
+                raise IllegalTransition(f"the lane is {lane.state.value}")
+            events: list[NewEvent] = []
+            data = {"note": note} if note else {}
+            if decision == "approve":
+                if item.state != ItemState.AWAITING_APPROVAL:
+                    raise IllegalTransition(
+                        f"the item is {item.state.value}, not AWAITING_APPROVAL"
+                    )
+                self._queue(tx, item, events, effects, None, EventType.ITEM_APPROVED, data)
+            elif decision == "deny":
+                if item.state != ItemState.AWAITING_APPROVAL:
+                    raise IllegalTransition(
+                        f"the item is {item.state.value}, not AWAITING_APPROVAL"
+                    )
+                item.state = ItemState.CANCELLED
+                item.update_time = tx.now
+                events.append(
+                    NewEvent(EventType.ITEM_DENIED, lane_id=lane_id, item_id=item_id, data=data)
+                )
+                # Stored first, so closing the lane sees the denied item as already final.
+                await tx.update_items([item])
+                if lane.state == LaneState.ACTIVE:
+                    await self._close_lane(
+                        tx, lane, LaneState.CLOSED_OUT, "denied", events, effects
+                    )
+            elif decision == "resume":
+                if item.state != ItemState.STOPPED:
+                    raise IllegalTransition(f"the item is {item.state.value}, not STOPPED")
+                item.stop_reason = ""
+                self._queue(tx, item, events, effects, None, EventType.ITEM_RESUMED, data)
+            elif decision == "retry":
+                if item.state != ItemState.DEAD:
+                    raise IllegalTransition(f"the item is {item.state.value}, not DEAD")
+                item.attempt_count = 0
+                item.dead_letter_reason = None
+                self._queue(tx, item, events, effects, None, EventType.ITEM_REDRIVEN, data)
+            elif decision == "cancel":
+                if item.state in TERMINAL_ITEM_STATES:
+                    if item.state == ItemState.CANCELLED:
+                        return ItemDetail(item=item, attempts=await tx.item_attempts([item_id]))
+                    raise IllegalTransition(f"the item is already {item.state.value}")
+                await self._cancel_items(tx, [item], events, effects, note)
+                if lane.state == LaneState.ACTIVE:
+                    await self._after_cancel(tx, lane, item, events, effects)
+            else:
+                raise InvalidArgument.single("decision", f"unknown decision {decision!r}")
+            if decision != "cancel":
+                await tx.update_items([item])
+            await self._append(tx, coordinator, events, principal.name)
+            return ItemDetail(item=item, attempts=await tx.item_attempts([item_id]))

@@ -1,0 +1,164 @@
+"""Reads: the event log, why an item is where it is, and the coordinator's view."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from workcoord.kit.errors import FieldViolation, InvalidArgument, NotFound
+
+from .. import rules
+from ..auth import Principal
+from ..model import Event, Item, PendingActionState
+from ..specs import ClassUsage, CoordinatorView, Explanation
+from ._base import EngineCore
+from .gates import GateContext, item_gates, lane_gates
+from .paging import decode_page_token, iso, page_of, page_size
+
+
+class Reads(EngineCore):
+    """The read-only queries."""
+
+    async def list_events(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        since_revision: int,
+        size: int,
+        token: str,
+        lane_id: str,
+        item_id: str,
+    ) -> tuple[list[Event], str, int]:
+        limit = page_size(size)
+        after = decode_page_token(token)
+        try:
+            since = int(after[0]) if after else since_revision
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument.single("page_token", "is not a token this server issued") from exc
+        async with self.store.read() as reader:
+            coordinator = await self._readable(reader, principal, coordinator_id)
+            events = await reader.list_events(coordinator_id, since, limit + 1, lane_id, item_id)
+        page = page_of(events, limit, lambda e: [e.revision])
+        return page.items, page.next_page_token, coordinator.revision
+
+    async def explain(
+        self, principal: Principal, coordinator_id: str, lane_id: str, item_id: str
+    ) -> Explanation:
+        if not lane_id and not item_id:
+            raise InvalidArgument(
+                [
+                    FieldViolation("lane_id", "give a lane_id or an item_id"),
+                    FieldViolation("item_id", "give a lane_id or an item_id"),
+                ]
+            )
+        now = self.clock.now()
+        async with self.store.read() as reader:
+            coordinator = await self._readable(reader, principal, coordinator_id, work=False)
+            platform_on = await reader.platform_enabled()
+            if item_id:
+                item = await reader.get_item(item_id)
+                if (
+                    item is None
+                    or item.coordinator_id != coordinator_id
+                    or (lane_id and item.lane_id != lane_id)
+                ):
+                    raise NotFound(f"item {item_id} not found")
+                lane = await reader.get_lane(item.lane_id)
+                assert lane is not None
+            else:
+                found = await reader.get_lane(lane_id)
+                if found is None or found.coordinator_id != coordinator_id:
+                    raise NotFound(f"lane {lane_id} not found")
+                lane = found
+            detail = await self._lane_detail(reader, lane, with_attempts=True)
+            live = await reader.live_attempts(coordinator_id, None)
+            workers = await reader.list_workers(coordinator_id, "", 10_000)
+            keys = sorted({k for i in detail.items for k in rules.exclusive_keys(i)})
+            holders = await reader.live_exclusive_holders(coordinator_id, keys) if keys else {}
+            events = await reader.list_events(
+                coordinator_id, 0, 200, lane.lane_id if not item_id else "", item_id
+            )
+        capacity, holding = rules.class_usage(live, coordinator.config.class_capacity)
+        context = GateContext(
+            coordinator=coordinator,
+            platform_on=platform_on,
+            lane=lane,
+            blockers=detail.blockers,
+            items=detail.items,
+            capacity=capacity,
+            holding=holding,
+            holders=holders,
+            workers=workers,
+            now=now,
+        )
+
+        def explain_item(item: Item) -> Explanation:
+            return Explanation(
+                lane_id=item.lane_id,
+                item_id=item.item_id,
+                state=item.state.value,
+                next_action=rules.item_next_action(item, capacity),
+                gates=item_gates(context, item),
+                attempts=detail.attempts.get(item.item_id, []),
+            )
+
+        if item_id:
+            target = next(i for i in detail.items if i.item_id == item_id)
+            result = explain_item(target)
+            result.events = events
+            return result
+        return Explanation(
+            lane_id=lane.lane_id,
+            item_id="",
+            state=lane.state.value,
+            next_action=rules.lane_next_action(lane, detail.items, detail.open_blockers, capacity),
+            gates=lane_gates(context),
+            events=events,
+            items=[explain_item(i) for i in detail.items],
+        )
+
+    async def view(
+        self, principal: Principal, coordinator_id: str, size: int, token: str
+    ) -> CoordinatorView:
+        limit = page_size(size)
+        async with self.store.read() as reader:
+            coordinator = await self._readable(reader, principal, coordinator_id)
+            after = decode_page_token(token)
+            cursor: tuple[datetime, str] | None = None
+            if after:
+                try:
+                    cursor = (datetime.fromisoformat(str(after[0])), str(after[1]))
+                except (ValueError, IndexError) as exc:
+                    raise InvalidArgument.single(
+                        "page_token", "is not a token this server issued"
+                    ) from exc
+            lanes = await reader.list_lanes(coordinator_id, None, cursor, limit + 1)
+            page = page_of(lanes, limit, lambda lane: [iso(lane.create_time), lane.lane_id])
+            details = await self._lane_details(reader, page.items, with_attempts=True)
+            workers = await reader.list_workers(coordinator_id, "", 10_000)
+            live = await reader.live_attempts(coordinator_id, None)
+            queued = await reader.count_ready(coordinator_id)
+            pending = await reader.list_pending_actions(
+                coordinator_id, PendingActionState.OPEN, "", 1000
+            )
+            escalations = await reader.open_escalations(coordinator_id)
+        capacity, holding = rules.class_usage(live, coordinator.config.class_capacity)
+        usage = [
+            ClassUsage(cls, used, cap, holding.get(cls, []), queued.get(cls, 0))
+            for cls, (used, cap) in sorted(capacity.items())
+        ]
+        for detail in details:
+            detail.capacity = capacity
+        worker_leases: dict[str, int] = {}
+        for attempt in live:
+            worker_leases[attempt.worker_id] = worker_leases.get(attempt.worker_id, 0) + 1
+        return CoordinatorView(
+            coordinator=coordinator,
+            revision=coordinator.revision,
+            lanes=details,
+            workers=workers,
+            capacity=usage,
+            worker_leases=worker_leases,
+            pending_actions=pending,
+            escalations=escalations,
+            next_page_token=page.next_page_token,
+        )
