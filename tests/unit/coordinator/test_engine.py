@@ -76,7 +76,7 @@ async def _states(engine: Engine, world: World, lane_id: str) -> dict[str, str]:
 
 
 async def _events(engine: Engine, world: World) -> list[EventType]:
-    events, _, _ = await engine.list_events(world.worker, world.cid, 0, 500, "", "", "")
+    events = (await engine.list_events(world.worker, world.cid, 0, 500, "", "", "")).events
     return [e.type for e in events]
 
 

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from workcoord.kit.errors import FieldViolation, IllegalTransition, InvalidArgument, LeaseLost
 from workcoord.kit.secrets import hash_secret, looks_like_credential, secrets_equal
@@ -61,15 +61,20 @@ def effective_retry_policy(
     return item_policy.over(lane_policy.over(coordinator_policy.over(DEFAULT_RETRY_POLICY)))
 
 
-def class_usage(
-    live: Iterable[Attempt], class_capacity: Mapping[str, int]
-) -> tuple[dict[str, tuple[int, int]], dict[str, list[str]]]:
+class CapacityUsage(NamedTuple):
+    """Per worker class: (in use, capacity), and the live lease ids holding it."""
+
+    capacity: dict[str, tuple[int, int]]
+    holding: dict[str, list[str]]
+
+
+def class_usage(live: Iterable[Attempt], class_capacity: Mapping[str, int]) -> CapacityUsage:
     """Capacity in use per class as (in use, capacity), and the live lease ids holding it."""
     holding: dict[str, list[str]] = {}
     for attempt in live:
         holding.setdefault(attempt.worker_class, []).append(attempt.lease_id)
     capacity = {cls: (len(holding.get(cls, [])), cap) for cls, cap in class_capacity.items()}
-    return capacity, holding
+    return CapacityUsage(capacity, holding)
 
 
 def attempts_remaining(policy: RetryPolicy, item: Item) -> bool:
@@ -267,7 +272,14 @@ def sensitive_phrase(*texts: str) -> str:
     return ""
 
 
-def policy_stop_reason(item: Item, allowed_action_classes: Iterable[str]) -> tuple[str, bool]:
+class PolicyStop(NamedTuple):
+    """Why an item stops for a human ('' when it does not), and whether it was sensitive."""
+
+    reason: str
+    sensitive: bool
+
+
+def policy_stop_reason(item: Item, allowed_action_classes: Iterable[str]) -> PolicyStop:
     """Why a new or resumed item must stop for a human, and whether it was sensitive.
 
     Returns ("", False) when nothing stops it.
@@ -275,13 +287,13 @@ def policy_stop_reason(item: Item, allowed_action_classes: Iterable[str]) -> tup
     allowed = set(allowed_action_classes)
     for action_class in item.action_classes:
         if action_class not in allowed:
-            return f"action class not allowed: {action_class}", False
+            return PolicyStop(f"action class not allowed: {action_class}", False)
     if item.needs_human:
-        return "needs a human", False
+        return PolicyStop("needs a human", False)
     phrase = sensitive_phrase(item.title, item.brief)
     if phrase:
-        return f"sensitive action: {phrase}", True
-    return "", False
+        return PolicyStop(f"sensitive action: {phrase}", True)
+    return PolicyStop("", False)
 
 
 # --- labels ----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from .model import (
     Attempt,
     Blocker,
     Coordinator,
+    DigestEntry,
     Escalation,
     Event,
     Item,
@@ -24,6 +25,7 @@ from .model import (
     Ticket,
     Worker,
 )
+from .ports import Leadership, WorkKeyRecord
 
 _T = TypeVar("_T")
 
@@ -171,3 +173,81 @@ class CoordinatorView:
     pending_actions: list[PendingAction] = field(default_factory=list)
     escalations: list[Escalation] = field(default_factory=list)
     next_page_token: str = ""
+
+
+# ---------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformSettings:
+    """The platform's switch, when it last changed, and its version (the etag)."""
+
+    enabled: bool
+    update_time: datetime
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedUserToken:
+    """A new API token of a user: its secret is shown here only."""
+
+    token_id: str
+    secret: str
+    create_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedWorkKey:
+    """A new work key: its secret is shown here only."""
+
+    key: WorkKeyRecord
+    secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceTarget:
+    coordinator_id: str
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceTargets:
+    """What the recovery service should visit: nothing while the platform is switched off."""
+
+    platform_enabled: bool
+    targets: list[MaintenanceTarget]
+
+
+@dataclass(frozen=True, slots=True)
+class LeadershipClaim:
+    """The leadership as it stands, and whether the caller holds it."""
+
+    leadership: Leadership
+    held: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PendingActionsRun:
+    """One pass over the due pending actions."""
+
+    attempted: int = 0
+    succeeded: int = 0
+
+
+@dataclass(slots=True)
+class Digest:
+    """One UTC day's digest of a work coordinator: its owner and entries."""
+
+    coordinator_id: str
+    day: str
+    owner: str
+    entries: list[DigestEntry]
+
+
+@dataclass(slots=True)
+class EventPage:
+    """A page of the event log and the coordinator's revision when it was read."""
+
+    events: list[Event]
+    next_page_token: str
+    revision: int

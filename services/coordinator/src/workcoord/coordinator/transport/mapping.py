@@ -23,7 +23,6 @@ from workcoord.coordinator.domain import rules
 from workcoord.coordinator.domain.model import (
     Attempt,
     Coordinator,
-    DigestEntry,
     Escalation,
     Event,
     Item,
@@ -39,6 +38,7 @@ from workcoord.coordinator.domain.model import (
 from workcoord.coordinator.domain.ports import OrgRecord, UserRecord, WorkKeyRecord
 from workcoord.coordinator.domain.specs import (
     CoordinatorView,
+    Digest,
     Explanation,
     GrantedLease,
     ItemDetail,
@@ -46,6 +46,7 @@ from workcoord.coordinator.domain.specs import (
     LaneDetail,
     LaneSpec,
     MaintenanceReport,
+    PlatformSettings,
     TicketSpec,
 )
 
@@ -582,10 +583,11 @@ def escalation_to_pb(e: Escalation) -> work_coordinator_pb2.Escalation:
     return out
 
 
-def digest_to_pb(
-    coordinator_id: str, day: str, owner: str, entries: Sequence[DigestEntry]
-) -> work_coordinator_pb2.Digest:
-    out = work_coordinator_pb2.Digest(coordinator_id=coordinator_id, day=day, owner=owner)
+def digest_to_pb(digest: Digest) -> work_coordinator_pb2.Digest:
+    entries = digest.entries
+    out = work_coordinator_pb2.Digest(
+        coordinator_id=digest.coordinator_id, day=digest.day, owner=digest.owner
+    )
     for e in entries:
         entry = out.entries.add(
             kind=e.kind.value,
@@ -601,6 +603,12 @@ def digest_to_pb(
 
 
 # ------------------------------------------------------------------ administration
+
+
+def settings_to_pb(settings: PlatformSettings) -> admin_pb2.Settings:
+    out = admin_pb2.Settings(work_coordinator_enabled=settings.enabled, etag=str(settings.version))
+    out.update_time.CopyFrom(ts(settings.update_time))
+    return out
 
 
 def org_to_pb(org: OrgRecord) -> admin_pb2.Org:

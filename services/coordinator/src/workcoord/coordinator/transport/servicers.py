@@ -164,16 +164,20 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
         expire = (
             m.from_ts(request.token.expire_time) if request.token.HasField("expire_time") else None
         )
-        token_id, secret, created = await self.engine.create_user_token(
+        issued = await self.engine.create_user_token(
             p, request.user_id, request.token.display_name, expire
         )
         token = admin_pb2.UserToken(
-            token_id=token_id, user_id=request.user_id, display_name=request.token.display_name
+            token_id=issued.token_id,
+            user_id=request.user_id,
+            display_name=request.token.display_name,
         )
-        token.create_time.CopyFrom(m.ts(created))
+        token.create_time.CopyFrom(m.ts(issued.create_time))
         if expire is not None:
             token.expire_time.CopyFrom(m.ts(expire))
-        return admin_pb2.CreateUserTokenResponse(token_id=token_id, secret=secret, token=token)
+        return admin_pb2.CreateUserTokenResponse(
+            token_id=issued.token_id, secret=issued.secret, token=token
+        )
 
     async def RevokeUserToken(
         self, request: admin_pb2.RevokeUserTokenRequest, context: Context
@@ -187,7 +191,7 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
     ) -> admin_pb2.CreateWorkKeyResponse:
         p = await self.begin(request, context)
         k = request.work_key
-        key, secret = await self.engine.create_work_key(
+        issued = await self.engine.create_work_key(
             p,
             k.display_name,
             k.org_slug,
@@ -196,7 +200,7 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
             m.from_ts(k.expire_time) if k.HasField("expire_time") else None,
         )
         return admin_pb2.CreateWorkKeyResponse(
-            key_id=key.key_id, secret=secret, work_key=m.work_key_to_pb(key)
+            key_id=issued.key.key_id, secret=issued.secret, work_key=m.work_key_to_pb(issued.key)
         )
 
     async def ListWorkKeys(
@@ -227,18 +231,12 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
             work_key=m.work_key_to_pb(await self.engine.revoke_work_key(p, request.key_id))
         )
 
-    def _settings(self, row: tuple[Any, Any, int]) -> admin_pb2.Settings:
-        enabled, updated, version = row
-        out = admin_pb2.Settings(work_coordinator_enabled=enabled, etag=str(version))
-        out.update_time.CopyFrom(m.ts(updated))
-        return out
-
     async def GetSettings(
         self, request: admin_pb2.GetSettingsRequest, context: Context
     ) -> admin_pb2.GetSettingsResponse:
         p = await self.begin(request, context)
         return admin_pb2.GetSettingsResponse(
-            settings=self._settings(await self.engine.get_settings(p))
+            settings=m.settings_to_pb(await self.engine.get_settings(p))
         )
 
     async def UpdateSettings(
@@ -254,8 +252,8 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
             if "work_coordinator_enabled" in paths
             else None
         )
-        row = await self.engine.update_settings(p, enabled, request.settings.etag)
-        return admin_pb2.UpdateSettingsResponse(settings=self._settings(row))
+        settings = await self.engine.update_settings(p, enabled, request.settings.etag)
+        return admin_pb2.UpdateSettingsResponse(settings=m.settings_to_pb(settings))
 
 
 class WorkCoordinatorServicer(_Base, work_coordinator_pb2_grpc.WorkCoordinatorServiceServicer):
@@ -348,7 +346,7 @@ class WorkCoordinatorServicer(_Base, work_coordinator_pb2_grpc.WorkCoordinatorSe
         self, request: work_coordinator_pb2.ListEventsRequest, context: Context
     ) -> work_coordinator_pb2.ListEventsResponse:
         p = await self.begin(request, context)
-        events, token, revision = await self.engine.list_events(
+        page = await self.engine.list_events(
             p,
             request.coordinator_id,
             request.since_revision,
@@ -358,17 +356,17 @@ class WorkCoordinatorServicer(_Base, work_coordinator_pb2_grpc.WorkCoordinatorSe
             request.item_id,
         )
         return work_coordinator_pb2.ListEventsResponse(
-            events=[m.event_to_pb(e) for e in events], next_page_token=token, revision=revision
+            events=[m.event_to_pb(e) for e in page.events],
+            next_page_token=page.next_page_token,
+            revision=page.revision,
         )
 
     async def GetDigest(
         self, request: work_coordinator_pb2.GetDigestRequest, context: Context
     ) -> work_coordinator_pb2.GetDigestResponse:
         p = await self.begin(request, context)
-        owner, entries = await self.engine.get_digest(p, request.coordinator_id, request.day)
-        return work_coordinator_pb2.GetDigestResponse(
-            digest=m.digest_to_pb(request.coordinator_id, request.day, owner, entries)
-        )
+        digest = await self.engine.get_digest(p, request.coordinator_id, request.day)
+        return work_coordinator_pb2.GetDigestResponse(digest=m.digest_to_pb(digest))
 
     async def ListPendingActions(
         self, request: work_coordinator_pb2.ListPendingActionsRequest, context: Context
@@ -752,11 +750,14 @@ class MaintenanceServicer(_Base, maintenance_pb2_grpc.MaintenanceServiceServicer
         self, request: maintenance_pb2.ListMaintenanceTargetsRequest, context: Context
     ) -> maintenance_pb2.ListMaintenanceTargetsResponse:
         p = await self.begin(request, context)
-        enabled, targets = await self.engine.maintenance_targets(p)
+        found = await self.engine.maintenance_targets(p)
         return maintenance_pb2.ListMaintenanceTargetsResponse(
-            platform_enabled=enabled,
+            platform_enabled=found.platform_enabled,
             targets=[
-                maintenance_pb2.MaintenanceTarget(coordinator_id=c, revision=r) for c, r in targets
+                maintenance_pb2.MaintenanceTarget(
+                    coordinator_id=t.coordinator_id, revision=t.revision
+                )
+                for t in found.targets
             ],
         )
 
@@ -771,10 +772,12 @@ class MaintenanceServicer(_Base, maintenance_pb2_grpc.MaintenanceServiceServicer
         self, request: maintenance_pb2.AcquireLeadershipRequest, context: Context
     ) -> maintenance_pb2.AcquireLeadershipResponse:
         p = await self.begin(request, context)
-        leadership, held = await self.engine.acquire_leadership(
+        claim = await self.engine.acquire_leadership(
             p, request.name, request.holder_id, request.lease_seconds
         )
-        return maintenance_pb2.AcquireLeadershipResponse(leadership=_leadership(leadership, held))
+        return maintenance_pb2.AcquireLeadershipResponse(
+            leadership=_leadership(claim.leadership, claim.held)
+        )
 
     async def ReleaseLeadership(
         self, request: maintenance_pb2.ReleaseLeadershipRequest, context: Context

@@ -12,7 +12,7 @@ The commands are grouped by concern, one module each, over a shared core (:mod:`
 
 from __future__ import annotations
 
-from ._base import new_id
+from ._base import Effects, EngineCore, new_id
 from .admin import BOOTSTRAP_USER_EMAIL, AdminCommands
 from .attempts import AttemptCommands
 from .coordinators import CoordinatorCommands
@@ -23,8 +23,10 @@ from .maintenance import ESCALATION_BATCH, Maintenance
 from .paging import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
+    PageRequest,
     decode_page_token,
     encode_page_token,
+    page_of,
     page_size,
 )
 from .reads import Reads
@@ -41,10 +43,14 @@ __all__ = [
     "PENDING_ACTION_RETRY",
     "TICKET_CLOSED",
     "TICKET_SYNC_BATCH",
+    "Effects",
     "Engine",
+    "EngineCore",
+    "PageRequest",
     "decode_page_token",
     "encode_page_token",
     "new_id",
+    "page_of",
     "page_size",
 ]
 

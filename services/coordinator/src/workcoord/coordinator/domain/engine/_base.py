@@ -1,4 +1,11 @@
-"""The engine's core: one transaction per command, its effects after commit, shared lane reads."""
+"""The engine's core: one transaction per command, its effects after commit, shared lane reads.
+
+The concern modules of the engine are mixins over :class:`EngineCore`. Its public methods
+(:meth:`~EngineCore.command`, :meth:`~EngineCore.append_events`,
+:meth:`~EngineCore.write_digest`, :meth:`~EngineCore.announce`,
+:meth:`~EngineCore.lane_details`, :meth:`~EngineCore.capacity_usage`) are also the seams other
+domain services (tenancy) build their commands on.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from workcoord.kit.bus import Notification, NotificationBus
@@ -20,10 +28,11 @@ from workcoord.kit.secrets import SystemTokenSource, TokenSource, hash_secret
 from .. import rules
 from ..auth import RECOVERY, Access, Principal, authorize
 from ..group_commit import GroupCommitter
-from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Lane, NewEvent
+from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Lane, LaneState, NewEvent
 from ..ports import Reader, Store, Tx
-from ..specs import LaneDetail
+from ..specs import LaneDetail, Page, PendingActionsRun
 from ..tickets import TicketTracker
+from .paging import PageRequest, iso
 
 _log = logging.getLogger("workcoord.coordinator.engine")
 
@@ -39,8 +48,9 @@ def new_id(prefix: str) -> str:
 
 
 @dataclass(slots=True)
-class _Effects:
-    """What a committed command should announce."""
+class Effects:
+    """What a command leaves to do around its commit: digest lines to write before it, and
+    the notification and ticket closures to start after it."""
 
     ready_classes: set[str] = field(default_factory=set)
     changed: bool = False
@@ -57,7 +67,26 @@ class _Effects:
         reason: str = "",
         action_id: str = "",
     ) -> None:
+        """Add a line to today's digest of the work coordinator."""
         self.digest.append((kind, lane_id, item_id, action_id, reason))
+
+    def digest_entries(self, coordinator: Coordinator, now: datetime) -> list[DigestEntry]:
+        """The noted lines as digest entries of ``now``'s UTC day, for the digest owner."""
+        return [
+            DigestEntry(
+                entry_id=new_id("dg"),
+                coordinator_id=coordinator.coordinator_id,
+                day=now.date().isoformat(),
+                owner=coordinator.config.digest_owner,
+                kind=kind,
+                time=now,
+                lane_id=lane_id,
+                item_id=item_id,
+                action_id=action_id,
+                reason=reason,
+            )
+            for kind, lane_id, item_id, action_id, reason in self.digest
+        ]
 
 
 class EngineCore(ABC):
@@ -83,18 +112,19 @@ class EngineCore(ABC):
         self._service_key_hash = hash_secret(service_key) if service_key else ""
         self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._background: set[asyncio.Task[Any]] = set()
-        self._worker_writes: GroupCommitter[_Effects] = GroupCommitter(
-            _Effects, self._write_digest, self._announce
+        self._worker_writes: GroupCommitter[Effects] = GroupCommitter(
+            Effects, self.write_digest, self.announce
         )
 
-    # ------------------------------------------------------------------ plumbing
+    # ------------------------------------------------------------------ transactions
 
     @asynccontextmanager
-    async def _command(
+    async def command(
         self, principal: Principal, coordinator_id: str, access: Access, *, work: bool = True
-    ) -> AsyncIterator[tuple[Tx, Coordinator, _Effects]]:
-        """One transaction on one work coordinator, with notifications after commit."""
-        effects = _Effects()
+    ) -> AsyncIterator[tuple[Tx, Coordinator, Effects]]:
+        """One transaction on one work coordinator, authorized for ``access`` (and, for work,
+        refused while coordination is switched off), with its effects around the commit."""
+        effects = Effects()
         async with self.store.write(coordinator_id) as tx:
             coordinator = tx.coordinator
             if coordinator is None:
@@ -103,14 +133,15 @@ class EngineCore(ABC):
             if work:
                 await self._require_enabled(tx, coordinator)
             yield tx, coordinator, effects
-            await self._write_digest(tx, coordinator, effects)
-        await self._announce(coordinator, effects)
+            await self.write_digest(tx, coordinator, effects)
+        await self.announce(coordinator, effects)
 
-    async def _write_digest(self, tx: Tx, coordinator: Coordinator, effects: _Effects) -> None:
+    async def write_digest(self, tx: Tx, coordinator: Coordinator, effects: Effects) -> None:
+        """Before commit: store the digest lines ``effects`` noted."""
         if effects.digest:
-            await tx.insert_digest_entries(self._digest_entries(tx, coordinator, effects))
+            await tx.insert_digest_entries(effects.digest_entries(coordinator, tx.now))
 
-    async def _announce(self, coordinator: Coordinator, effects: _Effects) -> None:
+    async def announce(self, coordinator: Coordinator, effects: Effects) -> None:
         """After commit: wake waiting workers and feeds, start ticket closures."""
         if effects.changed or effects.ready_classes:
             await self.bus.publish(
@@ -121,7 +152,14 @@ class EngineCore(ABC):
                 )
             )
         if effects.close_tickets:
-            self._spawn(self._close_tickets_now(coordinator.coordinator_id))
+            self._spawn(self.run_pending_actions(RECOVERY, coordinator.coordinator_id))
+
+    async def append_events(
+        self, tx: Tx, coordinator: Coordinator, events: Sequence[NewEvent], actor: str
+    ) -> None:
+        """Append ``events`` with the coordinator's next revisions (none: nothing changes)."""
+        if events:
+            coordinator.revision = await tx.append(coordinator, events, actor)
 
     @asynccontextmanager
     async def _open_for_workers(self, coordinator_id: str) -> AsyncIterator[tuple[Tx, Coordinator]]:
@@ -132,26 +170,6 @@ class EngineCore(ABC):
                 raise NotFound(f"work coordinator {coordinator_id} not found")
             await self._require_enabled(tx, coordinator)
             yield tx, coordinator
-
-    def _digest_entries(
-        self, tx: Tx, coordinator: Coordinator, effects: _Effects
-    ) -> list[DigestEntry]:
-        day = tx.now.date().isoformat()
-        return [
-            DigestEntry(
-                entry_id=new_id("dg"),
-                coordinator_id=coordinator.coordinator_id,
-                day=day,
-                owner=coordinator.config.digest_owner,
-                kind=kind,
-                time=tx.now,
-                lane_id=lane_id,
-                item_id=item_id,
-                action_id=action_id,
-                reason=reason,
-            )
-            for kind, lane_id, item_id, action_id, reason in effects.digest
-        ]
 
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
         """Run follow-up work after a commit without holding the caller; keep a reference so
@@ -166,6 +184,14 @@ class EngineCore(ABC):
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
+    @abstractmethod
+    async def run_pending_actions(
+        self, principal: Principal, coordinator_id: str
+    ) -> PendingActionsRun:
+        """Try every due pending action once (the follow-ups concern provides it)."""
+
+    # ------------------------------------------------------------------ authorization
+
     async def _require_enabled(self, reader: Reader, coordinator: Coordinator) -> None:
         if not await reader.platform_enabled():
             raise CoordinationDisabled("coordination is switched off for the platform")
@@ -175,21 +201,25 @@ class EngineCore(ABC):
             )
 
     async def _readable(
-        self, reader: Reader, principal: Principal, coordinator_id: str, *, work: bool = True
+        self,
+        reader: Reader,
+        principal: Principal,
+        coordinator_id: str,
+        *,
+        work: bool = True,
+        access: Access = Access.READ,
     ) -> Coordinator:
+        """The work coordinator, if ``principal`` may ``access`` it (and, for work, while
+        coordination is on), read outside a command."""
         coordinator = await reader.get_coordinator(coordinator_id)
         if coordinator is None:
             raise NotFound(f"work coordinator {coordinator_id} not found")
-        authorize(principal, coordinator, Access.READ)
+        authorize(principal, coordinator, access)
         if work:
             await self._require_enabled(reader, coordinator)
         return coordinator
 
-    async def _append(
-        self, tx: Tx, coordinator: Coordinator, events: Sequence[NewEvent], actor: str
-    ) -> None:
-        if events:
-            coordinator.revision = await tx.append(coordinator, events, actor)
+    # ------------------------------------------------------------------ lanes
 
     async def _lane_for_update(self, tx: Tx, coordinator_id: str, lane_id: str) -> Lane:
         lane = await tx.get_lane(lane_id)
@@ -200,12 +230,13 @@ class EngineCore(ABC):
     async def _lane_detail(
         self, reader: Reader, lane: Lane, with_attempts: bool = False
     ) -> LaneDetail:
-        details = await self._lane_details(reader, [lane], with_attempts)
+        details = await self.lane_details(reader, [lane], with_attempts)
         return details[0]
 
-    async def _lane_details(
+    async def lane_details(
         self, reader: Reader, lanes: Sequence[Lane], with_attempts: bool = False
     ) -> list[LaneDetail]:
+        """Each lane with its items, blockers and tickets (and attempts, if asked), in order."""
         ids = [lane.lane_id for lane in lanes]
         items = await reader.lane_items(ids) if ids else []
         blockers = await reader.lane_blockers(ids) if ids else []
@@ -225,18 +256,24 @@ class EngineCore(ABC):
             by_lane[ticket.lane_id].tickets.append(ticket)
         return [by_lane[i] for i in ids]
 
-    async def _capacity(
+    async def _lane_page(
+        self,
+        reader: Reader,
+        coordinator_id: str,
+        state: LaneState | None,
+        request: PageRequest,
+        after: tuple[datetime, str] | None,
+        with_attempts: bool = False,
+    ) -> Page[LaneDetail]:
+        """A page of the coordinator's lanes, newest first, with their details."""
+        lanes = await reader.list_lanes(coordinator_id, state, after, request.fetch)
+        page = request.page(lanes, lambda lane: [iso(lane.create_time), lane.lane_id])
+        details = await self.lane_details(reader, page.items, with_attempts)
+        return Page(details, page.next_page_token)
+
+    async def capacity_usage(
         self, reader: Reader, coordinator: Coordinator
     ) -> dict[str, tuple[int, int]]:
+        """Per worker class: (live attempts, capacity)."""
         live = await reader.live_attempts(coordinator.coordinator_id, None)
-        capacity, _holding = rules.class_usage(live, coordinator.config.class_capacity)
-        return capacity
-
-    async def _close_tickets_now(self, coordinator_id: str) -> None:
-        await self.run_pending_actions(RECOVERY, coordinator_id)
-
-    @abstractmethod
-    async def run_pending_actions(
-        self, principal: Principal, coordinator_id: str
-    ) -> tuple[int, int]:
-        """Try every due pending action once (the follow-ups concern provides it)."""
+        return rules.class_usage(live, coordinator.config.class_capacity).capacity

@@ -27,14 +27,17 @@ from ..auth import (
     Principal,
     PrincipalKind,
     authorize,
+    can_see_org,
     require_org_admin,
     require_platform_admin,
+    require_self_or_platform_admin,
+    user_principal,
 )
 from ..model import Scope
 from ..ports import OrgRecord, UserRecord, WorkKeyRecord
-from ..specs import Page
+from ..specs import IssuedUserToken, IssuedWorkKey, Page, PlatformSettings
 from ._base import EngineCore, new_id
-from .paging import decode_page_token, page_of, page_size
+from .paging import PageRequest
 
 BOOTSTRAP_USER_EMAIL = "admin@workcoord.local"
 
@@ -73,14 +76,7 @@ class AdminCommands(EngineCore):
             user = await reader.get_user(credential.owner_id)
             if user is None:
                 raise Unauthenticated("unknown credential")
-            roles = await reader.user_roles(user.user_id)
-            return Principal(
-                kind=PrincipalKind.USER,
-                id=user.user_id,
-                display_name=user.display_name,
-                platform_admin=user.platform_admin and user.verified,
-                org_roles={slug: OrgRole(role) for slug, role in roles.items()},
-            )
+            return user_principal(user, await reader.user_roles(user.user_id))
 
     async def bootstrap_admin(self, token: str) -> str:
         """Ensure a verified platform admin whose API token is ``token`` (idempotent)."""
@@ -117,17 +113,16 @@ class AdminCommands(EngineCore):
     async def get_org(self, principal: Principal, slug: str) -> OrgRecord:
         async with self.store.read() as reader:
             org = await reader.get_org(slug)
-        if org is None or not (principal.platform_admin or slug in principal.org_roles):
+        if org is None or not can_see_org(principal, slug):
             raise NotFound(f"org {slug!r} not found")
         return org
 
     async def list_orgs(self, principal: Principal, size: int, token: str) -> Page[OrgRecord]:
-        limit = page_size(size)
-        after = decode_page_token(token)
+        request = PageRequest.parse(size, token)
         async with self.store.read() as reader:
-            orgs = await reader.list_orgs(str(after[0]) if after else "", limit + 1)
-        visible = [o for o in orgs if principal.platform_admin or o.slug in principal.org_roles]
-        return page_of(visible, limit, lambda o: [o.slug])
+            orgs = await reader.list_orgs(request.after_id, request.fetch)
+        visible = [o for o in orgs if can_see_org(principal, o.slug)]
+        return request.page(visible, lambda o: [o.slug])
 
     async def create_user(
         self,
@@ -153,8 +148,7 @@ class AdminCommands(EngineCore):
             return user
 
     async def get_user(self, principal: Principal, user_id: str) -> UserRecord:
-        if not (principal.platform_admin or (principal.is_human and principal.id == user_id)):
-            raise NotFound(f"user {user_id} not found")
+        require_self_or_platform_admin(principal, user_id)
         async with self.store.read() as reader:
             user = await reader.get_user(user_id)
         if user is None:
@@ -163,11 +157,10 @@ class AdminCommands(EngineCore):
 
     async def list_users(self, principal: Principal, size: int, token: str) -> Page[UserRecord]:
         require_platform_admin(principal)
-        limit = page_size(size)
-        after = decode_page_token(token)
+        request = PageRequest.parse(size, token)
         async with self.store.read() as reader:
-            users = await reader.list_users(str(after[0]) if after else "", limit + 1)
-        return page_of(users, limit, lambda u: [u.user_id])
+            users = await reader.list_users(request.after_id, request.fetch)
+        return request.page(users, lambda u: [u.user_id])
 
     async def add_org_member(
         self, principal: Principal, org_slug: str, user_id: str, role: OrgRole
@@ -183,9 +176,9 @@ class AdminCommands(EngineCore):
 
     async def create_user_token(
         self, principal: Principal, user_id: str, display_name: str, expire_time: datetime | None
-    ) -> tuple[str, str, datetime]:
-        if not (principal.platform_admin or (principal.is_human and principal.id == user_id)):
-            raise NotFound(f"user {user_id} not found")
+    ) -> IssuedUserToken:
+        """A new API token for ``user_id``; its secret is returned once, stored as a hash."""
+        require_self_or_platform_admin(principal, user_id)
         secret = new_secret("wcadm_", self.tokens)
         token_id = new_id("tok")
         async with self.store.write() as tx:
@@ -196,7 +189,7 @@ class AdminCommands(EngineCore):
             await tx.insert_user_token(
                 token_id, user_id, display_name, hash_secret(secret), tx.now, expire_time
             )
-            return token_id, secret, tx.now
+            return IssuedUserToken(token_id, secret, tx.now)
 
     async def create_work_key(
         self,
@@ -206,7 +199,7 @@ class AdminCommands(EngineCore):
         coordinator_ids: Sequence[str],
         capabilities: Sequence[Capability],
         expire_time: datetime | None,
-    ) -> tuple[WorkKeyRecord, str]:
+    ) -> IssuedWorkKey:
         """Create a work key; its secret is returned once and stored only as a hash."""
         if not principal.is_human:
             raise PermissionDenied("only a human administrator may create work keys")
@@ -257,7 +250,7 @@ class AdminCommands(EngineCore):
                 expire_time=expire_time,
             )
             await tx.insert_work_key(key)
-            return key, secret
+            return IssuedWorkKey(key, secret)
 
     async def _key_visible(self, principal: Principal, key: WorkKeyRecord | None) -> WorkKeyRecord:
         if key is None or not principal.is_human:
@@ -284,11 +277,10 @@ class AdminCommands(EngineCore):
                     "org_slug", "is required unless you are a platform admin"
                 )
             require_org_admin(principal, org_slug)
-        limit = page_size(size)
-        after = decode_page_token(token)
+        request = PageRequest.parse(size, token)
         async with self.store.read() as reader:
-            keys = await reader.list_work_keys(org_slug, str(after[0]) if after else "", limit + 1)
-        return page_of(keys, limit, lambda k: [k.key_id])
+            keys = await reader.list_work_keys(org_slug, request.after_id, request.fetch)
+        return request.page(keys, lambda k: [k.key_id])
 
     async def revoke_work_key(self, principal: Principal, key_id: str) -> WorkKeyRecord:
         async with self.store.write() as tx:
@@ -298,15 +290,16 @@ class AdminCommands(EngineCore):
                 key = replace(key, revoke_time=tx.now)
             return key
 
-    async def get_settings(self, principal: Principal) -> tuple[bool, datetime, int]:
+    async def get_settings(self, principal: Principal) -> PlatformSettings:
         if not principal.is_human:
             raise PermissionDenied("only humans read platform settings")
         async with self.store.read() as reader:
-            return await reader.settings_row()
+            return PlatformSettings(*await reader.settings_row())
 
     async def update_settings(
         self, principal: Principal, enabled: bool | None, etag: str
-    ) -> tuple[bool, datetime, int]:
+    ) -> PlatformSettings:
+        """Switch coordination on or off for the whole platform (``None``: leave it)."""
         require_platform_admin(principal)
         async with self.store.write() as tx:
             current, _, version = await tx.settings_row()
@@ -314,7 +307,7 @@ class AdminCommands(EngineCore):
                 raise EtagMismatch()
             if enabled is not None and enabled != current:
                 await tx.set_platform_enabled(enabled, tx.now)
-            settings = await tx.settings_row()
+            settings = PlatformSettings(*await tx.settings_row())
         if enabled:
             # Wake every long-poll: work may be leasable again.
             async with self.store.read() as reader:

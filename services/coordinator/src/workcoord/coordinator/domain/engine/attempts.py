@@ -23,7 +23,7 @@ from ..model import (
     NewEvent,
 )
 from ..ports import Tx
-from ._base import _Effects
+from ._base import Effects
 from .transitions import Transitions
 
 
@@ -33,7 +33,7 @@ class AttemptCommands(Transitions):
     @asynccontextmanager
     async def fenced(
         self, principal: Principal, coordinator_id: str, lease_id: str, lease_token: str
-    ) -> AsyncIterator[tuple[Tx, Coordinator, _Effects, Attempt, Item]]:
+    ) -> AsyncIterator[tuple[Tx, Coordinator, Effects, Attempt, Item]]:
         opener = functools.partial(self._open_for_workers, coordinator_id)
         async with self._worker_writes.member(coordinator_id, opener) as (
             tx,
@@ -78,7 +78,7 @@ class AttemptCommands(Transitions):
             item.update_time = tx.now
             await tx.update_attempts([attempt])
             await tx.update_items([item])
-            await self._append(
+            await self.append_events(
                 tx,
                 coordinator,
                 [
@@ -154,7 +154,7 @@ class AttemptCommands(Transitions):
             await tx.update_attempts([attempt])
             await tx.update_items([item])
             await self._after_success(tx, coordinator, item, events, effects)
-            await self._append(tx, coordinator, events, principal.name)
+            await self.append_events(tx, coordinator, events, principal.name)
             return attempt
 
     async def fail(
@@ -196,7 +196,7 @@ class AttemptCommands(Transitions):
             )
             effects.ready_classes.add(attempt.worker_class)
             await tx.update_items([item])
-            await self._append(tx, coordinator, events, principal.name)
+            await self.append_events(tx, coordinator, events, principal.name)
             return attempt
 
     async def checkpoint(
@@ -244,7 +244,7 @@ class AttemptCommands(Transitions):
             effects.ready_classes.add(attempt.worker_class)
             await tx.update_attempts([attempt])
             await tx.update_items([item])
-            await self._append(tx, coordinator, events, principal.name)
+            await self.append_events(tx, coordinator, events, principal.name)
             return attempt
 
     async def release(
@@ -278,5 +278,5 @@ class AttemptCommands(Transitions):
             self._queue(tx, item, events, effects, None)
             await tx.update_attempts([attempt])
             await tx.update_items([item])
-            await self._append(tx, coordinator, events, principal.name)
+            await self.append_events(tx, coordinator, events, principal.name)
             return attempt

@@ -10,7 +10,7 @@ from ..model import Coordinator, CoordinatorConfig, EventType, NewEvent, Scope
 from ..ports import Reader
 from ..specs import CoordinatorSpec, Page
 from ._base import EngineCore, new_id
-from .paging import decode_page_token, page_of, page_size
+from .paging import PageRequest
 
 
 class CoordinatorCommands(EngineCore):
@@ -61,7 +61,7 @@ class CoordinatorCommands(EngineCore):
                 update_time=tx.now,
             )
             await tx.insert_coordinator(coordinator, request_id)
-            await self._append(
+            await self.append_events(
                 tx,
                 coordinator,
                 [NewEvent(EventType.COORDINATOR_CREATED, data={"scope": spec.scope.value})],
@@ -86,20 +86,17 @@ class CoordinatorCommands(EngineCore):
     async def list_coordinators(
         self, principal: Principal, org_slug: str, size: int, token: str
     ) -> Page[Coordinator]:
-        limit = page_size(size)
-        after = decode_page_token(token)
-        slugs: list[str] | None = None
-        if org_slug:
-            slugs = [org_slug]
+        request = PageRequest.parse(size, token)
+        slugs = [org_slug] if org_slug else None
         async with self.store.read() as reader:
-            found = await reader.list_coordinators(str(after[0]) if after else "", 10_000, slugs)
+            found = await reader.list_coordinators(request.after_id, 10_000, slugs)
         visible = [c for c in found if may(principal, c, Access.READ)]
-        return page_of(visible[: limit + 1], limit, lambda c: [c.coordinator_id])
+        return request.page(visible[: request.fetch], lambda c: [c.coordinator_id])
 
     async def update_coordinator(
         self, principal: Principal, coordinator_id: str, spec: CoordinatorSpec, etag: str
     ) -> Coordinator:
-        async with self._command(principal, coordinator_id, Access.CONFIGURE, work=False) as (
+        async with self.command(principal, coordinator_id, Access.CONFIGURE, work=False) as (
             tx,
             coordinator,
             effects,
@@ -119,7 +116,7 @@ class CoordinatorCommands(EngineCore):
             coordinator.config_version += 1
             coordinator.update_time = tx.now
             await tx.update_coordinator(coordinator)
-            await self._append(
+            await self.append_events(
                 tx,
                 coordinator,
                 [NewEvent(EventType.COORDINATOR_UPDATED, data={"fields": changed})],

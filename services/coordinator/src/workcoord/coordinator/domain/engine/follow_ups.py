@@ -19,10 +19,10 @@ from ..model import (
     RetryPolicy,
     Ticket,
 )
-from ..specs import MaintenanceReport, Page
+from ..specs import Digest, MaintenanceReport, Page, PendingActionsRun
 from ..tickets import TrackerError
 from ._base import EngineCore
-from .paging import decode_page_token, page_of, page_size
+from .paging import PageRequest
 from .transitions import TICKET_CLOSED
 
 _log = logging.getLogger("workcoord.coordinator.engine")
@@ -39,8 +39,8 @@ class FollowUps(EngineCore):
 
     async def run_pending_actions(
         self, principal: Principal, coordinator_id: str
-    ) -> tuple[int, int]:
-        """Try every due pending action once; returns (attempted, succeeded)."""
+    ) -> PendingActionsRun:
+        """Try every due pending action once."""
         async with self.store.read() as reader:
             due = await reader.due_pending_actions(coordinator_id, self.clock.now(), 100)
         attempted = succeeded = 0
@@ -57,12 +57,12 @@ class FollowUps(EngineCore):
             attempted += 1
             if await self._record_action(principal, coordinator_id, action, error):
                 succeeded += 1
-        return attempted, succeeded
+        return PendingActionsRun(attempted, succeeded)
 
     async def _record_action(
         self, principal: Principal, coordinator_id: str, tried: PendingAction, error: str
     ) -> bool:
-        async with self._command(principal, coordinator_id, Access.MAINTAIN) as (
+        async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
             tx,
             coordinator,
             effects,
@@ -119,7 +119,7 @@ class FollowUps(EngineCore):
                         )
                     )
             await tx.update_pending_action(action)
-            await self._append(tx, coordinator, events, principal.name)
+            await self.append_events(tx, coordinator, events, principal.name)
             return not error
 
     async def list_pending_actions(
@@ -130,19 +130,18 @@ class FollowUps(EngineCore):
         size: int,
         token: str,
     ) -> Page[PendingAction]:
-        limit = page_size(size)
-        after = decode_page_token(token)
+        request = PageRequest.parse(size, token)
         async with self.store.read() as reader:
             await self._readable(reader, principal, coordinator_id)
             actions = await reader.list_pending_actions(
-                coordinator_id, state, str(after[0]) if after else "", limit + 1
+                coordinator_id, state, request.after_id, request.fetch
             )
-        return page_of(actions, limit, lambda a: [a.action_id])
+        return request.page(actions, lambda a: [a.action_id])
 
     async def resolve_pending_action(
         self, principal: Principal, coordinator_id: str, action_id: str, resolution: str
     ) -> PendingAction:
-        async with self._command(principal, coordinator_id, Access.DECIDE) as (
+        async with self.command(principal, coordinator_id, Access.DECIDE) as (
             tx,
             coordinator,
             _effects,
@@ -159,7 +158,7 @@ class FollowUps(EngineCore):
             action.next_attempt_time = None
             action.update_time = tx.now
             await tx.update_pending_action(action)
-            await self._append(
+            await self.append_events(
                 tx,
                 coordinator,
                 [
@@ -173,9 +172,7 @@ class FollowUps(EngineCore):
             )
             return action
 
-    async def get_digest(
-        self, principal: Principal, coordinator_id: str, day: str
-    ) -> tuple[str, list[DigestEntry]]:
+    async def get_digest(self, principal: Principal, coordinator_id: str, day: str) -> Digest:
         """One UTC day's digest: its owner and entries (open pending actions included today)."""
         try:
             date = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).date()
@@ -203,7 +200,7 @@ class FollowUps(EngineCore):
                             reason=action.last_error,
                         )
                     )
-        return coordinator.config.digest_owner, entries
+        return Digest(coordinator_id, day, coordinator.config.digest_owner, entries)
 
     async def _sync_tickets(
         self, principal: Principal, coordinator_id: str, report: MaintenanceReport
@@ -222,7 +219,7 @@ class FollowUps(EngineCore):
                 _log.info("ticket %s %s not synced: %s", ticket.tracker, ticket.key, exc)
         if not observed:
             return
-        async with self._command(principal, coordinator_id, Access.MAINTAIN) as (
+        async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
             tx,
             coordinator,
             _effects,
@@ -240,5 +237,5 @@ class FollowUps(EngineCore):
                 ticket.state = state
                 ticket.observe_time = tx.now
                 await tx.update_ticket(coordinator_id, ticket)
-            await self._append(tx, coordinator, events, principal.name)
+            await self.append_events(tx, coordinator, events, principal.name)
         report.tickets_synced += len(observed)

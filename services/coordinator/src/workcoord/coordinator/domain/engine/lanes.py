@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from workcoord.kit.errors import (
     FieldViolation,
     IllegalTransition,
@@ -29,7 +27,7 @@ from ..model import (
 from ..ports import Tx
 from ..specs import ItemDetail, ItemSpec, LaneDetail, LaneSpec, Page
 from ._base import new_id
-from .paging import decode_page_token, iso, page_of, page_size
+from .paging import PageRequest
 from .transitions import Transitions
 
 
@@ -45,7 +43,7 @@ class LaneCommands(Transitions):
             raise InvalidArgument.single(
                 "lane.items", "must be empty for a STANDARD lane: the workflow creates its items"
             )
-        async with self._command(principal, coordinator_id, Access.WRITE) as (
+        async with self.command(principal, coordinator_id, Access.WRITE) as (
             tx,
             coordinator,
             effects,
@@ -104,7 +102,7 @@ class LaneCommands(Transitions):
             if lane.template == Template.STANDARD:
                 specs = workflow.first_items(lane, worker_classes)
             items = await self._new_items(tx, coordinator, lane, specs, events, effects)
-            await self._append(tx, coordinator, events, principal.name)
+            await self.append_events(tx, coordinator, events, principal.name)
             return LaneDetail(lane=lane, items=items, tickets=tickets)
 
     async def create_item(
@@ -115,7 +113,7 @@ class LaneCommands(Transitions):
         spec: ItemSpec,
         request_id: str,
     ) -> ItemDetail:
-        async with self._command(principal, coordinator_id, Access.WRITE) as (
+        async with self.command(principal, coordinator_id, Access.WRITE) as (
             tx,
             coordinator,
             effects,
@@ -147,7 +145,7 @@ class LaneCommands(Transitions):
             items = await self._new_items(tx, coordinator, lane, [spec], events, effects, existing)
             lane.update_time = tx.now
             await tx.update_lane(lane)
-            await self._append(tx, coordinator, events, principal.name)
+            await self.append_events(tx, coordinator, events, principal.name)
             return ItemDetail(item=items[0], attempts=[])
 
     async def get_lane(self, principal: Principal, coordinator_id: str, lane_id: str) -> LaneDetail:
@@ -157,7 +155,7 @@ class LaneCommands(Transitions):
             if lane is None or lane.coordinator_id != coordinator_id:
                 raise NotFound(f"lane {lane_id} not found")
             detail = await self._lane_detail(reader, lane, with_attempts=True)
-            detail.capacity = await self._capacity(reader, coordinator)
+            detail.capacity = await self.capacity_usage(reader, coordinator)
             return detail
 
     async def list_lanes(
@@ -168,25 +166,15 @@ class LaneCommands(Transitions):
         size: int,
         token: str,
     ) -> Page[LaneDetail]:
-        limit = page_size(size)
-        after_key = decode_page_token(token)
-        after: tuple[datetime, str] | None = None
-        if after_key:
-            try:
-                after = (datetime.fromisoformat(str(after_key[0])), str(after_key[1]))
-            except (ValueError, IndexError) as exc:
-                raise InvalidArgument.single(
-                    "page_token", "is not a token this server issued"
-                ) from exc
+        request = PageRequest.parse(size, token)
+        after = request.after_time_and_id()
         async with self.store.read() as reader:
             coordinator = await self._readable(reader, principal, coordinator_id)
-            lanes = await reader.list_lanes(coordinator_id, state, after, limit + 1)
-            page = page_of(lanes, limit, lambda lane: [iso(lane.create_time), lane.lane_id])
-            details = await self._lane_details(reader, page.items)
-            capacity = await self._capacity(reader, coordinator)
-        for detail in details:
+            page = await self._lane_page(reader, coordinator_id, state, request, after)
+            capacity = await self.capacity_usage(reader, coordinator)
+        for detail in page.items:
             detail.capacity = capacity
-        return Page(details, page.next_page_token)
+        return page
 
     async def get_item(
         self, principal: Principal, coordinator_id: str, lane_id: str, item_id: str
@@ -198,13 +186,15 @@ class LaneCommands(Transitions):
                 raise NotFound(f"item {item_id} not found")
             attempts = await reader.item_attempts([item_id])
             return ItemDetail(
-                item=item, attempts=attempts, capacity=await self._capacity(reader, coordinator)
+                item=item,
+                attempts=attempts,
+                capacity=await self.capacity_usage(reader, coordinator),
             )
 
     async def pause_lane(
         self, principal: Principal, coordinator_id: str, lane_id: str, reason: str, pause: bool
     ) -> LaneDetail:
-        async with self._command(principal, coordinator_id, Access.WRITE) as (
+        async with self.command(principal, coordinator_id, Access.WRITE) as (
             tx,
             coordinator,
             effects,
@@ -219,7 +209,7 @@ class LaneCommands(Transitions):
                 await tx.update_lane(lane)
                 await self._set_lane_hold(tx, lane, effects)
                 event = EventType.LANE_PAUSED if pause else EventType.LANE_RESUMED
-                await self._append(
+                await self.append_events(
                     tx,
                     coordinator,
                     [NewEvent(event, lane_id=lane_id, data={"reason": reason} if reason else {})],
@@ -230,7 +220,7 @@ class LaneCommands(Transitions):
     async def cancel_lane(
         self, principal: Principal, coordinator_id: str, lane_id: str, reason: str
     ) -> LaneDetail:
-        async with self._command(principal, coordinator_id, Access.WRITE) as (
+        async with self.command(principal, coordinator_id, Access.WRITE) as (
             tx,
             coordinator,
             effects,
@@ -250,13 +240,13 @@ class LaneCommands(Transitions):
             events.append(
                 NewEvent(EventType.LANE_CANCELLED, lane_id=lane_id, data={"reason": reason})
             )
-            await self._append(tx, coordinator, events, principal.name)
+            await self.append_events(tx, coordinator, events, principal.name)
             return await self._lane_detail(tx, lane, with_attempts=True)
 
     async def add_blocker(
         self, principal: Principal, coordinator_id: str, lane_id: str, reason: str
     ) -> LaneDetail:
-        async with self._command(principal, coordinator_id, Access.WRITE) as (
+        async with self.command(principal, coordinator_id, Access.WRITE) as (
             tx,
             coordinator,
             effects,
@@ -282,7 +272,7 @@ class LaneCommands(Transitions):
     async def resolve_blocker(
         self, principal: Principal, coordinator_id: str, lane_id: str, blocker_id: str
     ) -> LaneDetail:
-        async with self._command(principal, coordinator_id, Access.WRITE) as (
+        async with self.command(principal, coordinator_id, Access.WRITE) as (
             tx,
             coordinator,
             effects,
@@ -306,7 +296,7 @@ class LaneCommands(Transitions):
     async def link_ticket(
         self, principal: Principal, coordinator_id: str, lane_id: str, ticket: Ticket
     ) -> LaneDetail:
-        async with self._command(principal, coordinator_id, Access.WRITE) as (
+        async with self.command(principal, coordinator_id, Access.WRITE) as (
             tx,
             coordinator,
             _effects,
@@ -330,7 +320,7 @@ class LaneCommands(Transitions):
         """Stamp a lane changed by a command and record the event that says how."""
         lane.update_time = tx.now
         await tx.update_lane(lane)
-        await self._append(tx, coordinator, [event], principal.name)
+        await self.append_events(tx, coordinator, [event], principal.name)
 
     async def decide_item(
         self,
@@ -343,7 +333,7 @@ class LaneCommands(Transitions):
     ) -> ItemDetail:
         """approve | deny | resume | retry | cancel. All but cancel are for humans only."""
         access = Access.WRITE if decision == "cancel" else Access.DECIDE
-        async with self._command(principal, coordinator_id, access) as (tx, coordinator, effects):
+        async with self.command(principal, coordinator_id, access) as (tx, coordinator, effects):
             if access == Access.DECIDE and not principal.is_human:
                 # authorize() already refuses keys; this guard keeps it true for any future
                 # principal kind: only a human ever decides.
@@ -401,5 +391,5 @@ class LaneCommands(Transitions):
                 raise InvalidArgument.single("decision", f"unknown decision {decision!r}")
             if decision != "cancel":
                 await tx.update_items([item])
-            await self._append(tx, coordinator, events, principal.name)
+            await self.append_events(tx, coordinator, events, principal.name)
             return ItemDetail(item=item, attempts=await tx.item_attempts([item_id]))

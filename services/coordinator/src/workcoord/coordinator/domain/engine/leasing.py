@@ -26,8 +26,8 @@ from ..model import (
 )
 from ..ports import Tx
 from ..specs import GrantedLease, Page
-from ._base import EngineCore, _Effects, new_id
-from .paging import decode_page_token, page_of, page_size
+from ._base import Effects, EngineCore, new_id
+from .paging import PageRequest
 
 # Long-polls re-check the database at least this often, so a lost notification (Redis down,
 # a backoff that ran out) costs at most this much latency.
@@ -41,7 +41,7 @@ class LeasingCommands(EngineCore):
     async def report_worker(
         self, principal: Principal, coordinator_id: str, worker: Worker
     ) -> Worker:
-        async with self._command(principal, coordinator_id, Access.LEASE) as (
+        async with self.command(principal, coordinator_id, Access.LEASE) as (
             tx,
             coordinator,
             effects,
@@ -60,7 +60,7 @@ class LeasingCommands(EngineCore):
             worker.last_ask_time = existing.last_ask_time if existing else None
             await tx.upsert_worker(worker)
             if existing is None:
-                await self._append(
+                await self.append_events(
                     tx,
                     coordinator,
                     [
@@ -78,14 +78,11 @@ class LeasingCommands(EngineCore):
     async def list_workers(
         self, principal: Principal, coordinator_id: str, size: int, token: str
     ) -> Page[Worker]:
-        limit = page_size(size)
-        after = decode_page_token(token)
+        request = PageRequest.parse(size, token)
         async with self.store.read() as reader:
             await self._readable(reader, principal, coordinator_id)
-            workers = await reader.list_workers(
-                coordinator_id, str(after[0]) if after else "", limit + 1
-            )
-        return page_of(workers, limit, lambda w: [w.worker_id])
+            workers = await reader.list_workers(coordinator_id, request.after_id, request.fetch)
+        return request.page(workers, lambda w: [w.worker_id])
 
     async def lease(
         self,
@@ -212,7 +209,7 @@ class LeasingCommands(EngineCore):
                         tx, coordinator_id, worker_id, worker_class, principal, worker
                     )
             return []
-        async with self._command(principal, coordinator_id, Access.LEASE) as (
+        async with self.command(principal, coordinator_id, Access.LEASE) as (
             tx,
             coordinator,
             effects,
@@ -256,7 +253,7 @@ class LeasingCommands(EngineCore):
         max_items: int,
         lease_seconds: int,
         run_identity: JsonObject | None,
-        effects: _Effects,
+        effects: Effects,
     ) -> list[GrantedLease]:
         cid = coordinator.coordinator_id
         capacity = coordinator.config.class_capacity[worker_class]
@@ -363,6 +360,6 @@ class LeasingCommands(EngineCore):
         await tx.insert_attempts(attempts)
         await tx.update_items(chosen)
         await tx.resolve_escalations(cid, [i.item_id for i in chosen], tx.now)
-        await self._append(tx, coordinator, events, principal.name)
+        await self.append_events(tx, coordinator, events, principal.name)
         effects.changed = True
         return granted

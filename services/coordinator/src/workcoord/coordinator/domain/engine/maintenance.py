@@ -25,8 +25,8 @@ from ..model import (
     RetryPolicy,
 )
 from ..ports import Leadership, Tx
-from ..specs import MaintenanceReport
-from ._base import _Effects, new_id
+from ..specs import LeadershipClaim, MaintenanceReport, MaintenanceTarget, MaintenanceTargets
+from ._base import Effects, new_id
 from .follow_ups import FollowUps
 from .gates import GateContext, item_gates
 from .transitions import Transitions
@@ -37,16 +37,19 @@ ESCALATION_BATCH = 200
 class Maintenance(Transitions, FollowUps):
     """What the recovery service drives."""
 
-    async def maintenance_targets(self, principal: Principal) -> tuple[bool, list[tuple[str, int]]]:
+    async def maintenance_targets(self, principal: Principal) -> MaintenanceTargets:
+        """The work coordinators a recovery pass should visit, with their revisions."""
         if principal.kind != PrincipalKind.SERVICE and not principal.platform_admin:
             raise PermissionDenied("only the recovery service lists maintenance targets")
         async with self.store.read() as reader:
             enabled = await reader.platform_enabled()
             coordinators = await reader.list_coordinators("", 100_000, None)
         targets = (
-            [(c.coordinator_id, c.revision) for c in coordinators if c.enabled] if enabled else []
+            [MaintenanceTarget(c.coordinator_id, c.revision) for c in coordinators if c.enabled]
+            if enabled
+            else []
         )
-        return enabled, targets
+        return MaintenanceTargets(enabled, targets)
 
     async def run_maintenance(
         self, principal: Principal, coordinator_id: str, batch_size: int
@@ -68,7 +71,7 @@ class Maintenance(Transitions, FollowUps):
         batch = batch_size or 1000
         handled: set[str] = set()
         while True:
-            async with self._command(principal, coordinator_id, Access.MAINTAIN) as (
+            async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
                 tx,
                 coordinator,
                 effects,
@@ -82,11 +85,11 @@ class Maintenance(Transitions, FollowUps):
             if len(expired) < batch:
                 break
         await self._escalate(principal, coordinator_id, report)
-        attempted, succeeded = await self.run_pending_actions(principal, coordinator_id)
-        report.pending_actions_attempted = attempted
-        report.pending_actions_succeeded = succeeded
+        run = await self.run_pending_actions(principal, coordinator_id)
+        report.pending_actions_attempted = run.attempted
+        report.pending_actions_succeeded = run.succeeded
         await self._sync_tickets(principal, coordinator_id, report)
-        async with self._command(principal, coordinator_id, Access.MAINTAIN) as (
+        async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
             tx,
             coordinator,
             _effects,
@@ -94,7 +97,7 @@ class Maintenance(Transitions, FollowUps):
             cutoff = tx.now - timedelta(seconds=WORKER_EVICT_AFTER_SECONDS)
             evicted = await tx.evict_workers(coordinator_id, cutoff)
             report.evicted_workers = len(evicted)
-            await self._append(
+            await self.append_events(
                 tx,
                 coordinator,
                 [NewEvent(EventType.WORKER_EVICTED, data={"workerId": w}) for w in evicted],
@@ -111,7 +114,7 @@ class Maintenance(Transitions, FollowUps):
         expired: Sequence[Attempt],
         report: MaintenanceReport,
         handled: set[str],
-        effects: _Effects,
+        effects: Effects,
         principal: Principal,
     ) -> None:
         items = {i.item_id: i for i in await tx.items_by_ids([a.item_id for a in expired])}
@@ -151,17 +154,18 @@ class Maintenance(Transitions, FollowUps):
         await tx.update_attempts(list(expired))
         if touched:
             await tx.update_items(touched)
-        await self._append(tx, coordinator, events, principal.name)
+        await self.append_events(tx, coordinator, events, principal.name)
 
     async def acquire_leadership(
         self, principal: Principal, name: str, holder_id: str, lease_seconds: int
-    ) -> tuple[Leadership, bool]:
+    ) -> LeadershipClaim:
+        """Take or renew the named leadership for ``holder_id`` unless another holds it."""
         if principal.kind != PrincipalKind.SERVICE:
             raise PermissionDenied("only the recovery service holds leadership")
         async with self.store.write() as tx:
             expire = tx.now + timedelta(seconds=lease_seconds or 45)
             leadership = await tx.acquire_leadership(name, holder_id, tx.now, expire)
-        return leadership, leadership.holder_id == holder_id
+        return LeadershipClaim(leadership, leadership.holder_id == holder_id)
 
     async def release_leadership(
         self, principal: Principal, name: str, holder_id: str
@@ -178,7 +182,7 @@ class Maintenance(Transitions, FollowUps):
     ) -> None:
         """Escalate ready items left unleased past escalate_after. Gates that do not count
         toward escalation (capacity, exclusive keys, backoff, pauses, …) postpone it."""
-        async with self._command(principal, coordinator_id, Access.MAINTAIN) as (
+        async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
             tx,
             coordinator,
             effects,
@@ -250,5 +254,5 @@ class Maintenance(Transitions, FollowUps):
                 )
                 effects.note(DigestKind.ESCALATED, item.lane_id, item.item_id, reason)
             await tx.insert_escalations(escalations)
-            await self._append(tx, coordinator, events, principal.name)
+            await self.append_events(tx, coordinator, events, principal.name)
             report.escalated += len(escalations)

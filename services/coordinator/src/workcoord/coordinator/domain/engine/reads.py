@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from workcoord.kit.errors import FieldViolation, InvalidArgument, NotFound
 
 from .. import rules
 from ..auth import Principal
-from ..model import Event, Item, PendingActionState
-from ..specs import ClassUsage, CoordinatorView, Explanation
+from ..model import Item, PendingActionState
+from ..specs import ClassUsage, CoordinatorView, EventPage, Explanation
 from ._base import EngineCore
 from .gates import GateContext, item_gates, lane_gates
-from .paging import decode_page_token, iso, page_of, page_size
+from .paging import PageRequest, decode_page_token, page_size
 
 
 class Reads(EngineCore):
@@ -27,18 +25,18 @@ class Reads(EngineCore):
         token: str,
         lane_id: str,
         item_id: str,
-    ) -> tuple[list[Event], str, int]:
-        limit = page_size(size)
-        after = decode_page_token(token)
-        try:
-            since = int(after[0]) if after else since_revision
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgument.single("page_token", "is not a token this server issued") from exc
+    ) -> EventPage:
+        """Events after ``since_revision`` (or the page token), optionally of one lane or item,
+        with the coordinator's revision at the time of reading."""
+        request = PageRequest.parse(size, token)
+        since = request.after_revision(since_revision)
         async with self.store.read() as reader:
             coordinator = await self._readable(reader, principal, coordinator_id)
-            events = await reader.list_events(coordinator_id, since, limit + 1, lane_id, item_id)
-        page = page_of(events, limit, lambda e: [e.revision])
-        return page.items, page.next_page_token, coordinator.revision
+            events = await reader.list_events(
+                coordinator_id, since, request.fetch, lane_id, item_id
+            )
+        page = request.page(events, lambda e: [e.revision])
+        return EventPage(page.items, page.next_page_token, coordinator.revision)
 
     async def explain(
         self, principal: Principal, coordinator_id: str, lane_id: str, item_id: str
@@ -122,18 +120,12 @@ class Reads(EngineCore):
         limit = page_size(size)
         async with self.store.read() as reader:
             coordinator = await self._readable(reader, principal, coordinator_id)
-            after = decode_page_token(token)
-            cursor: tuple[datetime, str] | None = None
-            if after:
-                try:
-                    cursor = (datetime.fromisoformat(str(after[0])), str(after[1]))
-                except (ValueError, IndexError) as exc:
-                    raise InvalidArgument.single(
-                        "page_token", "is not a token this server issued"
-                    ) from exc
-            lanes = await reader.list_lanes(coordinator_id, None, cursor, limit + 1)
-            page = page_of(lanes, limit, lambda lane: [iso(lane.create_time), lane.lane_id])
-            details = await self._lane_details(reader, page.items, with_attempts=True)
+            # The token is read only once the caller may see the coordinator.
+            request = PageRequest(limit, decode_page_token(token))
+            page = await self._lane_page(
+                reader, coordinator_id, None, request, request.after_time_and_id(), True
+            )
+            details = page.items
             workers = await reader.list_workers(coordinator_id, "", 10_000)
             live = await reader.live_attempts(coordinator_id, None)
             queued = await reader.count_ready(coordinator_id)

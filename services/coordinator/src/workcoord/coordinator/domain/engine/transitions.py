@@ -28,7 +28,7 @@ from ..model import (
 )
 from ..ports import Reader, Tx
 from ..specs import ItemSpec
-from ._base import EngineCore, _Effects, new_id
+from ._base import Effects, EngineCore, new_id
 from .paging import iso
 
 CLOSE_TICKET = "CLOSE_TICKET"
@@ -45,7 +45,7 @@ class Transitions(EngineCore):
         lane: Lane,
         specs: Sequence[ItemSpec],
         events: list[NewEvent],
-        effects: _Effects,
+        effects: Effects,
         existing: Sequence[Item] = (),
     ) -> list[Item]:
         seq = await tx.next_item_seq(len(specs))
@@ -100,7 +100,7 @@ class Transitions(EngineCore):
         coordinator: Coordinator,
         item: Item,
         events: list[NewEvent],
-        effects: _Effects,
+        effects: Effects,
     ) -> None:
         """Move an item whose dependencies are met to QUEUED, or stop it for a human."""
         reason, sensitive = rules.policy_stop_reason(
@@ -119,7 +119,7 @@ class Transitions(EngineCore):
             return
         self._queue(tx, item, events, effects, not_before=None)
 
-    def _stop(self, item: Item, reason: str, events: list[NewEvent], effects: _Effects) -> None:
+    def _stop(self, item: Item, reason: str, events: list[NewEvent], effects: Effects) -> None:
         """Stop an item for a human, with its reason, an event and a digest line."""
         item.state = ItemState.STOPPED
         item.stop_reason = reason
@@ -139,7 +139,7 @@ class Transitions(EngineCore):
         tx: Tx,
         item: Item,
         events: list[NewEvent],
-        effects: _Effects,
+        effects: Effects,
         not_before: datetime | None,
         event: EventType = EventType.ITEM_QUEUED,
         data: JsonObject | None = None,
@@ -155,7 +155,7 @@ class Transitions(EngineCore):
         events.append(NewEvent(event, lane_id=item.lane_id, item_id=item.item_id, data=payload))
         effects.ready_classes.add(item.worker_class)
 
-    async def _set_lane_hold(self, tx: Tx, lane: Lane, effects: _Effects) -> None:
+    async def _set_lane_hold(self, tx: Tx, lane: Lane, effects: Effects) -> None:
         """Mirror the lane's pause and open blockers onto its items (the claim path reads it)."""
         blockers = await tx.lane_blockers([lane.lane_id])
         held = lane.paused or any(b.open for b in blockers)
@@ -173,7 +173,7 @@ class Transitions(EngineCore):
         tx: Tx,
         items: Sequence[Item],
         events: list[NewEvent],
-        effects: _Effects,
+        effects: Effects,
         reason: str,
     ) -> None:
         open_items = [i for i in items if i.state not in TERMINAL_ITEM_STATES]
@@ -216,7 +216,7 @@ class Transitions(EngineCore):
         coordinator: Coordinator,
         done: Item,
         events: list[NewEvent],
-        effects: _Effects,
+        effects: Effects,
     ) -> None:
         """Release dependents whose dependencies all succeeded; finish the lane when done.
 
@@ -265,7 +265,7 @@ class Transitions(EngineCore):
             )
 
     async def _after_cancel(
-        self, tx: Tx, lane: Lane, cancelled: Item, events: list[NewEvent], effects: _Effects
+        self, tx: Tx, lane: Lane, cancelled: Item, events: list[NewEvent], effects: Effects
     ) -> None:
         """A cancelled item can never satisfy its dependents, so they are cancelled too; a
         lane with nothing left to run finishes instead of staying ACTIVE with nothing to do."""
@@ -312,7 +312,7 @@ class Transitions(EngineCore):
         state: LaneState,
         reason: str,
         events: list[NewEvent],
-        effects: _Effects,
+        effects: Effects,
     ) -> None:
         """Finish a lane: LIVE (and close its tickets), DONE, or CLOSED_OUT for a human."""
         lane.state = state
@@ -354,7 +354,7 @@ class Transitions(EngineCore):
         policy: RetryPolicy,
         retryable: bool,
         events: list[NewEvent],
-        effects: _Effects,
+        effects: Effects,
     ) -> None:
         item.current_lease_id = ""
         item.update_time = tx.now
@@ -378,7 +378,7 @@ class Transitions(EngineCore):
             )
 
     def _dead_letter(
-        self, item: Item, reason: DeadLetterReason, events: list[NewEvent], effects: _Effects
+        self, item: Item, reason: DeadLetterReason, events: list[NewEvent], effects: Effects
     ) -> None:
         item.state = ItemState.DEAD
         item.dead_letter_reason = reason
@@ -392,7 +392,7 @@ class Transitions(EngineCore):
         )
         effects.note(DigestKind.DEAD_LETTERED, item.lane_id, item.item_id, reason.value)
 
-    async def _open_ticket_closures(self, tx: Tx, lane: Lane, effects: _Effects) -> None:
+    async def _open_ticket_closures(self, tx: Tx, lane: Lane, effects: Effects) -> None:
         """Record the intent to close each linked ticket, durably, in the LIVE transaction.
 
         The tracker is called only after commit (never inside a transaction); a crash in
