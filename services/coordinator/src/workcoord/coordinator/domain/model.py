@@ -368,6 +368,13 @@ class NewEvent:
     lease_id: str = ""
     data: JsonObject = field(default_factory=dict)
 
+    @classmethod
+    def for_item(
+        cls, type: EventType, item: Item, lease_id: str = "", data: JsonObject | None = None
+    ) -> NewEvent:
+        """An event about ``item`` (in its lane), optionally about one of its leases."""
+        return cls(type, item.lane_id, item.item_id, lease_id, dict(data or {}))
+
 
 @dataclass(frozen=True, slots=True)
 class Event:

@@ -28,7 +28,7 @@ from .model import (
     RetryPolicy,
     Worker,
 )
-from .specs import ItemSpec
+from .specs import Checkpoint, Evidence, ItemSpec, RunIdentity
 
 JITTER = 0.10
 # A worker's last ask is written at most this often (see ask_is_fresh).
@@ -401,21 +401,33 @@ def exclusive_keys(item: Item) -> list[str]:
     return keys
 
 
-def check_run_identity(identity: JsonObject, path: str, now: datetime) -> None:
+def check_run_identity(identity: RunIdentity, path: str, now: datetime) -> None:
     """Refuse a run identity whose account looks like a credential or that started after
-    ``now`` (the server's time, with a second of slack)."""
-    account = str(identity.get("account", ""))
-    if account and looks_like_credential(account):
+    ``now`` (the server's time, with a second of slack). The transport's field rules say the
+    same; the domain keeps them because a credential must never be stored, whoever calls."""
+    if identity.account and looks_like_credential(identity.account):
         raise InvalidArgument.single(
             f"{path}.account", "looks like a credential; give a non-secret account label"
         )
-    started = identity.get("started_at")
-    if isinstance(started, str):
-        when = datetime.fromisoformat(started.replace("Z", "+00:00"))
-        if when > now + timedelta(seconds=1):
-            raise InvalidArgument.single(
-                f"{path}.started_at", "must not be after the server's time"
-            )
+    if identity.started_at is not None and identity.started_at > now + timedelta(seconds=1):
+        raise InvalidArgument.single(f"{path}.started_at", "must not be after the server's time")
+
+
+def check_evidence(kind: ItemKind, evidence: Evidence) -> None:
+    """A REVIEW completes with a verdict, a SHIP with a receipt."""
+    if kind == ItemKind.REVIEW and evidence.verdict is None:
+        raise InvalidArgument.single("evidence.verdict", "is required for a REVIEW item")
+    if kind == ItemKind.SHIP and not (evidence.receipt and evidence.receipt.to_json()):
+        raise InvalidArgument.single("evidence.receipt", "is required for a SHIP item")
+
+
+def check_checkpoint(checkpoint: Checkpoint) -> None:
+    blocked = checkpoint.blocked_reason
+    if blocked and blocked not in CHECKPOINT_BLOCKED_REASONS:
+        raise InvalidArgument.single(
+            "checkpoint.blocked_reason",
+            "must be one of " + ", ".join(sorted(CHECKPOINT_BLOCKED_REASONS)),
+        )
 
 
 # --- specs and configuration -----------------------------------------------------------------

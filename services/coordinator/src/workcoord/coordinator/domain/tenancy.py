@@ -444,12 +444,6 @@ class Tenancy:
             await self.engine.write_digest(tx, child, effects)
         await self.engine.announce(child, effects)
 
-    async def _child_item(self, tx: TenancyTx, child_id: str, lane_id: str, item_id: str) -> Item:
-        item = await tx.get_item(item_id)
-        if item is None or item.coordinator_id != child_id or item.lane_id != lane_id:
-            raise NotFound(f"item {item_id} not found")
-        return item
-
     async def assign_child_work(
         self,
         principal: Principal,
@@ -465,7 +459,7 @@ class Tenancy:
             child,
             effects,
         ):
-            item = await self._child_item(tx, child_id, lane_id, item_id)
+            item = await self.engine.item_in(tx, child_id, lane_id, item_id)
             if item.state not in _ASSIGNABLE or item.state in TERMINAL_ITEM_STATES:
                 raise IllegalTransition(
                     f"item {item_id} is {item.state.value}: only work not yet leased is assigned"
@@ -509,9 +503,7 @@ class Tenancy:
             child,
             effects,
         ):
-            lane = await tx.get_lane(lane_id)
-            if lane is None or lane.coordinator_id != child_id:
-                raise NotFound(f"lane {lane_id} not found")
+            lane = await self.engine.lane_in(tx, child_id, lane_id)
             if lane.state != LaneState.ACTIVE:
                 raise IllegalTransition(f"lane {lane_id} is {lane.state.value}")
             previous = lane.priority
@@ -565,11 +557,9 @@ class Tenancy:
         async with self._parent_action(
             principal, parent_id, child_id, GrantPermission.ESCALATE
         ) as (tx, child, effects):
-            lane = await tx.get_lane(lane_id)
-            if lane is None or lane.coordinator_id != child_id:
-                raise NotFound(f"lane {lane_id} not found")
+            await self.engine.lane_in(tx, child_id, lane_id)
             if item_id:
-                await self._child_item(tx, child_id, lane_id, item_id)
+                await self.engine.item_in(tx, child_id, lane_id, item_id)
             recipients = [child.config.digest_owner or "digest owner"]
             escalation = Escalation(
                 escalation_id=new_id("esc"),

@@ -25,7 +25,7 @@ from workcoord.coordinator.domain.auth import Capability, OrgRole, Principal
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.grants import GrantPermission
 from workcoord.coordinator.domain.model import LaneState, PendingActionState, Scope, Ticket
-from workcoord.coordinator.domain.specs import CoordinatorSpec
+from workcoord.coordinator.domain.specs import CoordinatorSpec, Decision
 from workcoord.coordinator.domain.tenancy import Tenancy
 from workcoord.kit.errors import InvalidArgument
 from workcoord.kit.validation import raise_if_invalid
@@ -601,7 +601,7 @@ class LaneServicer(_Base, lane_pb2_grpc.LaneServiceServicer):
         )
         return lane_pb2.GetItemResponse(item=m.item_detail_to_pb(detail))
 
-    async def _decide(self, request: Any, context: Context, decision: str) -> lane_pb2.Item:
+    async def _decide(self, request: Any, context: Context, decision: Decision) -> lane_pb2.Item:
         p = await self.begin(request, context)
         detail = await self.engine.decide_item(
             p, request.coordinator_id, request.lane_id, request.item_id, decision, request.note
@@ -611,27 +611,32 @@ class LaneServicer(_Base, lane_pb2_grpc.LaneServiceServicer):
     async def ApproveItem(
         self, request: lane_pb2.ApproveItemRequest, context: Context
     ) -> lane_pb2.ApproveItemResponse:
-        return lane_pb2.ApproveItemResponse(item=await self._decide(request, context, "approve"))
+        item = await self._decide(request, context, Decision.APPROVE)
+        return lane_pb2.ApproveItemResponse(item=item)
 
     async def DenyItem(
         self, request: lane_pb2.DenyItemRequest, context: Context
     ) -> lane_pb2.DenyItemResponse:
-        return lane_pb2.DenyItemResponse(item=await self._decide(request, context, "deny"))
+        item = await self._decide(request, context, Decision.DENY)
+        return lane_pb2.DenyItemResponse(item=item)
 
     async def ResumeItem(
         self, request: lane_pb2.ResumeItemRequest, context: Context
     ) -> lane_pb2.ResumeItemResponse:
-        return lane_pb2.ResumeItemResponse(item=await self._decide(request, context, "resume"))
+        item = await self._decide(request, context, Decision.RESUME)
+        return lane_pb2.ResumeItemResponse(item=item)
 
     async def CancelItem(
         self, request: lane_pb2.CancelItemRequest, context: Context
     ) -> lane_pb2.CancelItemResponse:
-        return lane_pb2.CancelItemResponse(item=await self._decide(request, context, "cancel"))
+        item = await self._decide(request, context, Decision.CANCEL)
+        return lane_pb2.CancelItemResponse(item=item)
 
     async def RetryItem(
         self, request: lane_pb2.RetryItemRequest, context: Context
     ) -> lane_pb2.RetryItemResponse:
-        return lane_pb2.RetryItemResponse(item=await self._decide(request, context, "retry"))
+        item = await self._decide(request, context, Decision.RETRY)
+        return lane_pb2.RetryItemResponse(item=item)
 
 
 class WorkerServicer(_Base, worker_pb2_grpc.WorkerServiceServicer):
@@ -659,19 +664,7 @@ class WorkerServicer(_Base, worker_pb2_grpc.WorkerServiceServicer):
         self, request: worker_pb2.LeaseRequest, context: Context
     ) -> worker_pb2.LeaseResponse:
         p = await self.begin(request, context)
-        identity = m.to_dict(request.run_identity) if request.HasField("run_identity") else None
-        if identity is not None:
-            raise_if_invalid(request.run_identity, self.engine.clock.now())
-        granted = await self.engine.lease(
-            p,
-            request.coordinator_id,
-            request.worker_id,
-            request.worker_class,
-            request.max_items,
-            request.lease_seconds,
-            request.wait_seconds,
-            identity,
-        )
+        granted = await self.engine.lease(p, request.coordinator_id, m.lease_ask_from_pb(request))
         return worker_pb2.LeaseResponse(leases=[m.lease_to_pb(g) for g in granted])
 
     async def Start(
@@ -683,7 +676,7 @@ class WorkerServicer(_Base, worker_pb2_grpc.WorkerServiceServicer):
             request.coordinator_id,
             request.lease_id,
             request.lease_token,
-            m.to_dict(request.run_identity),
+            m.run_identity_from_pb(request.run_identity),
         )
         return worker_pb2.StartResponse(attempt=m.attempt_to_pb(attempt))
 
@@ -705,7 +698,7 @@ class WorkerServicer(_Base, worker_pb2_grpc.WorkerServiceServicer):
             request.coordinator_id,
             request.lease_id,
             request.lease_token,
-            m.to_dict(request.evidence),
+            m.evidence_from_pb(request.evidence),
         )
         return worker_pb2.CompleteResponse(attempt=m.attempt_to_pb(attempt))
 
@@ -718,7 +711,7 @@ class WorkerServicer(_Base, worker_pb2_grpc.WorkerServiceServicer):
             request.coordinator_id,
             request.lease_id,
             request.lease_token,
-            m.to_dict(request.error),
+            m.failure_from_pb(request.error),
         )
         return worker_pb2.FailResponse(attempt=m.attempt_to_pb(attempt))
 
@@ -731,7 +724,7 @@ class WorkerServicer(_Base, worker_pb2_grpc.WorkerServiceServicer):
             request.coordinator_id,
             request.lease_id,
             request.lease_token,
-            m.to_dict(request.checkpoint),
+            m.checkpoint_from_pb(request.checkpoint),
         )
         return worker_pb2.CheckpointResponse(attempt=m.attempt_to_pb(attempt))
 

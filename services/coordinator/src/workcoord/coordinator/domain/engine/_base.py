@@ -28,7 +28,7 @@ from workcoord.kit.secrets import SystemTokenSource, TokenSource, hash_secret
 from .. import rules
 from ..auth import RECOVERY, Access, Principal, authorize
 from ..group_commit import GroupCommitter
-from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Lane, LaneState, NewEvent
+from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Item, Lane, LaneState, NewEvent
 from ..ports import Reader, Store, Tx
 from ..specs import LaneDetail, Page, PendingActionsRun
 from ..tickets import TicketTracker
@@ -221,11 +221,21 @@ class EngineCore(ABC):
 
     # ------------------------------------------------------------------ lanes
 
-    async def _lane_for_update(self, tx: Tx, coordinator_id: str, lane_id: str) -> Lane:
-        lane = await tx.get_lane(lane_id)
+    async def lane_in(self, reader: Reader, coordinator_id: str, lane_id: str) -> Lane:
+        """The lane ``lane_id`` of the work coordinator (NOT_FOUND if it is another's)."""
+        lane = await reader.get_lane(lane_id)
         if lane is None or lane.coordinator_id != coordinator_id:
             raise NotFound(f"lane {lane_id} not found")
         return lane
+
+    async def item_in(
+        self, reader: Reader, coordinator_id: str, lane_id: str, item_id: str
+    ) -> Item:
+        """The item ``item_id`` of that lane of the work coordinator (else NOT_FOUND)."""
+        item = await reader.get_item(item_id)
+        if item is None or item.coordinator_id != coordinator_id or item.lane_id != lane_id:
+            raise NotFound(f"item {item_id} not found")
+        return item
 
     async def _lane_detail(
         self, reader: Reader, lane: Lane, with_attempts: bool = False

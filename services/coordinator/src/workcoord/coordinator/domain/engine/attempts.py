@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
 
-from workcoord.kit.errors import IllegalTransition, InvalidArgument
+from workcoord.kit.errors import IllegalTransition
 
 from .. import rules
 from ..auth import Access, Principal, authorize
@@ -17,12 +17,11 @@ from ..model import (
     Coordinator,
     EventType,
     Item,
-    ItemKind,
     ItemState,
-    JsonObject,
     NewEvent,
 )
 from ..ports import Tx
+from ..specs import Checkpoint, Evidence, Failure, RunIdentity
 from ._base import Effects
 from .transitions import Transitions
 
@@ -55,8 +54,10 @@ class AttemptCommands(Transitions):
         coordinator_id: str,
         lease_id: str,
         lease_token: str,
-        run_identity: JsonObject,
+        run_identity: RunIdentity,
     ) -> Attempt:
+        """Start a leased attempt with its run identity (a retry with the same identity is a
+        no-op; another identity is refused)."""
         rules.check_run_identity(run_identity, "run_identity", self.clock.now())
         async with self.fenced(principal, coordinator_id, lease_id, lease_token) as (
             tx,
@@ -66,13 +67,13 @@ class AttemptCommands(Transitions):
             item,
         ):
             if attempt.status == AttemptStatus.RUNNING:
-                if attempt.run_identity == run_identity:
+                if RunIdentity.from_json(attempt.run_identity or {}) == run_identity:
                     return attempt  # a retried Start: idempotent
                 raise IllegalTransition(
                     "the attempt already started; its run identity is immutable"
                 )
             attempt.status = AttemptStatus.RUNNING
-            attempt.run_identity = dict(run_identity)
+            attempt.run_identity = run_identity.to_json()
             attempt.start_time = tx.now
             item.state = ItemState.RUNNING
             item.update_time = tx.now
@@ -121,8 +122,10 @@ class AttemptCommands(Transitions):
         coordinator_id: str,
         lease_id: str,
         lease_token: str,
-        evidence: JsonObject,
+        evidence: Evidence,
     ) -> Attempt:
+        """Complete a running attempt: the item succeeds with ``evidence``, its dependents are
+        released and the lane moves on (or finishes)."""
         async with self.fenced(principal, coordinator_id, lease_id, lease_token) as (
             tx,
             coordinator,
@@ -131,14 +134,11 @@ class AttemptCommands(Transitions):
             item,
         ):
             rules.require_running(attempt, "complete")
-            if item.kind == ItemKind.REVIEW and evidence.get("verdict") not in ("PASS", "FAIL"):
-                raise InvalidArgument.single("evidence.verdict", "is required for a REVIEW item")
-            if item.kind == ItemKind.SHIP and not evidence.get("receipt"):
-                raise InvalidArgument.single("evidence.receipt", "is required for a SHIP item")
+            rules.check_evidence(item.kind, evidence)
             attempt.status = AttemptStatus.COMPLETED
             attempt.end_time = tx.now
             item.state = ItemState.SUCCEEDED
-            item.evidence = evidence
+            item.evidence = evidence.to_json()
             item.current_lease_id = ""
             item.update_time = tx.now
             events = [
@@ -163,8 +163,9 @@ class AttemptCommands(Transitions):
         coordinator_id: str,
         lease_id: str,
         lease_token: str,
-        error: JsonObject,
+        error: Failure,
     ) -> Attempt:
+        """Fail an attempt: the item retries with backoff or is dead-lettered."""
         async with self.fenced(principal, coordinator_id, lease_id, lease_token) as (
             tx,
             coordinator,
@@ -174,8 +175,8 @@ class AttemptCommands(Transitions):
         ):
             attempt.status = AttemptStatus.FAILED
             attempt.end_time = tx.now
-            attempt.error = error
-            item.last_error = error
+            attempt.error = error.to_json()
+            item.last_error = error.to_json()
             events = [
                 NewEvent(
                     EventType.ITEM_FAILED,
@@ -183,17 +184,15 @@ class AttemptCommands(Transitions):
                     item_id=item.item_id,
                     lease_id=lease_id,
                     data={
-                        "type": str(error.get("type", "")),
-                        "retryable": bool(error.get("retryable", False)),
+                        "type": error.type,
+                        "retryable": error.retryable,
                         "attempt": attempt.attempt,
                     },
                 )
             ]
             await tx.update_attempts([attempt])
             policy = await self._policy_for(tx, coordinator, item)
-            self._retry_or_dead_letter(
-                tx, item, policy, bool(error.get("retryable", False)), events, effects
-            )
+            self._retry_or_dead_letter(tx, item, policy, error.retryable, events, effects)
             effects.ready_classes.add(attempt.worker_class)
             await tx.update_items([item])
             await self.append_events(tx, coordinator, events, principal.name)
@@ -205,14 +204,12 @@ class AttemptCommands(Transitions):
         coordinator_id: str,
         lease_id: str,
         lease_token: str,
-        checkpoint: JsonObject,
+        checkpoint: Checkpoint,
     ) -> Attempt:
-        blocked = str(checkpoint.get("blocked_reason") or "")
-        if blocked and blocked not in rules.CHECKPOINT_BLOCKED_REASONS:
-            raise InvalidArgument.single(
-                "checkpoint.blocked_reason",
-                "must be one of " + ", ".join(sorted(rules.CHECKPOINT_BLOCKED_REASONS)),
-            )
+        """End an attempt with a continuation: the next lease of the item gets
+        ``checkpoint``; a blocked checkpoint stops the item for a human instead."""
+        rules.check_checkpoint(checkpoint)
+        blocked = checkpoint.blocked_reason
         async with self.fenced(principal, coordinator_id, lease_id, lease_token) as (
             tx,
             coordinator,
@@ -222,7 +219,7 @@ class AttemptCommands(Transitions):
         ):
             attempt.status = AttemptStatus.CHECKPOINTED
             attempt.end_time = tx.now
-            attempt.checkpoint = checkpoint
+            attempt.checkpoint = checkpoint.to_json()
             # A checkpoint is progress, not failure: it does not burn the retry budget.
             attempt.counted = False
             item.attempt_count = max(item.attempt_count - 1, 0)

@@ -17,6 +17,7 @@ from ..model import (
     Blocker,
     Coordinator,
     EventType,
+    Item,
     ItemState,
     Lane,
     LaneState,
@@ -25,7 +26,7 @@ from ..model import (
     Ticket,
 )
 from ..ports import Tx
-from ..specs import ItemDetail, ItemSpec, LaneDetail, LaneSpec, Page
+from ..specs import Decision, ItemDetail, ItemSpec, LaneDetail, LaneSpec, Page
 from ._base import new_id
 from .paging import PageRequest
 from .transitions import Transitions
@@ -118,7 +119,7 @@ class LaneCommands(Transitions):
             coordinator,
             effects,
         ):
-            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            lane = await self.lane_in(tx, coordinator_id, lane_id)
             if lane.template != Template.CUSTOM:
                 raise IllegalTransition("items can be added only to CUSTOM lanes")
             if lane.state != LaneState.ACTIVE:
@@ -151,9 +152,7 @@ class LaneCommands(Transitions):
     async def get_lane(self, principal: Principal, coordinator_id: str, lane_id: str) -> LaneDetail:
         async with self.store.read() as reader:
             coordinator = await self._readable(reader, principal, coordinator_id)
-            lane = await reader.get_lane(lane_id)
-            if lane is None or lane.coordinator_id != coordinator_id:
-                raise NotFound(f"lane {lane_id} not found")
+            lane = await self.lane_in(reader, coordinator_id, lane_id)
             detail = await self._lane_detail(reader, lane, with_attempts=True)
             detail.capacity = await self.capacity_usage(reader, coordinator)
             return detail
@@ -181,9 +180,7 @@ class LaneCommands(Transitions):
     ) -> ItemDetail:
         async with self.store.read() as reader:
             coordinator = await self._readable(reader, principal, coordinator_id)
-            item = await reader.get_item(item_id)
-            if item is None or item.coordinator_id != coordinator_id or item.lane_id != lane_id:
-                raise NotFound(f"item {item_id} not found")
+            item = await self.item_in(reader, coordinator_id, lane_id, item_id)
             attempts = await reader.item_attempts([item_id])
             return ItemDetail(
                 item=item,
@@ -199,7 +196,7 @@ class LaneCommands(Transitions):
             coordinator,
             effects,
         ):
-            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            lane = await self.lane_in(tx, coordinator_id, lane_id)
             if lane.state != LaneState.ACTIVE:
                 raise IllegalTransition(f"the lane is {lane.state.value}")
             if lane.paused != pause:
@@ -225,7 +222,7 @@ class LaneCommands(Transitions):
             coordinator,
             effects,
         ):
-            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            lane = await self.lane_in(tx, coordinator_id, lane_id)
             if lane.state == LaneState.CANCELLED:
                 return await self._lane_detail(tx, lane, with_attempts=True)
             if lane.state != LaneState.ACTIVE:
@@ -251,7 +248,7 @@ class LaneCommands(Transitions):
             coordinator,
             effects,
         ):
-            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            lane = await self.lane_in(tx, coordinator_id, lane_id)
             if lane.state != LaneState.ACTIVE:
                 raise IllegalTransition(f"the lane is {lane.state.value}")
             blocker = Blocker(
@@ -277,7 +274,7 @@ class LaneCommands(Transitions):
             coordinator,
             effects,
         ):
-            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            lane = await self.lane_in(tx, coordinator_id, lane_id)
             blockers = await tx.lane_blockers([lane_id])
             blocker = next((b for b in blockers if b.blocker_id == blocker_id), None)
             if blocker is None:
@@ -301,7 +298,7 @@ class LaneCommands(Transitions):
             coordinator,
             _effects,
         ):
-            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
+            lane = await self.lane_in(tx, coordinator_id, lane_id)
             existing = await tx.lane_tickets([lane_id])
             if not any(t.tracker == ticket.tracker and t.key == ticket.key for t in existing):
                 ticket.lane_id = lane_id
@@ -328,68 +325,64 @@ class LaneCommands(Transitions):
         coordinator_id: str,
         lane_id: str,
         item_id: str,
-        decision: str,
+        decision: Decision,
         note: str,
     ) -> ItemDetail:
-        """approve | deny | resume | retry | cancel. All but cancel are for humans only."""
-        access = Access.WRITE if decision == "cancel" else Access.DECIDE
+        """Approve, deny, resume, retry or cancel an item. All but cancel are for humans only."""
+        access = Access.WRITE if decision == Decision.CANCEL else Access.DECIDE
         async with self.command(principal, coordinator_id, access) as (tx, coordinator, effects):
             if access == Access.DECIDE and not principal.is_human:
                 # authorize() already refuses keys; this guard keeps it true for any future
                 # principal kind: only a human ever decides.
-                raise PermissionDenied("only a human may " + decision)
-            item = await tx.get_item(item_id)
-            if item is None or item.coordinator_id != coordinator_id or item.lane_id != lane_id:
-                raise NotFound(f"item {item_id} not found")
-            lane = await self._lane_for_update(tx, coordinator_id, lane_id)
-            if lane.state != LaneState.ACTIVE and decision in ("approve", "resume", "retry"):
+                raise PermissionDenied(f"only a human may {decision.value}")
+            item = await self.item_in(tx, coordinator_id, lane_id, item_id)
+            lane = await self.lane_in(tx, coordinator_id, lane_id)
+            if lane.state != LaneState.ACTIVE and decision in _NEED_ACTIVE_LANE:
                 raise IllegalTransition(f"the lane is {lane.state.value}")
             events: list[NewEvent] = []
             data = {"note": note} if note else {}
-            if decision == "approve":
-                if item.state != ItemState.AWAITING_APPROVAL:
-                    raise IllegalTransition(
-                        f"the item is {item.state.value}, not AWAITING_APPROVAL"
-                    )
-                self._queue(tx, item, events, effects, None, EventType.ITEM_APPROVED, data)
-            elif decision == "deny":
-                if item.state != ItemState.AWAITING_APPROVAL:
-                    raise IllegalTransition(
-                        f"the item is {item.state.value}, not AWAITING_APPROVAL"
-                    )
-                item.state = ItemState.CANCELLED
-                item.update_time = tx.now
-                events.append(
-                    NewEvent(EventType.ITEM_DENIED, lane_id=lane_id, item_id=item_id, data=data)
-                )
-                # Stored first, so closing the lane sees the denied item as already final.
-                await tx.update_items([item])
-                if lane.state == LaneState.ACTIVE:
-                    await self._close_lane(
-                        tx, lane, LaneState.CLOSED_OUT, "denied", events, effects
-                    )
-            elif decision == "resume":
-                if item.state != ItemState.STOPPED:
-                    raise IllegalTransition(f"the item is {item.state.value}, not STOPPED")
-                item.stop_reason = ""
-                self._queue(tx, item, events, effects, None, EventType.ITEM_RESUMED, data)
-            elif decision == "retry":
-                if item.state != ItemState.DEAD:
-                    raise IllegalTransition(f"the item is {item.state.value}, not DEAD")
-                item.attempt_count = 0
-                item.dead_letter_reason = None
-                self._queue(tx, item, events, effects, None, EventType.ITEM_REDRIVEN, data)
-            elif decision == "cancel":
-                if item.state in TERMINAL_ITEM_STATES:
-                    if item.state == ItemState.CANCELLED:
-                        return ItemDetail(item=item, attempts=await tx.item_attempts([item_id]))
-                    raise IllegalTransition(f"the item is already {item.state.value}")
-                await self._cancel_items(tx, [item], events, effects, note)
-                if lane.state == LaneState.ACTIVE:
-                    await self._after_cancel(tx, lane, item, events, effects)
-            else:
-                raise InvalidArgument.single("decision", f"unknown decision {decision!r}")
-            if decision != "cancel":
+            match decision:
+                case Decision.APPROVE:
+                    _require_state(item, ItemState.AWAITING_APPROVAL)
+                    self._queue(tx, item, events, effects, None, EventType.ITEM_APPROVED, data)
+                case Decision.DENY:
+                    _require_state(item, ItemState.AWAITING_APPROVAL)
+                    item.state = ItemState.CANCELLED
+                    item.update_time = tx.now
+                    events.append(NewEvent.for_item(EventType.ITEM_DENIED, item, data=data))
+                    # Stored first, so closing the lane sees the denied item as already final.
+                    await tx.update_items([item])
+                    if lane.state == LaneState.ACTIVE:
+                        await self._close_lane(
+                            tx, lane, LaneState.CLOSED_OUT, "denied", events, effects
+                        )
+                case Decision.RESUME:
+                    _require_state(item, ItemState.STOPPED)
+                    item.stop_reason = ""
+                    self._queue(tx, item, events, effects, None, EventType.ITEM_RESUMED, data)
+                case Decision.RETRY:
+                    _require_state(item, ItemState.DEAD)
+                    item.attempt_count = 0
+                    item.dead_letter_reason = None
+                    self._queue(tx, item, events, effects, None, EventType.ITEM_REDRIVEN, data)
+                case Decision.CANCEL:
+                    if item.state in TERMINAL_ITEM_STATES:
+                        if item.state == ItemState.CANCELLED:
+                            return ItemDetail(item=item, attempts=await tx.item_attempts([item_id]))
+                        raise IllegalTransition(f"the item is already {item.state.value}")
+                    await self._cancel_items(tx, [item], events, effects, note)
+                    if lane.state == LaneState.ACTIVE:
+                        await self._after_cancel(tx, lane, item, events, effects)
+            if decision != Decision.CANCEL:
                 await tx.update_items([item])
             await self.append_events(tx, coordinator, events, principal.name)
             return ItemDetail(item=item, attempts=await tx.item_attempts([item_id]))
+
+
+# Decisions that put an item back to work, so only in a lane still running.
+_NEED_ACTIVE_LANE = frozenset({Decision.APPROVE, Decision.RESUME, Decision.RETRY})
+
+
+def _require_state(item: Item, state: ItemState) -> None:
+    if item.state != state:
+        raise IllegalTransition(f"the item is {item.state.value}, not {state.value}")

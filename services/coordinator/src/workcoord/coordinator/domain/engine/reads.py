@@ -63,10 +63,7 @@ class Reads(EngineCore):
                 lane = await reader.get_lane(item.lane_id)
                 assert lane is not None
             else:
-                found = await reader.get_lane(lane_id)
-                if found is None or found.coordinator_id != coordinator_id:
-                    raise NotFound(f"lane {lane_id} not found")
-                lane = found
+                lane = await self.lane_in(reader, coordinator_id, lane_id)
             detail = await self._lane_detail(reader, lane, with_attempts=True)
             live = await reader.live_attempts(coordinator_id, None)
             workers = await reader.list_workers(coordinator_id, "", 10_000)

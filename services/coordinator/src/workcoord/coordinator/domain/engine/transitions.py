@@ -246,23 +246,21 @@ class Transitions(EngineCore):
         # A STANDARD lane holds a handful of items: the workflow reads them all.
         items = await tx.lane_items([lane.lane_id])
         policy = workflow.review_policy_for(lane, coordinator.config.review_policy)
-        decision = workflow.after_success(lane, items, done, lane.worker_classes, policy)
-        events.extend(decision.events)
-        if decision.fail_round:
+        steps = workflow.after_success(lane, items, done, lane.worker_classes, policy)
+        events.extend(steps.events)
+        if steps.fail_round:
             lane.fail_rounds += 1
             lane.update_time = tx.now
             await tx.update_lane(lane)
-        if decision.new_items:
+        if steps.new_items:
             others = [i for i in items if i.item_id != done.item_id] + [done]
             await self._new_items(
-                tx, coordinator, lane, decision.new_items, events, effects, existing=others
+                tx, coordinator, lane, steps.new_items, events, effects, existing=others
             )
-        if decision.lane_state is not None:
-            if decision.receipt is not None:
-                lane.receipt = decision.receipt
-            await self._close_lane(
-                tx, lane, decision.lane_state, decision.close_reason, events, effects
-            )
+        if steps.lane_state is not None:
+            if steps.receipt is not None:
+                lane.receipt = steps.receipt
+            await self._close_lane(tx, lane, steps.lane_state, steps.close_reason, events, effects)
 
     async def _after_cancel(
         self, tx: Tx, lane: Lane, cancelled: Item, events: list[NewEvent], effects: Effects
