@@ -24,9 +24,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from workcoord.kit.errors import CoordinationDisabled
 from workcoord.kit.secrets import hash_secret
 
+from . import rules
 from .auth import Access, Principal, authorize
 from .engine import MAX_PAGE_SIZE, Engine
 from .model import Coordinator, Event
@@ -427,7 +427,7 @@ class FeedSession:
                 continue
             principal = await hub.principal(self.credential, batch.generation)
             authorize(principal, batch.coordinator, Access.READ)
-            _require_enabled(batch.coordinator, batch.platform_enabled)
+            rules.require_coordination_on(batch.coordinator, batch.platform_enabled)
             for frame in self._deltas(events):
                 yield frame
 
@@ -489,12 +489,3 @@ class FeedSession:
 
 def _consecutive(events: Sequence[Event]) -> bool:
     return all(b.revision == a.revision + 1 for a, b in itertools.pairwise(events))
-
-
-def _require_enabled(coordinator: Coordinator, platform_enabled: bool) -> None:
-    if not platform_enabled:
-        raise CoordinationDisabled("coordination is switched off for the platform")
-    if not coordinator.enabled:
-        raise CoordinationDisabled(
-            f"coordination is switched off for work coordinator {coordinator.coordinator_id}"
-        )

@@ -11,13 +11,20 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from workcoord.kit.errors import FieldViolation, IllegalTransition, InvalidArgument, LeaseLost
+from workcoord.kit.errors import (
+    CoordinationDisabled,
+    FieldViolation,
+    IllegalTransition,
+    InvalidArgument,
+    LeaseLost,
+)
 from workcoord.kit.secrets import hash_secret, looks_like_credential, secrets_equal
 
 from .model import (
     DEFAULT_RETRY_POLICY,
     Attempt,
     AttemptStatus,
+    Coordinator,
     CoordinatorConfig,
     Item,
     ItemKind,
@@ -379,6 +386,19 @@ def stage_class_defaults() -> dict[str, str]:
 
 def lease_expiry(now: datetime, lease_seconds: int) -> datetime:
     return now + timedelta(seconds=lease_seconds)
+
+
+# --- the switch ------------------------------------------------------------------------------
+
+
+def require_coordination_on(coordinator: Coordinator, platform_enabled: bool) -> None:
+    """Refuse work while coordination is switched off, for the platform or the coordinator."""
+    if not platform_enabled:
+        raise CoordinationDisabled("coordination is switched off for the platform")
+    if not coordinator.enabled:
+        raise CoordinationDisabled(
+            f"coordination is switched off for work coordinator {coordinator.coordinator_id}"
+        )
 
 
 # --- leasing ---------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from workcoord.kit.errors import (
-    CoordinationDisabled,
     FieldViolation,
     IllegalTransition,
     InvalidArgument,
@@ -161,6 +160,14 @@ def _lane_summary(lane: Lane, next_action: str) -> LaneSummary:
     )
 
 
+def _parent_action_event(
+    action: str, parent_id: str, lane_id: str, item_id: str = "", **details: object
+) -> NewEvent:
+    """The child's record of what its parent did."""
+    data = {"action": action, "parentCoordinatorId": parent_id, **details}
+    return NewEvent(EventType.PARENT_ACTION, lane_id=lane_id, item_id=item_id, data=data)
+
+
 def _item_summary(item: Item, next_action: str) -> ItemSummary:
     return ItemSummary(
         item.item_id,
@@ -269,22 +276,16 @@ class Tenancy:
                 request_id=request_id,
             )
             await tx.insert_grant(grant)
-            await self.engine.append_events(
-                tx,
-                child,
-                [
-                    NewEvent(
-                        EventType.GRANT_CREATED,
-                        data={
-                            "grantId": grant.grant_id,
-                            "parentCoordinatorId": parent_id,
-                            "permissions": [p.value for p in grant.permissions],
-                            "expireTime": expire_time.isoformat(),
-                        },
-                    )
-                ],
-                principal.name,
+            created = NewEvent(
+                EventType.GRANT_CREATED,
+                data={
+                    "grantId": grant.grant_id,
+                    "parentCoordinatorId": parent_id,
+                    "permissions": [p.value for p in grant.permissions],
+                    "expireTime": expire_time.isoformat(),
+                },
             )
+            await self.engine.append_events(tx, child, [created], principal.name)
             return grant
 
     async def list_grants(
@@ -292,18 +293,13 @@ class Tenancy:
     ) -> Page[GrantRecord]:
         if not principal.is_human:
             async with self.engine.store.read() as reader:
-                child = await reader.get_coordinator(coordinator_id)
-            if child is None:
-                raise NotFound(f"work coordinator {coordinator_id} not found")
-            authorize(principal, child, Access.READ)
+                # Who may not see the coordinator learns only that (NOT_FOUND).
+                await self.engine.coordinator_for(reader, principal, coordinator_id, work=False)
             raise PermissionDenied("only humans read grants")
         request = PageRequest.parse(size, token)
         async with self.engine.store.read() as raw:
             reader = tenancy_reader(raw)
-            child = await reader.get_coordinator(coordinator_id)
-            if child is None:
-                raise NotFound(f"work coordinator {coordinator_id} not found")
-            authorize(principal, child, Access.READ)
+            await self.engine.coordinator_for(reader, principal, coordinator_id, work=False)
             rows = await reader.list_grants(coordinator_id, request.after_id, request.fetch)
         return request.page(rows, lambda g: [g.grant_id])
 
@@ -318,20 +314,11 @@ class Tenancy:
             if grant.revoke_time is not None:
                 return grant
             await tx.revoke_grant(grant_id, tx.now)
-            await self.engine.append_events(
-                tx,
-                child,
-                [
-                    NewEvent(
-                        EventType.GRANT_REVOKED,
-                        data={
-                            "grantId": grant_id,
-                            "parentCoordinatorId": grant.parent_coordinator_id,
-                        },
-                    )
-                ],
-                principal.name,
+            revoked = NewEvent(
+                EventType.GRANT_REVOKED,
+                data={"grantId": grant_id, "parentCoordinatorId": grant.parent_coordinator_id},
             )
+            await self.engine.append_events(tx, child, [revoked], principal.name)
             return replace(grant, revoke_time=tx.now)
 
     @asynccontextmanager
@@ -371,28 +358,33 @@ class Tenancy:
         grants = await reader.grants_between(child_id, parent_id)
         if not any(g.allows(permission, now) for g in grants):
             raise denied
-        if not await reader.platform_enabled():
-            raise CoordinationDisabled("coordination is switched off for the platform")
-        if not child.enabled:
-            raise CoordinationDisabled(
-                f"coordination is switched off for work coordinator {child_id}"
-            )
+        await self.engine.require_enabled(reader, child)
         return child
+
+    @asynccontextmanager
+    async def _child_read(
+        self, principal: Principal, parent_id: str, child_id: str, permission: GrantPermission
+    ) -> AsyncIterator[tuple[TenancyReader, Coordinator]]:
+        """A read of the child for a parent holding a live ``permission`` grant."""
+        async with self.engine.store.read() as raw:
+            reader = tenancy_reader(raw)
+            child = await reader.get_coordinator(child_id)
+            now = self.engine.clock.now()
+            yield (
+                reader,
+                await self._check_child(
+                    reader, principal, parent_id, child, child_id, permission, now
+                ),
+            )
 
     async def child_summary(
         self, principal: Principal, parent_id: str, child_id: str
     ) -> ChildSummary:
-        async with self.engine.store.read() as raw:
-            reader = tenancy_reader(raw)
-            child = await self._check_child(
-                reader,
-                principal,
-                parent_id,
-                await reader.get_coordinator(child_id),
-                child_id,
-                GrantPermission.SUMMARY,
-                self.engine.clock.now(),
-            )
+        """The redacted summary of a child's lanes and items."""
+        async with self._child_read(principal, parent_id, child_id, GrantPermission.SUMMARY) as (
+            reader,
+            child,
+        ):
             lanes = await reader.list_lanes(child_id, None, None, SUMMARY_LIMIT)
             details = await self.engine.lane_details(reader, lanes)
             capacity = await self.engine.capacity_usage(reader, child)
@@ -413,17 +405,8 @@ class Tenancy:
     async def child_escalations(
         self, principal: Principal, parent_id: str, child_id: str
     ) -> list[Escalation]:
-        async with self.engine.store.read() as raw:
-            reader = tenancy_reader(raw)
-            await self._check_child(
-                reader,
-                principal,
-                parent_id,
-                await reader.get_coordinator(child_id),
-                child_id,
-                GrantPermission.ESCALATIONS,
-                self.engine.clock.now(),
-            )
+        permission = GrantPermission.ESCALATIONS
+        async with self._child_read(principal, parent_id, child_id, permission) as (reader, _):
             escalations = await reader.open_escalations(child_id)
         # Ids, reasons and times only: who it went to (the child's people) stays private.
         return [replace(e, escalated_to=[]) for e in escalations]
@@ -474,23 +457,10 @@ class Tenancy:
             await tx.update_items([item])
             if item.state == ItemState.QUEUED:
                 effects.ready_classes.add(item.worker_class)
-            await self.engine.append_events(
-                tx,
-                child,
-                [
-                    NewEvent(
-                        EventType.PARENT_ACTION,
-                        lane_id=lane_id,
-                        item_id=item_id,
-                        data={
-                            "action": "ASSIGN",
-                            "parentCoordinatorId": parent_id,
-                            "workerId": worker_id,
-                        },
-                    )
-                ],
-                principal.name,
+            assigned = _parent_action_event(
+                "ASSIGN", parent_id, lane_id, item_id, workerId=worker_id
             )
+            await self.engine.append_events(tx, child, [assigned], principal.name)
             capacity = await self.engine.capacity_usage(tx, child)
             return _item_summary(item, rules.item_next_action(item, capacity))
 
@@ -519,23 +489,10 @@ class Tenancy:
                     effects.ready_classes.add(item.worker_class)
             if steered:
                 await tx.update_items(steered)
-            await self.engine.append_events(
-                tx,
-                child,
-                [
-                    NewEvent(
-                        EventType.PARENT_ACTION,
-                        lane_id=lane_id,
-                        data={
-                            "action": "STEER",
-                            "parentCoordinatorId": parent_id,
-                            "priority": priority,
-                            "previousPriority": previous,
-                        },
-                    )
-                ],
-                principal.name,
+            event = _parent_action_event(
+                "STEER", parent_id, lane_id, priority=priority, previousPriority=previous
             )
+            await self.engine.append_events(tx, child, [event], principal.name)
             blockers = await tx.lane_blockers([lane_id])
             capacity = await self.engine.capacity_usage(tx, child)
             label = rules.lane_next_action(
@@ -582,15 +539,12 @@ class Tenancy:
                         item_id=item_id,
                         data={"by": "parent", "parentCoordinatorId": parent_id, "to": recipients},
                     ),
-                    NewEvent(
-                        EventType.PARENT_ACTION,
-                        lane_id=lane_id,
-                        item_id=item_id,
-                        data={
-                            "action": "ESCALATE",
-                            "parentCoordinatorId": parent_id,
-                            "escalationId": escalation.escalation_id,
-                        },
+                    _parent_action_event(
+                        "ESCALATE",
+                        parent_id,
+                        lane_id,
+                        item_id,
+                        escalationId=escalation.escalation_id,
                     ),
                 ],
                 principal.name,

@@ -22,7 +22,7 @@ from typing import Any
 
 from workcoord.kit.bus import Notification, NotificationBus
 from workcoord.kit.clock import Clock
-from workcoord.kit.errors import CoordinationDisabled, NotFound
+from workcoord.kit.errors import NotFound
 from workcoord.kit.secrets import SystemTokenSource, TokenSource, hash_secret
 
 from .. import rules
@@ -32,6 +32,7 @@ from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Item, Lane, L
 from ..ports import Reader, Store, Tx
 from ..specs import LaneDetail, Page, PendingActionsRun
 from ..tickets import TicketTracker
+from .gates import Occupancy
 from .paging import PageRequest, iso
 
 _log = logging.getLogger("workcoord.coordinator.engine")
@@ -131,7 +132,7 @@ class EngineCore(ABC):
                 raise NotFound(f"work coordinator {coordinator_id} not found")
             authorize(principal, coordinator, access)
             if work:
-                await self._require_enabled(tx, coordinator)
+                await self.require_enabled(tx, coordinator)
             yield tx, coordinator, effects
             await self.write_digest(tx, coordinator, effects)
         await self.announce(coordinator, effects)
@@ -168,7 +169,7 @@ class EngineCore(ABC):
             coordinator = tx.coordinator
             if coordinator is None:
                 raise NotFound(f"work coordinator {coordinator_id} not found")
-            await self._require_enabled(tx, coordinator)
+            await self.require_enabled(tx, coordinator)
             yield tx, coordinator
 
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
@@ -192,15 +193,11 @@ class EngineCore(ABC):
 
     # ------------------------------------------------------------------ authorization
 
-    async def _require_enabled(self, reader: Reader, coordinator: Coordinator) -> None:
-        if not await reader.platform_enabled():
-            raise CoordinationDisabled("coordination is switched off for the platform")
-        if not coordinator.enabled:
-            raise CoordinationDisabled(
-                f"coordination is switched off for work coordinator {coordinator.coordinator_id}"
-            )
+    async def require_enabled(self, reader: Reader, coordinator: Coordinator) -> None:
+        """Refuse work while coordination is switched off (platform or coordinator)."""
+        rules.require_coordination_on(coordinator, await reader.platform_enabled())
 
-    async def _readable(
+    async def coordinator_for(
         self,
         reader: Reader,
         principal: Principal,
@@ -210,13 +207,13 @@ class EngineCore(ABC):
         access: Access = Access.READ,
     ) -> Coordinator:
         """The work coordinator, if ``principal`` may ``access`` it (and, for work, while
-        coordination is on), read outside a command."""
+        coordination is on), read outside a command: unknown and hidden are both NOT_FOUND."""
         coordinator = await reader.get_coordinator(coordinator_id)
         if coordinator is None:
             raise NotFound(f"work coordinator {coordinator_id} not found")
         authorize(principal, coordinator, access)
         if work:
-            await self._require_enabled(reader, coordinator)
+            await self.require_enabled(reader, coordinator)
         return coordinator
 
     # ------------------------------------------------------------------ lanes
@@ -280,6 +277,18 @@ class EngineCore(ABC):
         page = request.page(lanes, lambda lane: [iso(lane.create_time), lane.lane_id])
         details = await self.lane_details(reader, page.items, with_attempts)
         return Page(details, page.next_page_token)
+
+    async def _occupancy(
+        self, reader: Reader, coordinator: Coordinator, items: Sequence[Item]
+    ) -> Occupancy:
+        """Live leases, holders of the exclusive keys ``items`` need, and the workers."""
+        cid = coordinator.coordinator_id
+        live = await reader.live_attempts(cid, None)
+        workers = await reader.list_workers(cid, "", 10_000)
+        keys = sorted({k for i in items for k in rules.exclusive_keys(i)})
+        holders = await reader.live_exclusive_holders(cid, keys) if keys else {}
+        usage = rules.class_usage(live, coordinator.config.class_capacity)
+        return Occupancy(usage, holders, workers)
 
     async def capacity_usage(
         self, reader: Reader, coordinator: Coordinator

@@ -3,27 +3,36 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 
 from workcoord.kit.errors import IllegalTransition
 
 from .. import rules
 from ..auth import Access, Principal, authorize
-from ..model import (
-    Attempt,
-    AttemptStatus,
-    Coordinator,
-    EventType,
-    Item,
-    ItemState,
-    NewEvent,
-)
+from ..model import Attempt, AttemptStatus, Coordinator, EventType, Item, ItemState, NewEvent
 from ..ports import Tx
 from ..specs import Checkpoint, Evidence, Failure, RunIdentity
 from ._base import Effects
 from .transitions import Transitions
+
+
+@dataclass(slots=True)
+class FencedWrite:
+    """A worker write that proved it holds the live lease: its transaction (shared with the
+    other worker writes of the group), the attempt and its item."""
+
+    tx: Tx
+    coordinator: Coordinator
+    effects: Effects
+    attempt: Attempt
+    item: Item
+
+    def event(self, type: EventType, data: dict[str, object] | None = None) -> NewEvent:
+        """An event about the item and this lease."""
+        return NewEvent.for_item(type, self.item, self.attempt.lease_id, data)
 
 
 class AttemptCommands(Transitions):
@@ -32,7 +41,9 @@ class AttemptCommands(Transitions):
     @asynccontextmanager
     async def fenced(
         self, principal: Principal, coordinator_id: str, lease_id: str, lease_token: str
-    ) -> AsyncIterator[tuple[Tx, Coordinator, Effects, Attempt, Item]]:
+    ) -> AsyncIterator[FencedWrite]:
+        """Join the group commit of the coordinator's worker writes, refusing (LEASE_LOST)
+        unless ``lease_token`` holds the item's live, unexpired lease ``lease_id``."""
         opener = functools.partial(self._open_for_workers, coordinator_id)
         async with self._worker_writes.member(coordinator_id, opener) as (
             tx,
@@ -46,7 +57,15 @@ class AttemptCommands(Transitions):
             item = await tx.get_item(attempt.item_id) if attempt is not None else None
             rules.fence(attempt, item, lease_token, tx.now)
             assert attempt is not None and item is not None
-            yield tx, coordinator, effects, attempt, item
+            yield FencedWrite(tx, coordinator, effects, attempt, item)
+
+    async def _save(
+        self, write: FencedWrite, events: Sequence[NewEvent], principal: Principal
+    ) -> Attempt:
+        await write.tx.update_attempts([write.attempt])
+        await write.tx.update_items([write.item])
+        await self.append_events(write.tx, write.coordinator, events, principal.name)
+        return write.attempt
 
     async def start(
         self,
@@ -59,13 +78,8 @@ class AttemptCommands(Transitions):
         """Start a leased attempt with its run identity (a retry with the same identity is a
         no-op; another identity is refused)."""
         rules.check_run_identity(run_identity, "run_identity", self.clock.now())
-        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as (
-            tx,
-            coordinator,
-            effects,
-            attempt,
-            item,
-        ):
+        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+            attempt, item, now = write.attempt, write.item, write.tx.now
             if attempt.status == AttemptStatus.RUNNING:
                 if RunIdentity.from_json(attempt.run_identity or {}) == run_identity:
                     return attempt  # a retried Start: idempotent
@@ -74,26 +88,11 @@ class AttemptCommands(Transitions):
                 )
             attempt.status = AttemptStatus.RUNNING
             attempt.run_identity = run_identity.to_json()
-            attempt.start_time = tx.now
+            attempt.start_time = now
             item.state = ItemState.RUNNING
-            item.update_time = tx.now
-            await tx.update_attempts([attempt])
-            await tx.update_items([item])
-            await self.append_events(
-                tx,
-                coordinator,
-                [
-                    NewEvent(
-                        EventType.ITEM_STARTED,
-                        lane_id=item.lane_id,
-                        item_id=item.item_id,
-                        lease_id=lease_id,
-                    )
-                ],
-                principal.name,
-            )
-            effects.changed = True
-            return attempt
+            item.update_time = now
+            write.effects.changed = True
+            return await self._save(write, [write.event(EventType.ITEM_STARTED)], principal)
 
     async def heartbeat(
         self,
@@ -103,17 +102,13 @@ class AttemptCommands(Transitions):
         lease_token: str,
         progress: str,
     ) -> datetime:
-        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as (
-            tx,
-            _coordinator,
-            _effects,
-            attempt,
-            _item,
-        ):
-            attempt.lease_expire_time = rules.lease_expiry(tx.now, attempt.lease_seconds)
+        """Extend the lease by its duration from now; returns the new expiry."""
+        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+            attempt = write.attempt
+            attempt.lease_expire_time = rules.lease_expiry(write.tx.now, attempt.lease_seconds)
             if progress:
                 attempt.progress = progress
-            await tx.update_attempts([attempt])
+            await write.tx.update_attempts([attempt])
             return attempt.lease_expire_time
 
     async def complete(
@@ -126,13 +121,8 @@ class AttemptCommands(Transitions):
     ) -> Attempt:
         """Complete a running attempt: the item succeeds with ``evidence``, its dependents are
         released and the lane moves on (or finishes)."""
-        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as (
-            tx,
-            coordinator,
-            effects,
-            attempt,
-            item,
-        ):
+        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+            tx, attempt, item = write.tx, write.attempt, write.item
             rules.require_running(attempt, "complete")
             rules.check_evidence(item.kind, evidence)
             attempt.status = AttemptStatus.COMPLETED
@@ -141,20 +131,12 @@ class AttemptCommands(Transitions):
             item.evidence = evidence.to_json()
             item.current_lease_id = ""
             item.update_time = tx.now
-            events = [
-                NewEvent(
-                    EventType.ITEM_SUCCEEDED,
-                    lane_id=item.lane_id,
-                    item_id=item.item_id,
-                    lease_id=lease_id,
-                    data={"attempt": attempt.attempt},
-                )
-            ]
-            effects.ready_classes.add(attempt.worker_class)  # a capacity slot is free
+            events = [write.event(EventType.ITEM_SUCCEEDED, {"attempt": attempt.attempt})]
+            write.effects.ready_classes.add(attempt.worker_class)  # a capacity slot is free
             await tx.update_attempts([attempt])
             await tx.update_items([item])
-            await self._after_success(tx, coordinator, item, events, effects)
-            await self.append_events(tx, coordinator, events, principal.name)
+            await self._after_success(tx, write.coordinator, item, events, write.effects)
+            await self.append_events(tx, write.coordinator, events, principal.name)
             return attempt
 
     async def fail(
@@ -166,37 +148,18 @@ class AttemptCommands(Transitions):
         error: Failure,
     ) -> Attempt:
         """Fail an attempt: the item retries with backoff or is dead-lettered."""
-        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as (
-            tx,
-            coordinator,
-            effects,
-            attempt,
-            item,
-        ):
+        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+            tx, attempt, item = write.tx, write.attempt, write.item
             attempt.status = AttemptStatus.FAILED
             attempt.end_time = tx.now
             attempt.error = error.to_json()
             item.last_error = error.to_json()
-            events = [
-                NewEvent(
-                    EventType.ITEM_FAILED,
-                    lane_id=item.lane_id,
-                    item_id=item.item_id,
-                    lease_id=lease_id,
-                    data={
-                        "type": error.type,
-                        "retryable": error.retryable,
-                        "attempt": attempt.attempt,
-                    },
-                )
-            ]
-            await tx.update_attempts([attempt])
-            policy = await self._policy_for(tx, coordinator, item)
-            self._retry_or_dead_letter(tx, item, policy, error.retryable, events, effects)
-            effects.ready_classes.add(attempt.worker_class)
-            await tx.update_items([item])
-            await self.append_events(tx, coordinator, events, principal.name)
-            return attempt
+            failed = {"type": error.type, "retryable": error.retryable, "attempt": attempt.attempt}
+            events = [write.event(EventType.ITEM_FAILED, failed)]
+            policy = await self._policy_for(tx, write.coordinator, item)
+            self._retry_or_dead_letter(tx, item, policy, error.retryable, events, write.effects)
+            write.effects.ready_classes.add(attempt.worker_class)
+            return await self._save(write, events, principal)
 
     async def checkpoint(
         self,
@@ -210,39 +173,20 @@ class AttemptCommands(Transitions):
         ``checkpoint``; a blocked checkpoint stops the item for a human instead."""
         rules.check_checkpoint(checkpoint)
         blocked = checkpoint.blocked_reason
-        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as (
-            tx,
-            coordinator,
-            effects,
-            attempt,
-            item,
-        ):
-            attempt.status = AttemptStatus.CHECKPOINTED
-            attempt.end_time = tx.now
-            attempt.checkpoint = checkpoint.to_json()
+        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+            tx, attempt, item, effects = write.tx, write.attempt, write.item, write.effects
             # A checkpoint is progress, not failure: it does not burn the retry budget.
-            attempt.counted = False
-            item.attempt_count = max(item.attempt_count - 1, 0)
-            item.continues_lease_id = lease_id
-            events = [
-                NewEvent(
-                    EventType.ITEM_CHECKPOINTED,
-                    lane_id=item.lane_id,
-                    item_id=item.item_id,
-                    lease_id=lease_id,
-                    data={"blocked": bool(blocked)},
-                )
-            ]
+            self._end_unburned(attempt, item, AttemptStatus.CHECKPOINTED, tx.now)
+            attempt.checkpoint = checkpoint.to_json()
+            item.continues_lease_id = attempt.lease_id
+            events = [write.event(EventType.ITEM_CHECKPOINTED, {"blocked": bool(blocked)})]
             if blocked:
                 item.update_time = tx.now
                 self._stop(item, f"checkpoint blocked: {blocked}", events, effects)
             else:
                 self._queue(tx, item, events, effects, None)
             effects.ready_classes.add(attempt.worker_class)
-            await tx.update_attempts([attempt])
-            await tx.update_items([item])
-            await self.append_events(tx, coordinator, events, principal.name)
-            return attempt
+            return await self._save(write, events, principal)
 
     async def release(
         self,
@@ -252,28 +196,9 @@ class AttemptCommands(Transitions):
         lease_token: str,
         reason: str,
     ) -> Attempt:
-        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as (
-            tx,
-            coordinator,
-            effects,
-            attempt,
-            item,
-        ):
-            attempt.status = AttemptStatus.RELEASED
-            attempt.end_time = tx.now
-            attempt.counted = False
-            item.attempt_count = max(item.attempt_count - 1, 0)
-            events = [
-                NewEvent(
-                    EventType.ITEM_RELEASED,
-                    lane_id=item.lane_id,
-                    item_id=item.item_id,
-                    lease_id=lease_id,
-                    data={"reason": reason} if reason else {},
-                )
-            ]
-            self._queue(tx, item, events, effects, None)
-            await tx.update_attempts([attempt])
-            await tx.update_items([item])
-            await self.append_events(tx, coordinator, events, principal.name)
-            return attempt
+        """Give the item back unfinished: it is queued again and no attempt is burned."""
+        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+            self._end_unburned(write.attempt, write.item, AttemptStatus.RELEASED, write.tx.now)
+            events = [write.event(EventType.ITEM_RELEASED, {"reason": reason} if reason else {})]
+            self._queue(write.tx, write.item, events, write.effects, None)
+            return await self._save(write, events, principal)

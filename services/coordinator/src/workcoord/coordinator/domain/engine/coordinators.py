@@ -81,7 +81,7 @@ class CoordinatorCommands(EngineCore):
 
     async def get_coordinator(self, principal: Principal, coordinator_id: str) -> Coordinator:
         async with self.store.read() as reader:
-            return await self._readable(reader, principal, coordinator_id, work=False)
+            return await self.coordinator_for(reader, principal, coordinator_id, work=False)
 
     async def list_coordinators(
         self, principal: Principal, org_slug: str, size: int, token: str

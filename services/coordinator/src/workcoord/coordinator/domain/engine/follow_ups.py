@@ -132,7 +132,7 @@ class FollowUps(EngineCore):
     ) -> Page[PendingAction]:
         request = PageRequest.parse(size, token)
         async with self.store.read() as reader:
-            await self._readable(reader, principal, coordinator_id)
+            await self.coordinator_for(reader, principal, coordinator_id)
             actions = await reader.list_pending_actions(
                 coordinator_id, state, request.after_id, request.fetch
             )
@@ -179,7 +179,7 @@ class FollowUps(EngineCore):
         except ValueError as exc:
             raise InvalidArgument.single("day", "must be a date, YYYY-MM-DD") from exc
         async with self.store.read() as reader:
-            coordinator = await self._readable(reader, principal, coordinator_id)
+            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
             entries = await reader.digest_entries(coordinator_id, day)
             if date == self.clock.now().date():
                 for action in await reader.list_pending_actions(

@@ -10,21 +10,30 @@ from ..model import TERMINAL_ITEM_STATES, Blocker, Coordinator, Item, ItemState,
 from ..specs import GateInfo
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
+class Occupancy:
+    """What holds a work coordinator's capacity and exclusive keys, and who asks for work."""
+
+    usage: rules.CapacityUsage
+    holders: dict[str, str]  # exclusive key -> lease id holding it
+    workers: list[Worker]
+
+
+@dataclass(frozen=True, slots=True)
 class GateContext:
+    """Everything the gates of one lane's items are read from."""
+
     coordinator: Coordinator
     platform_on: bool
     lane: Lane
     blockers: list[Blocker]
     items: list[Item]
-    capacity: dict[str, tuple[int, int]]
-    holding: dict[str, list[str]]
-    holders: dict[str, str]
-    workers: list[Worker]
+    occupancy: Occupancy
     now: datetime
 
 
 def lane_gates(ctx: GateContext) -> list[GateInfo]:
+    """What holds the whole lane: the switch, a pause, open blockers."""
     gates: list[GateInfo] = []
     if not ctx.platform_on or not ctx.coordinator.enabled:
         gates.append(GateInfo("DISABLED", "coordination is switched off", None))
@@ -44,7 +53,9 @@ def lane_gates(ctx: GateContext) -> list[GateInfo]:
 
 
 def item_gates(ctx: GateContext, item: Item) -> list[GateInfo]:
-    """Which gates hold ``item``, with details and since when (design/domain.md)."""
+    """Which gates hold ``item``, with details and since when. Those waiting will not lift
+    (nobody asking, no matching worker, a malformed placement) count toward escalation; the
+    others (switch, pause, blockers, dependencies, backoff, capacity, keys) postpone it."""
     if item.state in TERMINAL_ITEM_STATES or item.state in (ItemState.LEASED, ItemState.RUNNING):
         return []
     gates = lane_gates(ctx)
@@ -69,10 +80,10 @@ def item_gates(ctx: GateContext, item: Item) -> list[GateInfo]:
         gates.append(
             GateInfo("BACKOFF", f"retry not before {item.not_before.isoformat()}", item.update_time)
         )
-    used, cap = ctx.capacity.get(item.worker_class, (0, 0))
+    used, cap = ctx.occupancy.usage.capacity.get(item.worker_class, (0, 0))
     since = item.ready_time or item.update_time
     if used >= cap:
-        leases = ctx.holding.get(item.worker_class, [])
+        leases = ctx.occupancy.usage.holding.get(item.worker_class, [])
         gates.append(
             GateInfo(
                 "CAPACITY",
@@ -81,7 +92,8 @@ def item_gates(ctx: GateContext, item: Item) -> list[GateInfo]:
                 lease_ids=list(leases),
             )
         )
-    held = sorted({ctx.holders[k] for k in rules.exclusive_keys(item) if k in ctx.holders})
+    holders = ctx.occupancy.holders
+    held = sorted({holders[k] for k in rules.exclusive_keys(item) if k in holders})
     if held:
         gates.append(
             GateInfo(
@@ -104,7 +116,7 @@ def item_gates(ctx: GateContext, item: Item) -> list[GateInfo]:
             )
         )
         return gates
-    same_class = [w for w in ctx.workers if w.worker_class == item.worker_class]
+    same_class = [w for w in ctx.occupancy.workers if w.worker_class == item.worker_class]
     asking = [w for w in same_class if w.last_ask_time is not None and w.last_ask_time >= since]
     if item.placement and not any(
         rules.placement_matches(item.placement, w.worker_id, w) for w in asking

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
 from workcoord.kit.errors import (
     FieldViolation,
     IllegalTransition,
@@ -19,6 +23,7 @@ from ..model import (
     EventType,
     Item,
     ItemState,
+    JsonObject,
     Lane,
     LaneState,
     NewEvent,
@@ -27,9 +32,29 @@ from ..model import (
 )
 from ..ports import Tx
 from ..specs import Decision, ItemDetail, ItemSpec, LaneDetail, LaneSpec, Page
-from ._base import new_id
+from ._base import Effects, new_id
 from .paging import PageRequest
 from .transitions import Transitions
+
+
+@dataclass(slots=True)
+class LaneWrite:
+    """A command's hold on one lane: its transaction, the events it records and, once the
+    command is done, the lane as it left it."""
+
+    tx: Tx
+    coordinator: Coordinator
+    effects: Effects
+    lane: Lane
+    events: list[NewEvent] = field(default_factory=list)
+    read_back: LaneDetail | None = None
+
+    def event(self, type: EventType, data: JsonObject | None = None) -> NewEvent:
+        return NewEvent(type, lane_id=self.lane.lane_id, data=dict(data or {}))
+
+    def detail(self) -> LaneDetail:
+        assert self.read_back is not None, "the lane was written without read_back"
+        return self.read_back
 
 
 class LaneCommands(Transitions):
@@ -114,16 +139,14 @@ class LaneCommands(Transitions):
         spec: ItemSpec,
         request_id: str,
     ) -> ItemDetail:
-        async with self.command(principal, coordinator_id, Access.WRITE) as (
-            tx,
-            coordinator,
-            effects,
-        ):
-            lane = await self.lane_in(tx, coordinator_id, lane_id)
+        """Add an item to an ACTIVE CUSTOM lane (its dependencies must already be there)."""
+        async with self._lane_write(
+            principal, coordinator_id, lane_id, active=False, read_back=False
+        ) as write:
+            tx, coordinator, lane = write.tx, write.coordinator, write.lane
             if lane.template != Template.CUSTOM:
                 raise IllegalTransition("items can be added only to CUSTOM lanes")
-            if lane.state != LaneState.ACTIVE:
-                raise IllegalTransition(f"the lane is {lane.state.value}")
+            _require_active(lane)
             existing = await tx.lane_items([lane_id])
             if request_id:
                 for item in existing:
@@ -142,16 +165,14 @@ class LaneCommands(Transitions):
                         for v in violations
                     ]
                 )
-            events: list[NewEvent] = []
-            items = await self._new_items(tx, coordinator, lane, [spec], events, effects, existing)
-            lane.update_time = tx.now
-            await tx.update_lane(lane)
-            await self.append_events(tx, coordinator, events, principal.name)
+            items = await self._new_items(
+                tx, coordinator, lane, [spec], write.events, write.effects, existing
+            )
             return ItemDetail(item=items[0], attempts=[])
 
     async def get_lane(self, principal: Principal, coordinator_id: str, lane_id: str) -> LaneDetail:
         async with self.store.read() as reader:
-            coordinator = await self._readable(reader, principal, coordinator_id)
+            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
             lane = await self.lane_in(reader, coordinator_id, lane_id)
             detail = await self._lane_detail(reader, lane, with_attempts=True)
             detail.capacity = await self.capacity_usage(reader, coordinator)
@@ -168,7 +189,7 @@ class LaneCommands(Transitions):
         request = PageRequest.parse(size, token)
         after = request.after_time_and_id()
         async with self.store.read() as reader:
-            coordinator = await self._readable(reader, principal, coordinator_id)
+            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
             page = await self._lane_page(reader, coordinator_id, state, request, after)
             capacity = await self.capacity_usage(reader, coordinator)
         for detail in page.items:
@@ -179,7 +200,7 @@ class LaneCommands(Transitions):
         self, principal: Principal, coordinator_id: str, lane_id: str, item_id: str
     ) -> ItemDetail:
         async with self.store.read() as reader:
-            coordinator = await self._readable(reader, principal, coordinator_id)
+            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
             item = await self.item_in(reader, coordinator_id, lane_id, item_id)
             attempts = await reader.item_attempts([item_id])
             return ItemDetail(
@@ -191,133 +212,111 @@ class LaneCommands(Transitions):
     async def pause_lane(
         self, principal: Principal, coordinator_id: str, lane_id: str, reason: str, pause: bool
     ) -> LaneDetail:
-        async with self.command(principal, coordinator_id, Access.WRITE) as (
-            tx,
-            coordinator,
-            effects,
-        ):
-            lane = await self.lane_in(tx, coordinator_id, lane_id)
-            if lane.state != LaneState.ACTIVE:
-                raise IllegalTransition(f"the lane is {lane.state.value}")
+        """Pause (or resume) an ACTIVE lane: nothing of it is leased while it is paused."""
+        async with self._lane_write(principal, coordinator_id, lane_id) as write:
+            lane = write.lane
             if lane.paused != pause:
                 lane.paused = pause
-                lane.paused_time = tx.now if pause else None
-                lane.update_time = tx.now
-                await tx.update_lane(lane)
-                await self._set_lane_hold(tx, lane, effects)
+                lane.paused_time = write.tx.now if pause else None
+                await self._set_lane_hold(write.tx, lane, write.effects)
                 event = EventType.LANE_PAUSED if pause else EventType.LANE_RESUMED
-                await self.append_events(
-                    tx,
-                    coordinator,
-                    [NewEvent(event, lane_id=lane_id, data={"reason": reason} if reason else {})],
-                    principal.name,
-                )
-            return await self._lane_detail(tx, lane, with_attempts=True)
+                write.events.append(write.event(event, {"reason": reason} if reason else {}))
+        return write.detail()
 
     async def cancel_lane(
         self, principal: Principal, coordinator_id: str, lane_id: str, reason: str
     ) -> LaneDetail:
-        async with self.command(principal, coordinator_id, Access.WRITE) as (
-            tx,
-            coordinator,
-            effects,
-        ):
-            lane = await self.lane_in(tx, coordinator_id, lane_id)
-            if lane.state == LaneState.CANCELLED:
-                return await self._lane_detail(tx, lane, with_attempts=True)
-            if lane.state != LaneState.ACTIVE:
-                raise IllegalTransition(f"the lane is {lane.state.value}")
-            events: list[NewEvent] = []
-            items = await tx.lane_items([lane_id])
-            await self._cancel_items(tx, items, events, effects, reason)
-            lane.state = LaneState.CANCELLED
-            lane.close_reason = reason or "cancelled"
-            lane.update_time = tx.now
-            await tx.update_lane(lane)
-            events.append(
-                NewEvent(EventType.LANE_CANCELLED, lane_id=lane_id, data={"reason": reason})
-            )
-            await self.append_events(tx, coordinator, events, principal.name)
-            return await self._lane_detail(tx, lane, with_attempts=True)
+        """Cancel an ACTIVE lane and what is still open in it (idempotent)."""
+        async with self._lane_write(principal, coordinator_id, lane_id, active=False) as write:
+            lane = write.lane
+            if lane.state != LaneState.CANCELLED:
+                _require_active(lane)
+                items = await write.tx.lane_items([lane_id])
+                await self._cancel_items(write.tx, items, write.events, write.effects, reason)
+                lane.state = LaneState.CANCELLED
+                lane.close_reason = reason or "cancelled"
+                write.events.append(write.event(EventType.LANE_CANCELLED, {"reason": reason}))
+        return write.detail()
 
     async def add_blocker(
         self, principal: Principal, coordinator_id: str, lane_id: str, reason: str
     ) -> LaneDetail:
-        async with self.command(principal, coordinator_id, Access.WRITE) as (
-            tx,
-            coordinator,
-            effects,
-        ):
-            lane = await self.lane_in(tx, coordinator_id, lane_id)
-            if lane.state != LaneState.ACTIVE:
-                raise IllegalTransition(f"the lane is {lane.state.value}")
+        """Block an ACTIVE lane for ``reason`` until the blocker is resolved."""
+        async with self._lane_write(principal, coordinator_id, lane_id) as write:
             blocker = Blocker(
                 blocker_id=new_id("blk"),
                 lane_id=lane_id,
                 reason=reason,
                 open=True,
-                create_time=tx.now,
+                create_time=write.tx.now,
             )
-            await tx.insert_blocker(coordinator_id, blocker)
-            await self._set_lane_hold(tx, lane, effects)
-            event = NewEvent(
-                EventType.BLOCKER_ADDED, lane_id=lane_id, data={"blockerId": blocker.blocker_id}
-            )
-            await self._lane_changed(tx, coordinator, lane, event, principal)
-            return await self._lane_detail(tx, lane, with_attempts=True)
+            await write.tx.insert_blocker(coordinator_id, blocker)
+            await self._blockers_changed(write, EventType.BLOCKER_ADDED, blocker.blocker_id)
+        return write.detail()
 
     async def resolve_blocker(
         self, principal: Principal, coordinator_id: str, lane_id: str, blocker_id: str
     ) -> LaneDetail:
+        """Resolve a blocker of the lane (idempotent); the lane runs again once none is open."""
+        async with self._lane_write(principal, coordinator_id, lane_id, active=False) as write:
+            blockers = await write.tx.lane_blockers([lane_id])
+            blocker = next((b for b in blockers if b.blocker_id == blocker_id), None)
+            if blocker is None:
+                raise NotFound(f"blocker {blocker_id} not found")
+            if blocker.open:
+                blocker.open = False
+                blocker.resolve_time = write.tx.now
+                await write.tx.update_blocker(blocker)
+                await self._blockers_changed(write, EventType.BLOCKER_RESOLVED, blocker_id)
+        return write.detail()
+
+    async def link_ticket(
+        self, principal: Principal, coordinator_id: str, lane_id: str, ticket: Ticket
+    ) -> LaneDetail:
+        """Link a tracker ticket to the lane (once); it is closed when the lane goes LIVE."""
+        async with self._lane_write(principal, coordinator_id, lane_id, active=False) as write:
+            existing = await write.tx.lane_tickets([lane_id])
+            if not any(t.tracker == ticket.tracker and t.key == ticket.key for t in existing):
+                ticket.lane_id = lane_id
+                await write.tx.insert_ticket(coordinator_id, ticket)
+                linked = {"tracker": ticket.tracker, "key": ticket.key}
+                write.events.append(write.event(EventType.TICKET_LINKED, linked))
+        return write.detail()
+
+    async def _blockers_changed(self, write: LaneWrite, event: EventType, blocker_id: str) -> None:
+        """The lane's items are held while a blocker is open: mirror it, and say what changed."""
+        await self._set_lane_hold(write.tx, write.lane, write.effects)
+        write.events.append(write.event(event, {"blockerId": blocker_id}))
+
+    @asynccontextmanager
+    async def _lane_write(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        lane_id: str,
+        *,
+        active: bool = True,
+        read_back: bool = True,
+    ) -> AsyncIterator[LaneWrite]:
+        """A write command on one lane, loaded for update (and refused unless ACTIVE, if
+        ``active``). Before commit, the events the body recorded are appended with the lane
+        stamped as changed, and the lane's detail is read back (if ``read_back``)."""
         async with self.command(principal, coordinator_id, Access.WRITE) as (
             tx,
             coordinator,
             effects,
         ):
             lane = await self.lane_in(tx, coordinator_id, lane_id)
-            blockers = await tx.lane_blockers([lane_id])
-            blocker = next((b for b in blockers if b.blocker_id == blocker_id), None)
-            if blocker is None:
-                raise NotFound(f"blocker {blocker_id} not found")
-            if blocker.open:
-                blocker.open = False
-                blocker.resolve_time = tx.now
-                await tx.update_blocker(blocker)
-                await self._set_lane_hold(tx, lane, effects)
-                event = NewEvent(
-                    EventType.BLOCKER_RESOLVED, lane_id=lane_id, data={"blockerId": blocker_id}
-                )
-                await self._lane_changed(tx, coordinator, lane, event, principal)
-            return await self._lane_detail(tx, lane, with_attempts=True)
-
-    async def link_ticket(
-        self, principal: Principal, coordinator_id: str, lane_id: str, ticket: Ticket
-    ) -> LaneDetail:
-        async with self.command(principal, coordinator_id, Access.WRITE) as (
-            tx,
-            coordinator,
-            _effects,
-        ):
-            lane = await self.lane_in(tx, coordinator_id, lane_id)
-            existing = await tx.lane_tickets([lane_id])
-            if not any(t.tracker == ticket.tracker and t.key == ticket.key for t in existing):
-                ticket.lane_id = lane_id
-                await tx.insert_ticket(coordinator_id, ticket)
-                event = NewEvent(
-                    EventType.TICKET_LINKED,
-                    lane_id=lane_id,
-                    data={"tracker": ticket.tracker, "key": ticket.key},
-                )
-                await self._lane_changed(tx, coordinator, lane, event, principal)
-            return await self._lane_detail(tx, lane, with_attempts=True)
-
-    async def _lane_changed(
-        self, tx: Tx, coordinator: Coordinator, lane: Lane, event: NewEvent, principal: Principal
-    ) -> None:
-        """Stamp a lane changed by a command and record the event that says how."""
-        lane.update_time = tx.now
-        await tx.update_lane(lane)
-        await self.append_events(tx, coordinator, [event], principal.name)
+            if active:
+                _require_active(lane)
+            write = LaneWrite(tx, coordinator, effects, lane)
+            yield write
+            if write.events:
+                lane.update_time = tx.now
+                await tx.update_lane(lane)
+                await self.append_events(tx, coordinator, write.events, principal.name)
+            if read_back:
+                write.read_back = await self._lane_detail(tx, lane, with_attempts=True)
 
     async def decide_item(
         self,
@@ -337,8 +336,8 @@ class LaneCommands(Transitions):
                 raise PermissionDenied(f"only a human may {decision.value}")
             item = await self.item_in(tx, coordinator_id, lane_id, item_id)
             lane = await self.lane_in(tx, coordinator_id, lane_id)
-            if lane.state != LaneState.ACTIVE and decision in _NEED_ACTIVE_LANE:
-                raise IllegalTransition(f"the lane is {lane.state.value}")
+            if decision in _NEED_ACTIVE_LANE:
+                _require_active(lane)
             events: list[NewEvent] = []
             data = {"note": note} if note else {}
             match decision:
@@ -381,6 +380,11 @@ class LaneCommands(Transitions):
 
 # Decisions that put an item back to work, so only in a lane still running.
 _NEED_ACTIVE_LANE = frozenset({Decision.APPROVE, Decision.RESUME, Decision.RETRY})
+
+
+def _require_active(lane: Lane) -> None:
+    if lane.state != LaneState.ACTIVE:
+        raise IllegalTransition(f"the lane is {lane.state.value}")
 
 
 def _require_state(item: Item, state: ItemState) -> None:

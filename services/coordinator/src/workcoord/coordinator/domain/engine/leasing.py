@@ -73,7 +73,7 @@ class LeasingCommands(EngineCore):
     ) -> Page[Worker]:
         request = PageRequest.parse(size, token)
         async with self.store.read() as reader:
-            await self._readable(reader, principal, coordinator_id)
+            await self.coordinator_for(reader, principal, coordinator_id)
             workers = await reader.list_workers(coordinator_id, request.after_id, request.fetch)
         return request.page(workers, lambda w: [w.worker_id])
 
@@ -134,7 +134,7 @@ class LeasingCommands(EngineCore):
         now = self.clock.now()
         worker_class = ask.worker_class
         async with self.store.read() as reader:
-            coordinator = await self._readable(
+            coordinator = await self.coordinator_for(
                 reader, principal, coordinator_id, access=Access.LEASE
             )
             if worker_class not in coordinator.config.class_capacity:

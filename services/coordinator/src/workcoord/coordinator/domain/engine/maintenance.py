@@ -193,15 +193,11 @@ class Maintenance(Transitions, FollowUps):
             )
             if not candidates:
                 return
-            live = await tx.live_attempts(coordinator_id, None)
-            workers = await tx.list_workers(coordinator_id, "", 10_000)
-            keys = sorted({k for i in candidates for k in rules.exclusive_keys(i)})
-            holders = await tx.live_exclusive_holders(coordinator_id, keys) if keys else {}
-            capacity, holding = rules.class_usage(live, coordinator.config.class_capacity)
+            occupancy = await self._occupancy(tx, coordinator, candidates)
             escalations: list[Escalation] = []
             events: list[NewEvent] = []
             lanes: dict[str, Lane | None] = {}
-            # A parent holding a live ESCALATE grant is told too (design/domain.md).
+            # A parent holding a live ESCALATE grant is told too.
             parents = await parents_holding(
                 tx,
                 coordinator_id,
@@ -215,18 +211,9 @@ class Maintenance(Transitions, FollowUps):
                 lane = lanes[item.lane_id]
                 if lane is None:
                     continue
-                context = GateContext(
-                    coordinator=coordinator,
-                    platform_on=True,
-                    lane=lane,
-                    blockers=[],
-                    items=[item],
-                    capacity=capacity,
-                    holding=holding,
-                    holders=holders,
-                    workers=workers,
-                    now=tx.now,
-                )
+                # Candidates are claimable (not held by a pause or a blocker) and the switch is
+                # on (the command checked it): only the item's own gates can apply.
+                context = GateContext(coordinator, True, lane, [], [item], occupancy, tx.now)
                 gates = item_gates(context, item)
                 if not all(g.counts_toward_escalation for g in gates):
                     continue
@@ -245,10 +232,9 @@ class Maintenance(Transitions, FollowUps):
                     )
                 )
                 events.append(
-                    NewEvent(
+                    NewEvent.for_item(
                         EventType.ESCALATED,
-                        lane_id=item.lane_id,
-                        item_id=item.item_id,
+                        item,
                         data={"gate": gates[0].gate if gates else "", "to": recipients},
                     )
                 )

@@ -31,7 +31,7 @@ class Reads(EngineCore):
         request = PageRequest.parse(size, token)
         since = request.after_revision(since_revision)
         async with self.store.read() as reader:
-            coordinator = await self._readable(reader, principal, coordinator_id)
+            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
             events = await reader.list_events(
                 coordinator_id, since, request.fetch, lane_id, item_id
             )
@@ -50,7 +50,7 @@ class Reads(EngineCore):
             )
         now = self.clock.now()
         async with self.store.read() as reader:
-            coordinator = await self._readable(reader, principal, coordinator_id, work=False)
+            coordinator = await self.coordinator_for(reader, principal, coordinator_id, work=False)
             platform_on = await reader.platform_enabled()
             if item_id:
                 item = await reader.get_item(item_id)
@@ -65,26 +65,14 @@ class Reads(EngineCore):
             else:
                 lane = await self.lane_in(reader, coordinator_id, lane_id)
             detail = await self._lane_detail(reader, lane, with_attempts=True)
-            live = await reader.live_attempts(coordinator_id, None)
-            workers = await reader.list_workers(coordinator_id, "", 10_000)
-            keys = sorted({k for i in detail.items for k in rules.exclusive_keys(i)})
-            holders = await reader.live_exclusive_holders(coordinator_id, keys) if keys else {}
+            occupancy = await self._occupancy(reader, coordinator, detail.items)
             events = await reader.list_events(
                 coordinator_id, 0, 200, lane.lane_id if not item_id else "", item_id
             )
-        capacity, holding = rules.class_usage(live, coordinator.config.class_capacity)
         context = GateContext(
-            coordinator=coordinator,
-            platform_on=platform_on,
-            lane=lane,
-            blockers=detail.blockers,
-            items=detail.items,
-            capacity=capacity,
-            holding=holding,
-            holders=holders,
-            workers=workers,
-            now=now,
+            coordinator, platform_on, lane, detail.blockers, detail.items, occupancy, now
         )
+        capacity = occupancy.usage.capacity
 
         def explain_item(item: Item) -> Explanation:
             return Explanation(
@@ -116,7 +104,7 @@ class Reads(EngineCore):
     ) -> CoordinatorView:
         limit = page_size(size)
         async with self.store.read() as reader:
-            coordinator = await self._readable(reader, principal, coordinator_id)
+            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
             # The token is read only once the caller may see the coordinator.
             request = PageRequest(limit, decode_page_token(token))
             page = await self._lane_page(

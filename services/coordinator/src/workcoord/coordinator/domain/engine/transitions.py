@@ -76,18 +76,8 @@ class Transitions(EngineCore):
                 held=lane.paused,
                 seq=seq + offset,
             )
-            events.append(
-                NewEvent(
-                    EventType.ITEM_CREATED,
-                    lane_id=lane.lane_id,
-                    item_id=item.item_id,
-                    data={
-                        "kind": item.kind.value,
-                        "key": item.key,
-                        "workerClass": item.worker_class,
-                    },
-                )
-            )
+            created = {"kind": item.kind.value, "key": item.key, "workerClass": item.worker_class}
+            events.append(NewEvent.for_item(EventType.ITEM_CREATED, item, data=created))
             if all(dep in succeeded for dep in item.depends_on):
                 self._make_ready(tx, coordinator, item, events, effects)
             items.append(item)
@@ -113,9 +103,7 @@ class Transitions(EngineCore):
             return
         if item.requires_approval:
             item.state = ItemState.AWAITING_APPROVAL
-            events.append(
-                NewEvent(EventType.APPROVAL_REQUESTED, lane_id=item.lane_id, item_id=item.item_id)
-            )
+            events.append(NewEvent.for_item(EventType.APPROVAL_REQUESTED, item))
             return
         self._queue(tx, item, events, effects, not_before=None)
 
@@ -124,14 +112,7 @@ class Transitions(EngineCore):
         item.state = ItemState.STOPPED
         item.stop_reason = reason
         item.current_lease_id = ""
-        events.append(
-            NewEvent(
-                EventType.ITEM_STOPPED,
-                lane_id=item.lane_id,
-                item_id=item.item_id,
-                data={"reason": reason},
-            )
-        )
+        events.append(NewEvent.for_item(EventType.ITEM_STOPPED, item, data={"reason": reason}))
         effects.note(DigestKind.STOPPED, item.lane_id, item.item_id, reason)
 
     def _queue(
@@ -152,7 +133,7 @@ class Transitions(EngineCore):
         payload = dict(data or {})
         if not_before is not None:
             payload["notBefore"] = iso(not_before)
-        events.append(NewEvent(event, lane_id=item.lane_id, item_id=item.item_id, data=payload))
+        events.append(NewEvent.for_item(event, item, data=payload))
         effects.ready_classes.add(item.worker_class)
 
     async def _set_lane_hold(self, tx: Tx, lane: Lane, effects: Effects) -> None:
@@ -167,6 +148,14 @@ class Transitions(EngineCore):
                 effects.ready_classes.add(item.worker_class)
         if changed:
             await tx.update_items(changed)
+
+    @staticmethod
+    def _end_unburned(attempt: Attempt, item: Item, status: AttemptStatus, now: datetime) -> None:
+        """End a live attempt without spending the item's retry budget on it."""
+        attempt.status = status
+        attempt.end_time = now
+        attempt.counted = False
+        item.attempt_count = max(item.attempt_count - 1, 0)
 
     async def _cancel_items(
         self,
@@ -184,10 +173,7 @@ class Transitions(EngineCore):
             attempt = await tx.get_attempt_for_update(item.current_lease_id)
             if attempt is not None and attempt.live:
                 # The worker did nothing wrong: its attempt is released, not burned.
-                attempt.status = AttemptStatus.RELEASED
-                attempt.counted = False
-                attempt.end_time = tx.now
-                item.attempt_count = max(item.attempt_count - 1, 0)
+                self._end_unburned(attempt, item, AttemptStatus.RELEASED, tx.now)
                 ended.append(attempt)
                 effects.ready_classes.add(attempt.worker_class)
         if ended:
@@ -197,11 +183,8 @@ class Transitions(EngineCore):
             item.current_lease_id = ""
             item.update_time = tx.now
             events.append(
-                NewEvent(
-                    EventType.ITEM_CANCELLED,
-                    lane_id=item.lane_id,
-                    item_id=item.item_id,
-                    data={"reason": reason} if reason else {},
+                NewEvent.for_item(
+                    EventType.ITEM_CANCELLED, item, data={"reason": reason} if reason else {}
                 )
             )
         if open_items:
@@ -381,10 +364,9 @@ class Transitions(EngineCore):
         item.state = ItemState.DEAD
         item.dead_letter_reason = reason
         events.append(
-            NewEvent(
+            NewEvent.for_item(
                 EventType.ITEM_DEAD_LETTERED,
-                lane_id=item.lane_id,
-                item_id=item.item_id,
+                item,
                 data={"reason": reason.value, "attempts": item.attempt_count},
             )
         )
