@@ -16,7 +16,7 @@ import pytest
 from tests.support.databases import delete_redis_keys
 from tests.support.harness import Stack, TestClock, start_coordinator_for, task
 from workcoord.client import WorkcoordClient
-from workcoord.coordinator.domain import engine as engine_module
+from workcoord.coordinator.domain.engine import leasing
 
 WAIT = 20
 WAKE_LIMIT = 5.0
@@ -24,7 +24,7 @@ WAKE_LIMIT = 5.0
 
 @pytest.fixture(autouse=True)
 def slow_backstop(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine_module, "BACKSTOP_POLL_SECONDS", 60.0)
+    monkeypatch.setattr(leasing, "BACKSTOP_POLL_SECONDS", 60.0)
 
 
 async def test_wait_returns_as_soon_as_an_item_is_created(stack: Stack) -> None:

@@ -14,9 +14,9 @@ from workcoord.coordinator.domain.auth import (
     PrincipalKind,
 )
 from workcoord.coordinator.domain.engine import Engine
-from workcoord.coordinator.domain.model import Coordinator, JsonObject, Scope, Template
+from workcoord.coordinator.domain.model import Coordinator, Scope, Template
 from workcoord.coordinator.domain.ports import Store
-from workcoord.coordinator.domain.specs import CoordinatorSpec, ItemSpec, LaneSpec
+from workcoord.coordinator.domain.specs import CoordinatorSpec, ItemSpec, LaneSpec, RunIdentity
 from workcoord.kit.clock import Clock
 
 ADMIN = Principal(kind=PrincipalKind.USER, id="usr_admin", platform_admin=True)
@@ -80,17 +80,17 @@ def lane_spec(*items: ItemSpec, **kwargs: Any) -> LaneSpec:
     return LaneSpec(template=Template.CUSTOM, items=list(items), **kwargs)
 
 
-def run_identity(clock: Clock, pid: int = 4242, agent_id: str = "agent-1") -> JsonObject:
-    return {
-        "pid": pid,
-        "agent_id": agent_id,
-        "engine": "codex",
-        "account": "ci-bot",
-        "hostname": "host-1",
-        "worktree_path": "/srv/work/tree",
-        "branch": "main",
-        "started_at": clock.now().isoformat(),
-    }
+def run_identity(clock: Clock, pid: int = 4242, agent_id: str = "agent-1") -> RunIdentity:
+    return RunIdentity(
+        pid=pid,
+        agent_id=agent_id,
+        engine="codex",
+        account="ci-bot",
+        hostname="host-1",
+        worktree_path="/srv/work/tree",
+        branch="main",
+        started_at=clock.now(),
+    )
 
 
 async def snapshot(store: Store, coordinator_id: str) -> dict[str, Any]:

@@ -33,12 +33,20 @@ from workcoord.coordinator.domain.model import (
     TERMINAL_ITEM_STATES,
     EventType,
     ItemState,
-    JsonObject,
     LaneState,
     RetryPolicy,
 )
 from workcoord.coordinator.domain.ports import Store
-from workcoord.coordinator.domain.specs import CoordinatorSpec, ItemSpec
+from workcoord.coordinator.domain.specs import (
+    Checkpoint,
+    CoordinatorSpec,
+    Decision,
+    Evidence,
+    Failure,
+    ItemSpec,
+    LeaseAsk,
+    RunIdentity,
+)
 from workcoord.kit.bus import InProcessBus
 from workcoord.kit.clock import Clock, ManualClock
 from workcoord.kit.errors import IllegalTransition, LeaseLost
@@ -63,7 +71,7 @@ class KnownLease:
     lease_id: str
     token: str
     item_id: str
-    identity: JsonObject | None = None
+    identity: RunIdentity | None = None
 
 
 @dataclass(slots=True)
@@ -152,14 +160,16 @@ class CoordinatorMachine(RuleBasedStateMachine):
         if op == "heartbeat":
             return await engine.heartbeat(principal, cid, lid, token, "progress")
         if op == "complete":
-            return await engine.complete(principal, cid, lid, token, {"summary": "done"})
+            return await engine.complete(principal, cid, lid, token, Evidence(summary="done"))
         if op == "fail":
-            error = {"message": "boom", "type": "E", "retryable": not blocked}
+            error = Failure(message="boom", type="E", retryable=not blocked)
             return await engine.fail(principal, cid, lid, token, error)
         if op == "checkpoint":
-            body: JsonObject = {"summary": PRIVATE_CHECKPOINT, "files_changed": ["a.py"]}
-            if blocked:
-                body["blocked_reason"] = "human"
+            body = Checkpoint(
+                summary=PRIVATE_CHECKPOINT,
+                files_changed=("a.py",),
+                blocked_reason="human" if blocked else "",
+            )
             return await engine.checkpoint(principal, cid, lid, token, body)
         return await engine.release(principal, cid, lid, token, "not now")
 
@@ -213,12 +223,14 @@ class CoordinatorMachine(RuleBasedStateMachine):
             self.engine.lease(
                 self.world.worker,
                 self.cid,
-                f"{worker_class}-busy",
-                worker_class,
-                max(1, len(outcomes)),
-                60,
-                0,
-                run_identity(self.clock),
+                LeaseAsk(
+                    f"{worker_class}-busy",
+                    worker_class,
+                    max(1, len(outcomes)),
+                    60,
+                    0,
+                    run_identity(self.clock),
+                ),
             )
         )
         for g, outcome in zip(granted, outcomes or ["complete"], strict=False):
@@ -268,12 +280,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
             self.engine.lease(
                 self.world.worker,
                 self.cid,
-                worker_id,
-                worker_class,
-                max_items,
-                lease_seconds,
-                0,
-                identity,
+                LeaseAsk(worker_id, worker_class, max_items, lease_seconds, 0, identity),
             )
         )
         assert len(granted) <= max(0, min(max_items, cap - used))
@@ -437,7 +444,12 @@ class CoordinatorMachine(RuleBasedStateMachine):
         try:
             self.run(
                 self.engine.decide_item(
-                    self.world.org_admin, self.cid, lane_id, item.item_id, decision, "note"
+                    self.world.org_admin,
+                    self.cid,
+                    lane_id,
+                    item.item_id,
+                    Decision(decision),
+                    "note",
                 )
             )
         except IllegalTransition:

@@ -14,6 +14,7 @@ from workcoord.coordinator.domain.model import (
     ItemState,
     NewEvent,
 )
+from workcoord.coordinator.domain.specs import LeaseAsk
 from workcoord.coordinator.storage.memory import MemoryStore
 from workcoord.kit.clock import ManualClock
 
@@ -35,7 +36,7 @@ async def _setup(engine: Engine, world: World, clock: ManualClock) -> str:
         "",
     )
     granted = await engine.lease(
-        world.worker, world.cid, "w1", "codex", 1, 60, 0, run_identity(clock)
+        world.worker, world.cid, LeaseAsk("w1", "codex", 1, 60, 0, run_identity(clock))
     )
     return granted[0].attempt.lease_id
 

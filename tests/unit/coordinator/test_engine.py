@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -20,7 +21,17 @@ from workcoord.coordinator.domain.model import (
     RetryPolicy,
     Worker,
 )
-from workcoord.coordinator.domain.specs import CoordinatorSpec, GrantedLease, LaneDetail
+from workcoord.coordinator.domain.specs import (
+    Checkpoint,
+    CoordinatorSpec,
+    Decision,
+    Evidence,
+    Failure,
+    GrantedLease,
+    LaneDetail,
+    LeaseAsk,
+    RunIdentity,
+)
 from workcoord.coordinator.storage.memory import MemoryStore
 from workcoord.kit.clock import ManualClock
 from workcoord.kit.errors import (
@@ -45,19 +56,11 @@ async def _lease(
     max_items: int = 1,
     lease_seconds: int = 60,
     worker_id: str = "w1",
-    identity: dict[str, Any] | None = None,
+    identity: RunIdentity | None = None,
     wait_seconds: int = 0,
 ) -> list[GrantedLease]:
-    return await engine.lease(
-        world.worker,
-        world.cid,
-        worker_id,
-        worker_class,
-        max_items,
-        lease_seconds,
-        wait_seconds,
-        identity,
-    )
+    ask = LeaseAsk(worker_id, worker_class, max_items, lease_seconds, wait_seconds, identity)
+    return await engine.lease(world.worker, world.cid, ask)
 
 
 async def _one(engine: Engine, world: World, **kwargs: Any) -> GrantedLease:
@@ -76,7 +79,7 @@ async def _states(engine: Engine, world: World, lane_id: str) -> dict[str, str]:
 
 
 async def _events(engine: Engine, world: World) -> list[EventType]:
-    events, _, _ = await engine.list_events(world.worker, world.cid, 0, 500, "", "", "")
+    events = (await engine.list_events(world.worker, world.cid, 0, 500, "", "", "")).events
     return [e.type for e in events]
 
 
@@ -150,19 +153,29 @@ async def test_sensitive_needs_human_and_approval_items_wait_for_a_human(
     # A work key can never decide.
     with pytest.raises(PermissionDenied):
         await engine.decide_item(
-            world.worker, world.cid, detail.lane.lane_id, by_key["ap"].item_id, "approve", ""
+            world.worker, world.cid, detail.lane.lane_id, by_key["ap"].item_id, Decision.APPROVE, ""
         )
     approved = await engine.decide_item(
-        world.org_admin, world.cid, detail.lane.lane_id, by_key["ap"].item_id, "approve", "ok"
+        world.org_admin,
+        world.cid,
+        detail.lane.lane_id,
+        by_key["ap"].item_id,
+        Decision.APPROVE,
+        "ok",
     )
     assert approved.item.state == ItemState.QUEUED
     resumed = await engine.decide_item(
-        world.org_admin, world.cid, detail.lane.lane_id, by_key["h"].item_id, "resume", ""
+        world.org_admin, world.cid, detail.lane.lane_id, by_key["h"].item_id, Decision.RESUME, ""
     )
     assert resumed.item.state == ItemState.QUEUED and resumed.item.stop_reason == ""
     with pytest.raises(IllegalTransition):
         await engine.decide_item(
-            world.org_admin, world.cid, detail.lane.lane_id, by_key["h"].item_id, "resume", ""
+            world.org_admin,
+            world.cid,
+            detail.lane.lane_id,
+            by_key["h"].item_id,
+            Decision.RESUME,
+            "",
         )
     await _clean(store, world)
 
@@ -173,7 +186,7 @@ async def test_a_resumed_sensitive_item_gets_no_automatic_retry(
     detail = await _lane(engine, world, task("s", title="deploy to production"))
     item = detail.items[0]
     await engine.decide_item(
-        world.org_admin, world.cid, detail.lane.lane_id, item.item_id, "resume", ""
+        world.org_admin, world.cid, detail.lane.lane_id, item.item_id, Decision.RESUME, ""
     )
     lease = await _one(engine, world, identity=run_identity(clock))
     await engine.fail(
@@ -181,7 +194,7 @@ async def test_a_resumed_sensitive_item_gets_no_automatic_retry(
         world.cid,
         lease.attempt.lease_id,
         lease.lease_token,
-        {"message": "boom", "retryable": True},
+        Failure(message="boom", retryable=True),
     )
     got = await engine.get_item(world.worker, world.cid, detail.lane.lane_id, item.item_id)
     assert got.item.state == ItemState.DEAD
@@ -202,23 +215,23 @@ async def test_lease_start_heartbeat_complete_releases_dependents_and_finishes_t
     assert lease.attempt.token_hash != lease.lease_token
     lid, token = lease.attempt.lease_id, lease.lease_token
     with pytest.raises(IllegalTransition):  # complete needs RUNNING
-        await engine.complete(world.worker, world.cid, lid, token, {"summary": "x"})
+        await engine.complete(world.worker, world.cid, lid, token, Evidence(summary="x"))
     identity = run_identity(clock)
     started = await engine.start(world.worker, world.cid, lid, token, identity)
     assert started.status == AttemptStatus.RUNNING
     # A retried Start with the same identity is idempotent; another identity is refused.
     await engine.start(world.worker, world.cid, lid, token, identity)
     with pytest.raises(IllegalTransition):
-        await engine.start(world.worker, world.cid, lid, token, {**identity, "pid": 1})
+        await engine.start(world.worker, world.cid, lid, token, replace(identity, pid=1))
     clock.advance(20)
     expiry = await engine.heartbeat(world.worker, world.cid, lid, token, "half way")
     assert expiry == clock.now() + timedelta(seconds=30)
     clock.advance(20)  # past the original expiry, within the extended one
-    await engine.complete(world.worker, world.cid, lid, token, {"summary": "done"})
+    await engine.complete(world.worker, world.cid, lid, token, Evidence(summary="done"))
     assert await _states(engine, world, detail.lane.lane_id) == {"a": "SUCCEEDED", "b": "QUEUED"}
     second = await _one(engine, world, identity=run_identity(clock))
     await engine.complete(
-        world.worker, world.cid, second.attempt.lease_id, second.lease_token, {"summary": "ok"}
+        world.worker, world.cid, second.attempt.lease_id, second.lease_token, Evidence(summary="ok")
     )
     lane = await engine.get_lane(world.worker, world.cid, detail.lane.lane_id)
     assert lane.lane.state == LaneState.DONE
@@ -248,7 +261,7 @@ async def test_capacity_caps_leases_and_frees_on_completion(
     assert await _lease(engine, world, max_items=4) == []
     first = granted[0]
     await engine.complete(
-        world.worker, world.cid, first.attempt.lease_id, first.lease_token, {"summary": "ok"}
+        world.worker, world.cid, first.attempt.lease_id, first.lease_token, Evidence(summary="ok")
     )
     assert len(await _lease(engine, world, max_items=4)) == 1
     with pytest.raises(InvalidArgument):
@@ -324,12 +337,12 @@ async def test_lease_with_run_identity_starts_at_once_and_refuses_credentials(
         await _lease(
             engine,
             world,
-            identity={**run_identity(clock), "account": "ghp_" + "a1B2c3D4" * 5},
+            identity=replace(run_identity(clock), account="ghp_" + "a1B2c3D4" * 5),
         )
     assert caught.value.field_violations[0].field == "run_identity.account"
     with pytest.raises(InvalidArgument):
-        future = (clock.now() + timedelta(minutes=5)).isoformat()
-        await _lease(engine, world, identity={**run_identity(clock), "started_at": future})
+        future = clock.now() + timedelta(minutes=5)
+        await _lease(engine, world, identity=replace(run_identity(clock), started_at=future))
     lease = await _one(engine, world, identity=run_identity(clock))
     assert lease.attempt.status == AttemptStatus.RUNNING
     assert lease.item.state == ItemState.RUNNING
@@ -350,9 +363,9 @@ async def test_fenced_writes_fail_the_instant_the_lease_expires_and_change_nothi
     before = await snapshot(store, world.cid)
     writes = [
         engine.heartbeat(world.worker, world.cid, lid, token, "late"),
-        engine.complete(world.worker, world.cid, lid, token, {"summary": "late"}),
-        engine.fail(world.worker, world.cid, lid, token, {"message": "x", "retryable": True}),
-        engine.checkpoint(world.worker, world.cid, lid, token, {"summary": "late"}),
+        engine.complete(world.worker, world.cid, lid, token, Evidence(summary="late")),
+        engine.fail(world.worker, world.cid, lid, token, Failure(message="x", retryable=True)),
+        engine.checkpoint(world.worker, world.cid, lid, token, Checkpoint(summary="late")),
         engine.release(world.worker, world.cid, lid, token, ""),
         engine.start(world.worker, world.cid, lid, token, run_identity(clock)),
     ]
@@ -370,7 +383,9 @@ async def test_a_wrong_token_or_another_coordinator_is_lease_lost(
     a, b = await _lease(engine, world, max_items=2, identity=run_identity(clock))
     before = await snapshot(store, world.cid)
     with pytest.raises(LeaseLost):
-        await engine.complete(world.worker, world.cid, a.attempt.lease_id, b.lease_token, {})
+        await engine.complete(
+            world.worker, world.cid, a.attempt.lease_id, b.lease_token, Evidence()
+        )
     with pytest.raises(LeaseLost):
         await engine.heartbeat(world.worker, world.cid, "ls_nope", a.lease_token, "")
     assert await snapshot(store, world.cid) == before
@@ -408,7 +423,7 @@ async def test_retryable_failures_back_off_then_dead_letter_when_exhausted(
             world.cid,
             lease.attempt.lease_id,
             lease.lease_token,
-            {"message": "flaky", "type": "IOError", "retryable": True},
+            Failure(message="flaky", type="IOError", retryable=True),
         )
         item = (await engine.get_lane(world.worker, world.cid, detail.lane.lane_id)).items[0]
         if item.state == ItemState.QUEUED:
@@ -421,7 +436,7 @@ async def test_retryable_failures_back_off_then_dead_letter_when_exhausted(
     assert item.dead_letter_reason == DeadLetterReason.EXHAUSTED
     assert item.attempt_count == 3
     redriven = await engine.decide_item(
-        world.org_admin, world.cid, detail.lane.lane_id, item.item_id, "retry", ""
+        world.org_admin, world.cid, detail.lane.lane_id, item.item_id, Decision.RETRY, ""
     )
     assert redriven.item.state == ItemState.QUEUED and redriven.item.attempt_count == 0
     await _clean(store, world)
@@ -433,7 +448,7 @@ async def test_a_non_retryable_failure_dead_letters_at_once(
     detail = await _lane(engine, world, task("a"))
     lease = await _one(engine, world, identity=run_identity(clock))
     await engine.fail(
-        world.worker, world.cid, lease.attempt.lease_id, lease.lease_token, {"message": "bad"}
+        world.worker, world.cid, lease.attempt.lease_id, lease.lease_token, Failure(message="bad")
     )
     item = (await engine.get_lane(world.worker, world.cid, detail.lane.lane_id)).items[0]
     assert item.dead_letter_reason == DeadLetterReason.NON_RETRYABLE
@@ -448,7 +463,7 @@ async def test_release_and_checkpoint_do_not_burn_attempts(
         await engine.release(
             world.worker, world.cid, lease.attempt.lease_id, lease.lease_token, "busy"
         )
-    body = {"summary": "half done " + PRIVATE, "files_changed": ["a.py"], "next_action": "go"}
+    body = Checkpoint(summary="half done " + PRIVATE, files_changed=("a.py",), next_action="go")
     lease = await _one(engine, world, identity=run_identity(clock))
     await engine.checkpoint(
         world.worker, world.cid, lease.attempt.lease_id, lease.lease_token, body
@@ -462,7 +477,7 @@ async def test_release_and_checkpoint_do_not_burn_attempts(
         world.cid,
         continuation.attempt.lease_id,
         continuation.lease_token,
-        {"summary": "ok"},
+        Evidence(summary="ok"),
     )
     item = (await engine.get_lane(world.worker, world.cid, detail.lane.lane_id)).items[0]
     assert item.state == ItemState.SUCCEEDED
@@ -481,14 +496,14 @@ async def test_a_blocked_checkpoint_stops_the_item(
             world.cid,
             lease.attempt.lease_id,
             lease.lease_token,
-            {"blocked_reason": "bored"},
+            Checkpoint(blocked_reason="bored"),
         )
     await engine.checkpoint(
         world.worker,
         world.cid,
         lease.attempt.lease_id,
         lease.lease_token,
-        {"summary": "need a key", "blocked_reason": "secret"},
+        Checkpoint(summary="need a key", blocked_reason="secret"),
     )
     item = (await engine.get_lane(world.worker, world.cid, detail.lane.lane_id)).items[0]
     assert item.state == ItemState.STOPPED
@@ -630,7 +645,7 @@ async def test_backoff_gate(engine: Engine, world: World, clock: ManualClock) ->
         world.cid,
         lease.attempt.lease_id,
         lease.lease_token,
-        {"message": "x", "retryable": True},
+        Failure(message="x", retryable=True),
     )
     explanation = await engine.explain(world.worker, world.cid, "", detail.items[0].item_id)
     assert explanation.gates[0].gate == "BACKOFF"
@@ -713,7 +728,7 @@ async def test_work_key_capabilities_are_enforced_by_commands(engine: Engine, wo
     with pytest.raises(PermissionDenied):
         await engine.create_lane(reader_key, world.cid, lane_spec(task("a")), "")
     with pytest.raises(PermissionDenied):
-        await engine.lease(reader_key, world.cid, "w1", "codex", 1, 60, 0, None)
+        await engine.lease(reader_key, world.cid, LeaseAsk("w1", "codex", 1, 60, 0, None))
     outsider = work_key({"wc_other"}, set(Capability))
     with pytest.raises(NotFound):
         await engine.get_coordinator(outsider, world.cid)

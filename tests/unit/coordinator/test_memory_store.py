@@ -10,6 +10,7 @@ import pytest
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.model import AttemptStatus, EventType, NewEvent
 from workcoord.coordinator.domain.ports import OrgRecord
+from workcoord.coordinator.domain.specs import LeaseAsk
 from workcoord.coordinator.storage.memory import MemoryStore, ReadOnlyViolation
 from workcoord.kit.clock import ManualClock
 from workcoord.kit.errors import AlreadyExists
@@ -86,7 +87,7 @@ async def test_two_live_attempts_of_one_item_fail_loudly(
     store: MemoryStore, engine: Engine, world: World
 ) -> None:
     await engine.create_lane(world.worker, world.cid, lane_spec(task("a", exclusive_key="k")), "")
-    (lease,) = await engine.lease(world.worker, world.cid, "w1", "codex", 1, 60, 0, None)
+    (lease,) = await engine.lease(world.worker, world.cid, LeaseAsk("w1", "codex", 1, 60, 0, None))
     twin = replace(lease.attempt, lease_id="ls_twin", exclusive_key="")
     with pytest.raises(AlreadyExists, match="one live attempt per item"):
         async with store.write(world.cid) as tx:
@@ -139,7 +140,7 @@ async def test_claim_order_and_expiry_queries(
             "a",
             "c",
         ]
-    granted = await engine.lease(world.worker, world.cid, "w1", "codex", 2, 30, 0, None)
+    granted = await engine.lease(world.worker, world.cid, LeaseAsk("w1", "codex", 2, 30, 0, None))
     clock.advance(timedelta(seconds=30))
     async with store.write(world.cid) as tx:
         expired = await tx.expired_attempts(world.cid, tx.now, 10, [])

@@ -411,3 +411,20 @@ def test_lane_next_action() -> None:
 
 def test_lease_expiry() -> None:
     assert rules.lease_expiry(NOW, 30) == NOW + timedelta(seconds=30)
+
+
+# --------------------------------------------------------------------------- leasing helpers
+
+
+def test_an_ask_is_written_again_only_after_a_few_seconds() -> None:
+    worker = Worker("wc_1", "w1", "codex", NOW, NOW, last_ask_time=NOW)
+    assert not rules.ask_is_fresh(None, NOW)
+    assert not rules.ask_is_fresh(replace(worker, last_ask_time=None), NOW)
+    assert rules.ask_is_fresh(worker, NOW + timedelta(seconds=rules.ASK_REFRESH_SECONDS - 1))
+    assert not rules.ask_is_fresh(worker, NOW + timedelta(seconds=rules.ASK_REFRESH_SECONDS))
+
+
+def test_exclusive_keys_are_the_key_and_the_placement_resources() -> None:
+    assert rules.exclusive_keys(_item()) == []
+    item = _item(exclusive_key="repo:x", placement={"exclusive": ["gpu0", "gpu1"]})
+    assert rules.exclusive_keys(item) == ["repo:x", "resource:gpu0", "resource:gpu1"]

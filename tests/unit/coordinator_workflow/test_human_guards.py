@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.coordinator.harness import ADMIN, World, lane_spec, make_world, run_identity, task
-from workcoord.coordinator.domain import engine as engine_module
 from workcoord.coordinator.domain.auth import (
     RECOVERY,
     Access,
@@ -21,6 +20,7 @@ from workcoord.coordinator.domain.auth import (
     authorize,
 )
 from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.engine import _base as engine_core
 from workcoord.coordinator.domain.model import (
     Coordinator,
     ItemState,
@@ -28,6 +28,7 @@ from workcoord.coordinator.domain.model import (
     PendingActionState,
     RetryPolicy,
 )
+from workcoord.coordinator.domain.specs import Decision, Failure, LeaseAsk
 from workcoord.coordinator.storage.memory import MemoryStore
 from workcoord.kit.bus import InProcessBus
 from workcoord.kit.clock import ManualClock
@@ -79,14 +80,14 @@ async def _targets(engine: Engine, world: World, clock: ManualClock) -> dict[str
         "",
     )
     (granted,) = await engine.lease(
-        world.worker, world.cid, "m1", "machine", 1, 30, 0, run_identity(clock)
+        world.worker, world.cid, LeaseAsk("m1", "machine", 1, 30, 0, run_identity(clock))
     )
     await engine.fail(
         world.worker,
         world.cid,
         granted.attempt.lease_id,
         granted.lease_token,
-        {"message": "x", "retryable": True},
+        Failure(message="x", retryable=True),
     )
     items = {i.key: i for i in (await engine.get_lane(ADMIN, world.cid, detail.lane.lane_id)).items}
     assert items["approve-me"].state == ItemState.AWAITING_APPROVAL
@@ -118,12 +119,14 @@ async def test_decide_item_refuses_non_humans_even_if_authorize_allowed_everythi
     def allow_everything(principal: Principal, coordinator: Coordinator, access: Access) -> None:
         calls.append(access)
 
-    monkeypatch.setattr(engine_module, "authorize", allow_everything)
+    monkeypatch.setattr(engine_core, "authorize", allow_everything)
     for principal in (_key(world.coordinator), RECOVERY):
         for decision in DECISIONS:
             lane_id, item_id = targets[decision]
             with pytest.raises(PermissionDenied, match="only a human"):
-                await engine.decide_item(principal, world.cid, lane_id, item_id, decision, "")
+                await engine.decide_item(
+                    principal, world.cid, lane_id, item_id, Decision(decision), ""
+                )
     assert Access.DECIDE in calls  # the patched authorize really was the one consulted
     items = {
         i.item_id: i.state
@@ -134,7 +137,7 @@ async def test_decide_item_refuses_non_humans_even_if_authorize_allowed_everythi
     assert items[targets["retry"][1]] == ItemState.DEAD
     # The test is not vacuous: with the same patch, a human's decision goes through.
     lane_id, item_id = targets["approve"]
-    detail = await engine.decide_item(ADMIN, world.cid, lane_id, item_id, "approve", "")
+    detail = await engine.decide_item(ADMIN, world.cid, lane_id, item_id, Decision.APPROVE, "")
     assert detail.item.state == ItemState.QUEUED
 
 
@@ -163,7 +166,7 @@ async def test_resolving_a_pending_action_refuses_non_humans_even_if_authorize_a
         await tx.insert_pending_actions([action])
     with pytest.raises(PermissionDenied):
         await engine.resolve_pending_action(_key(world.coordinator), world.cid, "pa_guard", "x")
-    monkeypatch.setattr(engine_module, "authorize", lambda *_args: None)
+    monkeypatch.setattr(engine_core, "authorize", lambda *_args: None)
     for principal in (_key(world.coordinator), RECOVERY):
         with pytest.raises(PermissionDenied, match="only a human"):
             await engine.resolve_pending_action(principal, world.cid, "pa_guard", "x")

@@ -12,7 +12,7 @@ import asyncio
 import random
 from collections import Counter
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, settings
@@ -39,7 +39,15 @@ from workcoord.coordinator.domain.model import (
     ReviewPolicy,
     Template,
 )
-from workcoord.coordinator.domain.specs import LaneSpec
+from workcoord.coordinator.domain.specs import (
+    Decision,
+    Evidence,
+    Failure,
+    LaneSpec,
+    LeaseAsk,
+    Receipt,
+    Verdict,
+)
 from workcoord.coordinator.storage.memory import MemoryStore
 from workcoord.kit.bus import InProcessBus
 from workcoord.kit.clock import ManualClock
@@ -153,12 +161,14 @@ class StandardLaneMachine(RuleBasedStateMachine):
                 self.engine.lease(
                     self.world.worker,
                     self.cid,
-                    f"{worker_class}-w",
-                    worker_class,
-                    data.draw(st.integers(1, 3)),
-                    30,
-                    0,
-                    identity,
+                    LeaseAsk(
+                        f"{worker_class}-w",
+                        worker_class,
+                        data.draw(st.integers(1, 3)),
+                        30,
+                        0,
+                        identity,
+                    ),
                 )
             )
             for g in granted:
@@ -187,7 +197,7 @@ class StandardLaneMachine(RuleBasedStateMachine):
                 if item.state == ItemState.AWAITING_APPROVAL:
                     self.run(
                         self.engine.decide_item(
-                            ADMIN, self.cid, item.lane_id, item.item_id, "approve", ""
+                            ADMIN, self.cid, item.lane_id, item.item_id, Decision.APPROVE, ""
                         )
                     )
                     STATS["decided:approve"] += 1
@@ -196,12 +206,7 @@ class StandardLaneMachine(RuleBasedStateMachine):
                 self.engine.lease(
                     self.world.worker,
                     self.cid,
-                    f"{worker_class}-w",
-                    worker_class,
-                    3,
-                    30,
-                    0,
-                    run_identity(self.clock),
+                    LeaseAsk(f"{worker_class}-w", worker_class, 3, 30, 0, run_identity(self.clock)),
                 )
             )
             for g in granted:
@@ -220,18 +225,19 @@ class StandardLaneMachine(RuleBasedStateMachine):
         engine, who, cid = self.engine, self.world.worker, self.cid
         try:
             if outcome in ("PASS", "FAIL"):
-                evidence: dict[str, Any] = {"summary": "done"}
+                evidence = Evidence(summary="done")
                 if held.kind == ItemKind.REVIEW:
-                    evidence["verdict"] = outcome
-                    evidence["findings"] = ["missing test"] if outcome == "FAIL" else []
+                    findings = ("missing test",) if outcome == "FAIL" else ()
+                    evidence = replace(evidence, verdict=Verdict(outcome), findings=findings)
                 if held.kind == ItemKind.SHIP:
-                    evidence["receipt"] = {"environment": "prod", "version": "1.0"}
+                    receipt = Receipt(environment="prod", version="1.0")
+                    evidence = replace(evidence, receipt=receipt)
                 self.run(engine.complete(who, cid, held.lease_id, held.token, evidence))
                 STATS[f"complete:{held.kind.value}:{outcome}"] += 1
             elif outcome == "release":
                 self.run(engine.release(who, cid, held.lease_id, held.token, "bye"))
             else:
-                error = {"message": "boom", "type": "X", "retryable": outcome == "retryable"}
+                error = Failure(message="boom", type="X", retryable=outcome == "retryable")
                 self.run(engine.fail(who, cid, held.lease_id, held.token, error))
                 STATS[f"fail:{outcome}"] += 1
         except LeaseLost:
@@ -265,7 +271,9 @@ class StandardLaneMachine(RuleBasedStateMachine):
         item = data.draw(st.sampled_from(candidates))
         try:
             self.run(
-                self.engine.decide_item(ADMIN, self.cid, item.lane_id, item.item_id, decision, "")
+                self.engine.decide_item(
+                    ADMIN, self.cid, item.lane_id, item.item_id, Decision(decision), ""
+                )
             )
             STATS[f"decided:{decision}"] += 1
         except IllegalTransition:
@@ -284,7 +292,7 @@ class StandardLaneMachine(RuleBasedStateMachine):
             else:
                 self.run(
                     self.engine.decide_item(
-                        self.world.worker, self.cid, item.lane_id, item.item_id, "cancel", ""
+                        self.world.worker, self.cid, item.lane_id, item.item_id, Decision.CANCEL, ""
                     )
                 )
             STATS[f"cancelled:{'lane' if whole_lane else 'item'}"] += 1

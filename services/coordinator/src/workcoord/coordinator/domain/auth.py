@@ -1,4 +1,4 @@
-"""Principals and the authorization rules of design/security.md.
+"""Principals and the authorization rules: who may do what to which work coordinator.
 
 The coordinator decides every authorization, on every request, from current state: the
 principal is resolved from the credential for each call and nothing outlives a revocation.
@@ -7,11 +7,13 @@ principal is resolved from the credential for each call and nothing outlives a r
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from workcoord.kit.errors import NotFound, PermissionDenied
+from workcoord.kit.errors import NotFound, PermissionDenied, WorkcoordError
 
 from .model import Coordinator, Scope
+from .ports import UserRecord
 
 
 class PrincipalKind(enum.StrEnum):
@@ -113,25 +115,57 @@ def authorize(principal: Principal, coordinator: Coordinator, access: Access) ->
         raise PermissionDenied(f"an {role.value} may not {access.value.lower()} here")
 
 
+def may(principal: Principal, coordinator: Coordinator, access: Access) -> bool:
+    """Whether :func:`authorize` lets ``principal`` perform ``access`` on ``coordinator``."""
+    try:
+        authorize(principal, coordinator, access)
+    except WorkcoordError:
+        return False
+    return True
+
+
 def require_platform_admin(principal: Principal) -> None:
     if not (principal.is_human and principal.platform_admin):
         raise PermissionDenied("only a verified platform admin may do this")
 
 
-def require_org_admin(principal: Principal, org_slug: str) -> None:
-    """Platform admins, or admins of ``org_slug``; humans only. A human with no role in the
-    org gets NOT_FOUND, a viewer PERMISSION_DENIED."""
+def require_org_role(principal: Principal, org_slug: str, *, admin: bool) -> None:
+    """Humans with a role in ``org_slug`` (an admin role if ``admin``), or platform admins.
+    A human with no role in the org gets NOT_FOUND (no existence oracle), a viewer asking to
+    administer PERMISSION_DENIED."""
     if not principal.is_human:
         raise PermissionDenied("only a human administrator may do this")
     if principal.platform_admin:
         return
     role = principal.org_roles.get(org_slug)
     if role is None:
-        # No role at all: the org is invisible (no existence oracle).
         raise NotFound(f"org {org_slug!r} not found")
-    if role != OrgRole.ORG_ADMIN:
+    if admin and role != OrgRole.ORG_ADMIN:
         raise PermissionDenied(f"only an admin of org {org_slug!r} may do this")
+
+
+def require_org_admin(principal: Principal, org_slug: str) -> None:
+    """Platform admins, or admins of ``org_slug``; humans only."""
+    require_org_role(principal, org_slug, admin=True)
 
 
 def can_see_org(principal: Principal, org_slug: str) -> bool:
     return principal.platform_admin or org_slug in principal.org_roles
+
+
+def require_self_or_platform_admin(principal: Principal, user_id: str) -> None:
+    """The user themself or a platform admin; anyone else learns nothing (NOT_FOUND)."""
+    if not (principal.platform_admin or (principal.is_human and principal.id == user_id)):
+        raise NotFound(f"user {user_id} not found")
+
+
+def user_principal(user: UserRecord, roles: Mapping[str, str]) -> Principal:
+    """The principal of a signed-in user, from their current record and org roles: platform
+    admin only once verified."""
+    return Principal(
+        kind=PrincipalKind.USER,
+        id=user.user_id,
+        display_name=user.display_name,
+        platform_admin=user.platform_admin and user.verified,
+        org_roles={slug: OrgRole(role) for slug, role in roles.items()},
+    )

@@ -24,13 +24,13 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from workcoord.kit.errors import CoordinationDisabled
 from workcoord.kit.secrets import hash_secret
 
+from . import rules
 from .auth import Access, Principal, authorize
 from .engine import MAX_PAGE_SIZE, Engine
 from .model import Coordinator, Event
-from .specs import CoordinatorView
+from .specs import CoordinatorView, EventPage
 
 __all__ = [
     "Credential",
@@ -367,7 +367,8 @@ class FeedSession:
         since = self.since
         ping = max(1, round(self.options.ping_seconds))
         if since is not None and since >= self.options.retention_floor:
-            events, token, current = await self._read(principal, since)
+            page = await self._read(principal, since)
+            events, token, current = page.events, page.next_page_token, page.revision
             contiguous = since <= current and (
                 not events or (events[0].revision == since + 1 and _consecutive(events))
             )
@@ -426,7 +427,7 @@ class FeedSession:
                 continue
             principal = await hub.principal(self.credential, batch.generation)
             authorize(principal, batch.coordinator, Access.READ)
-            _require_enabled(batch.coordinator, batch.platform_enabled)
+            rules.require_coordination_on(batch.coordinator, batch.platform_enabled)
             for frame in self._deltas(events):
                 yield frame
 
@@ -437,7 +438,8 @@ class FeedSession:
         log cannot fill becomes a resync and a snapshot."""
         principal = principal or await self.credential.authenticate()
         while True:
-            events, token, current = await self._read(principal, self.delivered)
+            page = await self._read(principal, self.delivered)
+            events, token, current = page.events, page.next_page_token, page.revision
             if current < self.delivered or (
                 events and (events[0].revision != self.delivered + 1 or not _consecutive(events))
             ):
@@ -462,7 +464,7 @@ class FeedSession:
         yield SnapshotFrame(view.revision, view)
         self.delivered = view.revision
 
-    async def _read(self, principal: Principal, after: int) -> tuple[list[Event], str, int]:
+    async def _read(self, principal: Principal, after: int) -> EventPage:
         """One page of the log after ``after`` (READ and the switch checked in the same read)."""
         return await self.engine.list_events(
             principal,
@@ -487,12 +489,3 @@ class FeedSession:
 
 def _consecutive(events: Sequence[Event]) -> bool:
     return all(b.revision == a.revision + 1 for a, b in itertools.pairwise(events))
-
-
-def _require_enabled(coordinator: Coordinator, platform_enabled: bool) -> None:
-    if not platform_enabled:
-        raise CoordinationDisabled("coordination is switched off for the platform")
-    if not coordinator.enabled:
-        raise CoordinationDisabled(
-            f"coordination is switched off for work coordinator {coordinator.coordinator_id}"
-        )

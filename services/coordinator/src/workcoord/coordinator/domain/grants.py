@@ -18,7 +18,8 @@ from workcoord.kit.errors import Unimplemented
 
 from .ports import Reader, Tx
 
-# Grants are created with a required expiry at most this far ahead (security.md).
+# Grants are created with a required expiry at most this far ahead: a parent's reach into a
+# child always ends unless the child renews it.
 MAX_GRANT_DAYS = 90
 
 

@@ -9,11 +9,9 @@ generated code.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
-from typing import Any, TypeVar
-
-_T = TypeVar("_T")
+from typing import Any
 
 JsonObject = dict[str, Any]
 
@@ -156,12 +154,7 @@ class RetryPolicy:
 
     def over(self, base: RetryPolicy) -> RetryPolicy:
         """This policy with unset fields taken from ``base``."""
-        return RetryPolicy(
-            initial_interval=_first(self.initial_interval, base.initial_interval),
-            backoff_coefficient=_first(self.backoff_coefficient, base.backoff_coefficient),
-            maximum_interval=_first(self.maximum_interval, base.maximum_interval),
-            maximum_attempts=_first(self.maximum_attempts, base.maximum_attempts),
-        )
+        return RetryPolicy(**_inherited(self, base))
 
     def is_empty(self) -> bool:
         return self == RetryPolicy()
@@ -187,11 +180,8 @@ class ReviewPolicy:
     ship_requires_approval: bool | None = None
 
     def over(self, base: ReviewPolicy) -> ReviewPolicy:
-        return ReviewPolicy(
-            max_fail_rounds=_first(self.max_fail_rounds, base.max_fail_rounds),
-            on_pass=_first(self.on_pass, base.on_pass),
-            ship_requires_approval=_first(self.ship_requires_approval, base.ship_requires_approval),
-        )
+        """This policy with unset fields taken from ``base``."""
+        return ReviewPolicy(**_inherited(self, base))
 
 
 DEFAULT_REVIEW_POLICY = ReviewPolicy(
@@ -368,6 +358,13 @@ class NewEvent:
     lease_id: str = ""
     data: JsonObject = field(default_factory=dict)
 
+    @classmethod
+    def for_item(
+        cls, type: EventType, item: Item, lease_id: str = "", data: JsonObject | None = None
+    ) -> NewEvent:
+        """An event about ``item`` (in its lane), optionally about one of its leases."""
+        return cls(type, item.lane_id, item.item_id, lease_id, dict(data or {}))
+
 
 @dataclass(frozen=True, slots=True)
 class Event:
@@ -382,8 +379,12 @@ class Event:
     data: JsonObject
 
 
-def _first(value: _T | None, default: _T | None) -> _T | None:
-    return value if value is not None else default
+def _inherited(policy: RetryPolicy | ReviewPolicy, base: RetryPolicy | ReviewPolicy) -> JsonObject:
+    """The fields of ``policy``, each unset one (None) taken from ``base`` instead."""
+    return {
+        f.name: value if (value := getattr(policy, f.name)) is not None else getattr(base, f.name)
+        for f in fields(policy)
+    }
 
 
 class DigestKind(enum.StrEnum):

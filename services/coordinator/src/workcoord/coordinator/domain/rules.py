@@ -7,15 +7,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any, NamedTuple
 
-from workcoord.kit.errors import FieldViolation, IllegalTransition, LeaseLost
-from workcoord.kit.secrets import hash_secret, secrets_equal
+from workcoord.kit.errors import (
+    CoordinationDisabled,
+    FieldViolation,
+    IllegalTransition,
+    InvalidArgument,
+    LeaseLost,
+)
+from workcoord.kit.secrets import hash_secret, looks_like_credential, secrets_equal
 
 from .model import (
     DEFAULT_RETRY_POLICY,
     Attempt,
     AttemptStatus,
+    Coordinator,
+    CoordinatorConfig,
     Item,
     ItemKind,
     ItemState,
@@ -25,8 +35,11 @@ from .model import (
     RetryPolicy,
     Worker,
 )
+from .specs import Checkpoint, Evidence, ItemSpec, RunIdentity
 
 JITTER = 0.10
+# A worker's last ask is written at most this often (see ask_is_fresh).
+ASK_REFRESH_SECONDS = 5.0
 CHECKPOINT_BLOCKED_REASONS = frozenset(
     {"human", "secret", "destructive", "policy", "dependency", "unavailable"}
 )
@@ -55,15 +68,20 @@ def effective_retry_policy(
     return item_policy.over(lane_policy.over(coordinator_policy.over(DEFAULT_RETRY_POLICY)))
 
 
-def class_usage(
-    live: Iterable[Attempt], class_capacity: Mapping[str, int]
-) -> tuple[dict[str, tuple[int, int]], dict[str, list[str]]]:
+class CapacityUsage(NamedTuple):
+    """Per worker class: (in use, capacity), and the live lease ids holding it."""
+
+    capacity: dict[str, tuple[int, int]]
+    holding: dict[str, list[str]]
+
+
+def class_usage(live: Iterable[Attempt], class_capacity: Mapping[str, int]) -> CapacityUsage:
     """Capacity in use per class as (in use, capacity), and the live lease ids holding it."""
     holding: dict[str, list[str]] = {}
     for attempt in live:
         holding.setdefault(attempt.worker_class, []).append(attempt.lease_id)
     capacity = {cls: (len(holding.get(cls, [])), cap) for cls, cap in class_capacity.items()}
-    return capacity, holding
+    return CapacityUsage(capacity, holding)
 
 
 def attempts_remaining(policy: RetryPolicy, item: Item) -> bool:
@@ -261,7 +279,14 @@ def sensitive_phrase(*texts: str) -> str:
     return ""
 
 
-def policy_stop_reason(item: Item, allowed_action_classes: Iterable[str]) -> tuple[str, bool]:
+class PolicyStop(NamedTuple):
+    """Why an item stops for a human ('' when it does not), and whether it was sensitive."""
+
+    reason: str
+    sensitive: bool
+
+
+def policy_stop_reason(item: Item, allowed_action_classes: Iterable[str]) -> PolicyStop:
     """Why a new or resumed item must stop for a human, and whether it was sensitive.
 
     Returns ("", False) when nothing stops it.
@@ -269,13 +294,13 @@ def policy_stop_reason(item: Item, allowed_action_classes: Iterable[str]) -> tup
     allowed = set(allowed_action_classes)
     for action_class in item.action_classes:
         if action_class not in allowed:
-            return f"action class not allowed: {action_class}", False
+            return PolicyStop(f"action class not allowed: {action_class}", False)
     if item.needs_human:
-        return "needs a human", False
+        return PolicyStop("needs a human", False)
     phrase = sensitive_phrase(item.title, item.brief)
     if phrase:
-        return f"sensitive action: {phrase}", True
-    return "", False
+        return PolicyStop(f"sensitive action: {phrase}", True)
+    return PolicyStop("", False)
 
 
 # --- labels ----------------------------------------------------------------------------------
@@ -361,3 +386,144 @@ def stage_class_defaults() -> dict[str, str]:
 
 def lease_expiry(now: datetime, lease_seconds: int) -> datetime:
     return now + timedelta(seconds=lease_seconds)
+
+
+# --- the switch ------------------------------------------------------------------------------
+
+
+def require_coordination_on(coordinator: Coordinator, platform_enabled: bool) -> None:
+    """Refuse work while coordination is switched off, for the platform or the coordinator."""
+    if not platform_enabled:
+        raise CoordinationDisabled("coordination is switched off for the platform")
+    if not coordinator.enabled:
+        raise CoordinationDisabled(
+            f"coordination is switched off for work coordinator {coordinator.coordinator_id}"
+        )
+
+
+# --- leasing ---------------------------------------------------------------------------------
+
+
+def ask_is_fresh(worker: Worker | None, now: datetime) -> bool:
+    """Whether the worker's last ask is recent enough not to be written again: a long-poll
+    re-asks on every wake, and one write per few seconds is plenty for why/escalation."""
+    return (
+        worker is not None
+        and worker.last_ask_time is not None
+        and now - worker.last_ask_time < timedelta(seconds=ASK_REFRESH_SECONDS)
+    )
+
+
+def exclusive_keys(item: Item) -> list[str]:
+    """The keys a live attempt of ``item`` holds: its exclusive key and placement resources."""
+    keys = [item.exclusive_key] if item.exclusive_key else []
+    keys.extend(f"resource:{r}" for r in placement_resources(item.placement))
+    return keys
+
+
+def check_run_identity(identity: RunIdentity, path: str, now: datetime) -> None:
+    """Refuse a run identity whose account looks like a credential or that started after
+    ``now`` (the server's time, with a second of slack). The transport's field rules say the
+    same; the domain keeps them because a credential must never be stored, whoever calls."""
+    if identity.account and looks_like_credential(identity.account):
+        raise InvalidArgument.single(
+            f"{path}.account", "looks like a credential; give a non-secret account label"
+        )
+    if identity.started_at is not None and identity.started_at > now + timedelta(seconds=1):
+        raise InvalidArgument.single(f"{path}.started_at", "must not be after the server's time")
+
+
+def check_evidence(kind: ItemKind, evidence: Evidence) -> None:
+    """A REVIEW completes with a verdict, a SHIP with a receipt."""
+    if kind == ItemKind.REVIEW and evidence.verdict is None:
+        raise InvalidArgument.single("evidence.verdict", "is required for a REVIEW item")
+    if kind == ItemKind.SHIP and not (evidence.receipt and evidence.receipt.to_json()):
+        raise InvalidArgument.single("evidence.receipt", "is required for a SHIP item")
+
+
+def check_checkpoint(checkpoint: Checkpoint) -> None:
+    blocked = checkpoint.blocked_reason
+    if blocked and blocked not in CHECKPOINT_BLOCKED_REASONS:
+        raise InvalidArgument.single(
+            "checkpoint.blocked_reason",
+            "must be one of " + ", ".join(sorted(CHECKPOINT_BLOCKED_REASONS)),
+        )
+
+
+# --- specs and configuration -----------------------------------------------------------------
+
+
+def check_item_specs(
+    class_capacity: Mapping[str, int], specs: Sequence[ItemSpec], path: str
+) -> None:
+    """Refuse CUSTOM-lane item specs without a key or a known worker class, with a kind other
+    than TASK, a malformed placement or a backoff coefficient below 1."""
+    violations: list[FieldViolation] = []
+    single = path == "item"
+    for index, spec in enumerate(specs):
+        where = path if single else f"{path}[{index}]"
+        if not spec.key:
+            violations.append(FieldViolation(f"{where}.key", "is required"))
+        if spec.kind not in (None, ItemKind.TASK):
+            violations.append(FieldViolation(f"{where}.kind", "must be TASK in a CUSTOM lane"))
+        if not spec.worker_class:
+            violations.append(FieldViolation(f"{where}.worker_class", "is required"))
+        elif spec.worker_class not in class_capacity:
+            violations.append(
+                FieldViolation(
+                    f"{where}.worker_class",
+                    f"unknown worker class {spec.worker_class!r} "
+                    f"(known: {', '.join(sorted(class_capacity))})",
+                )
+            )
+        for problem in placement_problems(spec.placement):
+            violations.append(FieldViolation(f"{where}.placement", problem))
+        policy = spec.retry_policy
+        if policy.backoff_coefficient is not None and policy.backoff_coefficient < 1.0:
+            violations.append(
+                FieldViolation(f"{where}.retry_policy.backoff_coefficient", "must be at least 1.0")
+            )
+    if violations:
+        raise InvalidArgument(violations)
+
+
+_CONFIG_FIELDS = {
+    "class_capacity",
+    "retry_policy",
+    "review_policy",
+    "allowed_action_classes",
+    "digest_owner",
+    "escalate_after_seconds",
+    "parent_coordinator_id",
+}
+
+
+def apply_config_changes(config: CoordinatorConfig, changes: dict[str, Any]) -> CoordinatorConfig:
+    """A new configuration with ``changes`` (already parsed by transport) applied."""
+    unknown = set(changes) - _CONFIG_FIELDS
+    if unknown:
+        raise InvalidArgument.single("update_mask", f"cannot update {', '.join(sorted(unknown))}")
+    updated = replace(config, **changes)
+    violations: list[FieldViolation] = []
+    if "retry_policy" in changes:
+        policy: RetryPolicy = changes["retry_policy"].over(config.retry_policy)
+        updated = replace(updated, retry_policy=policy)
+        if policy.backoff_coefficient is not None and policy.backoff_coefficient < 1.0:
+            violations.append(
+                FieldViolation(
+                    "work_coordinator.retry_policy.backoff_coefficient", "must be at least 1.0"
+                )
+            )
+        if policy.maximum_attempts is not None and not 1 <= policy.maximum_attempts <= 10:
+            violations.append(
+                FieldViolation(
+                    "work_coordinator.retry_policy.maximum_attempts", "must be between 1 and 10"
+                )
+            )
+    if "review_policy" in changes:
+        updated = replace(
+            updated, review_policy=changes["review_policy"].over(config.review_policy)
+        )
+    if violations:
+        raise InvalidArgument(violations)
+    return updated

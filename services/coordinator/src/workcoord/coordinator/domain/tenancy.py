@@ -1,5 +1,5 @@
 """Tenancy commands: org members, user tokens, parent grants and the children routes, browser
-sessions (design/security.md, design/domain.md).
+sessions.
 
 Like the engine, every call authorizes from current state inside its transaction: a grant is
 checked at the moment of the request, a revoked token or session fails its very next call.
@@ -19,9 +19,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from workcoord.kit.bus import Notification
 from workcoord.kit.errors import (
-    CoordinationDisabled,
     FieldViolation,
     IllegalTransition,
     InvalidArgument,
@@ -32,8 +30,16 @@ from workcoord.kit.errors import (
 from workcoord.kit.secrets import SESSION_PREFIX, hash_secret, new_secret, secrets_equal
 
 from . import rules
-from .auth import Access, OrgRole, Principal, PrincipalKind, authorize, require_platform_admin
-from .engine import Engine, _Effects, decode_page_token, encode_page_token, new_id, page_size
+from .auth import (
+    Access,
+    Principal,
+    authorize,
+    require_org_role,
+    require_platform_admin,
+    require_self_or_platform_admin,
+    user_principal,
+)
+from .engine import Effects, Engine, PageRequest, new_id
 from .grants import (
     MAX_GRANT_DAYS,
     GrantPermission,
@@ -67,9 +73,11 @@ __all__ = [
     "LOGIN_CODE_SECONDS",
     "SESSION_SECONDS",
     "ChildSummary",
+    "IssuedLoginCode",
     "IssuedSession",
     "ItemSummary",
     "LaneSummary",
+    "SessionCaller",
     "Tenancy",
 ]
 
@@ -121,6 +129,23 @@ class ChildSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class IssuedLoginCode:
+    """A one-time login code (shown here only), its expiry and the user it signs in."""
+
+    code: str
+    expire_time: datetime
+    user_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCaller:
+    """The caller behind a browser session, and the session."""
+
+    principal: Principal
+    session: SessionRecord
+
+
+@dataclass(frozen=True, slots=True)
 class IssuedSession:
     """A new session: its secret and CSRF token are shown here only."""
 
@@ -133,6 +158,14 @@ def _lane_summary(lane: Lane, next_action: str) -> LaneSummary:
     return LaneSummary(
         lane.lane_id, lane.state, lane.priority, next_action, lane.create_time, lane.update_time
     )
+
+
+def _parent_action_event(
+    action: str, parent_id: str, lane_id: str, item_id: str = "", **details: object
+) -> NewEvent:
+    """The child's record of what its parent did."""
+    data = {"action": action, "parentCoordinatorId": parent_id, **details}
+    return NewEvent(EventType.PARENT_ACTION, lane_id=lane_id, item_id=item_id, data=data)
 
 
 def _item_summary(item: Item, next_action: str) -> ItemSummary:
@@ -148,20 +181,6 @@ def _item_summary(item: Item, next_action: str) -> ItemSummary:
     )
 
 
-def org_access(principal: Principal, org_slug: str, *, admin: bool) -> None:
-    """Humans with a role in the org (or platform admins). No role at all: NOT_FOUND (no
-    existence oracle); a viewer asking to administer: PERMISSION_DENIED."""
-    if not principal.is_human:
-        raise PermissionDenied("only a human administrator may do this")
-    if principal.platform_admin:
-        return
-    role = principal.org_roles.get(org_slug)
-    if role is None:
-        raise NotFound(f"org {org_slug!r} not found")
-    if admin and role != OrgRole.ORG_ADMIN:
-        raise PermissionDenied(f"only an admin of org {org_slug!r} may do this")
-
-
 class Tenancy:
     """The tenancy commands, over an :class:`Engine`'s store, bus and clock."""
 
@@ -173,20 +192,17 @@ class Tenancy:
     async def list_org_members(
         self, principal: Principal, org_slug: str, size: int, token: str
     ) -> Page[MemberRecord]:
-        org_access(principal, org_slug, admin=False)
-        limit = page_size(size)
-        after = decode_page_token(token)
+        require_org_role(principal, org_slug, admin=False)
+        request = PageRequest.parse(size, token)
         async with self.engine.store.read() as raw:
             reader = tenancy_reader(raw)
             if await reader.get_org(org_slug) is None:
                 raise NotFound(f"org {org_slug!r} not found")
-            rows = await reader.list_members(org_slug, str(after[0]) if after else "", limit + 1)
-        if len(rows) > limit:
-            return Page(rows[:limit], encode_page_token([rows[limit - 1].user_id]))
-        return Page(rows, "")
+            rows = await reader.list_members(org_slug, request.after_id, request.fetch)
+        return request.page(rows, lambda m: [m.user_id])
 
     async def remove_org_member(self, principal: Principal, org_slug: str, user_id: str) -> None:
-        org_access(principal, org_slug, admin=True)
+        require_org_role(principal, org_slug, admin=True)
         async with self.engine.store.write() as raw:
             tx = tenancy_tx(raw)
             if await tx.get_org(org_slug) is None:
@@ -194,18 +210,13 @@ class Tenancy:
             if not await tx.remove_member(org_slug, user_id):
                 raise NotFound(f"user {user_id} is not a member of org {org_slug!r}")
 
-    async def check_add_member(self, principal: Principal, org_slug: str) -> None:
-        """AddOrgMember's authorization with the tenancy outcomes (NOT_FOUND without a role)."""
-        org_access(principal, org_slug, admin=True)
-
     # ------------------------------------------------------------------ user tokens
 
     async def revoke_user_token(
         self, principal: Principal, user_id: str, token_id: str
     ) -> TokenRecord:
         """Revoke at once: the token's very next request is UNAUTHENTICATED."""
-        if not (principal.platform_admin or (principal.is_human and principal.id == user_id)):
-            raise NotFound(f"user {user_id} not found")
+        require_self_or_platform_admin(principal, user_id)
         async with self.engine.store.write() as raw:
             tx = tenancy_tx(raw)
             token = await tx.get_user_token(token_id)
@@ -255,7 +266,7 @@ class Tenancy:
                 raise InvalidArgument([FieldViolation(f, d) for f, d in violations])
             assert expire_time is not None
             grant = GrantRecord(
-                grant_id=self._new_id("gr"),
+                grant_id=new_id("gr"),
                 coordinator_id=coordinator_id,
                 parent_coordinator_id=parent_id,
                 permissions=tuple(dict.fromkeys(permissions)),
@@ -265,22 +276,16 @@ class Tenancy:
                 request_id=request_id,
             )
             await tx.insert_grant(grant)
-            await self.engine._append(
-                tx,
-                child,
-                [
-                    NewEvent(
-                        EventType.GRANT_CREATED,
-                        data={
-                            "grantId": grant.grant_id,
-                            "parentCoordinatorId": parent_id,
-                            "permissions": [p.value for p in grant.permissions],
-                            "expireTime": expire_time.isoformat(),
-                        },
-                    )
-                ],
-                principal.name,
+            created = NewEvent(
+                EventType.GRANT_CREATED,
+                data={
+                    "grantId": grant.grant_id,
+                    "parentCoordinatorId": parent_id,
+                    "permissions": [p.value for p in grant.permissions],
+                    "expireTime": expire_time.isoformat(),
+                },
             )
+            await self.engine.append_events(tx, child, [created], principal.name)
             return grant
 
     async def list_grants(
@@ -288,25 +293,15 @@ class Tenancy:
     ) -> Page[GrantRecord]:
         if not principal.is_human:
             async with self.engine.store.read() as reader:
-                child = await reader.get_coordinator(coordinator_id)
-            if child is None:
-                raise NotFound(f"work coordinator {coordinator_id} not found")
-            authorize(principal, child, Access.READ)
+                # Who may not see the coordinator learns only that (NOT_FOUND).
+                await self.engine.coordinator_for(reader, principal, coordinator_id, work=False)
             raise PermissionDenied("only humans read grants")
-        limit = page_size(size)
-        after = decode_page_token(token)
+        request = PageRequest.parse(size, token)
         async with self.engine.store.read() as raw:
             reader = tenancy_reader(raw)
-            child = await reader.get_coordinator(coordinator_id)
-            if child is None:
-                raise NotFound(f"work coordinator {coordinator_id} not found")
-            authorize(principal, child, Access.READ)
-            rows = await reader.list_grants(
-                coordinator_id, str(after[0]) if after else "", limit + 1
-            )
-        if len(rows) > limit:
-            return Page(rows[:limit], encode_page_token([rows[limit - 1].grant_id]))
-        return Page(rows, "")
+            await self.engine.coordinator_for(reader, principal, coordinator_id, work=False)
+            rows = await reader.list_grants(coordinator_id, request.after_id, request.fetch)
+        return request.page(rows, lambda g: [g.grant_id])
 
     async def revoke_grant(
         self, principal: Principal, coordinator_id: str, grant_id: str
@@ -319,20 +314,11 @@ class Tenancy:
             if grant.revoke_time is not None:
                 return grant
             await tx.revoke_grant(grant_id, tx.now)
-            await self.engine._append(
-                tx,
-                child,
-                [
-                    NewEvent(
-                        EventType.GRANT_REVOKED,
-                        data={
-                            "grantId": grant_id,
-                            "parentCoordinatorId": grant.parent_coordinator_id,
-                        },
-                    )
-                ],
-                principal.name,
+            revoked = NewEvent(
+                EventType.GRANT_REVOKED,
+                data={"grantId": grant_id, "parentCoordinatorId": grant.parent_coordinator_id},
             )
+            await self.engine.append_events(tx, child, [revoked], principal.name)
             return replace(grant, revoke_time=tx.now)
 
     @asynccontextmanager
@@ -340,15 +326,13 @@ class Tenancy:
         self, principal: Principal, coordinator_id: str, access: Access
     ) -> AsyncIterator[tuple[TenancyTx, Coordinator]]:
         """A write transaction on the child, administration (no switch check)."""
-        async with self.engine.store.write(coordinator_id) as raw:
-            tx = tenancy_tx(raw)
-            child = tx.coordinator
-            if child is None:
-                raise NotFound(f"work coordinator {coordinator_id} not found")
-            authorize(principal, child, access)
-            yield tx, child
-            revision = child.revision
-        await self.engine.bus.publish(Notification(coordinator_id, revision, frozenset()))
+        async with self.engine.command(principal, coordinator_id, access, work=False) as (
+            tx,
+            child,
+            effects,
+        ):
+            effects.changed = True
+            yield tenancy_tx(tx), child
 
     # ------------------------------------------------------------------ children (parent side)
 
@@ -374,31 +358,36 @@ class Tenancy:
         grants = await reader.grants_between(child_id, parent_id)
         if not any(g.allows(permission, now) for g in grants):
             raise denied
-        if not await reader.platform_enabled():
-            raise CoordinationDisabled("coordination is switched off for the platform")
-        if not child.enabled:
-            raise CoordinationDisabled(
-                f"coordination is switched off for work coordinator {child_id}"
-            )
+        await self.engine.require_enabled(reader, child)
         return child
+
+    @asynccontextmanager
+    async def _child_read(
+        self, principal: Principal, parent_id: str, child_id: str, permission: GrantPermission
+    ) -> AsyncIterator[tuple[TenancyReader, Coordinator]]:
+        """A read of the child for a parent holding a live ``permission`` grant."""
+        async with self.engine.store.read() as raw:
+            reader = tenancy_reader(raw)
+            child = await reader.get_coordinator(child_id)
+            now = self.engine.clock.now()
+            yield (
+                reader,
+                await self._check_child(
+                    reader, principal, parent_id, child, child_id, permission, now
+                ),
+            )
 
     async def child_summary(
         self, principal: Principal, parent_id: str, child_id: str
     ) -> ChildSummary:
-        async with self.engine.store.read() as raw:
-            reader = tenancy_reader(raw)
-            child = await self._check_child(
-                reader,
-                principal,
-                parent_id,
-                await reader.get_coordinator(child_id),
-                child_id,
-                GrantPermission.SUMMARY,
-                self.engine.clock.now(),
-            )
+        """The redacted summary of a child's lanes and items."""
+        async with self._child_read(principal, parent_id, child_id, GrantPermission.SUMMARY) as (
+            reader,
+            child,
+        ):
             lanes = await reader.list_lanes(child_id, None, None, SUMMARY_LIMIT)
-            details = await self.engine._lane_details(reader, lanes)
-            capacity = await self.engine._capacity(reader, child)
+            details = await self.engine.lane_details(reader, lanes)
+            capacity = await self.engine.capacity_usage(reader, child)
         summary = ChildSummary(revision=child.revision)
         for detail in details:
             summary.lanes.append(
@@ -416,17 +405,8 @@ class Tenancy:
     async def child_escalations(
         self, principal: Principal, parent_id: str, child_id: str
     ) -> list[Escalation]:
-        async with self.engine.store.read() as raw:
-            reader = tenancy_reader(raw)
-            await self._check_child(
-                reader,
-                principal,
-                parent_id,
-                await reader.get_coordinator(child_id),
-                child_id,
-                GrantPermission.ESCALATIONS,
-                self.engine.clock.now(),
-            )
+        permission = GrantPermission.ESCALATIONS
+        async with self._child_read(principal, parent_id, child_id, permission) as (reader, _):
             escalations = await reader.open_escalations(child_id)
         # Ids, reasons and times only: who it went to (the child's people) stays private.
         return [replace(e, escalated_to=[]) for e in escalations]
@@ -434,30 +414,18 @@ class Tenancy:
     @asynccontextmanager
     async def _parent_action(
         self, principal: Principal, parent_id: str, child_id: str, permission: GrantPermission
-    ) -> AsyncIterator[tuple[TenancyTx, Coordinator, set[str], list[tuple[str, str, str]]]]:
+    ) -> AsyncIterator[tuple[TenancyTx, Coordinator, Effects]]:
         """A write transaction on the child for a parent's action: the child's lock is held
         while the grant is checked, so a revocation committed first is always seen."""
-        ready: set[str] = set()
-        digest: list[tuple[str, str, str]] = []
+        effects = Effects(changed=True)
         async with self.engine.store.write(child_id) as raw:
             tx = tenancy_tx(raw)
             child = await self._check_child(
                 tx, principal, parent_id, tx.coordinator, child_id, permission, tx.now
             )
-            yield tx, child, ready, digest
-            if digest:
-                effects = _Effects()
-                for lane_id, item_id, reason in digest:
-                    effects.note(DigestKind.ESCALATED, lane_id, item_id, reason)
-                await tx.insert_digest_entries(self.engine._digest_entries(tx, child, effects))
-            revision = child.revision
-        await self.engine.bus.publish(Notification(child_id, revision, frozenset(ready)))
-
-    async def _child_item(self, tx: TenancyTx, child_id: str, lane_id: str, item_id: str) -> Item:
-        item = await tx.get_item(item_id)
-        if item is None or item.coordinator_id != child_id or item.lane_id != lane_id:
-            raise NotFound(f"item {item_id} not found")
-        return item
+            yield tx, child, effects
+            await self.engine.write_digest(tx, child, effects)
+        await self.engine.announce(child, effects)
 
     async def assign_child_work(
         self,
@@ -472,10 +440,9 @@ class Tenancy:
         async with self._parent_action(principal, parent_id, child_id, GrantPermission.ASSIGN) as (
             tx,
             child,
-            ready,
-            _digest,
+            effects,
         ):
-            item = await self._child_item(tx, child_id, lane_id, item_id)
+            item = await self.engine.item_in(tx, child_id, lane_id, item_id)
             if item.state not in _ASSIGNABLE or item.state in TERMINAL_ITEM_STATES:
                 raise IllegalTransition(
                     f"item {item_id} is {item.state.value}: only work not yet leased is assigned"
@@ -489,25 +456,12 @@ class Tenancy:
             item.update_time = tx.now
             await tx.update_items([item])
             if item.state == ItemState.QUEUED:
-                ready.add(item.worker_class)
-            await self.engine._append(
-                tx,
-                child,
-                [
-                    NewEvent(
-                        EventType.PARENT_ACTION,
-                        lane_id=lane_id,
-                        item_id=item_id,
-                        data={
-                            "action": "ASSIGN",
-                            "parentCoordinatorId": parent_id,
-                            "workerId": worker_id,
-                        },
-                    )
-                ],
-                principal.name,
+                effects.ready_classes.add(item.worker_class)
+            assigned = _parent_action_event(
+                "ASSIGN", parent_id, lane_id, item_id, workerId=worker_id
             )
-            capacity = await self.engine._capacity(tx, child)
+            await self.engine.append_events(tx, child, [assigned], principal.name)
+            capacity = await self.engine.capacity_usage(tx, child)
             return _item_summary(item, rules.item_next_action(item, capacity))
 
     async def steer_child_work(
@@ -517,12 +471,9 @@ class Tenancy:
         async with self._parent_action(principal, parent_id, child_id, GrantPermission.STEER) as (
             tx,
             child,
-            ready,
-            _digest,
+            effects,
         ):
-            lane = await tx.get_lane(lane_id)
-            if lane is None or lane.coordinator_id != child_id:
-                raise NotFound(f"lane {lane_id} not found")
+            lane = await self.engine.lane_in(tx, child_id, lane_id)
             if lane.state != LaneState.ACTIVE:
                 raise IllegalTransition(f"lane {lane_id} is {lane.state.value}")
             previous = lane.priority
@@ -535,28 +486,15 @@ class Tenancy:
                 item.priority = priority
                 item.update_time = tx.now
                 if item.state == ItemState.QUEUED:
-                    ready.add(item.worker_class)
+                    effects.ready_classes.add(item.worker_class)
             if steered:
                 await tx.update_items(steered)
-            await self.engine._append(
-                tx,
-                child,
-                [
-                    NewEvent(
-                        EventType.PARENT_ACTION,
-                        lane_id=lane_id,
-                        data={
-                            "action": "STEER",
-                            "parentCoordinatorId": parent_id,
-                            "priority": priority,
-                            "previousPriority": previous,
-                        },
-                    )
-                ],
-                principal.name,
+            event = _parent_action_event(
+                "STEER", parent_id, lane_id, priority=priority, previousPriority=previous
             )
+            await self.engine.append_events(tx, child, [event], principal.name)
             blockers = await tx.lane_blockers([lane_id])
-            capacity = await self.engine._capacity(tx, child)
+            capacity = await self.engine.capacity_usage(tx, child)
             label = rules.lane_next_action(
                 lane, items, sum(1 for b in blockers if b.open), capacity
             )
@@ -575,15 +513,13 @@ class Tenancy:
         line in the child)."""
         async with self._parent_action(
             principal, parent_id, child_id, GrantPermission.ESCALATE
-        ) as (tx, child, _ready, digest):
-            lane = await tx.get_lane(lane_id)
-            if lane is None or lane.coordinator_id != child_id:
-                raise NotFound(f"lane {lane_id} not found")
+        ) as (tx, child, effects):
+            await self.engine.lane_in(tx, child_id, lane_id)
             if item_id:
-                await self._child_item(tx, child_id, lane_id, item_id)
+                await self.engine.item_in(tx, child_id, lane_id, item_id)
             recipients = [child.config.digest_owner or "digest owner"]
             escalation = Escalation(
-                escalation_id=self._new_id("esc"),
+                escalation_id=new_id("esc"),
                 coordinator_id=child_id,
                 lane_id=lane_id,
                 item_id=item_id,
@@ -593,7 +529,7 @@ class Tenancy:
                 create_time=tx.now,
             )
             await tx.insert_escalations([escalation])
-            await self.engine._append(
+            await self.engine.append_events(
                 tx,
                 child,
                 [
@@ -603,29 +539,23 @@ class Tenancy:
                         item_id=item_id,
                         data={"by": "parent", "parentCoordinatorId": parent_id, "to": recipients},
                     ),
-                    NewEvent(
-                        EventType.PARENT_ACTION,
-                        lane_id=lane_id,
-                        item_id=item_id,
-                        data={
-                            "action": "ESCALATE",
-                            "parentCoordinatorId": parent_id,
-                            "escalationId": escalation.escalation_id,
-                        },
+                    _parent_action_event(
+                        "ESCALATE",
+                        parent_id,
+                        lane_id,
+                        item_id,
+                        escalationId=escalation.escalation_id,
                     ),
                 ],
                 principal.name,
             )
-            digest.append((lane_id, item_id, reason))
+            effects.note(DigestKind.ESCALATED, lane_id, item_id, reason)
             return replace(escalation, escalated_to=[])
 
     # ------------------------------------------------------------------ browser sessions
 
-    async def create_login_code(
-        self, principal: Principal, user_id: str
-    ) -> tuple[str, datetime, str]:
-        """A one-time login code for ``user_id`` (default: the caller); platform admins only.
-        Returns the code (shown once), its expiry and the user id."""
+    async def create_login_code(self, principal: Principal, user_id: str) -> IssuedLoginCode:
+        """A one-time login code for ``user_id`` (default: the caller); platform admins only."""
         require_platform_admin(principal)
         target = user_id or principal.id
         code = new_secret(SESSION_PREFIX, self.engine.tokens)
@@ -635,7 +565,7 @@ class Tenancy:
                 raise NotFound(f"user {target} not found")
             expire = tx.now + timedelta(seconds=LOGIN_CODE_SECONDS)
             await tx.insert_login_code(LoginCode(hash_secret(code), target, tx.now, expire))
-        return code, expire, target
+        return IssuedLoginCode(code=code, expire_time=expire, user_id=target)
 
     async def exchange_login_code(self, code: str) -> IssuedSession:
         """Burn a one-time code and open a session. Any failure is one UNAUTHENTICATED."""
@@ -652,16 +582,7 @@ class Tenancy:
                 raise refused
             if not await tx.use_login_code(digest, tx.now):
                 raise refused
-            session = SessionRecord(
-                session_id=self._new_id("ses"),
-                user_id=found.user_id,
-                secret_hash=hash_secret(secret),
-                csrf_hash=hash_secret(csrf),
-                create_time=tx.now,
-                expire_time=tx.now + timedelta(seconds=SESSION_SECONDS),
-            )
-            await tx.insert_session(session)
-        return IssuedSession(session=session, secret=secret, csrf_token=csrf)
+            return await self._insert_session(tx, found.user_id, secret, csrf)
 
     async def open_session_for_email(self, email: str) -> IssuedSession:
         """Open a session for the provisioned user with ``email`` (an identity the caller has
@@ -674,20 +595,24 @@ class Tenancy:
             user = await tx.find_user_by_email(email.strip().lower())
             if user is None:
                 raise Unauthenticated("no such user")
-            session = SessionRecord(
-                session_id=self._new_id("ses"),
-                user_id=user.user_id,
-                secret_hash=hash_secret(secret),
-                csrf_hash=hash_secret(csrf),
-                create_time=tx.now,
-                expire_time=tx.now + timedelta(seconds=SESSION_SECONDS),
-            )
-            await tx.insert_session(session)
+            return await self._insert_session(tx, user.user_id, secret, csrf)
+
+    @staticmethod
+    async def _insert_session(tx: TenancyTx, user_id: str, secret: str, csrf: str) -> IssuedSession:
+        session = SessionRecord(
+            session_id=new_id("ses"),
+            user_id=user_id,
+            secret_hash=hash_secret(secret),
+            csrf_hash=hash_secret(csrf),
+            create_time=tx.now,
+            expire_time=tx.now + timedelta(seconds=SESSION_SECONDS),
+        )
+        await tx.insert_session(session)
         return IssuedSession(session=session, secret=secret, csrf_token=csrf)
 
     async def authenticate_session(
         self, secret: str, csrf_token: str | None, *, mutating: bool
-    ) -> tuple[Principal, SessionRecord]:
+    ) -> SessionCaller:
         """Resolve a session secret like an admin token (current roles; revocable; expiring).
         A state-changing call must carry the session's CSRF token (double submit)."""
         digest = hash_secret(secret)
@@ -709,14 +634,7 @@ class Tenancy:
             csrf_token and secrets_equal(hash_secret(csrf_token), session.csrf_hash)
         ):
             raise PermissionDenied("a state-changing request needs the session's X-CSRF-Token")
-        principal = Principal(
-            kind=PrincipalKind.USER,
-            id=user.user_id,
-            display_name=user.display_name,
-            platform_admin=user.platform_admin and user.verified,
-            org_roles={slug: OrgRole(role) for slug, role in roles.items()},
-        )
-        return principal, session
+        return SessionCaller(principal=user_principal(user, roles), session=session)
 
     async def end_session(self, session: SessionRecord) -> SessionRecord:
         async with self.engine.store.write() as raw:
@@ -728,9 +646,3 @@ class Tenancy:
                 await tx.revoke_session(session.session_id, tx.now)
                 current = replace(current, revoke_time=tx.now)
             return current
-
-    # ------------------------------------------------------------------ helpers
-
-    @staticmethod
-    def _new_id(prefix: str) -> str:
-        return new_id(prefix)

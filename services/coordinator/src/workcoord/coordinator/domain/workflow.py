@@ -2,7 +2,7 @@
 
 Given a lane, its items and the item that just succeeded, :func:`after_success` says what
 happens next: which items to create (and whether they wait on another), whether the lane
-finishes, and which events explain it. The engine applies the decision in its transaction.
+finishes, and which events explain it. The engine applies the steps in its transaction.
 """
 
 from __future__ import annotations
@@ -25,17 +25,16 @@ from .model import (
     OnPass,
     ReviewPolicy,
 )
-from .specs import ItemSpec
+from .specs import Evidence, ItemSpec, Verdict
 
 STAGES = (ItemKind.BUILD, ItemKind.REVIEW, ItemKind.FIX, ItemKind.INTEGRATE, ItemKind.SHIP)
 
 
 @dataclass(slots=True)
-class Decision:
+class NextSteps:
     """What follows a success in a STANDARD lane."""
 
     new_items: list[ItemSpec] = field(default_factory=list)
-    # Keys of new items that must be created WAITING on another new item.
     lane_state: LaneState | None = None
     close_reason: str = ""
     fail_round: bool = False
@@ -100,40 +99,39 @@ def after_success(
     done: Item,
     classes: dict[str, str],
     policy: ReviewPolicy,
-) -> Decision:
+) -> NextSteps:
     """What the STANDARD workflow does after ``done`` succeeded."""
-    decision = Decision()
-    evidence = done.evidence or {}
+    steps = NextSteps()
+    evidence = Evidence.from_json(done.evidence or {})
     if done.kind in (ItemKind.BUILD, ItemKind.FIX):
-        decision.new_items.append(
+        steps.new_items.append(
             _spec(
                 lane,
                 ItemKind.REVIEW,
                 _next_key(items, "review"),
                 classes["REVIEW"],
-                inputs={"reviews": done.key, "summary": str(evidence.get("summary", ""))},
+                inputs={"reviews": done.key, "summary": evidence.summary},
             )
         )
-        return decision
+        return steps
     if done.kind == ItemKind.REVIEW:
-        verdict = evidence.get("verdict")
-        if verdict == "PASS":
-            decision.events.append(
+        if evidence.verdict == Verdict.PASS:
+            steps.events.append(
                 NewEvent(EventType.REVIEW_PASSED, lane_id=lane.lane_id, item_id=done.item_id)
             )
             on_pass = policy.on_pass or OnPass.SHIP
             approval = bool(policy.ship_requires_approval)
             if on_pass == OnPass.NONE:
-                decision.lane_state = LaneState.DONE
+                steps.lane_state = LaneState.DONE
             elif on_pass == OnPass.SHIP:
-                decision.new_items.append(
+                steps.new_items.append(
                     _spec(lane, ItemKind.SHIP, "ship", classes["SHIP"], requires_approval=approval)
                 )
             else:
-                decision.new_items.append(
+                steps.new_items.append(
                     _spec(lane, ItemKind.INTEGRATE, "integrate", classes["INTEGRATE"])
                 )
-                decision.new_items.append(
+                steps.new_items.append(
                     _spec(
                         lane,
                         ItemKind.SHIP,
@@ -143,10 +141,10 @@ def after_success(
                         requires_approval=approval,
                     )
                 )
-            return decision
-        findings = [str(f) for f in evidence.get("findings", [])]
-        decision.fail_round = True
-        decision.events.append(
+            return steps
+        findings = list(evidence.findings)
+        steps.fail_round = True
+        steps.events.append(
             NewEvent(
                 EventType.REVIEW_FAILED,
                 lane_id=lane.lane_id,
@@ -156,10 +154,10 @@ def after_success(
         )
         max_rounds = policy.max_fail_rounds or 2
         if lane.fail_rounds + 1 >= max_rounds:
-            decision.lane_state = LaneState.CLOSED_OUT
-            decision.close_reason = f"review failed {lane.fail_rounds + 1} time(s)"
-            return decision
-        decision.new_items.append(
+            steps.lane_state = LaneState.CLOSED_OUT
+            steps.close_reason = f"review failed {lane.fail_rounds + 1} time(s)"
+            return steps
+        steps.new_items.append(
             _spec(
                 lane,
                 ItemKind.FIX,
@@ -167,16 +165,16 @@ def after_success(
                 classes["FIX"],
                 inputs={
                     "findings": findings,
-                    "review_summary": str(evidence.get("summary", "")),
+                    "review_summary": evidence.summary,
                     "review_item_id": done.item_id,
                 },
             )
         )
-        return decision
+        return steps
     if done.kind == ItemKind.INTEGRATE:
-        return decision  # SHIP waits on INTEGRATE and is released as a dependent
+        return steps  # SHIP waits on INTEGRATE and is released as a dependent
     if done.kind == ItemKind.SHIP:
-        decision.lane_state = LaneState.LIVE
-        decision.receipt = dict(evidence.get("receipt") or {})
-        return decision
-    return decision
+        steps.lane_state = LaneState.LIVE
+        steps.receipt = evidence.receipt.to_json() if evidence.receipt else {}
+        return steps
+    return steps

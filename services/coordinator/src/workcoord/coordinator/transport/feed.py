@@ -74,8 +74,8 @@ class FeedServicer(feed_pb2_grpc.FeedServiceServicer):
         return Credential.bearer(self.engine, secret)
 
     async def _session_principal(self, secret: str) -> Principal:
-        principal, _session = await self.tenancy.authenticate_session(secret, None, mutating=False)
-        return principal
+        caller = await self.tenancy.authenticate_session(secret, None, mutating=False)
+        return caller.principal
 
 
 # Every subscriber of a work coordinator gets the same deltas: map each one once. Keyed by

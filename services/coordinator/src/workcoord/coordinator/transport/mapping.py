@@ -23,7 +23,6 @@ from workcoord.coordinator.domain import rules
 from workcoord.coordinator.domain.model import (
     Attempt,
     Coordinator,
-    DigestEntry,
     Escalation,
     Event,
     Item,
@@ -38,15 +37,26 @@ from workcoord.coordinator.domain.model import (
 )
 from workcoord.coordinator.domain.ports import OrgRecord, UserRecord, WorkKeyRecord
 from workcoord.coordinator.domain.specs import (
+    Artifact,
+    Checkpoint,
+    CheckResult,
     CoordinatorView,
+    Digest,
+    Evidence,
     Explanation,
+    Failure,
     GrantedLease,
     ItemDetail,
     ItemSpec,
     LaneDetail,
     LaneSpec,
+    LeaseAsk,
     MaintenanceReport,
+    PlatformSettings,
+    Receipt,
+    RunIdentity,
     TicketSpec,
+    Verdict,
 )
 
 # ------------------------------------------------------------------ scalars
@@ -399,6 +409,79 @@ def item_detail_to_pb(detail: ItemDetail) -> lane_pb2.Item:
     return item_to_pb(detail.item, detail.attempts, detail.capacity)
 
 
+# ------------------------------------------------------------------ what workers report
+
+
+def run_identity_from_pb(r: lane_pb2.RunIdentity) -> RunIdentity:
+    return RunIdentity(
+        pid=r.pid,
+        agent_id=r.agent_id,
+        engine=r.engine,
+        account=r.account,
+        hostname=r.hostname,
+        worktree_path=r.worktree_path,
+        branch=r.branch,
+        started_at=from_ts(r.started_at) if r.HasField("started_at") else None,
+    )
+
+
+def evidence_from_pb(e: lane_pb2.Evidence) -> Evidence:
+    receipt = e.receipt
+    return Evidence(
+        summary=e.summary,
+        links=tuple(e.links),
+        artifacts=tuple(Artifact(a.name, a.uri, a.sha256) for a in e.artifacts),
+        checks=tuple(
+            CheckResult(c.name, lane_pb2.Check.Status.Name(c.status) if c.status else "")
+            for c in e.checks
+        ),
+        verdict=Verdict(lane_pb2.Evidence.Verdict.Name(e.verdict)) if e.verdict else None,
+        findings=tuple(e.findings),
+        receipt=Receipt(
+            environment=receipt.environment,
+            version=receipt.version,
+            url=receipt.url,
+            time=from_ts(receipt.time) if receipt.HasField("time") else None,
+        )
+        if e.HasField("receipt")
+        else None,
+    )
+
+
+def lease_ask_from_pb(request: worker_pb2.LeaseRequest) -> LeaseAsk:
+    identity = request.run_identity
+    return LeaseAsk(
+        worker_id=request.worker_id,
+        worker_class=request.worker_class,
+        max_items=request.max_items,
+        lease_seconds=request.lease_seconds,
+        wait_seconds=request.wait_seconds,
+        run_identity=run_identity_from_pb(identity) if request.HasField("run_identity") else None,
+    )
+
+
+def checkpoint_from_pb(c: lane_pb2.Checkpoint) -> Checkpoint:
+    return Checkpoint(
+        summary=c.summary,
+        files_changed=tuple(c.files_changed),
+        next_action=c.next_action,
+        blocked_reason=c.blocked_reason,
+    )
+
+
+def checkpoint_to_pb(c: Checkpoint) -> lane_pb2.Checkpoint:
+    return lane_pb2.Checkpoint(
+        summary=c.summary,
+        files_changed=list(c.files_changed),
+        next_action=c.next_action,
+        blocked_reason=c.blocked_reason,
+    )
+
+
+def failure_from_pb(e: lane_pb2.ErrorInfo) -> Failure:
+    return Failure(message=e.message, type=e.type, retryable=e.retryable)
+
+
 # ------------------------------------------------------------------ workers and leases
 
 
@@ -456,8 +539,8 @@ def lease_to_pb(granted: GrantedLease) -> worker_pb2.Lease:
     )
     if item.placement:
         from_dict(item.placement, leased.placement)
-    if granted.checkpoint:
-        from_dict(granted.checkpoint, leased.checkpoint)
+    if granted.checkpoint is not None:
+        leased.checkpoint.CopyFrom(checkpoint_to_pb(granted.checkpoint))
     out = worker_pb2.Lease(
         lease_id=granted.attempt.lease_id,
         lease_token=granted.lease_token,
@@ -582,10 +665,11 @@ def escalation_to_pb(e: Escalation) -> work_coordinator_pb2.Escalation:
     return out
 
 
-def digest_to_pb(
-    coordinator_id: str, day: str, owner: str, entries: Sequence[DigestEntry]
-) -> work_coordinator_pb2.Digest:
-    out = work_coordinator_pb2.Digest(coordinator_id=coordinator_id, day=day, owner=owner)
+def digest_to_pb(digest: Digest) -> work_coordinator_pb2.Digest:
+    entries = digest.entries
+    out = work_coordinator_pb2.Digest(
+        coordinator_id=digest.coordinator_id, day=digest.day, owner=digest.owner
+    )
     for e in entries:
         entry = out.entries.add(
             kind=e.kind.value,
@@ -601,6 +685,12 @@ def digest_to_pb(
 
 
 # ------------------------------------------------------------------ administration
+
+
+def settings_to_pb(settings: PlatformSettings) -> admin_pb2.Settings:
+    out = admin_pb2.Settings(work_coordinator_enabled=settings.enabled, etag=str(settings.version))
+    out.update_time.CopyFrom(ts(settings.update_time))
+    return out
 
 
 def org_to_pb(org: OrgRecord) -> admin_pb2.Org:

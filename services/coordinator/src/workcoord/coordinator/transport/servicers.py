@@ -25,7 +25,7 @@ from workcoord.coordinator.domain.auth import Capability, OrgRole, Principal
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.grants import GrantPermission
 from workcoord.coordinator.domain.model import LaneState, PendingActionState, Scope, Ticket
-from workcoord.coordinator.domain.specs import CoordinatorSpec
+from workcoord.coordinator.domain.specs import CoordinatorSpec, Decision
 from workcoord.coordinator.domain.tenancy import Tenancy
 from workcoord.kit.errors import InvalidArgument
 from workcoord.kit.validation import raise_if_invalid
@@ -164,16 +164,20 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
         expire = (
             m.from_ts(request.token.expire_time) if request.token.HasField("expire_time") else None
         )
-        token_id, secret, created = await self.engine.create_user_token(
+        issued = await self.engine.create_user_token(
             p, request.user_id, request.token.display_name, expire
         )
         token = admin_pb2.UserToken(
-            token_id=token_id, user_id=request.user_id, display_name=request.token.display_name
+            token_id=issued.token_id,
+            user_id=request.user_id,
+            display_name=request.token.display_name,
         )
-        token.create_time.CopyFrom(m.ts(created))
+        token.create_time.CopyFrom(m.ts(issued.create_time))
         if expire is not None:
             token.expire_time.CopyFrom(m.ts(expire))
-        return admin_pb2.CreateUserTokenResponse(token_id=token_id, secret=secret, token=token)
+        return admin_pb2.CreateUserTokenResponse(
+            token_id=issued.token_id, secret=issued.secret, token=token
+        )
 
     async def RevokeUserToken(
         self, request: admin_pb2.RevokeUserTokenRequest, context: Context
@@ -187,7 +191,7 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
     ) -> admin_pb2.CreateWorkKeyResponse:
         p = await self.begin(request, context)
         k = request.work_key
-        key, secret = await self.engine.create_work_key(
+        issued = await self.engine.create_work_key(
             p,
             k.display_name,
             k.org_slug,
@@ -196,7 +200,7 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
             m.from_ts(k.expire_time) if k.HasField("expire_time") else None,
         )
         return admin_pb2.CreateWorkKeyResponse(
-            key_id=key.key_id, secret=secret, work_key=m.work_key_to_pb(key)
+            key_id=issued.key.key_id, secret=issued.secret, work_key=m.work_key_to_pb(issued.key)
         )
 
     async def ListWorkKeys(
@@ -227,18 +231,12 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
             work_key=m.work_key_to_pb(await self.engine.revoke_work_key(p, request.key_id))
         )
 
-    def _settings(self, row: tuple[Any, Any, int]) -> admin_pb2.Settings:
-        enabled, updated, version = row
-        out = admin_pb2.Settings(work_coordinator_enabled=enabled, etag=str(version))
-        out.update_time.CopyFrom(m.ts(updated))
-        return out
-
     async def GetSettings(
         self, request: admin_pb2.GetSettingsRequest, context: Context
     ) -> admin_pb2.GetSettingsResponse:
         p = await self.begin(request, context)
         return admin_pb2.GetSettingsResponse(
-            settings=self._settings(await self.engine.get_settings(p))
+            settings=m.settings_to_pb(await self.engine.get_settings(p))
         )
 
     async def UpdateSettings(
@@ -254,8 +252,8 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
             if "work_coordinator_enabled" in paths
             else None
         )
-        row = await self.engine.update_settings(p, enabled, request.settings.etag)
-        return admin_pb2.UpdateSettingsResponse(settings=self._settings(row))
+        settings = await self.engine.update_settings(p, enabled, request.settings.etag)
+        return admin_pb2.UpdateSettingsResponse(settings=m.settings_to_pb(settings))
 
 
 class WorkCoordinatorServicer(_Base, work_coordinator_pb2_grpc.WorkCoordinatorServiceServicer):
@@ -348,7 +346,7 @@ class WorkCoordinatorServicer(_Base, work_coordinator_pb2_grpc.WorkCoordinatorSe
         self, request: work_coordinator_pb2.ListEventsRequest, context: Context
     ) -> work_coordinator_pb2.ListEventsResponse:
         p = await self.begin(request, context)
-        events, token, revision = await self.engine.list_events(
+        page = await self.engine.list_events(
             p,
             request.coordinator_id,
             request.since_revision,
@@ -358,17 +356,17 @@ class WorkCoordinatorServicer(_Base, work_coordinator_pb2_grpc.WorkCoordinatorSe
             request.item_id,
         )
         return work_coordinator_pb2.ListEventsResponse(
-            events=[m.event_to_pb(e) for e in events], next_page_token=token, revision=revision
+            events=[m.event_to_pb(e) for e in page.events],
+            next_page_token=page.next_page_token,
+            revision=page.revision,
         )
 
     async def GetDigest(
         self, request: work_coordinator_pb2.GetDigestRequest, context: Context
     ) -> work_coordinator_pb2.GetDigestResponse:
         p = await self.begin(request, context)
-        owner, entries = await self.engine.get_digest(p, request.coordinator_id, request.day)
-        return work_coordinator_pb2.GetDigestResponse(
-            digest=m.digest_to_pb(request.coordinator_id, request.day, owner, entries)
-        )
+        digest = await self.engine.get_digest(p, request.coordinator_id, request.day)
+        return work_coordinator_pb2.GetDigestResponse(digest=m.digest_to_pb(digest))
 
     async def ListPendingActions(
         self, request: work_coordinator_pb2.ListPendingActionsRequest, context: Context
@@ -603,7 +601,7 @@ class LaneServicer(_Base, lane_pb2_grpc.LaneServiceServicer):
         )
         return lane_pb2.GetItemResponse(item=m.item_detail_to_pb(detail))
 
-    async def _decide(self, request: Any, context: Context, decision: str) -> lane_pb2.Item:
+    async def _decide(self, request: Any, context: Context, decision: Decision) -> lane_pb2.Item:
         p = await self.begin(request, context)
         detail = await self.engine.decide_item(
             p, request.coordinator_id, request.lane_id, request.item_id, decision, request.note
@@ -613,27 +611,32 @@ class LaneServicer(_Base, lane_pb2_grpc.LaneServiceServicer):
     async def ApproveItem(
         self, request: lane_pb2.ApproveItemRequest, context: Context
     ) -> lane_pb2.ApproveItemResponse:
-        return lane_pb2.ApproveItemResponse(item=await self._decide(request, context, "approve"))
+        item = await self._decide(request, context, Decision.APPROVE)
+        return lane_pb2.ApproveItemResponse(item=item)
 
     async def DenyItem(
         self, request: lane_pb2.DenyItemRequest, context: Context
     ) -> lane_pb2.DenyItemResponse:
-        return lane_pb2.DenyItemResponse(item=await self._decide(request, context, "deny"))
+        item = await self._decide(request, context, Decision.DENY)
+        return lane_pb2.DenyItemResponse(item=item)
 
     async def ResumeItem(
         self, request: lane_pb2.ResumeItemRequest, context: Context
     ) -> lane_pb2.ResumeItemResponse:
-        return lane_pb2.ResumeItemResponse(item=await self._decide(request, context, "resume"))
+        item = await self._decide(request, context, Decision.RESUME)
+        return lane_pb2.ResumeItemResponse(item=item)
 
     async def CancelItem(
         self, request: lane_pb2.CancelItemRequest, context: Context
     ) -> lane_pb2.CancelItemResponse:
-        return lane_pb2.CancelItemResponse(item=await self._decide(request, context, "cancel"))
+        item = await self._decide(request, context, Decision.CANCEL)
+        return lane_pb2.CancelItemResponse(item=item)
 
     async def RetryItem(
         self, request: lane_pb2.RetryItemRequest, context: Context
     ) -> lane_pb2.RetryItemResponse:
-        return lane_pb2.RetryItemResponse(item=await self._decide(request, context, "retry"))
+        item = await self._decide(request, context, Decision.RETRY)
+        return lane_pb2.RetryItemResponse(item=item)
 
 
 class WorkerServicer(_Base, worker_pb2_grpc.WorkerServiceServicer):
@@ -661,19 +664,7 @@ class WorkerServicer(_Base, worker_pb2_grpc.WorkerServiceServicer):
         self, request: worker_pb2.LeaseRequest, context: Context
     ) -> worker_pb2.LeaseResponse:
         p = await self.begin(request, context)
-        identity = m.to_dict(request.run_identity) if request.HasField("run_identity") else None
-        if identity is not None:
-            raise_if_invalid(request.run_identity, self.engine.clock.now())
-        granted = await self.engine.lease(
-            p,
-            request.coordinator_id,
-            request.worker_id,
-            request.worker_class,
-            request.max_items,
-            request.lease_seconds,
-            request.wait_seconds,
-            identity,
-        )
+        granted = await self.engine.lease(p, request.coordinator_id, m.lease_ask_from_pb(request))
         return worker_pb2.LeaseResponse(leases=[m.lease_to_pb(g) for g in granted])
 
     async def Start(
@@ -685,7 +676,7 @@ class WorkerServicer(_Base, worker_pb2_grpc.WorkerServiceServicer):
             request.coordinator_id,
             request.lease_id,
             request.lease_token,
-            m.to_dict(request.run_identity),
+            m.run_identity_from_pb(request.run_identity),
         )
         return worker_pb2.StartResponse(attempt=m.attempt_to_pb(attempt))
 
@@ -707,7 +698,7 @@ class WorkerServicer(_Base, worker_pb2_grpc.WorkerServiceServicer):
             request.coordinator_id,
             request.lease_id,
             request.lease_token,
-            m.to_dict(request.evidence),
+            m.evidence_from_pb(request.evidence),
         )
         return worker_pb2.CompleteResponse(attempt=m.attempt_to_pb(attempt))
 
@@ -720,7 +711,7 @@ class WorkerServicer(_Base, worker_pb2_grpc.WorkerServiceServicer):
             request.coordinator_id,
             request.lease_id,
             request.lease_token,
-            m.to_dict(request.error),
+            m.failure_from_pb(request.error),
         )
         return worker_pb2.FailResponse(attempt=m.attempt_to_pb(attempt))
 
@@ -733,7 +724,7 @@ class WorkerServicer(_Base, worker_pb2_grpc.WorkerServiceServicer):
             request.coordinator_id,
             request.lease_id,
             request.lease_token,
-            m.to_dict(request.checkpoint),
+            m.checkpoint_from_pb(request.checkpoint),
         )
         return worker_pb2.CheckpointResponse(attempt=m.attempt_to_pb(attempt))
 
@@ -752,11 +743,14 @@ class MaintenanceServicer(_Base, maintenance_pb2_grpc.MaintenanceServiceServicer
         self, request: maintenance_pb2.ListMaintenanceTargetsRequest, context: Context
     ) -> maintenance_pb2.ListMaintenanceTargetsResponse:
         p = await self.begin(request, context)
-        enabled, targets = await self.engine.maintenance_targets(p)
+        found = await self.engine.maintenance_targets(p)
         return maintenance_pb2.ListMaintenanceTargetsResponse(
-            platform_enabled=enabled,
+            platform_enabled=found.platform_enabled,
             targets=[
-                maintenance_pb2.MaintenanceTarget(coordinator_id=c, revision=r) for c, r in targets
+                maintenance_pb2.MaintenanceTarget(
+                    coordinator_id=t.coordinator_id, revision=t.revision
+                )
+                for t in found.targets
             ],
         )
 
@@ -771,10 +765,12 @@ class MaintenanceServicer(_Base, maintenance_pb2_grpc.MaintenanceServiceServicer
         self, request: maintenance_pb2.AcquireLeadershipRequest, context: Context
     ) -> maintenance_pb2.AcquireLeadershipResponse:
         p = await self.begin(request, context)
-        leadership, held = await self.engine.acquire_leadership(
+        claim = await self.engine.acquire_leadership(
             p, request.name, request.holder_id, request.lease_seconds
         )
-        return maintenance_pb2.AcquireLeadershipResponse(leadership=_leadership(leadership, held))
+        return maintenance_pb2.AcquireLeadershipResponse(
+            leadership=_leadership(claim.leadership, claim.held)
+        )
 
     async def ReleaseLeadership(
         self, request: maintenance_pb2.ReleaseLeadershipRequest, context: Context

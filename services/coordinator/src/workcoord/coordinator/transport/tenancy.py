@@ -111,11 +111,12 @@ async def authenticate_call(
     if bearer is None:
         session_secret = _metadata(context, SESSION_METADATA)
         if session_secret:
-            return await tenancy.authenticate_session(
+            caller = await tenancy.authenticate_session(
                 session_secret,
                 _metadata(context, CSRF_METADATA),
                 mutating=is_state_changing(request),
             )
+            return caller.principal, caller.session
     return await engine.authenticate(bearer), None
 
 
@@ -217,9 +218,9 @@ class SessionServicer(session_pb2_grpc.SessionServiceServicer):
         self, request: session_pb2.CreateLoginCodeRequest, context: Context
     ) -> session_pb2.CreateLoginCodeResponse:
         principal, _ = await self._caller(request, context)
-        code, expire, user_id = await self.tenancy.create_login_code(principal, request.user_id)
-        out = session_pb2.CreateLoginCodeResponse(code=code, user_id=user_id)
-        out.expire_time.CopyFrom(m.ts(expire))
+        issued = await self.tenancy.create_login_code(principal, request.user_id)
+        out = session_pb2.CreateLoginCodeResponse(code=issued.code, user_id=issued.user_id)
+        out.expire_time.CopyFrom(m.ts(issued.expire_time))
         return out
 
     async def ExchangeLoginCode(

@@ -1,0 +1,298 @@
+"""The engine's core: one transaction per command, its effects after commit, shared lane reads.
+
+The concern modules of the engine are mixins over :class:`EngineCore`. Its public methods
+(:meth:`~EngineCore.command`, :meth:`~EngineCore.append_events`,
+:meth:`~EngineCore.write_digest`, :meth:`~EngineCore.announce`,
+:meth:`~EngineCore.lane_details`, :meth:`~EngineCore.capacity_usage`) are also the seams other
+domain services (tenancy) build their commands on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import secrets as _secrets
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from workcoord.kit.bus import Notification, NotificationBus
+from workcoord.kit.clock import Clock
+from workcoord.kit.errors import NotFound
+from workcoord.kit.secrets import SystemTokenSource, TokenSource, hash_secret
+
+from .. import rules
+from ..auth import RECOVERY, Access, Principal, authorize
+from ..group_commit import GroupCommitter
+from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Item, Lane, LaneState, NewEvent
+from ..ports import Reader, Store, Tx
+from ..specs import LaneDetail, Page, PendingActionsRun
+from ..tickets import TicketTracker
+from .gates import Occupancy
+from .paging import PageRequest, iso
+
+_log = logging.getLogger("workcoord.coordinator.engine")
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        _log.warning("follow-up work failed: %s", task.exception())
+
+
+def new_id(prefix: str) -> str:
+    """A server-assigned id: a short readable prefix and 80 random bits."""
+    return f"{prefix}_{_secrets.token_hex(10)}"
+
+
+@dataclass(slots=True)
+class Effects:
+    """What a command leaves to do around its commit: digest lines to write before it, and
+    the notification and ticket closures to start after it."""
+
+    ready_classes: set[str] = field(default_factory=set)
+    changed: bool = False
+    # Digest lines (kind, lane id, item id, action id, reason), written before commit.
+    digest: list[tuple[DigestKind, str, str, str, str]] = field(default_factory=list)
+    # Tickets of lanes that just went LIVE: their closure is tried right after commit.
+    close_tickets: bool = False
+
+    def note(
+        self,
+        kind: DigestKind,
+        lane_id: str,
+        item_id: str = "",
+        reason: str = "",
+        action_id: str = "",
+    ) -> None:
+        """Add a line to today's digest of the work coordinator."""
+        self.digest.append((kind, lane_id, item_id, action_id, reason))
+
+    def digest_entries(self, coordinator: Coordinator, now: datetime) -> list[DigestEntry]:
+        """The noted lines as digest entries of ``now``'s UTC day, for the digest owner."""
+        return [
+            DigestEntry(
+                entry_id=new_id("dg"),
+                coordinator_id=coordinator.coordinator_id,
+                day=now.date().isoformat(),
+                owner=coordinator.config.digest_owner,
+                kind=kind,
+                time=now,
+                lane_id=lane_id,
+                item_id=item_id,
+                action_id=action_id,
+                reason=reason,
+            )
+            for kind, lane_id, item_id, action_id, reason in self.digest
+        ]
+
+
+class EngineCore(ABC):
+    """State and plumbing shared by every concern of the engine."""
+
+    def __init__(
+        self,
+        store: Store,
+        bus: NotificationBus,
+        clock: Clock,
+        *,
+        tokens: TokenSource | None = None,
+        uniform: Callable[[], float] | None = None,
+        service_key: str | None = None,
+        trackers: Mapping[str, TicketTracker] | None = None,
+    ) -> None:
+        self.store = store
+        self.bus = bus
+        self.clock = clock
+        self.tokens = tokens or SystemTokenSource()
+        self.uniform = uniform or random.random
+        self.trackers: dict[str, TicketTracker] = dict(trackers or {})
+        self._service_key_hash = hash_secret(service_key) if service_key else ""
+        self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._worker_writes: GroupCommitter[Effects] = GroupCommitter(
+            Effects, self.write_digest, self.announce
+        )
+
+    # ------------------------------------------------------------------ transactions
+
+    @asynccontextmanager
+    async def command(
+        self, principal: Principal, coordinator_id: str, access: Access, *, work: bool = True
+    ) -> AsyncIterator[tuple[Tx, Coordinator, Effects]]:
+        """One transaction on one work coordinator, authorized for ``access`` (and, for work,
+        refused while coordination is switched off), with its effects around the commit."""
+        effects = Effects()
+        async with self.store.write(coordinator_id) as tx:
+            coordinator = tx.coordinator
+            if coordinator is None:
+                raise NotFound(f"work coordinator {coordinator_id} not found")
+            authorize(principal, coordinator, access)
+            if work:
+                await self.require_enabled(tx, coordinator)
+            yield tx, coordinator, effects
+            await self.write_digest(tx, coordinator, effects)
+        await self.announce(coordinator, effects)
+
+    async def write_digest(self, tx: Tx, coordinator: Coordinator, effects: Effects) -> None:
+        """Before commit: store the digest lines ``effects`` noted."""
+        if effects.digest:
+            await tx.insert_digest_entries(effects.digest_entries(coordinator, tx.now))
+
+    async def announce(self, coordinator: Coordinator, effects: Effects) -> None:
+        """After commit: wake waiting workers and feeds, start ticket closures."""
+        if effects.changed or effects.ready_classes:
+            await self.bus.publish(
+                Notification(
+                    coordinator.coordinator_id,
+                    coordinator.revision,
+                    frozenset(effects.ready_classes),
+                )
+            )
+        if effects.close_tickets:
+            self._spawn(self.run_pending_actions(RECOVERY, coordinator.coordinator_id))
+
+    async def append_events(
+        self, tx: Tx, coordinator: Coordinator, events: Sequence[NewEvent], actor: str
+    ) -> None:
+        """Append ``events`` with the coordinator's next revisions (none: nothing changes)."""
+        if events:
+            coordinator.revision = await tx.append(coordinator, events, actor)
+
+    @asynccontextmanager
+    async def _open_for_workers(self, coordinator_id: str) -> AsyncIterator[tuple[Tx, Coordinator]]:
+        """The shared transaction of a group of worker writes (see group_commit)."""
+        async with self.store.write(coordinator_id) as tx:
+            coordinator = tx.coordinator
+            if coordinator is None:
+                raise NotFound(f"work coordinator {coordinator_id} not found")
+            await self.require_enabled(tx, coordinator)
+            yield tx, coordinator
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        """Run follow-up work after a commit without holding the caller; keep a reference so
+        the task is not collected, and log (never raise) its failure."""
+        task = asyncio.create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        task.add_done_callback(_log_failure)
+
+    async def drain(self) -> None:
+        """Wait for follow-up work started by earlier commands (tests, clean shutdown)."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    @abstractmethod
+    async def run_pending_actions(
+        self, principal: Principal, coordinator_id: str
+    ) -> PendingActionsRun:
+        """Try every due pending action once (the follow-ups concern provides it)."""
+
+    # ------------------------------------------------------------------ authorization
+
+    async def require_enabled(self, reader: Reader, coordinator: Coordinator) -> None:
+        """Refuse work while coordination is switched off (platform or coordinator)."""
+        rules.require_coordination_on(coordinator, await reader.platform_enabled())
+
+    async def coordinator_for(
+        self,
+        reader: Reader,
+        principal: Principal,
+        coordinator_id: str,
+        *,
+        work: bool = True,
+        access: Access = Access.READ,
+    ) -> Coordinator:
+        """The work coordinator, if ``principal`` may ``access`` it (and, for work, while
+        coordination is on), read outside a command: unknown and hidden are both NOT_FOUND."""
+        coordinator = await reader.get_coordinator(coordinator_id)
+        if coordinator is None:
+            raise NotFound(f"work coordinator {coordinator_id} not found")
+        authorize(principal, coordinator, access)
+        if work:
+            await self.require_enabled(reader, coordinator)
+        return coordinator
+
+    # ------------------------------------------------------------------ lanes
+
+    async def lane_in(self, reader: Reader, coordinator_id: str, lane_id: str) -> Lane:
+        """The lane ``lane_id`` of the work coordinator (NOT_FOUND if it is another's)."""
+        lane = await reader.get_lane(lane_id)
+        if lane is None or lane.coordinator_id != coordinator_id:
+            raise NotFound(f"lane {lane_id} not found")
+        return lane
+
+    async def item_in(
+        self, reader: Reader, coordinator_id: str, lane_id: str, item_id: str
+    ) -> Item:
+        """The item ``item_id`` of that lane of the work coordinator (else NOT_FOUND)."""
+        item = await reader.get_item(item_id)
+        if item is None or item.coordinator_id != coordinator_id or item.lane_id != lane_id:
+            raise NotFound(f"item {item_id} not found")
+        return item
+
+    async def _lane_detail(
+        self, reader: Reader, lane: Lane, with_attempts: bool = False
+    ) -> LaneDetail:
+        details = await self.lane_details(reader, [lane], with_attempts)
+        return details[0]
+
+    async def lane_details(
+        self, reader: Reader, lanes: Sequence[Lane], with_attempts: bool = False
+    ) -> list[LaneDetail]:
+        """Each lane with its items, blockers and tickets (and attempts, if asked), in order."""
+        ids = [lane.lane_id for lane in lanes]
+        items = await reader.lane_items(ids) if ids else []
+        blockers = await reader.lane_blockers(ids) if ids else []
+        tickets = await reader.lane_tickets(ids) if ids else []
+        attempts: dict[str, list[Attempt]] = {}
+        if with_attempts and items:
+            for attempt in await reader.item_attempts([i.item_id for i in items]):
+                attempts.setdefault(attempt.item_id, []).append(attempt)
+        by_lane: dict[str, LaneDetail] = {
+            lane.lane_id: LaneDetail(lane=lane, items=[], attempts=attempts) for lane in lanes
+        }
+        for item in items:
+            by_lane[item.lane_id].items.append(item)
+        for blocker in blockers:
+            by_lane[blocker.lane_id].blockers.append(blocker)
+        for ticket in tickets:
+            by_lane[ticket.lane_id].tickets.append(ticket)
+        return [by_lane[i] for i in ids]
+
+    async def _lane_page(
+        self,
+        reader: Reader,
+        coordinator_id: str,
+        state: LaneState | None,
+        request: PageRequest,
+        after: tuple[datetime, str] | None,
+        with_attempts: bool = False,
+    ) -> Page[LaneDetail]:
+        """A page of the coordinator's lanes, newest first, with their details."""
+        lanes = await reader.list_lanes(coordinator_id, state, after, request.fetch)
+        page = request.page(lanes, lambda lane: [iso(lane.create_time), lane.lane_id])
+        details = await self.lane_details(reader, page.items, with_attempts)
+        return Page(details, page.next_page_token)
+
+    async def _occupancy(
+        self, reader: Reader, coordinator: Coordinator, items: Sequence[Item]
+    ) -> Occupancy:
+        """Live leases, holders of the exclusive keys ``items`` need, and the workers."""
+        cid = coordinator.coordinator_id
+        live = await reader.live_attempts(cid, None)
+        workers = await reader.list_workers(cid, "", 10_000)
+        keys = sorted({k for i in items for k in rules.exclusive_keys(i)})
+        holders = await reader.live_exclusive_holders(cid, keys) if keys else {}
+        usage = rules.class_usage(live, coordinator.config.class_capacity)
+        return Occupancy(usage, holders, workers)
+
+    async def capacity_usage(
+        self, reader: Reader, coordinator: Coordinator
+    ) -> dict[str, tuple[int, int]]:
+        """Per worker class: (live attempts, capacity)."""
+        live = await reader.live_attempts(coordinator.coordinator_id, None)
+        return rules.class_usage(live, coordinator.config.class_capacity).capacity

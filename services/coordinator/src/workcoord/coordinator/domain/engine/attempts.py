@@ -1,0 +1,204 @@
+"""The fenced worker writes on a lease: start, heartbeat, complete, fail, checkpoint, release."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+
+from workcoord.kit.errors import IllegalTransition
+
+from .. import rules
+from ..auth import Access, Principal, authorize
+from ..model import Attempt, AttemptStatus, Coordinator, EventType, Item, ItemState, NewEvent
+from ..ports import Tx
+from ..specs import Checkpoint, Evidence, Failure, RunIdentity
+from ._base import Effects
+from .transitions import Transitions
+
+
+@dataclass(slots=True)
+class FencedWrite:
+    """A worker write that proved it holds the live lease: its transaction (shared with the
+    other worker writes of the group), the attempt and its item."""
+
+    tx: Tx
+    coordinator: Coordinator
+    effects: Effects
+    attempt: Attempt
+    item: Item
+
+    def event(self, type: EventType, data: dict[str, object] | None = None) -> NewEvent:
+        """An event about the item and this lease."""
+        return NewEvent.for_item(type, self.item, self.attempt.lease_id, data)
+
+
+class AttemptCommands(Transitions):
+    """The worker writes, each fenced by the lease token."""
+
+    @asynccontextmanager
+    async def fenced(
+        self, principal: Principal, coordinator_id: str, lease_id: str, lease_token: str
+    ) -> AsyncIterator[FencedWrite]:
+        """Join the group commit of the coordinator's worker writes, refusing (LEASE_LOST)
+        unless ``lease_token`` holds the item's live, unexpired lease ``lease_id``."""
+        opener = functools.partial(self._open_for_workers, coordinator_id)
+        async with self._worker_writes.member(coordinator_id, opener) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            authorize(principal, coordinator, Access.LEASE)
+            attempt = await tx.get_attempt_for_update(lease_id)
+            if attempt is not None and attempt.coordinator_id != coordinator_id:
+                attempt = None
+            item = await tx.get_item(attempt.item_id) if attempt is not None else None
+            rules.fence(attempt, item, lease_token, tx.now)
+            assert attempt is not None and item is not None
+            yield FencedWrite(tx, coordinator, effects, attempt, item)
+
+    async def _save(
+        self, write: FencedWrite, events: Sequence[NewEvent], principal: Principal
+    ) -> Attempt:
+        await write.tx.update_attempts([write.attempt])
+        await write.tx.update_items([write.item])
+        await self.append_events(write.tx, write.coordinator, events, principal.name)
+        return write.attempt
+
+    async def start(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        lease_id: str,
+        lease_token: str,
+        run_identity: RunIdentity,
+    ) -> Attempt:
+        """Start a leased attempt with its run identity (a retry with the same identity is a
+        no-op; another identity is refused)."""
+        rules.check_run_identity(run_identity, "run_identity", self.clock.now())
+        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+            attempt, item, now = write.attempt, write.item, write.tx.now
+            if attempt.status == AttemptStatus.RUNNING:
+                if RunIdentity.from_json(attempt.run_identity or {}) == run_identity:
+                    return attempt  # a retried Start: idempotent
+                raise IllegalTransition(
+                    "the attempt already started; its run identity is immutable"
+                )
+            attempt.status = AttemptStatus.RUNNING
+            attempt.run_identity = run_identity.to_json()
+            attempt.start_time = now
+            item.state = ItemState.RUNNING
+            item.update_time = now
+            write.effects.changed = True
+            return await self._save(write, [write.event(EventType.ITEM_STARTED)], principal)
+
+    async def heartbeat(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        lease_id: str,
+        lease_token: str,
+        progress: str,
+    ) -> datetime:
+        """Extend the lease by its duration from now; returns the new expiry."""
+        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+            attempt = write.attempt
+            attempt.lease_expire_time = rules.lease_expiry(write.tx.now, attempt.lease_seconds)
+            if progress:
+                attempt.progress = progress
+            await write.tx.update_attempts([attempt])
+            return attempt.lease_expire_time
+
+    async def complete(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        lease_id: str,
+        lease_token: str,
+        evidence: Evidence,
+    ) -> Attempt:
+        """Complete a running attempt: the item succeeds with ``evidence``, its dependents are
+        released and the lane moves on (or finishes)."""
+        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+            tx, attempt, item = write.tx, write.attempt, write.item
+            rules.require_running(attempt, "complete")
+            rules.check_evidence(item.kind, evidence)
+            attempt.status = AttemptStatus.COMPLETED
+            attempt.end_time = tx.now
+            item.state = ItemState.SUCCEEDED
+            item.evidence = evidence.to_json()
+            item.current_lease_id = ""
+            item.update_time = tx.now
+            events = [write.event(EventType.ITEM_SUCCEEDED, {"attempt": attempt.attempt})]
+            write.effects.ready_classes.add(attempt.worker_class)  # a capacity slot is free
+            await tx.update_attempts([attempt])
+            await tx.update_items([item])
+            await self._after_success(tx, write.coordinator, item, events, write.effects)
+            await self.append_events(tx, write.coordinator, events, principal.name)
+            return attempt
+
+    async def fail(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        lease_id: str,
+        lease_token: str,
+        error: Failure,
+    ) -> Attempt:
+        """Fail an attempt: the item retries with backoff or is dead-lettered."""
+        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+            tx, attempt, item = write.tx, write.attempt, write.item
+            attempt.status = AttemptStatus.FAILED
+            attempt.end_time = tx.now
+            attempt.error = error.to_json()
+            item.last_error = error.to_json()
+            failed = {"type": error.type, "retryable": error.retryable, "attempt": attempt.attempt}
+            events = [write.event(EventType.ITEM_FAILED, failed)]
+            policy = await self._policy_for(tx, write.coordinator, item)
+            self._retry_or_dead_letter(tx, item, policy, error.retryable, events, write.effects)
+            write.effects.ready_classes.add(attempt.worker_class)
+            return await self._save(write, events, principal)
+
+    async def checkpoint(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        lease_id: str,
+        lease_token: str,
+        checkpoint: Checkpoint,
+    ) -> Attempt:
+        """End an attempt with a continuation: the next lease of the item gets
+        ``checkpoint``; a blocked checkpoint stops the item for a human instead."""
+        rules.check_checkpoint(checkpoint)
+        blocked = checkpoint.blocked_reason
+        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+            tx, attempt, item, effects = write.tx, write.attempt, write.item, write.effects
+            # A checkpoint is progress, not failure: it does not burn the retry budget.
+            self._end_unburned(attempt, item, AttemptStatus.CHECKPOINTED, tx.now)
+            attempt.checkpoint = checkpoint.to_json()
+            item.continues_lease_id = attempt.lease_id
+            events = [write.event(EventType.ITEM_CHECKPOINTED, {"blocked": bool(blocked)})]
+            if blocked:
+                item.update_time = tx.now
+                self._stop(item, f"checkpoint blocked: {blocked}", events, effects)
+            else:
+                self._queue(tx, item, events, effects, None)
+            effects.ready_classes.add(attempt.worker_class)
+            return await self._save(write, events, principal)
+
+    async def release(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        lease_id: str,
+        lease_token: str,
+        reason: str,
+    ) -> Attempt:
+        """Give the item back unfinished: it is queued again and no attempt is burned."""
+        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+            self._end_unburned(write.attempt, write.item, AttemptStatus.RELEASED, write.tx.now)
+            events = [write.event(EventType.ITEM_RELEASED, {"reason": reason} if reason else {})]
+            self._queue(write.tx, write.item, events, write.effects, None)
+            return await self._save(write, events, principal)

@@ -1,0 +1,128 @@
+"""Work coordinators: create, read, list and reconfigure them."""
+
+from __future__ import annotations
+
+from workcoord.kit.errors import AlreadyExists, EtagMismatch, InvalidArgument
+
+from .. import rules
+from ..auth import Access, Principal, may, require_org_admin, require_platform_admin
+from ..model import Coordinator, CoordinatorConfig, EventType, NewEvent, Scope
+from ..ports import Reader
+from ..specs import CoordinatorSpec, Page
+from ._base import EngineCore, new_id
+from .paging import PageRequest
+
+
+class CoordinatorCommands(EngineCore):
+    """The work coordinator commands."""
+
+    async def create_coordinator(
+        self, principal: Principal, spec: CoordinatorSpec, request_id: str
+    ) -> Coordinator:
+        if spec.scope is None:
+            raise InvalidArgument.single("work_coordinator.scope", "is required")
+        if spec.scope == Scope.GLOBAL:
+            require_platform_admin(principal)
+            if spec.org_slug:
+                raise InvalidArgument.single(
+                    "work_coordinator.org_slug", "must be empty for a GLOBAL work coordinator"
+                )
+        else:
+            if not spec.org_slug:
+                raise InvalidArgument.single(
+                    "work_coordinator.org_slug", "is required for an ORG work coordinator"
+                )
+            require_org_admin(principal, spec.org_slug)
+        config = rules.apply_config_changes(CoordinatorConfig(), spec.changes)
+        async with self.store.write() as tx:
+            if request_id:
+                existing = await tx.find_coordinator_by_request(request_id)
+                if existing is not None:
+                    return existing
+            if spec.scope == Scope.ORG and await tx.get_org(spec.org_slug) is None:
+                raise InvalidArgument.single(
+                    "work_coordinator.org_slug", f"no such org: {spec.org_slug!r}"
+                )
+            if spec.scope == Scope.GLOBAL:
+                existing_global = await tx.list_coordinators("", 10_000, None)
+                if any(c.scope == Scope.GLOBAL for c in existing_global):
+                    raise AlreadyExists("the installation already has its GLOBAL work coordinator")
+            await self._check_parent(tx, spec.scope, config.parent_coordinator_id)
+            coordinator = Coordinator(
+                coordinator_id=new_id("wc"),
+                scope=spec.scope,
+                org_slug=spec.org_slug,
+                display_name=spec.display_name,
+                enabled=True if spec.enabled is None else spec.enabled,
+                revision=0,
+                config=config,
+                config_version=1,
+                create_time=tx.now,
+                update_time=tx.now,
+            )
+            await tx.insert_coordinator(coordinator, request_id)
+            await self.append_events(
+                tx,
+                coordinator,
+                [NewEvent(EventType.COORDINATOR_CREATED, data={"scope": spec.scope.value})],
+                principal.name,
+            )
+            return coordinator
+
+    async def _check_parent(self, reader: Reader, scope: Scope, parent_id: str) -> None:
+        if not parent_id:
+            return
+        field_name = "work_coordinator.parent_coordinator_id"
+        if scope == Scope.GLOBAL:
+            raise InvalidArgument.single(field_name, "a GLOBAL work coordinator has no parent")
+        parent = await reader.get_coordinator(parent_id)
+        if parent is None or parent.scope != Scope.GLOBAL:
+            raise InvalidArgument.single(field_name, "must name the GLOBAL work coordinator")
+
+    async def get_coordinator(self, principal: Principal, coordinator_id: str) -> Coordinator:
+        async with self.store.read() as reader:
+            return await self.coordinator_for(reader, principal, coordinator_id, work=False)
+
+    async def list_coordinators(
+        self, principal: Principal, org_slug: str, size: int, token: str
+    ) -> Page[Coordinator]:
+        request = PageRequest.parse(size, token)
+        slugs = [org_slug] if org_slug else None
+        async with self.store.read() as reader:
+            found = await reader.list_coordinators(request.after_id, 10_000, slugs)
+        visible = [c for c in found if may(principal, c, Access.READ)]
+        return request.page(visible[: request.fetch], lambda c: [c.coordinator_id])
+
+    async def update_coordinator(
+        self, principal: Principal, coordinator_id: str, spec: CoordinatorSpec, etag: str
+    ) -> Coordinator:
+        async with self.command(principal, coordinator_id, Access.CONFIGURE, work=False) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            if etag and etag != str(coordinator.config_version):
+                raise EtagMismatch()
+            config = rules.apply_config_changes(coordinator.config, spec.changes)
+            await self._check_parent(tx, coordinator.scope, config.parent_coordinator_id)
+            changed = sorted(spec.changes)
+            if spec.enabled is not None and spec.enabled != coordinator.enabled:
+                coordinator.enabled = spec.enabled
+                changed.append("enabled")
+            if spec.display_name:
+                coordinator.display_name = spec.display_name
+                changed.append("display_name")
+            coordinator.config = config
+            coordinator.config_version += 1
+            coordinator.update_time = tx.now
+            await tx.update_coordinator(coordinator)
+            await self.append_events(
+                tx,
+                coordinator,
+                [NewEvent(EventType.COORDINATOR_UPDATED, data={"fields": changed})],
+                principal.name,
+            )
+            effects.changed = True
+            # Capacity or the switch may have changed: wake every waiting worker.
+            effects.ready_classes.update(coordinator.config.class_capacity)
+            return coordinator

@@ -1,0 +1,241 @@
+"""Follow-up work: pending actions (ticket closures), digests and ticket sync."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+
+from workcoord.kit.errors import InvalidArgument, NotFound, PermissionDenied
+
+from .. import rules
+from ..auth import Access, Principal
+from ..model import (
+    DigestEntry,
+    DigestKind,
+    EventType,
+    NewEvent,
+    PendingAction,
+    PendingActionState,
+    RetryPolicy,
+    Ticket,
+)
+from ..specs import Digest, MaintenanceReport, Page, PendingActionsRun
+from ..tickets import TrackerError
+from ._base import EngineCore
+from .paging import PageRequest
+from .transitions import TICKET_CLOSED
+
+_log = logging.getLogger("workcoord.coordinator.engine")
+
+TICKET_SYNC_BATCH = 50
+# Ticket closures are retried patiently: trackers have outages measured in minutes to hours.
+PENDING_ACTION_RETRY = RetryPolicy(
+    initial_interval=30.0, backoff_coefficient=2.0, maximum_interval=3600.0, maximum_attempts=None
+)
+
+
+class FollowUps(EngineCore):
+    """Pending actions, digests and tickets."""
+
+    async def run_pending_actions(
+        self, principal: Principal, coordinator_id: str
+    ) -> PendingActionsRun:
+        """Try every due pending action once."""
+        async with self.store.read() as reader:
+            due = await reader.due_pending_actions(coordinator_id, self.clock.now(), 100)
+        attempted = succeeded = 0
+        for action in due:
+            tracker = self.trackers.get(action.ticket_tracker)
+            error = ""
+            if tracker is None:
+                error = f"no tracker is configured for {action.ticket_tracker!r}"
+            else:
+                try:
+                    await tracker.close(action.ticket_key)
+                except TrackerError as exc:
+                    error = str(exc) or type(exc).__name__
+            attempted += 1
+            if await self._record_action(principal, coordinator_id, action, error):
+                succeeded += 1
+        return PendingActionsRun(attempted, succeeded)
+
+    async def _record_action(
+        self, principal: Principal, coordinator_id: str, tried: PendingAction, error: str
+    ) -> bool:
+        async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            action = await tx.get_pending_action(tried.action_id)
+            if action is None or action.state != PendingActionState.OPEN:
+                return False  # resolved meanwhile (by a human or another replica)
+            action.attempts += 1
+            action.update_time = tx.now
+            events: list[NewEvent] = []
+            ref = {
+                "actionId": action.action_id,
+                "tracker": action.ticket_tracker,
+                "key": action.ticket_key,
+            }
+            if not error:
+                action.state = PendingActionState.SUCCEEDED
+                action.next_attempt_time = None
+                ticket = Ticket(
+                    lane_id=action.lane_id,
+                    tracker=action.ticket_tracker,
+                    key=action.ticket_key,
+                    state=TICKET_CLOSED,
+                    observe_time=tx.now,
+                )
+                await tx.update_ticket(coordinator_id, ticket)
+                events.append(NewEvent(EventType.TICKET_CLOSED, lane_id=action.lane_id, data=ref))
+                if action.attempts > 1:
+                    events.append(
+                        NewEvent(
+                            EventType.PENDING_ACTION_RESOLVED, lane_id=action.lane_id, data=ref
+                        )
+                    )
+            else:
+                action.last_error = error[:1000]
+                delay = rules.retry_delay(PENDING_ACTION_RETRY, action.attempts, self.uniform)
+                action.next_attempt_time = tx.now + timedelta(seconds=delay)
+                if action.attempts == 1:
+                    events.append(
+                        NewEvent(EventType.PENDING_ACTION_OPENED, lane_id=action.lane_id, data=ref)
+                    )
+                    effects.note(
+                        DigestKind.CLOSE_OUT_ACTION_FAILED,
+                        action.lane_id,
+                        reason=action.last_error,
+                        action_id=action.action_id,
+                    )
+                else:
+                    events.append(
+                        NewEvent(
+                            EventType.PENDING_ACTION_RETRIED,
+                            lane_id=action.lane_id,
+                            data={**ref, "attempts": action.attempts},
+                        )
+                    )
+            await tx.update_pending_action(action)
+            await self.append_events(tx, coordinator, events, principal.name)
+            return not error
+
+    async def list_pending_actions(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        state: PendingActionState | None,
+        size: int,
+        token: str,
+    ) -> Page[PendingAction]:
+        request = PageRequest.parse(size, token)
+        async with self.store.read() as reader:
+            await self.coordinator_for(reader, principal, coordinator_id)
+            actions = await reader.list_pending_actions(
+                coordinator_id, state, request.after_id, request.fetch
+            )
+        return request.page(actions, lambda a: [a.action_id])
+
+    async def resolve_pending_action(
+        self, principal: Principal, coordinator_id: str, action_id: str, resolution: str
+    ) -> PendingAction:
+        async with self.command(principal, coordinator_id, Access.DECIDE) as (
+            tx,
+            coordinator,
+            _effects,
+        ):
+            if not principal.is_human:
+                raise PermissionDenied("only a human resolves a pending action")
+            action = await tx.get_pending_action(action_id)
+            if action is None or action.coordinator_id != coordinator_id:
+                raise NotFound(f"pending action {action_id} not found")
+            if action.state != PendingActionState.OPEN:
+                return action  # already done: resolving again is a no-op
+            action.state = PendingActionState.RESOLVED
+            action.resolution = resolution
+            action.next_attempt_time = None
+            action.update_time = tx.now
+            await tx.update_pending_action(action)
+            await self.append_events(
+                tx,
+                coordinator,
+                [
+                    NewEvent(
+                        EventType.PENDING_ACTION_RESOLVED,
+                        lane_id=action.lane_id,
+                        data={"actionId": action_id, "byHuman": True},
+                    )
+                ],
+                principal.name,
+            )
+            return action
+
+    async def get_digest(self, principal: Principal, coordinator_id: str, day: str) -> Digest:
+        """One UTC day's digest: its owner and entries (open pending actions included today)."""
+        try:
+            date = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).date()
+        except ValueError as exc:
+            raise InvalidArgument.single("day", "must be a date, YYYY-MM-DD") from exc
+        async with self.store.read() as reader:
+            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
+            entries = await reader.digest_entries(coordinator_id, day)
+            if date == self.clock.now().date():
+                for action in await reader.list_pending_actions(
+                    coordinator_id, PendingActionState.OPEN, "", 1000
+                ):
+                    if action.attempts == 0:
+                        continue  # not failed yet: its first try is still under way
+                    entries.append(
+                        DigestEntry(
+                            entry_id=action.action_id,
+                            coordinator_id=coordinator_id,
+                            day=day,
+                            owner=action.owner,
+                            kind=DigestKind.PENDING_ACTION,
+                            time=action.update_time,
+                            lane_id=action.lane_id,
+                            action_id=action.action_id,
+                            reason=action.last_error,
+                        )
+                    )
+        return Digest(coordinator_id, day, coordinator.config.digest_owner, entries)
+
+    async def _sync_tickets(
+        self, principal: Principal, coordinator_id: str, report: MaintenanceReport
+    ) -> None:
+        """Read linked tickets' real state from their trackers, with the time it was seen."""
+        async with self.store.read() as reader:
+            tickets = await reader.tickets_to_sync(coordinator_id, TICKET_SYNC_BATCH)
+        observed: list[tuple[Ticket, str]] = []
+        for ticket in tickets:
+            tracker = self.trackers.get(ticket.tracker)
+            if tracker is None:
+                continue
+            try:
+                observed.append((ticket, await tracker.get_state(ticket.key)))
+            except TrackerError as exc:
+                _log.info("ticket %s %s not synced: %s", ticket.tracker, ticket.key, exc)
+        if not observed:
+            return
+        async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
+            tx,
+            coordinator,
+            _effects,
+        ):
+            events: list[NewEvent] = []
+            for ticket, state in observed:
+                if state != ticket.state:
+                    events.append(
+                        NewEvent(
+                            EventType.TICKET_SYNCED,
+                            lane_id=ticket.lane_id,
+                            data={"tracker": ticket.tracker, "key": ticket.key, "state": state},
+                        )
+                    )
+                ticket.state = state
+                ticket.observe_time = tx.now
+                await tx.update_ticket(coordinator_id, ticket)
+            await self.append_events(tx, coordinator, events, principal.name)
+        report.tickets_synced += len(observed)

@@ -1,0 +1,392 @@
+"""Lanes and their items: creation, reads, pauses, blockers, tickets and human decisions."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from workcoord.kit.errors import (
+    FieldViolation,
+    IllegalTransition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+)
+
+from .. import rules, workflow
+from ..auth import Access, Principal
+from ..model import (
+    TERMINAL_ITEM_STATES,
+    Blocker,
+    Coordinator,
+    EventType,
+    Item,
+    ItemState,
+    JsonObject,
+    Lane,
+    LaneState,
+    NewEvent,
+    Template,
+    Ticket,
+)
+from ..ports import Tx
+from ..specs import Decision, ItemDetail, ItemSpec, LaneDetail, LaneSpec, Page
+from ._base import Effects, new_id
+from .paging import PageRequest
+from .transitions import Transitions
+
+
+@dataclass(slots=True)
+class LaneWrite:
+    """A command's hold on one lane: its transaction, the events it records and, once the
+    command is done, the lane as it left it."""
+
+    tx: Tx
+    coordinator: Coordinator
+    effects: Effects
+    lane: Lane
+    events: list[NewEvent] = field(default_factory=list)
+    read_back: LaneDetail | None = None
+
+    def event(self, type: EventType, data: JsonObject | None = None) -> NewEvent:
+        return NewEvent(type, lane_id=self.lane.lane_id, data=dict(data or {}))
+
+    def detail(self) -> LaneDetail:
+        assert self.read_back is not None, "the lane was written without read_back"
+        return self.read_back
+
+
+class LaneCommands(Transitions):
+    """The lane and item commands."""
+
+    async def create_lane(
+        self, principal: Principal, coordinator_id: str, spec: LaneSpec, request_id: str
+    ) -> LaneDetail:
+        if spec.template is None:
+            raise InvalidArgument.single("lane.template", "is required")
+        if spec.template == Template.STANDARD and spec.items:
+            raise InvalidArgument.single(
+                "lane.items", "must be empty for a STANDARD lane: the workflow creates its items"
+            )
+        async with self.command(principal, coordinator_id, Access.WRITE) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            if request_id:
+                existing = await tx.find_lane_by_request(coordinator_id, request_id)
+                if existing is not None:
+                    return await self._lane_detail(tx, existing)
+            worker_classes = spec.worker_classes
+            if spec.template == Template.STANDARD:
+                worker_classes = workflow.stage_classes(
+                    spec.worker_classes, coordinator.config.class_capacity
+                )
+            else:
+                rules.check_item_specs(coordinator.config.class_capacity, spec.items, "lane.items")
+                violations = rules.dag_violations(
+                    [s.key for s in spec.items], [s.depends_on for s in spec.items]
+                )
+                if violations:
+                    raise InvalidArgument(violations)
+            for problem in rules.placement_problems(spec.placement):
+                raise InvalidArgument.single("lane.placement", problem)
+            lane = Lane(
+                lane_id=new_id("ln"),
+                coordinator_id=coordinator_id,
+                title=spec.title,
+                template=spec.template,
+                priority=spec.priority,
+                inputs=spec.inputs,
+                state=LaneState.ACTIVE,
+                paused=False,
+                create_time=tx.now,
+                update_time=tx.now,
+                worker_classes=worker_classes,
+                retry_policy=spec.retry_policy,
+                review_policy=spec.review_policy,
+                placement=spec.placement,
+                brief=spec.brief,
+                request_id=request_id,
+            )
+            await tx.insert_lane(lane)
+            tickets = [
+                Ticket(lane_id=lane.lane_id, tracker=t.tracker, key=t.key, url=t.url)
+                for t in spec.tickets
+            ]
+            for ticket in tickets:
+                await tx.insert_ticket(coordinator_id, ticket)
+            events = [
+                NewEvent(
+                    EventType.LANE_CREATED,
+                    lane_id=lane.lane_id,
+                    data={"template": lane.template.value, "items": len(spec.items)},
+                )
+            ]
+            specs = spec.items
+            if lane.template == Template.STANDARD:
+                specs = workflow.first_items(lane, worker_classes)
+            items = await self._new_items(tx, coordinator, lane, specs, events, effects)
+            await self.append_events(tx, coordinator, events, principal.name)
+            return LaneDetail(lane=lane, items=items, tickets=tickets)
+
+    async def create_item(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        lane_id: str,
+        spec: ItemSpec,
+        request_id: str,
+    ) -> ItemDetail:
+        """Add an item to an ACTIVE CUSTOM lane (its dependencies must already be there)."""
+        async with self._lane_write(
+            principal, coordinator_id, lane_id, active=False, read_back=False
+        ) as write:
+            tx, coordinator, lane = write.tx, write.coordinator, write.lane
+            if lane.template != Template.CUSTOM:
+                raise IllegalTransition("items can be added only to CUSTOM lanes")
+            _require_active(lane)
+            existing = await tx.lane_items([lane_id])
+            if request_id:
+                for item in existing:
+                    if item.key == spec.key:
+                        return ItemDetail(item=item, attempts=[])
+            rules.check_item_specs(coordinator.config.class_capacity, [spec], "item")
+            keys = [i.key for i in existing] + [spec.key]
+            deps = [i.depends_on for i in existing] + [spec.depends_on]
+            violations = rules.dag_violations(keys, deps, path="items")
+            if violations:
+                # Report against the new item, whose index is the last one.
+                last = f"items[{len(keys) - 1}]"
+                raise InvalidArgument(
+                    [
+                        FieldViolation(v.field.replace(last, "item"), v.description)
+                        for v in violations
+                    ]
+                )
+            items = await self._new_items(
+                tx, coordinator, lane, [spec], write.events, write.effects, existing
+            )
+            return ItemDetail(item=items[0], attempts=[])
+
+    async def get_lane(self, principal: Principal, coordinator_id: str, lane_id: str) -> LaneDetail:
+        async with self.store.read() as reader:
+            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
+            lane = await self.lane_in(reader, coordinator_id, lane_id)
+            detail = await self._lane_detail(reader, lane, with_attempts=True)
+            detail.capacity = await self.capacity_usage(reader, coordinator)
+            return detail
+
+    async def list_lanes(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        state: LaneState | None,
+        size: int,
+        token: str,
+    ) -> Page[LaneDetail]:
+        request = PageRequest.parse(size, token)
+        after = request.after_time_and_id()
+        async with self.store.read() as reader:
+            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
+            page = await self._lane_page(reader, coordinator_id, state, request, after)
+            capacity = await self.capacity_usage(reader, coordinator)
+        for detail in page.items:
+            detail.capacity = capacity
+        return page
+
+    async def get_item(
+        self, principal: Principal, coordinator_id: str, lane_id: str, item_id: str
+    ) -> ItemDetail:
+        async with self.store.read() as reader:
+            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
+            item = await self.item_in(reader, coordinator_id, lane_id, item_id)
+            attempts = await reader.item_attempts([item_id])
+            return ItemDetail(
+                item=item,
+                attempts=attempts,
+                capacity=await self.capacity_usage(reader, coordinator),
+            )
+
+    async def pause_lane(
+        self, principal: Principal, coordinator_id: str, lane_id: str, reason: str, pause: bool
+    ) -> LaneDetail:
+        """Pause (or resume) an ACTIVE lane: nothing of it is leased while it is paused."""
+        async with self._lane_write(principal, coordinator_id, lane_id) as write:
+            lane = write.lane
+            if lane.paused != pause:
+                lane.paused = pause
+                lane.paused_time = write.tx.now if pause else None
+                await self._set_lane_hold(write.tx, lane, write.effects)
+                event = EventType.LANE_PAUSED if pause else EventType.LANE_RESUMED
+                write.events.append(write.event(event, {"reason": reason} if reason else {}))
+        return write.detail()
+
+    async def cancel_lane(
+        self, principal: Principal, coordinator_id: str, lane_id: str, reason: str
+    ) -> LaneDetail:
+        """Cancel an ACTIVE lane and what is still open in it (idempotent)."""
+        async with self._lane_write(principal, coordinator_id, lane_id, active=False) as write:
+            lane = write.lane
+            if lane.state != LaneState.CANCELLED:
+                _require_active(lane)
+                items = await write.tx.lane_items([lane_id])
+                await self._cancel_items(write.tx, items, write.events, write.effects, reason)
+                lane.state = LaneState.CANCELLED
+                lane.close_reason = reason or "cancelled"
+                write.events.append(write.event(EventType.LANE_CANCELLED, {"reason": reason}))
+        return write.detail()
+
+    async def add_blocker(
+        self, principal: Principal, coordinator_id: str, lane_id: str, reason: str
+    ) -> LaneDetail:
+        """Block an ACTIVE lane for ``reason`` until the blocker is resolved."""
+        async with self._lane_write(principal, coordinator_id, lane_id) as write:
+            blocker = Blocker(
+                blocker_id=new_id("blk"),
+                lane_id=lane_id,
+                reason=reason,
+                open=True,
+                create_time=write.tx.now,
+            )
+            await write.tx.insert_blocker(coordinator_id, blocker)
+            await self._blockers_changed(write, EventType.BLOCKER_ADDED, blocker.blocker_id)
+        return write.detail()
+
+    async def resolve_blocker(
+        self, principal: Principal, coordinator_id: str, lane_id: str, blocker_id: str
+    ) -> LaneDetail:
+        """Resolve a blocker of the lane (idempotent); the lane runs again once none is open."""
+        async with self._lane_write(principal, coordinator_id, lane_id, active=False) as write:
+            blockers = await write.tx.lane_blockers([lane_id])
+            blocker = next((b for b in blockers if b.blocker_id == blocker_id), None)
+            if blocker is None:
+                raise NotFound(f"blocker {blocker_id} not found")
+            if blocker.open:
+                blocker.open = False
+                blocker.resolve_time = write.tx.now
+                await write.tx.update_blocker(blocker)
+                await self._blockers_changed(write, EventType.BLOCKER_RESOLVED, blocker_id)
+        return write.detail()
+
+    async def link_ticket(
+        self, principal: Principal, coordinator_id: str, lane_id: str, ticket: Ticket
+    ) -> LaneDetail:
+        """Link a tracker ticket to the lane (once); it is closed when the lane goes LIVE."""
+        async with self._lane_write(principal, coordinator_id, lane_id, active=False) as write:
+            existing = await write.tx.lane_tickets([lane_id])
+            if not any(t.tracker == ticket.tracker and t.key == ticket.key for t in existing):
+                ticket.lane_id = lane_id
+                await write.tx.insert_ticket(coordinator_id, ticket)
+                linked = {"tracker": ticket.tracker, "key": ticket.key}
+                write.events.append(write.event(EventType.TICKET_LINKED, linked))
+        return write.detail()
+
+    async def _blockers_changed(self, write: LaneWrite, event: EventType, blocker_id: str) -> None:
+        """The lane's items are held while a blocker is open: mirror it, and say what changed."""
+        await self._set_lane_hold(write.tx, write.lane, write.effects)
+        write.events.append(write.event(event, {"blockerId": blocker_id}))
+
+    @asynccontextmanager
+    async def _lane_write(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        lane_id: str,
+        *,
+        active: bool = True,
+        read_back: bool = True,
+    ) -> AsyncIterator[LaneWrite]:
+        """A write command on one lane, loaded for update (and refused unless ACTIVE, if
+        ``active``). Before commit, the events the body recorded are appended with the lane
+        stamped as changed, and the lane's detail is read back (if ``read_back``)."""
+        async with self.command(principal, coordinator_id, Access.WRITE) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            lane = await self.lane_in(tx, coordinator_id, lane_id)
+            if active:
+                _require_active(lane)
+            write = LaneWrite(tx, coordinator, effects, lane)
+            yield write
+            if write.events:
+                lane.update_time = tx.now
+                await tx.update_lane(lane)
+                await self.append_events(tx, coordinator, write.events, principal.name)
+            if read_back:
+                write.read_back = await self._lane_detail(tx, lane, with_attempts=True)
+
+    async def decide_item(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        lane_id: str,
+        item_id: str,
+        decision: Decision,
+        note: str,
+    ) -> ItemDetail:
+        """Approve, deny, resume, retry or cancel an item. All but cancel are for humans only."""
+        access = Access.WRITE if decision == Decision.CANCEL else Access.DECIDE
+        async with self.command(principal, coordinator_id, access) as (tx, coordinator, effects):
+            if access == Access.DECIDE and not principal.is_human:
+                # authorize() already refuses keys; this guard keeps it true for any future
+                # principal kind: only a human ever decides.
+                raise PermissionDenied(f"only a human may {decision.value}")
+            item = await self.item_in(tx, coordinator_id, lane_id, item_id)
+            lane = await self.lane_in(tx, coordinator_id, lane_id)
+            if decision in _NEED_ACTIVE_LANE:
+                _require_active(lane)
+            events: list[NewEvent] = []
+            data = {"note": note} if note else {}
+            match decision:
+                case Decision.APPROVE:
+                    _require_state(item, ItemState.AWAITING_APPROVAL)
+                    self._queue(tx, item, events, effects, None, EventType.ITEM_APPROVED, data)
+                case Decision.DENY:
+                    _require_state(item, ItemState.AWAITING_APPROVAL)
+                    item.state = ItemState.CANCELLED
+                    item.update_time = tx.now
+                    events.append(NewEvent.for_item(EventType.ITEM_DENIED, item, data=data))
+                    # Stored first, so closing the lane sees the denied item as already final.
+                    await tx.update_items([item])
+                    if lane.state == LaneState.ACTIVE:
+                        await self._close_lane(
+                            tx, lane, LaneState.CLOSED_OUT, "denied", events, effects
+                        )
+                case Decision.RESUME:
+                    _require_state(item, ItemState.STOPPED)
+                    item.stop_reason = ""
+                    self._queue(tx, item, events, effects, None, EventType.ITEM_RESUMED, data)
+                case Decision.RETRY:
+                    _require_state(item, ItemState.DEAD)
+                    item.attempt_count = 0
+                    item.dead_letter_reason = None
+                    self._queue(tx, item, events, effects, None, EventType.ITEM_REDRIVEN, data)
+                case Decision.CANCEL:
+                    if item.state in TERMINAL_ITEM_STATES:
+                        if item.state == ItemState.CANCELLED:
+                            return ItemDetail(item=item, attempts=await tx.item_attempts([item_id]))
+                        raise IllegalTransition(f"the item is already {item.state.value}")
+                    await self._cancel_items(tx, [item], events, effects, note)
+                    if lane.state == LaneState.ACTIVE:
+                        await self._after_cancel(tx, lane, item, events, effects)
+            if decision != Decision.CANCEL:
+                await tx.update_items([item])
+            await self.append_events(tx, coordinator, events, principal.name)
+            return ItemDetail(item=item, attempts=await tx.item_attempts([item_id]))
+
+
+# Decisions that put an item back to work, so only in a lane still running.
+_NEED_ACTIVE_LANE = frozenset({Decision.APPROVE, Decision.RESUME, Decision.RETRY})
+
+
+def _require_active(lane: Lane) -> None:
+    if lane.state != LaneState.ACTIVE:
+        raise IllegalTransition(f"the lane is {lane.state.value}")
+
+
+def _require_state(item: Item, state: ItemState) -> None:
+    if item.state != state:
+        raise IllegalTransition(f"the item is {item.state.value}, not {state.value}")

@@ -1,0 +1,298 @@
+"""Workers and leasing: registration, the long-poll and the claim of ready items."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+from workcoord.kit.bus import Subscription
+from workcoord.kit.errors import InvalidArgument, PoolFull
+from workcoord.kit.secrets import hash_secret, new_secret
+
+from .. import rules
+from ..auth import Access, Principal
+from ..model import (
+    WORKER_POOL_CAP,
+    Attempt,
+    AttemptStatus,
+    Coordinator,
+    EventType,
+    Item,
+    ItemState,
+    Lane,
+    NewEvent,
+    Worker,
+)
+from ..ports import Tx
+from ..specs import Checkpoint, GrantedLease, LeaseAsk, Page
+from ._base import Effects, EngineCore, new_id
+from .paging import PageRequest
+
+# Long-polls re-check the database at least this often, so a lost notification (Redis down,
+# a backoff that ran out) costs at most this much latency.
+BACKSTOP_POLL_SECONDS = 1.0
+CLAIM_SCAN_FACTOR = 4
+
+
+class LeasingCommands(EngineCore):
+    """Worker registration and the Lease command."""
+
+    async def report_worker(
+        self, principal: Principal, coordinator_id: str, worker: Worker
+    ) -> Worker:
+        """Register a worker, or refresh what it reports (labels, capacity, toolchains)."""
+        async with self.command(principal, coordinator_id, Access.LEASE) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            if worker.worker_class not in coordinator.config.class_capacity:
+                raise InvalidArgument.single(
+                    "worker.worker_class", f"unknown worker class {worker.worker_class!r}"
+                )
+            existing = await tx.get_worker(coordinator_id, worker.worker_id)
+            await self._check_pool(tx, coordinator_id, existing)
+            worker.coordinator_id = coordinator_id
+            worker.principal = principal.name
+            worker.observe_time = tx.now
+            worker.create_time = existing.create_time if existing else tx.now
+            worker.last_ask_time = existing.last_ask_time if existing else None
+            await tx.upsert_worker(worker)
+            if existing is None:
+                registered = NewEvent(
+                    EventType.WORKER_REGISTERED,
+                    data={"workerId": worker.worker_id, "workerClass": worker.worker_class},
+                )
+                await self.append_events(tx, coordinator, [registered], principal.name)
+            # New labels may satisfy a placement: let waiting workers look again.
+            effects.ready_classes.add(worker.worker_class)
+            return worker
+
+    async def list_workers(
+        self, principal: Principal, coordinator_id: str, size: int, token: str
+    ) -> Page[Worker]:
+        request = PageRequest.parse(size, token)
+        async with self.store.read() as reader:
+            await self.coordinator_for(reader, principal, coordinator_id)
+            workers = await reader.list_workers(coordinator_id, request.after_id, request.fetch)
+        return request.page(workers, lambda w: [w.worker_id])
+
+    async def lease(
+        self, principal: Principal, coordinator_id: str, ask: LeaseAsk
+    ) -> list[GrantedLease]:
+        """Lease up to ``ask.max_items`` ready items; long-poll up to ``ask.wait_seconds``."""
+        if ask.run_identity is not None:
+            rules.check_run_identity(ask.run_identity, "run_identity", self.clock.now())
+        attempt = functools.partial(self._lease_once, principal, coordinator_id, ask)
+        granted = await attempt()
+        if granted or ask.wait_seconds <= 0:
+            return granted
+        # The long-poll is bounded in real time (it is about the call, not domain time).
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ask.wait_seconds
+        async with self.bus.subscribe(coordinator_id) as subscription:
+            while True:
+                # Look again after subscribing: work committed in between is not missed.
+                granted = await attempt()
+                remaining = deadline - loop.time()
+                if granted or remaining <= 0:
+                    return granted
+                await self._wait_for_work(subscription, coordinator_id, ask.worker_class, deadline)
+
+    async def _wait_for_work(
+        self, subscription: Subscription, coordinator_id: str, worker_class: str, deadline: float
+    ) -> None:
+        """Sleep until a notification for this class, a retry backoff running out, the backstop
+        poll, or the deadline, whichever comes first."""
+        loop = asyncio.get_running_loop()
+        until = deadline - loop.time()
+        async with self.store.read() as reader:
+            next_time = await reader.next_not_before(coordinator_id, worker_class, self.clock.now())
+        if next_time is not None:
+            until = min(until, (next_time - self.clock.now()).total_seconds() + 0.001)
+        wake = loop.time() + max(0.0, min(until, BACKSTOP_POLL_SECONDS))
+        while (timeout := wake - loop.time()) > 0:
+            note = await subscription.next(timeout)
+            if note is None or not note.worker_classes or worker_class in note.worker_classes:
+                return
+
+    async def _lease_once(
+        self, principal: Principal, coordinator_id: str, ask: LeaseAsk
+    ) -> list[GrantedLease]:
+        # One claim per (work coordinator, class) at a time in this process. When a slot frees,
+        # every waiter of the class wakes; looking one after another, the second already reads
+        # the class as full and skips the write, instead of all of them queueing on the
+        # coordinator's row lock (which also delays the Start/Complete calls behind them).
+        # Other processes still race; _claim's locking keeps that safe.
+        lock = self._claim_locks.setdefault((coordinator_id, ask.worker_class), asyncio.Lock())
+        async with lock:
+            return await self._lease_once_unlocked(principal, coordinator_id, ask)
+
+    async def _lease_once_unlocked(
+        self, principal: Principal, coordinator_id: str, ask: LeaseAsk
+    ) -> list[GrantedLease]:
+        now = self.clock.now()
+        worker_class = ask.worker_class
+        async with self.store.read() as reader:
+            coordinator = await self.coordinator_for(
+                reader, principal, coordinator_id, access=Access.LEASE
+            )
+            if worker_class not in coordinator.config.class_capacity:
+                raise InvalidArgument.single(
+                    "worker_class", f"unknown worker class {worker_class!r}"
+                )
+            worker = await reader.get_worker(coordinator_id, ask.worker_id)
+            ready = await reader.has_ready(coordinator_id, worker_class, now)
+            if ready:
+                # A full class cannot grant anything: skip the write transaction (and its wait
+                # for the coordinator's row lock). Otherwise every waiter woken by a notification
+                # queues on that lock only to find no free slot (a thundering herd). _claim
+                # re-counts under the lock, so this early answer is only ever an optimisation.
+                live = await reader.live_attempts(coordinator_id, worker_class)
+                ready = len(live) < coordinator.config.class_capacity[worker_class]
+        if worker is not None and worker.worker_class != worker_class:
+            raise InvalidArgument.single(
+                "worker_class",
+                f"worker {ask.worker_id} is registered with class {worker.worker_class!r}",
+            )
+        if not ready:
+            if not rules.ask_is_fresh(worker, now):
+                async with self.store.write() as tx:
+                    await self._note_ask(tx, coordinator_id, ask, principal, worker)
+            return []
+        async with self.command(principal, coordinator_id, Access.LEASE) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            if not rules.ask_is_fresh(worker, now):
+                await self._note_ask(tx, coordinator_id, ask, principal, worker)
+            return await self._claim(tx, coordinator, principal, ask, worker, effects)
+
+    async def _check_pool(self, tx: Tx, coordinator_id: str, known: Worker | None) -> None:
+        """A worker not seen before is refused once the pool is full."""
+        if known is None and await tx.count_workers(coordinator_id) >= WORKER_POOL_CAP:
+            raise PoolFull(f"the worker pool is capped at {WORKER_POOL_CAP} workers")
+
+    async def _note_ask(
+        self,
+        tx: Tx,
+        coordinator_id: str,
+        ask: LeaseAsk,
+        principal: Principal,
+        worker: Worker | None,
+    ) -> None:
+        await self._check_pool(tx, coordinator_id, worker)
+        await tx.touch_worker_ask(coordinator_id, ask.worker_id, ask.worker_class, principal.name)
+
+    async def _claim(
+        self,
+        tx: Tx,
+        coordinator: Coordinator,
+        principal: Principal,
+        ask: LeaseAsk,
+        worker: Worker | None,
+        effects: Effects,
+    ) -> list[GrantedLease]:
+        cid = coordinator.coordinator_id
+        capacity = coordinator.config.class_capacity[ask.worker_class]
+        live = await tx.live_attempts(cid, ask.worker_class)
+        wanted = min(ask.max_items, capacity - len(live))
+        if wanted <= 0:
+            return []
+        chosen = await self._choose(tx, cid, ask, worker, wanted)
+        if not chosen:
+            return []
+        events: list[NewEvent] = []
+        attempts: list[Attempt] = []
+        granted: list[GrantedLease] = []
+        lanes: dict[str, Lane] = {}
+        checkpoints: dict[str, Checkpoint | None] = {}
+        for lease_id in [i.continues_lease_id for i in chosen if i.continues_lease_id]:
+            previous = await tx.get_attempt(lease_id)
+            stored = previous.checkpoint if previous else None
+            checkpoints[lease_id] = Checkpoint.from_json(stored) if stored is not None else None
+        started = ask.run_identity is not None
+        for item in chosen:
+            if item.lane_id not in lanes:
+                lane = await tx.get_lane(item.lane_id)
+                assert lane is not None
+                lanes[item.lane_id] = lane
+            token = new_secret("wcl_", self.tokens)
+            item.attempt_count += 1
+            item.attempt_seq += 1
+            attempt = Attempt(
+                lease_id=new_id("ls"),
+                coordinator_id=cid,
+                item_id=item.item_id,
+                lane_id=item.lane_id,
+                attempt=item.attempt_seq,
+                status=AttemptStatus.RUNNING if started else AttemptStatus.LEASED,
+                token_hash=hash_secret(token),
+                worker_id=ask.worker_id,
+                worker_class=ask.worker_class,
+                principal=principal.name,
+                lease_seconds=ask.lease_seconds,
+                lease_expire_time=rules.lease_expiry(tx.now, ask.lease_seconds),
+                create_time=tx.now,
+                start_time=tx.now if started else None,
+                run_identity=ask.run_identity.to_json() if ask.run_identity else None,
+                continues_lease_id=item.continues_lease_id,
+                exclusive_key=",".join(rules.exclusive_keys(item)),
+            )
+            item.state = ItemState.RUNNING if started else ItemState.LEASED
+            item.current_lease_id = attempt.lease_id
+            item.not_before = None
+            item.update_time = tx.now
+            attempts.append(attempt)
+            leased = {"workerId": ask.worker_id, "attempt": attempt.attempt}
+            events.append(NewEvent.for_item(EventType.ITEM_LEASED, item, attempt.lease_id, leased))
+            if started:
+                events.append(NewEvent.for_item(EventType.ITEM_STARTED, item, attempt.lease_id))
+            granted.append(
+                GrantedLease(
+                    attempt=attempt,
+                    lease_token=token,
+                    item=item,
+                    lane=lanes[item.lane_id],
+                    checkpoint=checkpoints.get(item.continues_lease_id),
+                )
+            )
+        await tx.insert_attempts(attempts)
+        await tx.update_items(chosen)
+        await tx.resolve_escalations(cid, [i.item_id for i in chosen], tx.now)
+        await self.append_events(tx, coordinator, events, principal.name)
+        effects.changed = True
+        return granted
+
+    async def _choose(
+        self, tx: Tx, cid: str, ask: LeaseAsk, worker: Worker | None, wanted: int
+    ) -> list[Item]:
+        """Up to ``wanted`` ready items of the class, best first, that the worker may run and
+        whose exclusive keys are free (also among themselves)."""
+        chosen: list[Item] = []
+        taken_keys: set[str] = set()
+        cursor: tuple[int, int] | None = None
+        scan = max(wanted * CLAIM_SCAN_FACTOR, 32)
+        while len(chosen) < wanted:
+            candidates = await tx.claim_candidates(cid, ask.worker_class, tx.now, cursor, scan)
+            if not candidates:
+                break
+            cursor = (candidates[-1].priority, candidates[-1].seq)
+            keys = sorted({k for c in candidates for k in rules.exclusive_keys(c)} - taken_keys)
+            held = await tx.live_exclusive_holders(cid, keys) if keys else {}
+            for item in candidates:
+                item_keys = rules.exclusive_keys(item)
+                if any(k in taken_keys or k in held for k in item_keys):
+                    continue  # no head-of-line blocking: later items still get their turn
+                if rules.placement_problems(item.placement):
+                    continue  # malformed placement: skipped here, reported by why
+                if not rules.placement_matches(item.placement, ask.worker_id, worker):
+                    continue
+                chosen.append(item)
+                taken_keys.update(item_keys)
+                if len(chosen) == wanted:
+                    break
+            if len(candidates) < scan:
+                break
+        return chosen

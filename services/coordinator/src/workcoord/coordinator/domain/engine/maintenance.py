@@ -1,0 +1,244 @@
+"""Recovery passes: expire dead leases, escalate, evict stale workers; leadership."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from workcoord.kit.errors import NotFound, PermissionDenied
+
+from .. import rules
+from ..auth import Access, Principal, PrincipalKind, authorize
+from ..grants import GrantPermission, parents_holding
+from ..model import (
+    WORKER_EVICT_AFTER_SECONDS,
+    Attempt,
+    AttemptStatus,
+    Coordinator,
+    DigestKind,
+    Escalation,
+    EventType,
+    Item,
+    ItemState,
+    Lane,
+    NewEvent,
+    RetryPolicy,
+)
+from ..ports import Leadership, Tx
+from ..specs import LeadershipClaim, MaintenanceReport, MaintenanceTarget, MaintenanceTargets
+from ._base import Effects, new_id
+from .follow_ups import FollowUps
+from .gates import GateContext, item_gates
+from .transitions import Transitions
+
+ESCALATION_BATCH = 200
+
+
+class Maintenance(Transitions, FollowUps):
+    """What the recovery service drives."""
+
+    async def maintenance_targets(self, principal: Principal) -> MaintenanceTargets:
+        """The work coordinators a recovery pass should visit, with their revisions."""
+        if principal.kind != PrincipalKind.SERVICE and not principal.platform_admin:
+            raise PermissionDenied("only the recovery service lists maintenance targets")
+        async with self.store.read() as reader:
+            enabled = await reader.platform_enabled()
+            coordinators = await reader.list_coordinators("", 100_000, None)
+        targets = (
+            [MaintenanceTarget(c.coordinator_id, c.revision) for c in coordinators if c.enabled]
+            if enabled
+            else []
+        )
+        return MaintenanceTargets(enabled, targets)
+
+    async def run_maintenance(
+        self, principal: Principal, coordinator_id: str, batch_size: int
+    ) -> MaintenanceReport:
+        """One recovery pass: expire dead leases (requeue with backoff or dead-letter, never
+        twice per item in one pass) and evict stale workers."""
+        start = self.clock.now()
+        began = self.clock.monotonic()
+        report = MaintenanceReport(coordinator_id=coordinator_id, start_time=start)
+        async with self.store.read() as reader:
+            coordinator = await reader.get_coordinator(coordinator_id)
+            if coordinator is None:
+                raise NotFound(f"work coordinator {coordinator_id} not found")
+            authorize(principal, coordinator, Access.MAINTAIN)
+            if not (await reader.platform_enabled() and coordinator.enabled):
+                report.skipped_disabled = True
+                report.revision = coordinator.revision
+                return report
+        batch = batch_size or 1000
+        handled: set[str] = set()
+        while True:
+            async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
+                tx,
+                coordinator,
+                effects,
+            ):
+                expired = await tx.expired_attempts(coordinator_id, tx.now, batch, sorted(handled))
+                if expired:
+                    await self._expire(
+                        tx, coordinator, expired, report, handled, effects, principal
+                    )
+                report.revision = coordinator.revision
+            if len(expired) < batch:
+                break
+        await self._escalate(principal, coordinator_id, report)
+        run = await self.run_pending_actions(principal, coordinator_id)
+        report.pending_actions_attempted = run.attempted
+        report.pending_actions_succeeded = run.succeeded
+        await self._sync_tickets(principal, coordinator_id, report)
+        async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
+            tx,
+            coordinator,
+            _effects,
+        ):
+            cutoff = tx.now - timedelta(seconds=WORKER_EVICT_AFTER_SECONDS)
+            evicted = await tx.evict_workers(coordinator_id, cutoff)
+            report.evicted_workers = len(evicted)
+            await self.append_events(
+                tx,
+                coordinator,
+                [NewEvent(EventType.WORKER_EVICTED, data={"workerId": w}) for w in evicted],
+                principal.name,
+            )
+            report.revision = coordinator.revision
+        report.duration_seconds = self.clock.monotonic() - began
+        return report
+
+    async def _expire(
+        self,
+        tx: Tx,
+        coordinator: Coordinator,
+        expired: Sequence[Attempt],
+        report: MaintenanceReport,
+        handled: set[str],
+        effects: Effects,
+        principal: Principal,
+    ) -> None:
+        items = {i.item_id: i for i in await tx.items_by_ids([a.item_id for a in expired])}
+        lanes: dict[str, RetryPolicy] = {}
+        events: list[NewEvent] = []
+        touched: list[Item] = []
+        for attempt in expired:
+            attempt.status = AttemptStatus.DEAD
+            attempt.end_time = tx.now
+            report.expired_attempts += 1
+            events.append(
+                NewEvent(
+                    EventType.ATTEMPT_EXPIRED,
+                    lane_id=attempt.lane_id,
+                    item_id=attempt.item_id,
+                    lease_id=attempt.lease_id,
+                    data={"attempt": attempt.attempt, "workerId": attempt.worker_id},
+                )
+            )
+            effects.ready_classes.add(attempt.worker_class)
+            item = items.get(attempt.item_id)
+            if item is None or item.item_id in handled or item.current_lease_id != attempt.lease_id:
+                continue
+            handled.add(item.item_id)
+            if item.lane_id not in lanes:
+                lane = await tx.get_lane(item.lane_id)
+                lanes[item.lane_id] = lane.retry_policy if lane else RetryPolicy()
+            policy = rules.effective_retry_policy(
+                item.retry_policy, lanes[item.lane_id], coordinator.config.retry_policy
+            )
+            self._retry_or_dead_letter(tx, item, policy, True, events, effects)
+            if item.state == ItemState.DEAD:
+                report.dead_lettered += 1
+            else:
+                report.requeued += 1
+            touched.append(item)
+        await tx.update_attempts(list(expired))
+        if touched:
+            await tx.update_items(touched)
+        await self.append_events(tx, coordinator, events, principal.name)
+
+    async def acquire_leadership(
+        self, principal: Principal, name: str, holder_id: str, lease_seconds: int
+    ) -> LeadershipClaim:
+        """Take or renew the named leadership for ``holder_id`` unless another holds it."""
+        if principal.kind != PrincipalKind.SERVICE:
+            raise PermissionDenied("only the recovery service holds leadership")
+        async with self.store.write() as tx:
+            expire = tx.now + timedelta(seconds=lease_seconds or 45)
+            leadership = await tx.acquire_leadership(name, holder_id, tx.now, expire)
+        return LeadershipClaim(leadership, leadership.holder_id == holder_id)
+
+    async def release_leadership(
+        self, principal: Principal, name: str, holder_id: str
+    ) -> Leadership | None:
+        if principal.kind != PrincipalKind.SERVICE:
+            raise PermissionDenied("only the recovery service holds leadership")
+        async with self.store.write() as tx:
+            return await tx.release_leadership(name, holder_id)
+
+    # ---------------------------------------------------------------------- helpers
+
+    async def _escalate(
+        self, principal: Principal, coordinator_id: str, report: MaintenanceReport
+    ) -> None:
+        """Escalate ready items left unleased past escalate_after. Gates that do not count
+        toward escalation (capacity, exclusive keys, backoff, pauses, …) postpone it."""
+        async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
+            tx,
+            coordinator,
+            effects,
+        ):
+            ready_before = tx.now - timedelta(seconds=coordinator.config.escalate_after_seconds)
+            candidates = await tx.escalation_candidates(
+                coordinator_id, tx.now, ready_before, ESCALATION_BATCH
+            )
+            if not candidates:
+                return
+            occupancy = await self._occupancy(tx, coordinator, candidates)
+            escalations: list[Escalation] = []
+            events: list[NewEvent] = []
+            lanes: dict[str, Lane | None] = {}
+            # A parent holding a live ESCALATE grant is told too.
+            parents = await parents_holding(
+                tx,
+                coordinator_id,
+                coordinator.config.parent_coordinator_id,
+                GrantPermission.ESCALATE,
+                tx.now,
+            )
+            for item in candidates:
+                if item.lane_id not in lanes:
+                    lanes[item.lane_id] = await tx.get_lane(item.lane_id)
+                lane = lanes[item.lane_id]
+                if lane is None:
+                    continue
+                # Candidates are claimable (not held by a pause or a blocker) and the switch is
+                # on (the command checked it): only the item's own gates can apply.
+                context = GateContext(coordinator, True, lane, [], [item], occupancy, tx.now)
+                gates = item_gates(context, item)
+                if not all(g.counts_toward_escalation for g in gates):
+                    continue
+                reason = gates[0].detail if gates else "ready but not leased"
+                recipients = [coordinator.config.digest_owner or "digest owner", *parents]
+                escalations.append(
+                    Escalation(
+                        escalation_id=new_id("esc"),
+                        coordinator_id=coordinator_id,
+                        lane_id=item.lane_id,
+                        item_id=item.item_id,
+                        reason=reason,
+                        escalated_to=recipients,
+                        open=True,
+                        create_time=tx.now,
+                    )
+                )
+                events.append(
+                    NewEvent.for_item(
+                        EventType.ESCALATED,
+                        item,
+                        data={"gate": gates[0].gate if gates else "", "to": recipients},
+                    )
+                )
+                effects.note(DigestKind.ESCALATED, item.lane_id, item.item_id, reason)
+            await tx.insert_escalations(escalations)
+            await self.append_events(tx, coordinator, events, principal.name)
+            report.escalated += len(escalations)
