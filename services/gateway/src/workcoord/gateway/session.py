@@ -25,11 +25,10 @@ from workcoord.gateway.errors import make_status, status_from_rpc_error, status_
 from workcoord.gateway.upstream import SESSION_COOKIE, Upstreams
 from workcoord.kit.errors import Code
 
-__all__ = ["CSRF_COOKIE", "CSRF_HEADER", "LOGIN_PATH", "login", "session_response"]
+__all__ = ["CSRF_COOKIE", "LOGIN_PATH", "login", "session_response"]
 
 LOGIN_PATH = "/login"
 CSRF_COOKIE = "workcoord_csrf"
-CSRF_HEADER = "x-csrf-token"
 _EXCHANGE = "/workcoord.api.v1.SessionService/ExchangeLoginCode"
 _MAX_CODE = 128
 _TIMEOUT_SECONDS = 10.0
