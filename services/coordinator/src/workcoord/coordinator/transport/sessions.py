@@ -13,7 +13,7 @@ from workcoord.kit.errors import NotFound, Unimplemented
 from . import mapping as m
 from .base import Context, EngineServicer
 from .gate import caller
-from .tenancy_mapping import session_to_pb
+from .tenancy_mapping import issued_session_fields, session_to_pb
 
 __all__ = ["SessionServicer"]
 
@@ -36,11 +36,7 @@ class SessionServicer(EngineServicer, session_pb2_grpc.SessionServiceServicer):
         self, request: session_pb2.ExchangeLoginCodeRequest, context: Context
     ) -> session_pb2.ExchangeLoginCodeResponse:
         issued = await self.tenancy.exchange_login_code(request.code)
-        return session_pb2.ExchangeLoginCodeResponse(
-            session=session_to_pb(issued.session),
-            session_secret=issued.secret,
-            csrf_token=issued.csrf_token,
-        )
+        return session_pb2.ExchangeLoginCodeResponse(**issued_session_fields(issued))
 
     async def ExchangeIdToken(
         self, request: session_pb2.ExchangeIdTokenRequest, context: Context
@@ -49,11 +45,7 @@ class SessionServicer(EngineServicer, session_pb2_grpc.SessionServiceServicer):
             raise Unimplemented("OpenID Connect login is not configured on this coordinator")
         identity = await self.oidc.verify(request.id_token, request.nonce)
         issued = await self.tenancy.open_session_for_email(identity.email)
-        return session_pb2.ExchangeIdTokenResponse(
-            session=session_to_pb(issued.session),
-            session_secret=issued.secret,
-            csrf_token=issued.csrf_token,
-        )
+        return session_pb2.ExchangeIdTokenResponse(**issued_session_fields(issued))
 
     async def GetSession(
         self, request: session_pb2.GetSessionRequest, context: Context

@@ -4,6 +4,7 @@ summaries and browser sessions."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from workcoord.api.v1 import admin_pb2, session_pb2, work_coordinator_pb2
 from workcoord.coordinator.domain.grants import (
@@ -12,7 +13,12 @@ from workcoord.coordinator.domain.grants import (
     SessionRecord,
     TokenRecord,
 )
-from workcoord.coordinator.domain.tenancy import ChildSummary, ItemSummary, LaneSummary
+from workcoord.coordinator.domain.tenancy import (
+    ChildSummary,
+    IssuedSession,
+    ItemSummary,
+    LaneSummary,
+)
 
 from .mapping import ts
 
@@ -87,3 +93,13 @@ def session_to_pb(s: SessionRecord) -> session_pb2.Session:
     if s.revoke_time is not None:
         out.end_time.CopyFrom(ts(s.revoke_time))
     return out
+
+
+def issued_session_fields(issued: IssuedSession) -> dict[str, Any]:
+    """The fields both session exchanges answer: the session, its secret and CSRF token (the
+    only time either is shown)."""
+    return {
+        "session": session_to_pb(issued.session),
+        "session_secret": issued.secret,
+        "csrf_token": issued.csrf_token,
+    }
