@@ -4,12 +4,18 @@ is validated. (The gate without sessions: ``tests/unit/coordinator/test_gate.py`
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
+
+import httpx
+import pytest
 
 from tests.integration.tenancy.world import login, session_metadata, sessions
 from tests.support.harness import Stack, expect_error
 from workcoord.api.v1 import admin_pb2, feed_pb2, session_pb2
+from workcoord.gateway.server import RunningGateway, start_gateway
 from workcoord.kit.errors import InvalidArgument, NotFound, PermissionDenied, Unauthenticated
+from workcoord.kit.settings import GatewaySettings
 from workcoord.kit.wire import bearer_metadata
 
 BAD_ORG = admin_pb2.CreateOrgRequest(org=admin_pb2.Org(slug="Not A Slug"))
@@ -64,3 +70,29 @@ async def test_a_bearer_credential_wins_over_a_session(stack: Stack) -> None:
         session_pb2.GetSessionRequest(), metadata=session_metadata(issued.session_secret)
     )
     assert current.session.session_id == issued.session.session_id
+
+
+@pytest.fixture
+async def gateway(stack: Stack) -> AsyncIterator[RunningGateway]:
+    running = await start_gateway(
+        GatewaySettings(
+            listen_gateway="127.0.0.1:0",
+            coordinator_address=stack.address,
+            recovery_address=stack.address,
+        )
+    )
+    yield running
+    await running.stop()
+
+
+async def test_a_login_codes_field_rules_are_the_coordinators(gateway: RunningGateway) -> None:
+    """``GET /login`` checks nothing itself: a missing or oversized code is refused by the
+    coordinator's field rules (400 naming ``code``), like any request."""
+    async with httpx.AsyncClient(base_url=f"http://{gateway.address}", timeout=30) as browser:
+        for params in ({}, {"code": "x" * 129}):
+            answer = await browser.get("/login", params=params)
+            assert answer.status_code == 400
+            assert answer.headers["cache-control"] == "no-store"
+            details = answer.json()["details"]
+            violations = [d for d in details if d["@type"].endswith("BadRequest")]
+            assert violations[0]["fieldViolations"][0]["field"] == "code"

@@ -30,15 +30,13 @@ __all__ = ["CSRF_COOKIE", "LOGIN_PATH", "login", "no_store", "open_session", "se
 
 LOGIN_PATH = "/login"
 CSRF_COOKIE = "workcoord_csrf"
-_MAX_CODE = 128
 _TIMEOUT_SECONDS = 10.0
 
 
 async def login(request: Request, upstreams: Upstreams | None) -> Response:
-    """Exchange ``?code=`` for a session; 303 to ``/`` with the cookies set."""
+    """Exchange ``?code=`` for a session; 303 to ``/`` with the cookies set. The code's field
+    rules (required, at most 128 characters) are the coordinator's to check, like any request's."""
     code = request.query_params.get("code", "")
-    if not code or len(code) > _MAX_CODE:
-        return status_response(make_status(Code.INVALID_ARGUMENT, "a login code is required"))
     if upstreams is None:
         return status_response(
             make_status(Code.UNAVAILABLE, "the gateway is not connected to its upstreams")
