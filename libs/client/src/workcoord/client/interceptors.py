@@ -16,17 +16,15 @@ import grpc
 import grpc.aio
 
 from workcoord.kit.status import error_from_rpc
+from workcoord.kit.wire import AUTHORIZATION_KEY
 
 __all__ = [
-    "AUTHORIZATION_KEY",
     "StreamStreamCredentialInterceptor",
     "StreamUnaryCredentialInterceptor",
     "UnaryStreamCredentialInterceptor",
     "UnaryUnaryCredentialInterceptor",
     "credential_interceptors",
 ]
-
-AUTHORIZATION_KEY = "authorization"
 
 _Continuation = Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]]
 

@@ -2,8 +2,10 @@
 
 Server side: :class:`ErrorInterceptor` answers every :class:`WorkcoordError` with its status
 (``ErrorInfo`` + ``BadRequest`` details in the ``grpc-status-details-bin`` trailer) and turns any
-other exception into a bare INTERNAL, logged with its traceback but never sent to the caller.
-Client side: :func:`error_from_rpc` rebuilds the typed error from the trailer.
+other exception into a bare INTERNAL, logged with its traceback but never sent to the caller. It
+also runs a service's per-call check (authentication, validation) before each method, so what
+the check refuses is answered the same way. Client side: :func:`error_from_rpc` rebuilds the
+typed error from the trailer.
 """
 
 from __future__ import annotations
@@ -31,22 +33,26 @@ from workcoord.kit.errors import (
     generic_error,
     http_status_for,
 )
+from workcoord.kit.wire import STATUS_DETAILS_KEY
 
 __all__ = [
+    "CallCheck",
+    "CheckFor",
     "ErrorInterceptor",
     "abort_with",
+    "call_code",
+    "call_details",
     "error_from_rpc",
     "error_from_status",
     "error_to_json",
     "http_status_for",
+    "status_from_trailer",
     "status_to_json",
     "to_grpc_status",
     "to_rpc_status",
 ]
 
 _log = logging.getLogger(__name__)
-
-_DETAILS_KEY = "grpc-status-details-bin"
 
 
 def to_rpc_status(err: WorkcoordError) -> status_pb2.Status:
@@ -139,15 +145,24 @@ def error_from_rpc(exc: grpc.RpcError) -> WorkcoordError:
     except (ValueError, AttributeError, TypeError):
         # from_call refuses a trailer whose code/message disagree with the call's; parse it
         # ourselves so a proxy rewriting the message does not lose the typed reason.
-        status = _status_from_trailer(exc)
+        status = status_from_trailer(exc)
     if status is not None:
         return error_from_status(status)
-    code = _call_code(exc)
-    details = _call_details(exc)
+    code = call_code(exc)
+    details = call_details(exc)
     by_code = error_class_for_code(code)
     if by_code is not None:
         return by_code.rebuild(details or by_code.default_message)
     return generic_error(code, details or code.name.lower().replace("_", " "))
+
+
+CallCheck: TypeAlias = "Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[None]]"
+"""Runs before a method's body with its request; a :class:`WorkcoordError` it raises is the
+call's answer, and the method never runs."""
+
+CheckFor: TypeAlias = "Callable[[str], CallCheck | None]"
+"""The check of a method by its full name (``/workcoord.api.v1.LaneService/CreateLane``);
+None lets the method run unchecked."""
 
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):
@@ -155,9 +170,14 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
 
     ``WorkcoordError`` → its status with details. Anything else is a bug: it is logged with its
     traceback and answered INTERNAL "internal error", never leaking the exception text.
+
+    ``check_for`` gives each method's :data:`CallCheck` (looked up once per method); it runs
+    first, inside the same mapping. A checked method must take a single request: a
+    client-streaming one is refused at interception rather than served unchecked.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, check_for: CheckFor | None = None) -> None:
+        self._check_for = check_for
         # Wrapping costs a few allocations; cache per method so the hot path only looks up.
         self._wrapped: dict[str, tuple[_Handler, _Handler]] = {}
 
@@ -168,7 +188,7 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
         ],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[_Req, _Resp] | None:
-        """Wrap the method's handler so exceptions become statuses."""
+        """Wrap the method's handler so its check runs first and exceptions become statuses."""
         handler = await continuation(handler_call_details)
         if handler is None:
             return None
@@ -176,7 +196,8 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
         cached = self._wrapped.get(method)
         if cached is not None and cached[0] is handler:
             return cached[1]
-        wrapped = _wrap_handler(handler, method)
+        check = self._check_for(method) if self._check_for is not None else None
+        wrapped = _wrap_handler(handler, method, check)
         self._wrapped[method] = (handler, wrapped)
         return wrapped
 
@@ -187,39 +208,48 @@ _Resp = TypeVar("_Resp")
 _Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 
 
-def _wrap_handler(handler: _Handler, method: str) -> _Handler:
+def _wrap_handler(handler: _Handler, method: str, check: CallCheck | None) -> _Handler:
     serializers = {
         "request_deserializer": handler.request_deserializer,
         "response_serializer": handler.response_serializer,
     }
+    if check is not None and (
+        handler.stream_unary is not None or handler.stream_stream is not None
+    ):
+        raise TypeError(f"{method}: a checked method must take a single request")
     if handler.unary_unary is not None:
         return grpc.unary_unary_rpc_method_handler(
-            _wrap_behavior(handler.unary_unary, method), **serializers
+            _wrap_behavior(handler.unary_unary, method, check), **serializers
         )
     if handler.unary_stream is not None:
         return grpc.unary_stream_rpc_method_handler(
-            _wrap_behavior(handler.unary_stream, method), **serializers
+            _wrap_behavior(handler.unary_stream, method, check), **serializers
         )
     if handler.stream_unary is not None:
         return grpc.stream_unary_rpc_method_handler(
-            _wrap_behavior(handler.stream_unary, method), **serializers
+            _wrap_behavior(handler.stream_unary, method, None), **serializers
         )
     if handler.stream_stream is not None:
         return grpc.stream_stream_rpc_method_handler(
-            _wrap_behavior(handler.stream_stream, method), **serializers
+            _wrap_behavior(handler.stream_stream, method, None), **serializers
         )
     return handler
 
 
-def _wrap_behavior(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
+def _wrap_behavior(
+    behavior: Callable[..., Any], method: str, check: CallCheck | None
+) -> Callable[..., Any]:
     # grpc.aio picks the calling convention from the function kind (coroutine function vs async
-    # generator function), so the wrapper must be of the same kind as what it wraps.
+    # generator function), so the wrapper must be of the same kind as what it wraps. The check
+    # runs in the wrapper's own task, so what it puts in a ContextVar the method sees.
     if inspect.isasyncgenfunction(behavior):
 
         async def stream_wrapper(
             request: Any, context: grpc.aio.ServicerContext[Any, Any]
         ) -> AsyncIterator[Any]:
             try:
+                if check is not None:
+                    await check(request, context)
                 async for response in behavior(request, context):
                     yield response
             except Exception as exc:
@@ -230,11 +260,15 @@ def _wrap_behavior(behavior: Callable[..., Any], method: str) -> Callable[..., A
 
         async def unary_wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             try:
+                if check is not None:
+                    await check(request, context)
                 return await behavior(request, context)
             except Exception as exc:
                 await _answer(exc, context, method)
 
         return unary_wrapper
+    if check is not None:
+        raise TypeError(f"{method}: a checked method must be a coroutine or async generator")
     # Synchronous handlers run in grpc's executor; they are not used by workcoord services.
     return behavior
 
@@ -259,20 +293,22 @@ def _pack(message: Any) -> any_pb2.Any:
     return packed
 
 
-def _status_from_trailer(exc: grpc.RpcError) -> status_pb2.Status | None:
+def status_from_trailer(exc: grpc.RpcError) -> status_pb2.Status | None:
+    """The ``google.rpc.Status`` a failed call carried in its trailer, if any (and readable)."""
     trailing = getattr(exc, "trailing_metadata", None)
     if trailing is None:
         return None
     try:
         for key, value in trailing() or ():
-            if key == _DETAILS_KEY and isinstance(value, bytes):
+            if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
                 return status_pb2.Status.FromString(value)
     except Exception:  # a malformed trailer must not hide the original failure
-        _log.warning("unreadable %s trailer", _DETAILS_KEY)
+        _log.warning("unreadable %s trailer", STATUS_DETAILS_KEY)
     return None
 
 
-def _call_code(exc: grpc.RpcError) -> Code:
+def call_code(exc: grpc.RpcError) -> Code:
+    """The status code of a failed call (UNKNOWN when it states none we know)."""
     code_fn = getattr(exc, "code", None)
     if code_fn is None:
         return Code.UNKNOWN
@@ -286,7 +322,8 @@ def _call_code(exc: grpc.RpcError) -> Code:
         return Code.UNKNOWN
 
 
-def _call_details(exc: grpc.RpcError) -> str:
+def call_details(exc: grpc.RpcError) -> str:
+    """The status message of a failed call (empty when it has none)."""
     details_fn = getattr(exc, "details", None)
     if details_fn is None:
         return ""

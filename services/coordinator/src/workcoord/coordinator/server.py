@@ -10,20 +10,12 @@ from dataclasses import dataclass
 
 import grpc
 
-from workcoord.api.v1 import (
-    admin_pb2,
-    feed_pb2,
-    lane_pb2,
-    maintenance_pb2,
-    work_coordinator_pb2,
-    worker_pb2,
-)
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.storage.migrate import SchemaMismatch, check_schema
 from workcoord.coordinator.storage.sql import SqlStore, make_engine
 from workcoord.coordinator.trackers import trackers_from_settings
-from workcoord.coordinator.transport.feed import build_servicer
-from workcoord.coordinator.transport.servicers import SERVICES
+from workcoord.coordinator.transport.gate import CallGate
+from workcoord.coordinator.transport.servicers import SERVICES, build_servicer
 from workcoord.kit.bus import NotificationBus, bus_from_url
 from workcoord.kit.clock import Clock, clock_from_env
 from workcoord.kit.grpc_server import (
@@ -39,10 +31,9 @@ from workcoord.kit.settings import CoordinatorSettings, SettingsError, load
 from workcoord.kit.status import ErrorInterceptor
 from workcoord.kit.telemetry import configure_tracing
 from workcoord.kit.validation import prepare
+from workcoord.kit.wire import API_PACKAGE, api_modules
 
 _log = logging.getLogger("workcoord.coordinator")
-
-PACKAGE = "workcoord.api.v1"
 
 
 @dataclass
@@ -97,9 +88,11 @@ async def start_coordinator(
                 (add, build_servicer(servicer_class, engine, settings))
                 for add, servicer_class, _name in SERVICES
             ],
-            [f"{PACKAGE}.{name}" for _add, _cls, name in SERVICES],
+            [f"{API_PACKAGE}.{name}" for _add, _cls, name in SERVICES],
             settings.listen_coordinator,
-            [ErrorInterceptor(), *tracing.server_interceptors],
+            # One interceptor authenticates and validates every call (the gate), and answers
+            # every error with its google.rpc.Status.
+            [ErrorInterceptor(CallGate(engine).check_for), *tracing.server_interceptors],
             tls=tls,
         )
         await start_server(server)
@@ -116,14 +109,7 @@ async def start_coordinator(
 def prepare_rules() -> None:
     """Compile the field-rule tables of every message once, at start-up (a bad pattern in the
     contract fails here, not on the first request)."""
-    for module in (
-        admin_pb2,
-        feed_pb2,
-        lane_pb2,
-        maintenance_pb2,
-        work_coordinator_pb2,
-        worker_pb2,
-    ):
+    for module in api_modules():
         for message in module.DESCRIPTOR.message_types_by_name.values():
             prepare(message)
 

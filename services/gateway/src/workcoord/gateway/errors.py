@@ -18,7 +18,13 @@ from google.rpc import status_pb2
 from starlette.responses import Response
 
 from workcoord.kit.errors import Code, WorkcoordError, generic_error, http_status_for
-from workcoord.kit.status import status_to_json, to_rpc_status
+from workcoord.kit.status import (
+    call_code,
+    call_details,
+    status_from_trailer,
+    status_to_json,
+    to_rpc_status,
+)
 
 __all__ = [
     "JSON_MEDIA_TYPE",
@@ -32,7 +38,6 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 JSON_MEDIA_TYPE = "application/json"
-_DETAILS_KEY = "grpc-status-details-bin"
 
 # Codes grpc itself produces for transport trouble: their text is for operators, not callers.
 _TRANSPORT_MESSAGES: dict[Code, str] = {
@@ -79,43 +84,13 @@ def error_response(
 
 def status_from_rpc_error(exc: grpc.RpcError) -> status_pb2.Status:
     """The status a failed upstream call answered: its rich trailer if any, else built."""
-    rich = _rich_status(exc)
-    code = _code_of(exc)
+    rich = status_from_trailer(exc)
+    code = call_code(exc)
     if rich is not None and rich.code == int(code) and rich.code != 0:
         return rich
     if code in _TRANSPORT_MESSAGES:
-        details = _details_of(exc)
+        details = call_details(exc)
         if details:
             _log.info("upstream %s: %s", code.name, details)
         return make_status(code, _TRANSPORT_MESSAGES[code])
-    return make_status(code, _details_of(exc) or code.name.lower().replace("_", " "))
-
-
-def _rich_status(exc: grpc.RpcError) -> status_pb2.Status | None:
-    trailing = getattr(exc, "trailing_metadata", None)
-    if trailing is None:
-        return None
-    try:
-        for key, value in trailing() or ():
-            if key == _DETAILS_KEY and isinstance(value, bytes):
-                return status_pb2.Status.FromString(value)
-    except Exception:  # a malformed trailer must not turn an answer into a 500
-        _log.warning("unreadable %s trailer", _DETAILS_KEY)
-    return None
-
-
-def _code_of(exc: grpc.RpcError) -> Code:
-    code_fn = getattr(exc, "code", None)
-    try:
-        status_code = code_fn() if code_fn is not None else None
-        if isinstance(status_code, grpc.StatusCode):
-            return Code(status_code.value[0])
-    except (ValueError, TypeError):
-        pass
-    return Code.UNKNOWN
-
-
-def _details_of(exc: grpc.RpcError) -> str:
-    details_fn = getattr(exc, "details", None)
-    details = details_fn() if details_fn is not None else None
-    return details if isinstance(details, str) else ""
+    return make_status(code, call_details(exc) or code.name.lower().replace("_", " "))

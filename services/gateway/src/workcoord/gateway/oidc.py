@@ -29,14 +29,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_plus, urlencode
 
-import grpc
 import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 
 from workcoord.api.v1 import session_pb2
-from workcoord.gateway.errors import make_status, status_from_rpc_error, status_response
-from workcoord.gateway.session import session_response
+from workcoord.gateway.errors import make_status, status_response
+from workcoord.gateway.session import no_store, open_session
 from workcoord.gateway.upstream import Upstreams
 from workcoord.kit.errors import Code
 from workcoord.kit.settings import GatewaySettings
@@ -48,7 +47,6 @@ _log = logging.getLogger(__name__)
 OIDC_LOGIN_PATH = "/login/oidc"
 OIDC_CALLBACK_PATH = "/login/oidc/callback"
 OIDC_COOKIE = "workcoord_oidc"
-_EXCHANGE = "/workcoord.api.v1.SessionService/ExchangeIdToken"
 _SCOPE = "openid email profile"
 _FLOW_SECONDS = 600
 _DISCOVERY_TTL_SECONDS = 3600.0
@@ -72,21 +70,15 @@ def _unb64(text: str) -> bytes:
 
 
 def _refused(message: str) -> Response:
-    return _no_store(status_response(make_status(Code.UNAUTHENTICATED, message)))
+    return no_store(status_response(make_status(Code.UNAUTHENTICATED, message)))
 
 
 def _unavailable() -> Response:
-    return _no_store(
+    return no_store(
         status_response(
             make_status(Code.UNAVAILABLE, "the identity provider is unavailable, try again later")
         )
     )
-
-
-def _no_store(response: Response) -> Response:
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Referrer-Policy"] = "no-referrer"
-    return response
 
 
 class OidcLogin:
@@ -229,7 +221,7 @@ class OidcLogin:
             httponly=True,
             samesite="lax",
         )
-        return _no_store(response)
+        return no_store(response)
 
     async def callback(self, request: Request, upstreams: Upstreams | None) -> Response:
         """``GET /login/oidc/callback``: check state, redeem the code, open a session."""
@@ -247,7 +239,7 @@ class OidcLogin:
         code = params.get("code", "")
         state = params.get("state", "")
         if not code or not state or len(code) > _MAX_PARAM or len(state) > _MAX_PARAM:
-            return _no_store(
+            return no_store(
                 status_response(
                     make_status(Code.INVALID_ARGUMENT, "the callback needs code and state")
                 )
@@ -257,7 +249,7 @@ class OidcLogin:
         if flow is None or not hmac.compare_digest(str(flow["s"]), state):
             return _refused("the login state does not match: start again at /login/oidc")
         if upstreams is None:
-            return _no_store(
+            return no_store(
                 status_response(
                     make_status(Code.UNAVAILABLE, "the gateway is not connected to its upstreams")
                 )
@@ -268,25 +260,10 @@ class OidcLogin:
         id_token = await self._redeem(provider, code, str(flow["v"]))
         if isinstance(id_token, Response):
             return id_token
-        exchange = upstreams.coordinator.unary_unary(
-            _EXCHANGE,
-            request_serializer=session_pb2.ExchangeIdTokenRequest.SerializeToString,
-            response_deserializer=session_pb2.ExchangeIdTokenResponse.FromString,
-        )
-        try:
-            issued: session_pb2.ExchangeIdTokenResponse = await exchange(
-                session_pb2.ExchangeIdTokenRequest(id_token=id_token, nonce=str(flow["n"])),
-                timeout=_HTTP_TIMEOUT_SECONDS,
-            )
-        except grpc.RpcError as exc:
-            return _no_store(status_response(status_from_rpc_error(exc)))
-        return _no_store(
-            session_response(
-                issued.session,
-                issued.session_secret,
-                issued.csrf_token,
-                secure=self._secure or request.url.scheme == "https",
-            )
+        return await open_session(
+            upstreams,
+            session_pb2.ExchangeIdTokenRequest(id_token=id_token, nonce=str(flow["n"])),
+            secure=self._secure or request.url.scheme == "https",
         )
 
     async def _redeem(self, provider: _Provider, code: str, verifier: str) -> str | Response:

@@ -31,8 +31,9 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import descriptor_pb2
 
 from workcoord.api.v1 import field_rules_pb2
-from workcoord.gateway.routes import API_PACKAGE, Route, RouteTable, api_file_descriptors
+from workcoord.gateway.routes import Route, RouteTable, api_file_descriptors
 from workcoord.kit.validation import rules_for
+from workcoord.kit.wire import API_PACKAGE
 
 __all__ = ["build_openapi", "openapi_document"]
 

@@ -13,8 +13,6 @@ grammar (grpc-gateway and Envoy are Go and C++).
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,10 +24,9 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf import message_factory
 
-import workcoord.api.v1 as api_v1
+from workcoord.kit.wire import API_PACKAGE, api_modules
 
 __all__ = [
-    "API_PACKAGE",
     "Route",
     "RouteMatch",
     "RouteTable",
@@ -39,7 +36,6 @@ __all__ = [
     "message_class",
 ]
 
-API_PACKAGE = "workcoord.api.v1"
 
 # Services answered by the recovery process; everything else is the coordinator's.
 _RECOVERY_SERVICES = frozenset({f"{API_PACKAGE}.RecoveryService"})
@@ -162,16 +158,12 @@ def _specificity(route: Route) -> tuple[int, int, str]:
 
 @functools.cache
 def api_file_descriptors() -> tuple[_descriptor.FileDescriptor, ...]:
-    """Every generated ``workcoord.api.v1`` file, imported so the default pool is complete."""
-    files: list[_descriptor.FileDescriptor] = []
-    for info in sorted(pkgutil.iter_modules(api_v1.__path__), key=lambda m: m.name):
-        if not info.name.endswith("_pb2"):
-            continue
-        module = importlib.import_module(f"{api_v1.__name__}.{info.name}")
-        descriptor = getattr(module, "DESCRIPTOR", None)
-        if isinstance(descriptor, _descriptor.FileDescriptor):
-            files.append(descriptor)
-    return tuple(files)
+    """Every generated ``workcoord.api.v1`` file (all imported, so the default pool is complete)."""
+    return tuple(
+        module.DESCRIPTOR
+        for module in api_modules()
+        if isinstance(getattr(module, "DESCRIPTOR", None), _descriptor.FileDescriptor)
+    )
 
 
 def descriptor_of(message: _message.Message) -> _descriptor.Descriptor:

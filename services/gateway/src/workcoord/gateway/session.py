@@ -24,39 +24,60 @@ from workcoord.api.v1 import session_pb2
 from workcoord.gateway.errors import make_status, status_from_rpc_error, status_response
 from workcoord.gateway.upstream import SESSION_COOKIE, Upstreams
 from workcoord.kit.errors import Code
+from workcoord.kit.wire import API_PACKAGE
 
-__all__ = ["CSRF_COOKIE", "CSRF_HEADER", "LOGIN_PATH", "login", "session_response"]
+__all__ = ["CSRF_COOKIE", "LOGIN_PATH", "login", "no_store", "open_session", "session_response"]
 
 LOGIN_PATH = "/login"
 CSRF_COOKIE = "workcoord_csrf"
-CSRF_HEADER = "x-csrf-token"
-_EXCHANGE = "/workcoord.api.v1.SessionService/ExchangeLoginCode"
-_MAX_CODE = 128
 _TIMEOUT_SECONDS = 10.0
 
 
 async def login(request: Request, upstreams: Upstreams | None) -> Response:
-    """Exchange ``?code=`` for a session; 303 to ``/`` with the cookies set."""
+    """Exchange ``?code=`` for a session; 303 to ``/`` with the cookies set. The code's field
+    rules (required, at most 128 characters) are the coordinator's to check, like any request's."""
     code = request.query_params.get("code", "")
-    if not code or len(code) > _MAX_CODE:
-        return status_response(make_status(Code.INVALID_ARGUMENT, "a login code is required"))
     if upstreams is None:
         return status_response(
             make_status(Code.UNAVAILABLE, "the gateway is not connected to its upstreams")
         )
-    exchange = upstreams.coordinator.unary_unary(
-        _EXCHANGE,
-        request_serializer=session_pb2.ExchangeLoginCodeRequest.SerializeToString,
-        response_deserializer=session_pb2.ExchangeLoginCodeResponse.FromString,
+    return await open_session(
+        upstreams,
+        session_pb2.ExchangeLoginCodeRequest(code=code),
+        secure=request.url.scheme in ("https", "wss"),
+    )
+
+
+_ExchangeRequest = session_pb2.ExchangeLoginCodeRequest | session_pb2.ExchangeIdTokenRequest
+_ExchangeResponse = session_pb2.ExchangeLoginCodeResponse | session_pb2.ExchangeIdTokenResponse
+
+# SessionService's two exchanges, by request type: method name and response type.
+_EXCHANGES: dict[type[_ExchangeRequest], tuple[str, type[_ExchangeResponse]]] = {
+    session_pb2.ExchangeLoginCodeRequest: (
+        "ExchangeLoginCode",
+        session_pb2.ExchangeLoginCodeResponse,
+    ),
+    session_pb2.ExchangeIdTokenRequest: ("ExchangeIdToken", session_pb2.ExchangeIdTokenResponse),
+}
+
+
+async def open_session(
+    upstreams: Upstreams, request: _ExchangeRequest, *, secure: bool
+) -> Response:
+    """Exchange a login code or an id_token for a session and answer with its cookies (303 to
+    ``/``), or with the coordinator's error; never cached either way."""
+    method, response_class = _EXCHANGES[type(request)]
+    call: grpc.aio.UnaryUnaryMultiCallable[_ExchangeRequest, _ExchangeResponse]
+    call = upstreams.coordinator.unary_unary(
+        f"/{API_PACKAGE}.SessionService/{method}",
+        request_serializer=type(request).SerializeToString,
+        response_deserializer=response_class.FromString,
     )
     try:
-        issued: session_pb2.ExchangeLoginCodeResponse = await exchange(
-            session_pb2.ExchangeLoginCodeRequest(code=code), timeout=_TIMEOUT_SECONDS
-        )
+        issued = await call(request, timeout=_TIMEOUT_SECONDS)
     except grpc.RpcError as exc:
-        return _no_store(status_response(status_from_rpc_error(exc)))
-    secure = request.url.scheme in ("https", "wss")
-    return _no_store(
+        return no_store(status_response(status_from_rpc_error(exc)))
+    return no_store(
         session_response(issued.session, issued.session_secret, issued.csrf_token, secure=secure)
     )
 
@@ -89,8 +110,9 @@ def session_response(
     return response
 
 
-def _no_store(response: Response) -> Response:
-    # The code travelled in the URL: keep it out of caches and of the next page's Referer.
+def no_store(response: Response) -> Response:
+    """``response`` kept out of caches and of the next page's Referer (a login's code or state
+    travelled in the URL)."""
     response.headers["Cache-Control"] = "no-store"
     response.headers["Referrer-Policy"] = "no-referrer"
     return response

@@ -18,8 +18,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from workcoord.gateway.routes import Route
 from workcoord.kit.grpc_server import TlsSettings, client_channel
 from workcoord.kit.settings import GatewaySettings
+from workcoord.kit.wire import AUTHORIZATION_KEY, CSRF_KEY, SESSION_KEY
 
 __all__ = [
+    "CSRF_HEADER",
     "SESSION_COOKIE",
     "Upstreams",
     "forwarded_metadata",
@@ -27,17 +29,18 @@ __all__ = [
 ]
 
 SESSION_COOKIE = "workcoord_session"
+CSRF_HEADER = "x-csrf-token"
+"""The header a browser's UI copies its CSRF cookie into (double submit)."""
 
 # HTTP header → gRPC metadata key, forwarded verbatim.
 _FORWARDED_HEADERS = {
-    "authorization": "authorization",
+    AUTHORIZATION_KEY: AUTHORIZATION_KEY,
     "x-request-id": "x-request-id",
     "traceparent": "traceparent",
     "tracestate": "tracestate",
     # Double-submit CSRF token of a browser session; the coordinator checks it.
-    "x-csrf-token": "x-workcoord-csrf",
+    CSRF_HEADER: CSRF_KEY,
 }
-_SESSION_METADATA = "x-workcoord-session"
 _MAX_METADATA_VALUE = 8192
 
 
@@ -64,7 +67,7 @@ def forwarded_metadata(
             metadata.append((key, value))
     session = cookies.get(SESSION_COOKIE)
     if session and _carriable(session):
-        metadata.append((_SESSION_METADATA, session))
+        metadata.append((SESSION_KEY, session))
     return tuple(metadata)
 
 

@@ -26,7 +26,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from workcoord.api.v1 import maintenance_pb2, recovery_pb2
 from workcoord.kit.clock import Clock, SystemClock
 from workcoord.kit.status import error_from_rpc
-from workcoord.recovery.upstream import bearer_metadata
+from workcoord.kit.wire import bearer_metadata
 
 if TYPE_CHECKING:
     from workcoord.api.v1.maintenance_pb2_grpc import MaintenanceServiceAsyncStub

@@ -14,11 +14,7 @@ from workcoord.api.v1 import admin_pb2, maintenance_pb2, recovery_pb2, recovery_
 from workcoord.kit.errors import PermissionDenied
 from workcoord.kit.status import abort_with
 from workcoord.recovery.recoverer import Recoverer
-from workcoord.recovery.upstream import (
-    AUTHORIZATION_KEY,
-    abort_with_upstream,
-    require_caller_authorization,
-)
+from workcoord.recovery.upstream import abort_with_upstream, caller_metadata
 
 if TYPE_CHECKING:
     from workcoord.api.v1.admin_pb2_grpc import AdminServiceAsyncStub
@@ -49,11 +45,11 @@ class RecoveryServicer(recovery_pb2_grpc.RecoveryServiceServicer):
         self, request: recovery_pb2.MaintainRequest, context: _Context
     ) -> recovery_pb2.MaintainResponse:
         """Run one coordinator's pass now, as the caller (the coordinator authorizes it)."""
-        authorization = await require_caller_authorization(context)
+        metadata = caller_metadata(context)
         try:
             response = await self._maintenance.RunMaintenance(
                 maintenance_pb2.RunMaintenanceRequest(coordinator_id=request.coordinator_id),
-                metadata=((AUTHORIZATION_KEY, authorization),),
+                metadata=metadata,
                 timeout=self._rpc_timeout_seconds,
             )
         except grpc.aio.AioRpcError as exc:
@@ -65,11 +61,11 @@ class RecoveryServicer(recovery_pb2_grpc.RecoveryServiceServicer):
         self, request: recovery_pb2.GetRecoveryStatusRequest, context: _Context
     ) -> recovery_pb2.GetRecoveryStatusResponse:
         """This replica's status; platform admins and the service principal only."""
-        authorization = await require_caller_authorization(context)
+        metadata = caller_metadata(context)
         try:
             response = await self._admin.GetCurrentPrincipal(
                 admin_pb2.GetCurrentPrincipalRequest(),
-                metadata=((AUTHORIZATION_KEY, authorization),),
+                metadata=metadata,
                 timeout=self._rpc_timeout_seconds,
             )
         except grpc.aio.AioRpcError as exc:

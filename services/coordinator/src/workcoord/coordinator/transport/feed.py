@@ -1,15 +1,12 @@
 """``FeedService.Watch``: the live feed as a gRPC server stream (the gateway bridges it to the
-WebSocket). The feed itself lives in :mod:`workcoord.coordinator.domain.feed`; this module
-validates the request, takes the caller's credential and maps frames to protobuf."""
+WebSocket). The feed itself lives in :mod:`workcoord.coordinator.domain.feed`; this module hands
+it the caller's credential and maps frames to protobuf."""
 
 from __future__ import annotations
 
 import functools
 from collections import OrderedDict
 from collections.abc import AsyncIterator
-from typing import Any
-
-import grpc
 
 from workcoord.api.v1 import feed_pb2, feed_pb2_grpc
 from workcoord.coordinator.domain.auth import Principal
@@ -26,52 +23,44 @@ from workcoord.coordinator.domain.feed import (
     ResyncFrame,
     SnapshotFrame,
 )
-from workcoord.coordinator.domain.tenancy import Tenancy
-from workcoord.coordinator.oidc import verifier_from_settings
 from workcoord.kit.secrets import hash_secret
 from workcoord.kit.settings import CoordinatorSettings
-from workcoord.kit.validation import raise_if_invalid
+from workcoord.kit.wire import CallCredentials
 
 from . import mapping as m
-from .credentials import bearer
-from .tenancy import SESSION_METADATA, SessionServicer
+from .base import Context, EngineServicer
+from .gate import caller
 
-__all__ = ["FeedServicer", "build_servicer", "feed_options", "frame_to_pb"]
-
-Context = grpc.aio.ServicerContext[Any, Any]
+__all__ = ["FeedServicer", "feed_options", "frame_to_pb"]
 
 
-class FeedServicer(feed_pb2_grpc.FeedServiceServicer):
+class FeedServicer(EngineServicer, feed_pb2_grpc.FeedServiceServicer):
     """Serves ``Watch``; one :class:`FeedHubs` per servicer (so per coordinator process)."""
 
     def __init__(self, engine: Engine, options: FeedOptions | None = None) -> None:
-        self.engine = engine
-        self.tenancy = Tenancy(engine)
+        super().__init__(engine)
         self.hubs = FeedHubs(engine, options)
 
     async def Watch(
         self, request: feed_pb2.WatchRequest, context: Context
     ) -> AsyncIterator[feed_pb2.WatchResponse]:
-        raise_if_invalid(request, self.engine.clock.now())
         since = request.since if request.HasField("since") else None
-        session = FeedSession(self.hubs, request.coordinator_id, self.credential(context), since)
+        credential = self.credential(caller().credentials)
+        session = FeedSession(self.hubs, request.coordinator_id, credential, since)
         async for frame in session.frames():
             yield frame_to_pb(frame)
 
-    def credential(self, context: Context) -> Credential:
-        """The caller's bearer credential or, without one, its browser session (the gateway
-        forwards the cookie as ``x-workcoord-session``); re-checked for as long as the feed
-        lives. Watch changes nothing, so a session needs no CSRF token here."""
-
-        secret = bearer(context)
-        if secret is None:
-            session = _metadata(context, SESSION_METADATA)
-            if session:
-                return Credential(
-                    f"session:{hash_secret(session)}",
-                    functools.partial(self._session_principal, session),
-                )
-        return Credential.bearer(self.engine, secret)
+    def credential(self, credentials: CallCredentials) -> Credential:
+        """The caller's bearer credential or, without one, its browser session, for the feed to
+        re-check from current state for as long as it lives (the gate checked it to open the
+        call). Watch changes nothing, so a session needs no CSRF token here."""
+        if credentials.bearer is None and credentials.session is not None:
+            secret = credentials.session
+            return Credential(
+                f"session:{hash_secret(secret)}",
+                functools.partial(self._session_principal, secret),
+            )
+        return Credential.bearer(self.engine, credentials.bearer)
 
     async def _session_principal(self, secret: str) -> Principal:
         caller = await self.tenancy.authenticate_session(secret, None, mutating=False)
@@ -82,13 +71,6 @@ class FeedServicer(feed_pb2_grpc.FeedServiceServicer):
 # (coordinator, first, last revision), which names exactly one sequence of events.
 _DELTA_CACHE_SIZE = 256
 _delta_cache: OrderedDict[tuple[str, int, int], feed_pb2.WatchResponse] = OrderedDict()
-
-
-def _metadata(context: Context, key: str) -> str | None:
-    for name, value in context.invocation_metadata() or ():
-        if name == key:
-            return value.decode() if isinstance(value, bytes) else str(value)
-    return None
 
 
 def frame_to_pb(frame: Frame) -> feed_pb2.WatchResponse:
@@ -135,13 +117,3 @@ def feed_options(settings: CoordinatorSettings) -> FeedOptions:
     return FeedOptions(
         ping_seconds=settings.feed_ping_seconds, poll_seconds=settings.feed_poll_seconds
     )
-
-
-def build_servicer(servicer_class: Any, engine: Engine, settings: CoordinatorSettings) -> Any:
-    """``servicer_class(engine)``; the feed also gets its settings."""
-    if servicer_class is FeedServicer:
-        return FeedServicer(engine, feed_options(settings))
-    if servicer_class is SessionServicer:
-        oidc = verifier_from_settings(settings.oidc_issuer, settings.oidc_client_id, engine.clock)
-        return SessionServicer(engine, oidc)
-    return servicer_class(engine)

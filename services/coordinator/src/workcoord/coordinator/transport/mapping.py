@@ -3,9 +3,9 @@ the way out, except where a worker receives its own lease."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
 from google.protobuf.message import Message
@@ -14,12 +14,14 @@ from workcoord.api.v1 import (
     admin_pb2,
     event_pb2,
     lane_pb2,
+    maintenance_pb2,
     policy_pb2,
     recovery_pb2,
     work_coordinator_pb2,
     worker_pb2,
 )
 from workcoord.coordinator.domain import rules
+from workcoord.coordinator.domain.auth import Principal
 from workcoord.coordinator.domain.model import (
     Attempt,
     Coordinator,
@@ -35,7 +37,7 @@ from workcoord.coordinator.domain.model import (
     Template,
     Worker,
 )
-from workcoord.coordinator.domain.ports import OrgRecord, UserRecord, WorkKeyRecord
+from workcoord.coordinator.domain.ports import Leadership, OrgRecord, UserRecord, WorkKeyRecord
 from workcoord.coordinator.domain.specs import (
     Artifact,
     Checkpoint,
@@ -52,12 +54,16 @@ from workcoord.coordinator.domain.specs import (
     LaneSpec,
     LeaseAsk,
     MaintenanceReport,
+    Page,
     PlatformSettings,
     Receipt,
     RunIdentity,
     TicketSpec,
     Verdict,
 )
+
+_Response = TypeVar("_Response", bound=Message)
+_Record = TypeVar("_Record")
 
 # ------------------------------------------------------------------ scalars
 
@@ -109,6 +115,20 @@ def struct(data: Mapping[str, Any] | None) -> struct_pb2.Struct:
 def _set(message: Message, name: str, value: Message | None) -> None:
     if value is not None:
         getattr(message, name).CopyFrom(value)
+
+
+def page_to_pb(
+    response: type[_Response],
+    field: str,
+    page: Page[_Record],
+    to_pb: Callable[[_Record], Message],
+) -> _Response:
+    """A ``List…`` response: the page's records, mapped by ``to_pb``, in ``field``, and the token
+    of the next page."""
+    return response(
+        **{field: [to_pb(record) for record in page.items]},
+        next_page_token=page.next_page_token,
+    )
 
 
 # ------------------------------------------------------------------ policies
@@ -723,4 +743,28 @@ def work_key_to_pb(key: WorkKeyRecord) -> admin_pb2.WorkKey:
     _set(out, "create_time", ts(key.create_time))
     _set(out, "expire_time", ts(key.expire_time))
     _set(out, "revoke_time", ts(key.revoke_time))
+    return out
+
+
+def principal_to_pb(p: Principal) -> admin_pb2.Principal:
+    return admin_pb2.Principal(
+        kind=p.kind.value,
+        name=p.name,
+        id=p.id,
+        display_name=p.display_name,
+        platform_admin=p.platform_admin,
+        memberships=[
+            admin_pb2.OrgMember(user_id=p.id, org_slug=slug, role=role.value)
+            for slug, role in sorted(p.org_roles.items())
+        ],
+        capabilities=sorted(c.value for c in p.capabilities),
+        coordinator_ids=sorted(p.coordinator_ids),
+    )
+
+
+def leadership_to_pb(leadership: Leadership, held: bool) -> maintenance_pb2.Leadership:
+    out = maintenance_pb2.Leadership(
+        name=leadership.name, holder_id=leadership.holder_id, held=held, term=leadership.term
+    )
+    _set(out, "expire_time", ts(leadership.expire_time))
     return out

@@ -1,0 +1,99 @@
+"""What workcoord's processes agree on over the wire, defined once.
+
+The gRPC metadata keys of a caller's credential, the trailer that carries a rich error status,
+and the generated modules of the v1 API. :func:`call_credentials` is the one reader of a
+caller's credential from call metadata; :func:`bearer_metadata` is how a process sends one.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import ModuleType
+
+import workcoord.api.v1 as api_v1
+from workcoord.kit.errors import Unauthenticated
+
+__all__ = [
+    "API_PACKAGE",
+    "AUTHORIZATION_KEY",
+    "CSRF_KEY",
+    "SESSION_KEY",
+    "STATUS_DETAILS_KEY",
+    "CallCredentials",
+    "api_modules",
+    "bearer_metadata",
+    "call_credentials",
+]
+
+API_PACKAGE = "workcoord.api.v1"
+"""The protobuf package (and Python package) of the v1 contract."""
+
+AUTHORIZATION_KEY = "authorization"
+"""``Bearer <secret>``: an admin or user token, a work key, or the recovery service key."""
+
+SESSION_KEY = "x-workcoord-session"
+"""A browser session's secret; the gateway forwards it from its HttpOnly session cookie."""
+
+CSRF_KEY = "x-workcoord-csrf"
+"""The browser session's CSRF token, required on every state-changing call made with a session."""
+
+STATUS_DETAILS_KEY = "grpc-status-details-bin"
+"""The trailer holding the serialized ``google.rpc.Status`` (ErrorInfo, BadRequest)."""
+
+Metadata = Iterable[tuple[str, str | bytes]]
+_CREDENTIAL_KEYS = frozenset({AUTHORIZATION_KEY, SESSION_KEY, CSRF_KEY})
+
+
+@dataclass(frozen=True)
+class CallCredentials:
+    """What a call presented: a bearer secret and/or a browser session with its CSRF token."""
+
+    bearer: str | None = None
+    session: str | None = None
+    csrf: str | None = None
+
+
+def call_credentials(metadata: Metadata | None) -> CallCredentials:
+    """The credentials in a call's metadata (the first value of each key counts).
+
+    An ``authorization`` value that is not ``Bearer <secret>`` is refused (UNAUTHENTICATED)
+    rather than ignored, so a mistyped credential never falls back to a browser session.
+    """
+    values: dict[str, str] = {}
+    for key, value in metadata or ():
+        if key in _CREDENTIAL_KEYS and key not in values:
+            values[key] = value.decode() if isinstance(value, bytes) else str(value)
+    authorization = values.get(AUTHORIZATION_KEY)
+    bearer = None
+    if authorization is not None:
+        scheme, _, secret = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise Unauthenticated("the authorization metadata must be 'Bearer <secret>'")
+        bearer = secret.strip()
+    return CallCredentials(
+        bearer=bearer,
+        session=values.get(SESSION_KEY) or None,
+        csrf=values.get(CSRF_KEY) or None,
+    )
+
+
+def bearer_metadata(secret: str) -> tuple[tuple[str, str], ...]:
+    """Call metadata carrying ``secret`` as a bearer credential."""
+    return ((AUTHORIZATION_KEY, f"Bearer {secret}"),)
+
+
+@functools.cache
+def api_modules() -> tuple[ModuleType, ...]:
+    """Every generated message module of the v1 API (``workcoord.api.v1.*_pb2``), by name.
+
+    Found by listing the package, so a new proto file needs no edit here; importing them all
+    also completes the default descriptor pool.
+    """
+    names = sorted(
+        info.name for info in pkgutil.iter_modules(api_v1.__path__) if info.name.endswith("_pb2")
+    )
+    return tuple(importlib.import_module(f"{API_PACKAGE}.{name}") for name in names)

@@ -1,0 +1,166 @@
+"""The gate in front of every coordinator RPC: who is calling, and is the request well-formed.
+
+:class:`CallGate` is the per-call check of the server's error interceptor
+(:class:`workcoord.kit.status.ErrorInterceptor`), so what it refuses is answered like any other
+typed error. For each call it reads the caller's credential from the metadata, authenticates it
+(a bearer credential, or else a browser session, whose CSRF token a state-changing call must
+carry), and only then checks the request against its field rules: an anonymous caller learns
+only that a credential is needed. The method reads who called with :func:`caller`::
+
+    p = caller().principal
+
+The few RPCs that take no credential are listed in :data:`OPEN_METHODS`; everything else in the
+v1 API, the feed's ``Watch`` and the maintenance RPCs included, is authenticated.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.api import annotations_pb2
+from google.protobuf.message import Message
+
+from workcoord.api.v1 import work_coordinator_pb2
+from workcoord.coordinator.domain.auth import Principal
+from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.grants import SessionRecord
+from workcoord.coordinator.domain.tenancy import Tenancy
+from workcoord.kit.status import CallCheck
+from workcoord.kit.validation import raise_if_invalid
+from workcoord.kit.wire import API_PACKAGE, CallCredentials, api_modules, call_credentials
+
+__all__ = [
+    "OPEN_METHODS",
+    "CallGate",
+    "Caller",
+    "caller",
+    "is_state_changing",
+]
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+OPEN_METHODS: Mapping[str, str] = {
+    f"/{API_PACKAGE}.SessionService/ExchangeLoginCode": "trades a one-time login code for one",
+    f"/{API_PACKAGE}.SessionService/ExchangeIdToken": "trades an OpenID Connect id_token for one",
+}
+"""The RPCs served without a credential (they are how a browser obtains one), and why. Their
+requests are still checked against the field rules."""
+
+
+def _update_coordinator_rules_view(request: Message) -> Message:
+    """``scope`` is required on create only (and immutable): an update body may leave it out
+    (``PATCH …/{child} {"parentCoordinatorId": …}``). Fill it for the field rules only; the
+    method reads the request as sent, where ``scope`` is not among the paths to change."""
+    assert isinstance(request, work_coordinator_pb2.UpdateWorkCoordinatorRequest)
+    if request.work_coordinator.scope:
+        return request
+    filled = work_coordinator_pb2.UpdateWorkCoordinatorRequest()
+    filled.CopyFrom(request)
+    filled.work_coordinator.scope = work_coordinator_pb2.WorkCoordinator.ORG
+    return filled
+
+
+_RULES_VIEWS: Mapping[str, Callable[[Message], Message]] = {
+    f"/{API_PACKAGE}.WorkCoordinatorService/UpdateWorkCoordinator": _update_coordinator_rules_view,
+}
+"""Requests checked against the field rules in another form than they arrive in."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who made the current call."""
+
+    principal: Principal
+    session: SessionRecord | None
+    """The browser session the call was made with (None for a bearer credential)."""
+    credentials: CallCredentials
+    """What the call presented, for checks that must be repeated later (a long-lived feed)."""
+
+
+_current_caller: ContextVar[Caller] = ContextVar("workcoord_caller")
+
+
+def caller() -> Caller:
+    """The authenticated caller of the RPC being served.
+
+    Set by :class:`CallGate` in the call's own task (grpc.aio serves each RPC in a task of its
+    own), so concurrent calls never see each other's caller.
+    """
+    try:
+        return _current_caller.get()
+    except LookupError:
+        raise RuntimeError(
+            "no authenticated caller: the method is open or the server has no CallGate"
+        ) from None
+
+
+@functools.cache
+def _safe_requests() -> frozenset[str]:
+    """Full names of the request messages of RPCs bound to HTTP GET (reads). Every other
+    RPC changes state and, called with a browser session, needs the CSRF token."""
+    safe: set[str] = set()
+    for module in api_modules():
+        for service in module.DESCRIPTOR.services_by_name.values():
+            for method in service.methods:
+                options = method.GetOptions()
+                if options.HasExtension(annotations_pb2.http):
+                    rule = options.Extensions[annotations_pb2.http]
+                    if rule.WhichOneof("pattern") == "get":
+                        safe.add(method.input_type.full_name)
+    return frozenset(safe)
+
+
+def is_state_changing(request: Message) -> bool:
+    """Whether ``request`` is for an RPC that changes state (not bound to HTTP GET)."""
+    return request.DESCRIPTOR.full_name not in _safe_requests()
+
+
+class CallGate:
+    """Authenticates and validates every call of the v1 API; see the module docstring."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.tenancy = Tenancy(engine)
+
+    def check_for(self, method: str) -> CallCheck | None:
+        """The check of ``method`` (a full gRPC method name), looked up once per method."""
+        if not method.startswith(f"/{API_PACKAGE}."):
+            return None  # grpc.health.v1 and reflection answer anyone, as gRPC expects
+        rules_view = _RULES_VIEWS.get(method, _as_sent)
+        if method in OPEN_METHODS:
+            return functools.partial(self._validate, rules_view)
+        return functools.partial(self._admit, rules_view)
+
+    async def _validate(
+        self, rules_view: Callable[[Message], Message], request: Message, context: Context
+    ) -> None:
+        raise_if_invalid(rules_view(request), self.engine.clock.now())
+
+    async def _admit(
+        self, rules_view: Callable[[Message], Message], request: Message, context: Context
+    ) -> None:
+        credentials = call_credentials(context.invocation_metadata())
+        principal, session = await self.authenticate(credentials, is_state_changing(request))
+        raise_if_invalid(rules_view(request), self.engine.clock.now())
+        _current_caller.set(Caller(principal, session, credentials))
+
+    async def authenticate(
+        self, credentials: CallCredentials, state_changing: bool
+    ) -> tuple[Principal, SessionRecord | None]:
+        """The caller: the bearer credential if present, else the browser session (with its
+        CSRF token when ``state_changing``); no credential at all is UNAUTHENTICATED."""
+        if credentials.bearer is None and credentials.session is not None:
+            found = await self.tenancy.authenticate_session(
+                credentials.session, credentials.csrf, mutating=state_changing
+            )
+            return found.principal, found.session
+        return await self.engine.authenticate(credentials.bearer), None
+
+
+def _as_sent(request: Message) -> Message:
+    return request

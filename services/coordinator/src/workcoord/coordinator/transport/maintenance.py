@@ -1,0 +1,60 @@
+"""``MaintenanceService``: what the recovery service calls to drive time (maintenance passes
+over each work coordinator) and to elect its leader."""
+
+from __future__ import annotations
+
+from workcoord.api.v1 import maintenance_pb2, maintenance_pb2_grpc
+
+from . import mapping as m
+from .base import Context, EngineServicer
+from .gate import caller
+
+__all__ = ["MaintenanceServicer"]
+
+
+class MaintenanceServicer(EngineServicer, maintenance_pb2_grpc.MaintenanceServiceServicer):
+    async def ListMaintenanceTargets(
+        self, request: maintenance_pb2.ListMaintenanceTargetsRequest, context: Context
+    ) -> maintenance_pb2.ListMaintenanceTargetsResponse:
+        p = caller().principal
+        found = await self.engine.maintenance_targets(p)
+        return maintenance_pb2.ListMaintenanceTargetsResponse(
+            platform_enabled=found.platform_enabled,
+            targets=[
+                maintenance_pb2.MaintenanceTarget(
+                    coordinator_id=t.coordinator_id, revision=t.revision
+                )
+                for t in found.targets
+            ],
+        )
+
+    async def RunMaintenance(
+        self, request: maintenance_pb2.RunMaintenanceRequest, context: Context
+    ) -> maintenance_pb2.RunMaintenanceResponse:
+        p = caller().principal
+        report = await self.engine.run_maintenance(p, request.coordinator_id, request.batch_size)
+        return maintenance_pb2.RunMaintenanceResponse(report=m.report_to_pb(report))
+
+    async def AcquireLeadership(
+        self, request: maintenance_pb2.AcquireLeadershipRequest, context: Context
+    ) -> maintenance_pb2.AcquireLeadershipResponse:
+        p = caller().principal
+        claim = await self.engine.acquire_leadership(
+            p, request.name, request.holder_id, request.lease_seconds
+        )
+        return maintenance_pb2.AcquireLeadershipResponse(
+            leadership=m.leadership_to_pb(claim.leadership, claim.held)
+        )
+
+    async def ReleaseLeadership(
+        self, request: maintenance_pb2.ReleaseLeadershipRequest, context: Context
+    ) -> maintenance_pb2.ReleaseLeadershipResponse:
+        p = caller().principal
+        leadership = await self.engine.release_leadership(p, request.name, request.holder_id)
+        if leadership is None:
+            return maintenance_pb2.ReleaseLeadershipResponse(
+                leadership=maintenance_pb2.Leadership(name=request.name)
+            )
+        return maintenance_pb2.ReleaseLeadershipResponse(
+            leadership=m.leadership_to_pb(leadership, False)
+        )

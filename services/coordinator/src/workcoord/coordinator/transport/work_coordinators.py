@@ -1,0 +1,257 @@
+"""``WorkCoordinatorService``: work coordinators and their configuration, views, explanations,
+events, digests, pending actions, and a parent's grants over its children."""
+
+from __future__ import annotations
+
+from workcoord.api.v1 import work_coordinator_pb2, work_coordinator_pb2_grpc
+from workcoord.coordinator.domain.grants import GrantPermission
+from workcoord.coordinator.domain.model import PendingActionState, Scope
+from workcoord.coordinator.domain.specs import CoordinatorSpec
+from workcoord.kit.errors import InvalidArgument
+
+from . import mapping as m
+from . import tenancy_mapping as tmap
+from .base import Context, EngineServicer
+from .gate import caller
+
+__all__ = ["WorkCoordinatorServicer"]
+
+
+class WorkCoordinatorServicer(
+    EngineServicer, work_coordinator_pb2_grpc.WorkCoordinatorServiceServicer
+):
+    async def CreateWorkCoordinator(
+        self, request: work_coordinator_pb2.CreateWorkCoordinatorRequest, context: Context
+    ) -> work_coordinator_pb2.CreateWorkCoordinatorResponse:
+        p = caller().principal
+        wc = request.work_coordinator
+        scope = work_coordinator_pb2.WorkCoordinator.Scope.Name(wc.scope)
+        spec = CoordinatorSpec(
+            scope=None if scope == "SCOPE_UNSPECIFIED" else Scope(scope),
+            org_slug=wc.org_slug,
+            display_name=wc.display_name,
+            enabled=wc.enabled if wc.HasField("enabled") else None,
+            changes=m.coordinator_changes(wc, m.populated_paths(wc)),
+        )
+        created = await self.engine.create_coordinator(p, spec, request.request_id)
+        return work_coordinator_pb2.CreateWorkCoordinatorResponse(
+            work_coordinator=m.coordinator_to_pb(created)
+        )
+
+    async def ListWorkCoordinators(
+        self, request: work_coordinator_pb2.ListWorkCoordinatorsRequest, context: Context
+    ) -> work_coordinator_pb2.ListWorkCoordinatorsResponse:
+        p = caller().principal
+        page = await self.engine.list_coordinators(
+            p, request.org_slug, request.page_size, request.page_token
+        )
+        return m.page_to_pb(
+            work_coordinator_pb2.ListWorkCoordinatorsResponse,
+            "work_coordinators",
+            page,
+            m.coordinator_to_pb,
+        )
+
+    async def GetWorkCoordinator(
+        self, request: work_coordinator_pb2.GetWorkCoordinatorRequest, context: Context
+    ) -> work_coordinator_pb2.GetWorkCoordinatorResponse:
+        p = caller().principal
+        c = await self.engine.get_coordinator(p, request.coordinator_id)
+        return work_coordinator_pb2.GetWorkCoordinatorResponse(
+            work_coordinator=m.coordinator_to_pb(c)
+        )
+
+    async def UpdateWorkCoordinator(
+        self, request: work_coordinator_pb2.UpdateWorkCoordinatorRequest, context: Context
+    ) -> work_coordinator_pb2.UpdateWorkCoordinatorResponse:
+        p = caller().principal
+        paths = list(request.update_mask.paths) or m.populated_paths(request.work_coordinator)
+        wc = request.work_coordinator
+        immutable = [
+            path for path in paths if path.split(".")[0] in ("scope", "org_slug", "coordinator_id")
+        ]
+        if immutable:
+            raise InvalidArgument.single("update_mask", f"immutable: {', '.join(immutable)}")
+        spec = CoordinatorSpec(
+            scope=None,
+            display_name=wc.display_name if "display_name" in paths else "",
+            enabled=wc.enabled if "enabled" in paths else None,
+            changes=m.coordinator_changes(wc, paths),
+        )
+        updated = await self.engine.update_coordinator(p, request.coordinator_id, spec, wc.etag)
+        return work_coordinator_pb2.UpdateWorkCoordinatorResponse(
+            work_coordinator=m.coordinator_to_pb(updated)
+        )
+
+    async def GetView(
+        self, request: work_coordinator_pb2.GetViewRequest, context: Context
+    ) -> work_coordinator_pb2.GetViewResponse:
+        p = caller().principal
+        view = await self.engine.view(
+            p, request.coordinator_id, request.page_size, request.page_token
+        )
+        return work_coordinator_pb2.GetViewResponse(view=m.view_to_pb(view))
+
+    async def Explain(
+        self, request: work_coordinator_pb2.ExplainRequest, context: Context
+    ) -> work_coordinator_pb2.ExplainResponse:
+        p = caller().principal
+        x = await self.engine.explain(p, request.coordinator_id, request.lane_id, request.item_id)
+        return work_coordinator_pb2.ExplainResponse(explanation=m.explanation_to_pb(x))
+
+    async def ListEvents(
+        self, request: work_coordinator_pb2.ListEventsRequest, context: Context
+    ) -> work_coordinator_pb2.ListEventsResponse:
+        p = caller().principal
+        page = await self.engine.list_events(
+            p,
+            request.coordinator_id,
+            request.since_revision,
+            request.page_size,
+            request.page_token,
+            request.lane_id,
+            request.item_id,
+        )
+        return work_coordinator_pb2.ListEventsResponse(
+            events=[m.event_to_pb(e) for e in page.events],
+            next_page_token=page.next_page_token,
+            revision=page.revision,
+        )
+
+    async def GetDigest(
+        self, request: work_coordinator_pb2.GetDigestRequest, context: Context
+    ) -> work_coordinator_pb2.GetDigestResponse:
+        p = caller().principal
+        digest = await self.engine.get_digest(p, request.coordinator_id, request.day)
+        return work_coordinator_pb2.GetDigestResponse(digest=m.digest_to_pb(digest))
+
+    async def ListPendingActions(
+        self, request: work_coordinator_pb2.ListPendingActionsRequest, context: Context
+    ) -> work_coordinator_pb2.ListPendingActionsResponse:
+        p = caller().principal
+        name = work_coordinator_pb2.PendingAction.State.Name(request.state)
+        state = None if name == "STATE_UNSPECIFIED" else PendingActionState(name)
+        page = await self.engine.list_pending_actions(
+            p, request.coordinator_id, state, request.page_size, request.page_token
+        )
+        return m.page_to_pb(
+            work_coordinator_pb2.ListPendingActionsResponse,
+            "pending_actions",
+            page,
+            m.pending_action_to_pb,
+        )
+
+    async def ResolvePendingAction(
+        self, request: work_coordinator_pb2.ResolvePendingActionRequest, context: Context
+    ) -> work_coordinator_pb2.ResolvePendingActionResponse:
+        p = caller().principal
+        action = await self.engine.resolve_pending_action(
+            p, request.coordinator_id, request.action_id, request.resolution
+        )
+        return work_coordinator_pb2.ResolvePendingActionResponse(
+            pending_action=m.pending_action_to_pb(action)
+        )
+
+    async def CreateGrant(
+        self, request: work_coordinator_pb2.CreateGrantRequest, context: Context
+    ) -> work_coordinator_pb2.CreateGrantResponse:
+        p = caller().principal
+        g = request.grant
+        grant = await self.tenancy.create_grant(
+            p,
+            request.coordinator_id,
+            g.parent_coordinator_id,
+            [
+                GrantPermission(work_coordinator_pb2.Grant.Permission.Name(x))
+                for x in g.permissions
+                if x != work_coordinator_pb2.Grant.PERMISSION_UNSPECIFIED
+            ],
+            m.from_ts(g.expire_time) if g.HasField("expire_time") else None,
+            request.request_id,
+        )
+        return work_coordinator_pb2.CreateGrantResponse(
+            grant=tmap.grant_to_pb(grant, self.engine.clock.now())
+        )
+
+    async def ListGrants(
+        self, request: work_coordinator_pb2.ListGrantsRequest, context: Context
+    ) -> work_coordinator_pb2.ListGrantsResponse:
+        p = caller().principal
+        page = await self.tenancy.list_grants(
+            p, request.coordinator_id, request.page_size, request.page_token
+        )
+        now = self.engine.clock.now()
+        return m.page_to_pb(
+            work_coordinator_pb2.ListGrantsResponse,
+            "grants",
+            page,
+            lambda grant: tmap.grant_to_pb(grant, now),
+        )
+
+    async def RevokeGrant(
+        self, request: work_coordinator_pb2.RevokeGrantRequest, context: Context
+    ) -> work_coordinator_pb2.RevokeGrantResponse:
+        p = caller().principal
+        grant = await self.tenancy.revoke_grant(p, request.coordinator_id, request.grant_id)
+        return work_coordinator_pb2.RevokeGrantResponse(
+            grant=tmap.grant_to_pb(grant, self.engine.clock.now())
+        )
+
+    async def GetChildSummary(
+        self, request: work_coordinator_pb2.GetChildSummaryRequest, context: Context
+    ) -> work_coordinator_pb2.GetChildSummaryResponse:
+        p = caller().principal
+        summary = await self.tenancy.child_summary(p, request.coordinator_id, request.child_id)
+        return work_coordinator_pb2.GetChildSummaryResponse(
+            summary=tmap.child_summary_to_pb(summary)
+        )
+
+    async def ListChildEscalations(
+        self, request: work_coordinator_pb2.ListChildEscalationsRequest, context: Context
+    ) -> work_coordinator_pb2.ListChildEscalationsResponse:
+        p = caller().principal
+        escalations = await self.tenancy.child_escalations(
+            p, request.coordinator_id, request.child_id
+        )
+        return work_coordinator_pb2.ListChildEscalationsResponse(
+            escalations=[m.escalation_to_pb(e) for e in escalations]
+        )
+
+    async def AssignChildWork(
+        self, request: work_coordinator_pb2.AssignChildWorkRequest, context: Context
+    ) -> work_coordinator_pb2.AssignChildWorkResponse:
+        p = caller().principal
+        item = await self.tenancy.assign_child_work(
+            p,
+            request.coordinator_id,
+            request.child_id,
+            request.lane_id,
+            request.item_id,
+            request.worker_id,
+        )
+        return work_coordinator_pb2.AssignChildWorkResponse(item=tmap.item_summary_to_pb(item))
+
+    async def SteerChildWork(
+        self, request: work_coordinator_pb2.SteerChildWorkRequest, context: Context
+    ) -> work_coordinator_pb2.SteerChildWorkResponse:
+        p = caller().principal
+        lane = await self.tenancy.steer_child_work(
+            p, request.coordinator_id, request.child_id, request.lane_id, request.priority
+        )
+        return work_coordinator_pb2.SteerChildWorkResponse(lane=tmap.lane_summary_to_pb(lane))
+
+    async def EscalateChildWork(
+        self, request: work_coordinator_pb2.EscalateChildWorkRequest, context: Context
+    ) -> work_coordinator_pb2.EscalateChildWorkResponse:
+        p = caller().principal
+        escalation = await self.tenancy.escalate_child_work(
+            p,
+            request.coordinator_id,
+            request.child_id,
+            request.lane_id,
+            request.item_id,
+            request.reason,
+        )
+        return work_coordinator_pb2.EscalateChildWorkResponse(
+            escalation=m.escalation_to_pb(escalation)
+        )
