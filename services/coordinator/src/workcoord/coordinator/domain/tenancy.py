@@ -41,11 +41,7 @@ from .grants import (
     LoginCode,
     MemberRecord,
     SessionRecord,
-    TenancyReader,
-    TenancyTx,
     TokenRecord,
-    tenancy_reader,
-    tenancy_tx,
 )
 from .model import (
     TERMINAL_ITEM_STATES,
@@ -60,6 +56,7 @@ from .model import (
     LaneState,
     NewEvent,
 )
+from .ports import Reader, Tx
 from .specs import Page
 
 __all__ = [
@@ -176,8 +173,7 @@ class Tenancy:
         org_access(principal, org_slug, admin=False)
         limit = page_size(size)
         after = decode_page_token(token)
-        async with self.engine.store.read() as raw:
-            reader = tenancy_reader(raw)
+        async with self.engine.store.read() as reader:
             if await reader.get_org(org_slug) is None:
                 raise NotFound(f"org {org_slug!r} not found")
             rows = await reader.list_members(org_slug, str(after[0]) if after else "", limit + 1)
@@ -187,8 +183,7 @@ class Tenancy:
 
     async def remove_org_member(self, principal: Principal, org_slug: str, user_id: str) -> None:
         org_access(principal, org_slug, admin=True)
-        async with self.engine.store.write() as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write() as tx:
             if await tx.get_org(org_slug) is None:
                 raise NotFound(f"org {org_slug!r} not found")
             if not await tx.remove_member(org_slug, user_id):
@@ -206,8 +201,7 @@ class Tenancy:
         """Revoke at once: the token's very next request is UNAUTHENTICATED."""
         if not (principal.platform_admin or (principal.is_human and principal.id == user_id)):
             raise NotFound(f"user {user_id} not found")
-        async with self.engine.store.write() as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write() as tx:
             token = await tx.get_user_token(token_id)
             if token is None or token.user_id != user_id:
                 raise NotFound(f"token {token_id} not found")
@@ -295,8 +289,7 @@ class Tenancy:
             raise PermissionDenied("only humans read grants")
         limit = page_size(size)
         after = decode_page_token(token)
-        async with self.engine.store.read() as raw:
-            reader = tenancy_reader(raw)
+        async with self.engine.store.read() as reader:
             child = await reader.get_coordinator(coordinator_id)
             if child is None:
                 raise NotFound(f"work coordinator {coordinator_id} not found")
@@ -338,10 +331,9 @@ class Tenancy:
     @asynccontextmanager
     async def _child_write(
         self, principal: Principal, coordinator_id: str, access: Access
-    ) -> AsyncIterator[tuple[TenancyTx, Coordinator]]:
+    ) -> AsyncIterator[tuple[Tx, Coordinator]]:
         """A write transaction on the child, administration (no switch check)."""
-        async with self.engine.store.write(coordinator_id) as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write(coordinator_id) as tx:
             child = tx.coordinator
             if child is None:
                 raise NotFound(f"work coordinator {coordinator_id} not found")
@@ -354,7 +346,7 @@ class Tenancy:
 
     async def _check_child(
         self,
-        reader: TenancyReader,
+        reader: Reader,
         principal: Principal,
         parent_id: str,
         child: Coordinator | None,
@@ -385,8 +377,7 @@ class Tenancy:
     async def child_summary(
         self, principal: Principal, parent_id: str, child_id: str
     ) -> ChildSummary:
-        async with self.engine.store.read() as raw:
-            reader = tenancy_reader(raw)
+        async with self.engine.store.read() as reader:
             child = await self._check_child(
                 reader,
                 principal,
@@ -416,8 +407,7 @@ class Tenancy:
     async def child_escalations(
         self, principal: Principal, parent_id: str, child_id: str
     ) -> list[Escalation]:
-        async with self.engine.store.read() as raw:
-            reader = tenancy_reader(raw)
+        async with self.engine.store.read() as reader:
             await self._check_child(
                 reader,
                 principal,
@@ -434,13 +424,12 @@ class Tenancy:
     @asynccontextmanager
     async def _parent_action(
         self, principal: Principal, parent_id: str, child_id: str, permission: GrantPermission
-    ) -> AsyncIterator[tuple[TenancyTx, Coordinator, set[str], list[tuple[str, str, str]]]]:
+    ) -> AsyncIterator[tuple[Tx, Coordinator, set[str], list[tuple[str, str, str]]]]:
         """A write transaction on the child for a parent's action: the child's lock is held
         while the grant is checked, so a revocation committed first is always seen."""
         ready: set[str] = set()
         digest: list[tuple[str, str, str]] = []
-        async with self.engine.store.write(child_id) as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write(child_id) as tx:
             child = await self._check_child(
                 tx, principal, parent_id, tx.coordinator, child_id, permission, tx.now
             )
@@ -453,7 +442,7 @@ class Tenancy:
             revision = child.revision
         await self.engine.bus.publish(Notification(child_id, revision, frozenset(ready)))
 
-    async def _child_item(self, tx: TenancyTx, child_id: str, lane_id: str, item_id: str) -> Item:
+    async def _child_item(self, tx: Tx, child_id: str, lane_id: str, item_id: str) -> Item:
         item = await tx.get_item(item_id)
         if item is None or item.coordinator_id != child_id or item.lane_id != lane_id:
             raise NotFound(f"item {item_id} not found")
@@ -629,8 +618,7 @@ class Tenancy:
         require_platform_admin(principal)
         target = user_id or principal.id
         code = new_secret(SESSION_PREFIX, self.engine.tokens)
-        async with self.engine.store.write() as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write() as tx:
             if await tx.get_user(target) is None:
                 raise NotFound(f"user {target} not found")
             expire = tx.now + timedelta(seconds=LOGIN_CODE_SECONDS)
@@ -643,8 +631,7 @@ class Tenancy:
         digest = hash_secret(code)
         secret = new_secret(SESSION_PREFIX, self.engine.tokens)
         csrf = new_secret(SESSION_PREFIX, self.engine.tokens)
-        async with self.engine.store.write() as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write() as tx:
             found = await tx.find_login_code(digest)
             if found is None or not secrets_equal(found.code_hash, digest):
                 raise refused
@@ -669,8 +656,7 @@ class Tenancy:
         is ever created here, and the user's roles and ``verified`` stay as provisioned."""
         secret = new_secret(SESSION_PREFIX, self.engine.tokens)
         csrf = new_secret(SESSION_PREFIX, self.engine.tokens)
-        async with self.engine.store.write() as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write() as tx:
             user = await tx.find_user_by_email(email.strip().lower())
             if user is None:
                 raise Unauthenticated("no such user")
@@ -692,8 +678,7 @@ class Tenancy:
         A state-changing call must carry the session's CSRF token (double submit)."""
         digest = hash_secret(secret)
         now = self.engine.clock.now()
-        async with self.engine.store.read() as raw:
-            reader = tenancy_reader(raw)
+        async with self.engine.store.read() as reader:
             session = await reader.find_session(digest)
             if session is None or not secrets_equal(session.secret_hash, digest):
                 raise Unauthenticated("unknown session")
@@ -719,8 +704,7 @@ class Tenancy:
         return principal, session
 
     async def end_session(self, session: SessionRecord) -> SessionRecord:
-        async with self.engine.store.write() as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write() as tx:
             current = await tx.get_session(session.session_id)
             if current is None:
                 raise NotFound("session not found")
