@@ -1,5 +1,5 @@
-"""Who may call: orgs, users and their org roles, user tokens and work keys, and the lookup of
-a credential by its secret's hash."""
+"""Orgs, users and roles, user tokens, work keys and credential lookups, in memory:
+the twin of :mod:`..sql.accounts`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Attempts (leases) and the exclusive keys their live ones hold."""
+"""Attempts and their exclusive holds, in memory: the twin of :mod:`..sql.attempts`."""
 
 from __future__ import annotations
 
@@ -7,12 +7,8 @@ from datetime import datetime
 
 from workcoord.coordinator.domain.model import LIVE_ATTEMPT_STATUSES, Attempt
 
+from ..records import hold_keys
 from ._base import MemoryTxBase, copied, refuse
-
-
-def hold_keys(attempt: Attempt) -> list[str]:
-    """The exclusive keys (and placement resources) an attempt holds while live."""
-    return [k for k in attempt.exclusive_key.split(",") if k]
 
 
 class AttemptsMemory(MemoryTxBase):

@@ -1,4 +1,5 @@
-"""Work coordinators, their revision counter and their event log."""
+"""Work coordinators, their revision counter and their event log, in memory:
+the twin of :mod:`..sql.coordinators`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 
 from workcoord.coordinator.domain.model import Coordinator, Event, NewEvent
 
+from ..records import numbered_events
 from ._base import CoordinatorRow, MemoryTxBase, copied, refuse
 from .platform import PlatformMemory
 
@@ -72,22 +74,10 @@ class CoordinatorsMemory(PlatformMemory, MemoryTxBase):
     async def append(self, coordinator: Coordinator, events: Sequence[NewEvent], actor: str) -> int:
         """Give the events the coordinator's next revisions; they are written at commit."""
         self._w()
-        base = coordinator.revision
         self._events.extend(
-            Event(
-                coordinator_id=coordinator.coordinator_id,
-                revision=base + offset + 1,
-                type=e.type,
-                time=self.now,
-                lane_id=e.lane_id,
-                item_id=e.item_id,
-                lease_id=e.lease_id,
-                actor=actor,
-                data=copied(e.data),
-            )
-            for offset, e in enumerate(events)
+            copied(e) for e in numbered_events(coordinator, events, actor, self.now)
         )
-        revision = base + len(events)
+        revision = coordinator.revision + len(events)
         self._revisions[coordinator.coordinator_id] = revision
         return revision
 

@@ -1,5 +1,5 @@
-"""What follows work up: the digest, pending actions (ticket closures), ticket syncs and
-escalations of items left waiting too long."""
+"""The digest, pending actions, ticket syncs and escalations, in memory:
+the twin of :mod:`..sql.follow_ups`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Lanes with their blockers and tickets, and the items of lanes: what is ready, in which
-order it is claimed."""
+"""Lanes, blockers, tickets and items, in memory: the twin of :mod:`..sql.lanes_items`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Installation-wide state: the platform switch and the leaderships of the recovery service."""
+"""The platform switch and the leaderships, in memory: the twin of :mod:`..sql.platform`."""
 
 from __future__ import annotations
 

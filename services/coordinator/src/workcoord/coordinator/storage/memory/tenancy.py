@@ -1,5 +1,4 @@
-"""Tenancy records: parent grants, org members, user tokens, browser sessions and one-time
-login codes."""
+"""Tenancy records, in memory: the twin of :mod:`..sql.tenancy`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The worker pool of each work coordinator."""
+"""The worker pools, in memory: the twin of :mod:`..sql.workers`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from datetime import datetime
 
 from workcoord.coordinator.domain.model import LIVE_ATTEMPT_STATUSES, Worker
 
+from ..records import first_sighting
 from ._base import MemoryTxBase, copied
 
 
@@ -46,14 +47,8 @@ class WorkersMemory(MemoryTxBase):
         key = (coordinator_id, worker_id)
         existing = workers.get(key)
         if existing is None:
-            workers[key] = Worker(
-                coordinator_id=coordinator_id,
-                worker_id=worker_id,
-                worker_class=worker_class,
-                create_time=self.now,
-                observe_time=self.now,
-                principal=principal,
-                last_ask_time=self.now,
+            workers[key] = first_sighting(
+                coordinator_id, worker_id, worker_class, principal, self.now
             )
         else:
             workers[key] = dataclasses.replace(

@@ -10,15 +10,11 @@ from sqlalchemy import delete, select
 from workcoord.coordinator.domain.model import Attempt
 
 from .. import schema as t
+from ..records import hold_keys
 from ._base import LIVE, SqlTxBase
 from .rows import ATTEMPTS
 
 _HOLDS = t.exclusive_holds
-
-
-def hold_keys(attempt: Attempt) -> list[str]:
-    """The exclusive keys (and placement resources) an attempt holds while live."""
-    return [k for k in attempt.exclusive_key.split(",") if k]
 
 
 class AttemptsSql(SqlTxBase):

@@ -9,6 +9,7 @@ from sqlalchemy import select, update
 from workcoord.coordinator.domain.model import Coordinator, Event, NewEvent
 
 from .. import schema as t
+from ..records import numbered_events
 from ._base import SqlTxBase
 from .platform import PlatformSql
 from .rows import COORDINATORS, EVENTS
@@ -68,22 +69,8 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         """Give the events the coordinator's next revisions. The rows are written together at
         the end of the transaction (:meth:`flush`), still before its commit: a group of
         worker writes then inserts its events and moves the counter once, not per write."""
-        base = coordinator.revision
-        self._events.extend(
-            Event(
-                coordinator_id=coordinator.coordinator_id,
-                revision=base + offset + 1,
-                type=e.type,
-                time=self.now,
-                lane_id=e.lane_id,
-                item_id=e.item_id,
-                lease_id=e.lease_id,
-                actor=actor,
-                data=e.data,
-            )
-            for offset, e in enumerate(events)
-        )
-        revision = base + len(events)
+        self._events.extend(numbered_events(coordinator, events, actor, self.now))
+        revision = coordinator.revision + len(events)
         self._revisions[coordinator.coordinator_id] = revision
         return revision
 

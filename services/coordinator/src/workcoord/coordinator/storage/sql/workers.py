@@ -9,6 +9,7 @@ from sqlalchemy import delete, func, select
 from workcoord.coordinator.domain.model import Worker
 
 from .. import schema as t
+from ..records import first_sighting
 from ._base import LIVE, SqlTxBase
 from .rows import WORKERS
 
@@ -53,15 +54,7 @@ class WorkersSql(SqlTxBase):
         self, coordinator_id: str, worker_id: str, worker_class: str, principal: str
     ) -> None:
         """Note a lease request: a worker seen for the first time is registered bare."""
-        bare = Worker(
-            coordinator_id=coordinator_id,
-            worker_id=worker_id,
-            worker_class=worker_class,
-            create_time=self.now,
-            observe_time=self.now,
-            principal=principal,
-            last_ask_time=self.now,
-        )
+        bare = first_sighting(coordinator_id, worker_id, worker_class, principal, self.now)
         await self.conn.execute(
             self._upsert(t.workers)
             .values(**WORKERS.values(bare))
