@@ -96,19 +96,14 @@ def sqlite_databases(tmp_path_factory: pytest.TempPathFactory) -> SqliteDatabase
     return SqliteDatabases(tmp_path_factory.mktemp("contract"))
 
 
-_pg_url: dict[str, str] = {}
-
-
 async def _postgres_url(databases: PostgresDatabases) -> str:
-    """This worker's contract database, emptied."""
-    if "url" not in _pg_url:
-        if not await postgres_reachable():
-            pytest.fail(
-                "PostgreSQL is not reachable at WORKCOORD_TEST_DATABASE_URL; start it "
-                "(scripts/ensure-services) or deselect it: -m 'not pg'"
-            )
-        _pg_url["url"] = await databases.create("contract")
-    url = _pg_url["url"]
+    """This worker's contract database (made on first use), emptied."""
+    if not await postgres_reachable():
+        pytest.fail(
+            "PostgreSQL is not reachable at WORKCOORD_TEST_DATABASE_URL; start it "
+            "(scripts/ensure-services) or deselect it: -m 'not pg'"
+        )
+    url = await databases.shared()
     engine = create_async_engine(url)
     try:
         async with engine.begin() as conn:
