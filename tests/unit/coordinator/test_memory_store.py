@@ -13,7 +13,7 @@ from workcoord.coordinator.domain.ports import OrgRecord
 from workcoord.coordinator.domain.specs import LeaseAsk
 from workcoord.coordinator.storage.memory import MemoryStore, ReadOnlyViolation
 from workcoord.kit.clock import ManualClock
-from workcoord.kit.errors import AlreadyExists
+from workcoord.kit.errors import AlreadyExists, Internal
 
 from .harness import World, lane_spec, task
 
@@ -84,19 +84,22 @@ async def test_duplicate_keys_are_refused_like_the_database(store: MemoryStore) 
 
 
 async def test_two_live_attempts_of_one_item_fail_loudly(
-    store: MemoryStore, engine: Engine, world: World
+    store: MemoryStore, engine: Engine, world: World, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # A broken invariant is a bug, not a conflict: INTERNAL, logged with the constraint's name.
     await engine.create_lane(world.worker, world.cid, lane_spec(task("a", exclusive_key="k")), "")
     (lease,) = await engine.lease(world.worker, world.cid, LeaseAsk("w1", "codex", 1, 60, 0, None))
     twin = replace(lease.attempt, lease_id="ls_twin", exclusive_key="")
-    with pytest.raises(AlreadyExists, match="one live attempt per item"):
+    with pytest.raises(Internal):
         async with store.write(world.cid) as tx:
             await tx.insert_attempts([twin])
+    assert "uq_attempts_one_live_per_item" in caplog.text
     other_item = await engine.create_lane(world.worker, world.cid, lane_spec(task("b")), "")
     thief = replace(lease.attempt, lease_id="ls_thief", item_id=other_item.items[0].item_id)
-    with pytest.raises(AlreadyExists, match="one live attempt per exclusive key"):
+    with pytest.raises(Internal):
         async with store.write(world.cid) as tx:
             await tx.insert_attempts([thief])
+    assert "pk_exclusive_holds" in caplog.text
     # Ending the holder frees the key; the ended attempt no longer counts as live.
     async with store.write(world.cid) as tx:
         ended = replace(lease.attempt, status=AttemptStatus.RELEASED)

@@ -47,11 +47,7 @@ from .grants import (
     LoginCode,
     MemberRecord,
     SessionRecord,
-    TenancyReader,
-    TenancyTx,
     TokenRecord,
-    tenancy_reader,
-    tenancy_tx,
 )
 from .model import (
     TERMINAL_ITEM_STATES,
@@ -66,6 +62,7 @@ from .model import (
     LaneState,
     NewEvent,
 )
+from .ports import Reader, Tx
 from .specs import Page
 
 __all__ = [
@@ -194,8 +191,7 @@ class Tenancy:
     ) -> Page[MemberRecord]:
         require_org_role(principal, org_slug, admin=False)
         request = PageRequest.parse(size, token)
-        async with self.engine.store.read() as raw:
-            reader = tenancy_reader(raw)
+        async with self.engine.store.read() as reader:
             if await reader.get_org(org_slug) is None:
                 raise NotFound(f"org {org_slug!r} not found")
             rows = await reader.list_members(org_slug, request.after_id, request.fetch)
@@ -203,8 +199,7 @@ class Tenancy:
 
     async def remove_org_member(self, principal: Principal, org_slug: str, user_id: str) -> None:
         require_org_role(principal, org_slug, admin=True)
-        async with self.engine.store.write() as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write() as tx:
             if await tx.get_org(org_slug) is None:
                 raise NotFound(f"org {org_slug!r} not found")
             if not await tx.remove_member(org_slug, user_id):
@@ -217,8 +212,7 @@ class Tenancy:
     ) -> TokenRecord:
         """Revoke at once: the token's very next request is UNAUTHENTICATED."""
         require_self_or_platform_admin(principal, user_id)
-        async with self.engine.store.write() as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write() as tx:
             token = await tx.get_user_token(token_id)
             if token is None or token.user_id != user_id:
                 raise NotFound(f"token {token_id} not found")
@@ -297,8 +291,7 @@ class Tenancy:
                 await self.engine.coordinator_for(reader, principal, coordinator_id, work=False)
             raise PermissionDenied("only humans read grants")
         request = PageRequest.parse(size, token)
-        async with self.engine.store.read() as raw:
-            reader = tenancy_reader(raw)
+        async with self.engine.store.read() as reader:
             await self.engine.coordinator_for(reader, principal, coordinator_id, work=False)
             rows = await reader.list_grants(coordinator_id, request.after_id, request.fetch)
         return request.page(rows, lambda g: [g.grant_id])
@@ -324,7 +317,7 @@ class Tenancy:
     @asynccontextmanager
     async def _child_write(
         self, principal: Principal, coordinator_id: str, access: Access
-    ) -> AsyncIterator[tuple[TenancyTx, Coordinator]]:
+    ) -> AsyncIterator[tuple[Tx, Coordinator]]:
         """A write transaction on the child, administration (no switch check)."""
         async with self.engine.command(principal, coordinator_id, access, work=False) as (
             tx,
@@ -332,13 +325,13 @@ class Tenancy:
             effects,
         ):
             effects.changed = True
-            yield tenancy_tx(tx), child
+            yield tx, child
 
     # ------------------------------------------------------------------ children (parent side)
 
     async def _check_child(
         self,
-        reader: TenancyReader,
+        reader: Reader,
         principal: Principal,
         parent_id: str,
         child: Coordinator | None,
@@ -364,10 +357,9 @@ class Tenancy:
     @asynccontextmanager
     async def _child_read(
         self, principal: Principal, parent_id: str, child_id: str, permission: GrantPermission
-    ) -> AsyncIterator[tuple[TenancyReader, Coordinator]]:
+    ) -> AsyncIterator[tuple[Reader, Coordinator]]:
         """A read of the child for a parent holding a live ``permission`` grant."""
-        async with self.engine.store.read() as raw:
-            reader = tenancy_reader(raw)
+        async with self.engine.store.read() as reader:
             child = await reader.get_coordinator(child_id)
             now = self.engine.clock.now()
             yield (
@@ -414,12 +406,11 @@ class Tenancy:
     @asynccontextmanager
     async def _parent_action(
         self, principal: Principal, parent_id: str, child_id: str, permission: GrantPermission
-    ) -> AsyncIterator[tuple[TenancyTx, Coordinator, Effects]]:
+    ) -> AsyncIterator[tuple[Tx, Coordinator, Effects]]:
         """A write transaction on the child for a parent's action: the child's lock is held
         while the grant is checked, so a revocation committed first is always seen."""
         effects = Effects(changed=True)
-        async with self.engine.store.write(child_id) as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write(child_id) as tx:
             child = await self._check_child(
                 tx, principal, parent_id, tx.coordinator, child_id, permission, tx.now
             )
@@ -559,8 +550,7 @@ class Tenancy:
         require_platform_admin(principal)
         target = user_id or principal.id
         code = new_secret(SESSION_PREFIX, self.engine.tokens)
-        async with self.engine.store.write() as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write() as tx:
             if await tx.get_user(target) is None:
                 raise NotFound(f"user {target} not found")
             expire = tx.now + timedelta(seconds=LOGIN_CODE_SECONDS)
@@ -573,8 +563,7 @@ class Tenancy:
         digest = hash_secret(code)
         secret = new_secret(SESSION_PREFIX, self.engine.tokens)
         csrf = new_secret(SESSION_PREFIX, self.engine.tokens)
-        async with self.engine.store.write() as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write() as tx:
             found = await tx.find_login_code(digest)
             if found is None or not secrets_equal(found.code_hash, digest):
                 raise refused
@@ -590,15 +579,14 @@ class Tenancy:
         is ever created here, and the user's roles and ``verified`` stay as provisioned."""
         secret = new_secret(SESSION_PREFIX, self.engine.tokens)
         csrf = new_secret(SESSION_PREFIX, self.engine.tokens)
-        async with self.engine.store.write() as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write() as tx:
             user = await tx.find_user_by_email(email.strip().lower())
             if user is None:
                 raise Unauthenticated("no such user")
             return await self._insert_session(tx, user.user_id, secret, csrf)
 
     @staticmethod
-    async def _insert_session(tx: TenancyTx, user_id: str, secret: str, csrf: str) -> IssuedSession:
+    async def _insert_session(tx: Tx, user_id: str, secret: str, csrf: str) -> IssuedSession:
         session = SessionRecord(
             session_id=new_id("ses"),
             user_id=user_id,
@@ -617,8 +605,7 @@ class Tenancy:
         A state-changing call must carry the session's CSRF token (double submit)."""
         digest = hash_secret(secret)
         now = self.engine.clock.now()
-        async with self.engine.store.read() as raw:
-            reader = tenancy_reader(raw)
+        async with self.engine.store.read() as reader:
             session = await reader.find_session(digest)
             if session is None or not secrets_equal(session.secret_hash, digest):
                 raise Unauthenticated("unknown session")
@@ -637,8 +624,7 @@ class Tenancy:
         return SessionCaller(principal=user_principal(user, roles), session=session)
 
     async def end_session(self, session: SessionRecord) -> SessionRecord:
-        async with self.engine.store.write() as raw:
-            tx = tenancy_tx(raw)
+        async with self.engine.store.write() as tx:
             current = await tx.get_session(session.session_id)
             if current is None:
                 raise NotFound("session not found")

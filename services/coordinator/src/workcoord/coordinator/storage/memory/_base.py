@@ -1,0 +1,161 @@
+"""The in-memory store's tables, its record copies and what every part of a transaction
+shares."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NoReturn, TypeVar, cast
+
+from workcoord.coordinator.domain.grants import (
+    GrantRecord,
+    LoginCode,
+    MemberRecord,
+    SessionRecord,
+    TokenRecord,
+)
+from workcoord.coordinator.domain.model import (
+    Attempt,
+    Blocker,
+    Coordinator,
+    DigestEntry,
+    Escalation,
+    Event,
+    Item,
+    Lane,
+    PendingAction,
+    Ticket,
+    Worker,
+)
+from workcoord.coordinator.domain.ports import Leadership, OrgRecord, UserRecord, WorkKeyRecord
+
+from ..integrity import violation
+
+_T = TypeVar("_T")
+
+
+class ReadOnlyViolation(RuntimeError):
+    """A write was attempted through a read transaction (a bug in the caller)."""
+
+
+@dataclass(slots=True)
+class Settings:
+    enabled: bool
+    update_time: datetime
+    version: int
+
+
+@dataclass(slots=True)
+class CoordinatorRow:
+    coordinator: Coordinator
+    request_id: str
+    item_seq: int
+
+
+@dataclass(slots=True)
+class TokenRow:
+    token: TokenRecord
+    secret_hash: str
+
+
+@dataclass(slots=True)
+class Tables:
+    """The committed state. Stored records are never mutated in place, so a shallow copy of
+    every table is a snapshot. Keys are the tables' primary keys."""
+
+    settings: Settings | None = None
+    orgs: dict[str, OrgRecord] = field(default_factory=dict)
+    users: dict[str, UserRecord] = field(default_factory=dict)
+    members: dict[tuple[str, str], MemberRecord] = field(default_factory=dict)
+    tokens: dict[str, TokenRow] = field(default_factory=dict)
+    work_keys: dict[str, WorkKeyRecord] = field(default_factory=dict)
+    grants: dict[str, GrantRecord] = field(default_factory=dict)
+    sessions: dict[str, SessionRecord] = field(default_factory=dict)
+    login_codes: dict[str, LoginCode] = field(default_factory=dict)
+    coordinators: dict[str, CoordinatorRow] = field(default_factory=dict)
+    lanes: dict[str, Lane] = field(default_factory=dict)
+    items: dict[str, Item] = field(default_factory=dict)
+    attempts: dict[str, Attempt] = field(default_factory=dict)
+    # (coordinator_id, key) -> lease_id: one live holder per exclusive key.
+    holds: dict[tuple[str, str], str] = field(default_factory=dict)
+    events: dict[str, list[Event]] = field(default_factory=dict)
+    workers: dict[tuple[str, str], Worker] = field(default_factory=dict)
+    # Blockers and tickets with their work coordinator (a column of theirs, not a field).
+    blockers: dict[str, tuple[str, Blocker]] = field(default_factory=dict)
+    tickets: dict[tuple[str, str, str], tuple[str, Ticket]] = field(default_factory=dict)
+    leaderships: dict[str, Leadership] = field(default_factory=dict)
+    digest_entries: dict[str, DigestEntry] = field(default_factory=dict)
+    pending_actions: dict[str, PendingAction] = field(default_factory=dict)
+    escalations: dict[str, Escalation] = field(default_factory=dict)
+
+    def clone(self) -> Tables:
+        return Tables(
+            settings=self.settings,
+            **{
+                f.name: dict(getattr(self, f.name))
+                for f in dataclasses.fields(self)
+                if f.name != "settings"
+            },
+        )
+
+
+_ATOMS = (str, int, float, bool, type(None), datetime, enum.Enum)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def copied(value: _T) -> _T:
+    """A deep copy of a record (dataclasses of JSON-like values), much faster than deepcopy."""
+    return cast(_T, _copy(value))
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, _ATOMS):
+        return value
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_copy(v) for v in value)
+    cls = type(value)
+    names = _FIELDS.get(cls)
+    if names is None:
+        if not dataclasses.is_dataclass(value):
+            return copy.deepcopy(value)
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(value))
+    new = object.__new__(cls)
+    for name in names:
+        # object.__setattr__: frozen dataclasses are copied too.
+        object.__setattr__(new, name, _copy(getattr(value, name)))
+    return new
+
+
+def refuse(constraint: str) -> NoReturn:
+    """Fail like the database does when ``constraint`` (named as in the schema) is broken."""
+    raise violation(constraint)
+
+
+class MemoryTxBase:
+    """One transaction over a snapshot of the tables."""
+
+    def __init__(
+        self, tables: Tables, now: datetime, coordinator: Coordinator | None, *, writable: bool
+    ) -> None:
+        self.tables = tables
+        self.now = now
+        self.coordinator = coordinator
+        self.writable = writable
+        self.closed = False
+        # Appended events and the revisions they move, written at commit (as SQL does).
+        self._events: list[Event] = []
+        self._revisions: dict[str, int] = {}
+
+    def _w(self) -> Tables:
+        if not self.writable:
+            raise ReadOnlyViolation("write through a read transaction")
+        if self.closed:
+            raise ReadOnlyViolation("write after the transaction committed")
+        return self.tables

@@ -1,0 +1,101 @@
+"""Attempts and their exclusive holds, in memory: the twin of :mod:`..sql.attempts`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from workcoord.coordinator.domain.model import LIVE_ATTEMPT_STATUSES, Attempt
+
+from ..records import hold_keys
+from ._base import MemoryTxBase, copied, refuse
+
+
+class AttemptsMemory(MemoryTxBase):
+    async def get_attempt(self, lease_id: str) -> Attempt | None:
+        attempt = self.tables.attempts.get(lease_id)
+        return copied(attempt) if attempt else None
+
+    async def get_attempt_for_update(self, lease_id: str) -> Attempt | None:
+        # Write transactions are serialised; no row lock needed (as in the SQL store).
+        return await self.get_attempt(lease_id)
+
+    async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:
+        wanted = set(item_ids)
+        found = [a for a in self.tables.attempts.values() if a.item_id in wanted]
+        found.sort(key=lambda a: (a.item_id, a.attempt))
+        return [copied(a) for a in found]
+
+    async def live_attempts(self, coordinator_id: str, worker_class: str | None) -> list[Attempt]:
+        found = [
+            a
+            for a in self.tables.attempts.values()
+            if a.coordinator_id == coordinator_id
+            and a.status in LIVE_ATTEMPT_STATUSES
+            and (worker_class is None or a.worker_class == worker_class)
+        ]
+        found.sort(key=lambda a: (a.create_time, a.lease_id))
+        return [copied(a) for a in found]
+
+    async def live_exclusive_holders(
+        self, coordinator_id: str, keys: Sequence[str]
+    ) -> dict[str, str]:
+        """Exclusive key -> the lease holding it, for the held ones among ``keys``."""
+        holds = self.tables.holds
+        return {k: holds[(coordinator_id, k)] for k in keys if (coordinator_id, k) in holds}
+
+    def _check_one_live_per_item(self, attempt: Attempt) -> None:
+        """The partial unique index ``uq_attempts_one_live_per_item``."""
+        if attempt.status not in LIVE_ATTEMPT_STATUSES:
+            return
+        for other in self.tables.attempts.values():
+            if (
+                other.item_id == attempt.item_id
+                and other.lease_id != attempt.lease_id
+                and other.status in LIVE_ATTEMPT_STATUSES
+            ):
+                refuse("uq_attempts_one_live_per_item")
+
+    async def insert_attempts(self, attempts: Sequence[Attempt]) -> None:
+        """Insert the attempts and their holds: a key held twice breaks the primary key of
+        the holds (one live holder per exclusive key)."""
+        tables = self._w()
+        for attempt in attempts:
+            if attempt.lease_id in tables.attempts:
+                refuse("pk_attempts")
+            if attempt.item_id not in tables.items:
+                refuse("fk_attempts_item_id_items")
+            self._check_one_live_per_item(attempt)
+            tables.attempts[attempt.lease_id] = copied(attempt)
+        for attempt in attempts:
+            for key in hold_keys(attempt):
+                if (attempt.coordinator_id, key) in tables.holds:
+                    refuse("pk_exclusive_holds")
+                tables.holds[(attempt.coordinator_id, key)] = attempt.lease_id
+
+    async def update_attempts(self, attempts: Sequence[Attempt]) -> None:
+        """Write the attempts; the ones that ended release their holds."""
+        tables = self._w()
+        for attempt in attempts:
+            if attempt.lease_id not in tables.attempts:
+                continue
+            self._check_one_live_per_item(attempt)
+            tables.attempts[attempt.lease_id] = copied(attempt)
+        ended = {a.lease_id for a in attempts if a.status not in LIVE_ATTEMPT_STATUSES}
+        if ended:
+            tables.holds = {pk: lease for pk, lease in tables.holds.items() if lease not in ended}
+
+    async def expired_attempts(
+        self, coordinator_id: str, now: datetime, limit: int, skip_items: Sequence[str]
+    ) -> list[Attempt]:
+        skip = set(skip_items)
+        found = [
+            a
+            for a in self.tables.attempts.values()
+            if a.coordinator_id == coordinator_id
+            and a.status in LIVE_ATTEMPT_STATUSES
+            and a.lease_expire_time <= now
+            and a.item_id not in skip
+        ]
+        found.sort(key=lambda a: (a.lease_expire_time, a.lease_id))
+        return [copied(a) for a in found[:limit]]

@@ -1,0 +1,204 @@
+"""Lanes, blockers, tickets and items, in memory: the twin of :mod:`..sql.lanes_items`."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import datetime
+
+from workcoord.coordinator.domain.model import Blocker, Item, ItemState, Lane, LaneState, Ticket
+
+from ._base import MemoryTxBase, copied, refuse
+
+
+def ready(item: Item, coordinator_id: str, now: datetime) -> bool:
+    """Whether a worker could claim ``item`` at ``now``: queued, not held, not backing off."""
+    return (
+        item.coordinator_id == coordinator_id
+        and item.state == ItemState.QUEUED
+        and not item.held
+        and (item.not_before is None or item.not_before <= now)
+    )
+
+
+class LanesItemsMemory(MemoryTxBase):
+    # -------------------------------------------------------------- lanes
+
+    async def get_lane(self, lane_id: str) -> Lane | None:
+        lane = self.tables.lanes.get(lane_id)
+        return copied(lane) if lane else None
+
+    async def find_lane_by_request(self, coordinator_id: str, request_id: str) -> Lane | None:
+        for lane in self.tables.lanes.values():
+            if lane.coordinator_id == coordinator_id and lane.request_id == request_id:
+                return copied(lane)
+        return None
+
+    async def list_lanes(
+        self,
+        coordinator_id: str,
+        state: LaneState | None,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[Lane]:
+        lanes = [
+            lane
+            for lane in self.tables.lanes.values()
+            if lane.coordinator_id == coordinator_id
+            and (state is None or lane.state == state)
+            # Newest first: continue strictly below the last (create_time, lane_id) seen.
+            and (after is None or (lane.create_time, lane.lane_id) < after)
+        ]
+        lanes.sort(key=lambda lane: (lane.create_time, lane.lane_id), reverse=True)
+        return [copied(lane) for lane in lanes[:limit]]
+
+    async def insert_lane(self, lane: Lane) -> None:
+        lanes = self._w().lanes
+        if lane.lane_id in lanes:
+            refuse("pk_lanes")
+        if lane.request_id and any(
+            other.coordinator_id == lane.coordinator_id and other.request_id == lane.request_id
+            for other in lanes.values()
+        ):
+            refuse("uq_lanes_request")
+        if lane.coordinator_id not in self.tables.coordinators:
+            refuse("fk_lanes_coordinator_id_work_coordinators")
+        lanes[lane.lane_id] = copied(lane)
+
+    async def update_lane(self, lane: Lane) -> None:
+        """Write the lane and move its version (on the caller's record too)."""
+        lanes = self._w().lanes
+        lane.version += 1
+        if lane.lane_id in lanes:
+            lanes[lane.lane_id] = copied(lane)
+
+    def _check_lane(self, lane_id: str, constraint: str) -> None:
+        if lane_id not in self.tables.lanes:
+            refuse(constraint)
+
+    async def lane_blockers(self, lane_ids: Sequence[str]) -> list[Blocker]:
+        wanted = set(lane_ids)
+        found = [b for _, b in self.tables.blockers.values() if b.lane_id in wanted]
+        found.sort(key=lambda b: (b.create_time, b.blocker_id))
+        return [copied(b) for b in found]
+
+    async def insert_blocker(self, coordinator_id: str, blocker: Blocker) -> None:
+        blockers = self._w().blockers
+        if blocker.blocker_id in blockers:
+            refuse("pk_blockers")
+        self._check_lane(blocker.lane_id, "fk_blockers_lane_id_lanes")
+        blockers[blocker.blocker_id] = (coordinator_id, copied(blocker))
+
+    async def update_blocker(self, blocker: Blocker) -> None:
+        blockers = self._w().blockers
+        row = blockers.get(blocker.blocker_id)
+        if row is not None:
+            stored = dataclasses.replace(
+                row[1], open=blocker.open, resolve_time=blocker.resolve_time
+            )
+            blockers[blocker.blocker_id] = (row[0], stored)
+
+    async def lane_tickets(self, lane_ids: Sequence[str]) -> list[Ticket]:
+        wanted = set(lane_ids)
+        found = [tk for _, tk in self.tables.tickets.values() if tk.lane_id in wanted]
+        found.sort(key=lambda tk: (tk.key, tk.tracker, tk.lane_id))
+        return [copied(tk) for tk in found]
+
+    async def insert_ticket(self, coordinator_id: str, ticket: Ticket) -> None:
+        tickets = self._w().tickets
+        key = (ticket.lane_id, ticket.tracker, ticket.key)
+        if key in tickets:
+            refuse("pk_tickets")
+        self._check_lane(ticket.lane_id, "fk_tickets_lane_id_lanes")
+        tickets[key] = (coordinator_id, copied(ticket))
+
+    # -------------------------------------------------------------- items
+
+    async def get_item(self, item_id: str) -> Item | None:
+        item = self.tables.items.get(item_id)
+        return copied(item) if item else None
+
+    async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]:
+        items = self.tables.items
+        return [copied(items[i]) for i in sorted(set(item_ids)) if i in items]
+
+    async def lane_items(self, lane_ids: Sequence[str]) -> list[Item]:
+        wanted = set(lane_ids)
+        found = [i for i in self.tables.items.values() if i.lane_id in wanted]
+        found.sort(key=lambda i: (i.seq, i.item_id))
+        return [copied(i) for i in found]
+
+    async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
+        return {i.key: i.state for i in self.tables.items.values() if i.lane_id == lane_id}
+
+    async def waiting_items(self, lane_id: str) -> list[Item]:
+        found = [
+            i
+            for i in self.tables.items.values()
+            if i.lane_id == lane_id and i.state == ItemState.WAITING
+        ]
+        found.sort(key=lambda i: (i.seq, i.item_id))
+        return [copied(i) for i in found]
+
+    async def insert_items(self, items: Sequence[Item]) -> None:
+        stored = self._w().items
+        for item in items:
+            if item.item_id in stored:
+                refuse("pk_items")
+            if any(o.lane_id == item.lane_id and o.key == item.key for o in stored.values()):
+                refuse("uq_items_lane_id_key")
+            self._check_lane(item.lane_id, "fk_items_lane_id_lanes")
+            stored[item.item_id] = copied(item)
+
+    async def update_items(self, items: Sequence[Item]) -> None:
+        stored = self._w().items
+        for item in items:
+            if item.item_id in stored:
+                stored[item.item_id] = copied(item)
+
+    async def claim_candidates(
+        self,
+        coordinator_id: str,
+        worker_class: str,
+        now: datetime,
+        after: tuple[int, int] | None,
+        limit: int,
+    ) -> list[Item]:
+        found = [
+            i
+            for i in self.tables.items.values()
+            if ready(i, coordinator_id, now)
+            and i.worker_class == worker_class
+            and (after is None or (-i.priority, i.seq) > (-after[0], after[1]))
+        ]
+        found.sort(key=lambda i: (-i.priority, i.seq))
+        return [copied(i) for i in found[:limit]]
+
+    async def has_ready(self, coordinator_id: str, worker_class: str, now: datetime) -> bool:
+        return any(
+            ready(i, coordinator_id, now) and i.worker_class == worker_class
+            for i in self.tables.items.values()
+        )
+
+    async def count_ready(self, coordinator_id: str) -> dict[str, int]:
+        """Queued items per class (held or backing off included)."""
+        counts: dict[str, int] = {}
+        for item in self.tables.items.values():
+            if item.coordinator_id == coordinator_id and item.state == ItemState.QUEUED:
+                counts[item.worker_class] = counts.get(item.worker_class, 0) + 1
+        return counts
+
+    async def next_not_before(
+        self, coordinator_id: str, worker_class: str, now: datetime
+    ) -> datetime | None:
+        """When the next queued item of the class stops backing off (None: none is)."""
+        times = [
+            i.not_before
+            for i in self.tables.items.values()
+            if i.coordinator_id == coordinator_id
+            and i.worker_class == worker_class
+            and i.state == ItemState.QUEUED
+            and i.not_before is not None
+            and i.not_before > now
+        ]
+        return min(times) if times else None

@@ -1,0 +1,60 @@
+"""The in-memory store: transactions over snapshots of the tables."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from workcoord.kit.clock import Clock
+
+from ._base import Tables
+from .accounts import AccountsMemory
+from .attempts import AttemptsMemory
+from .coordinators import CoordinatorsMemory
+from .follow_ups import FollowUpsMemory
+from .lanes_items import LanesItemsMemory
+from .tenancy import TenancyMemory
+from .workers import WorkersMemory
+
+__all__ = ["MemoryStore", "MemoryTx"]
+
+
+class MemoryTx(
+    CoordinatorsMemory,
+    AccountsMemory,
+    TenancyMemory,
+    LanesItemsMemory,
+    AttemptsMemory,
+    WorkersMemory,
+    FollowUpsMemory,
+):
+    """One transaction over a snapshot: the Reader and Tx ports of the domain."""
+
+
+class MemoryStore:
+    """The storage port over dictionaries (see the package docstring)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._tables = Tables()
+        self._write_lock = asyncio.Lock()
+
+    async def close(self) -> None:
+        """Nothing to release (mirrors ``SqlStore.close``)."""
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[MemoryTx]:
+        yield MemoryTx(self._tables, self.clock.now(), None, writable=False)
+
+    @asynccontextmanager
+    async def write(self, coordinator_id: str | None = None) -> AsyncIterator[MemoryTx]:
+        async with self._write_lock:
+            tx = MemoryTx(self._tables.clone(), self.clock.now(), None, writable=True)
+            if coordinator_id is not None:
+                tx.coordinator = await tx.get_coordinator(coordinator_id)
+            yield tx
+            # Reached only when the body returned: commit by swapping in the new state.
+            tx.flush()
+            tx.closed = True
+            self._tables = tx.tables

@@ -1,0 +1,51 @@
+"""What both stores derive from the domain's records in the same way: the rows of an append,
+the keys a live attempt holds, the worker a first lease request registers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from workcoord.coordinator.domain.model import Attempt, Coordinator, Event, NewEvent, Worker
+
+__all__ = ["first_sighting", "hold_keys", "numbered_events"]
+
+
+def numbered_events(
+    coordinator: Coordinator, events: Sequence[NewEvent], actor: str, now: datetime
+) -> list[Event]:
+    """``events`` as the log's next entries: revisions follow the coordinator's."""
+    return [
+        Event(
+            coordinator_id=coordinator.coordinator_id,
+            revision=coordinator.revision + offset + 1,
+            type=e.type,
+            time=now,
+            lane_id=e.lane_id,
+            item_id=e.item_id,
+            lease_id=e.lease_id,
+            actor=actor,
+            data=e.data,
+        )
+        for offset, e in enumerate(events)
+    ]
+
+
+def hold_keys(attempt: Attempt) -> list[str]:
+    """The exclusive keys (and placement resources) an attempt holds while live."""
+    return [k for k in attempt.exclusive_key.split(",") if k]
+
+
+def first_sighting(
+    coordinator_id: str, worker_id: str, worker_class: str, principal: str, now: datetime
+) -> Worker:
+    """A worker first seen asking for work: registered bare, without its inventory."""
+    return Worker(
+        coordinator_id=coordinator_id,
+        worker_id=worker_id,
+        worker_class=worker_class,
+        create_time=now,
+        observe_time=now,
+        principal=principal,
+        last_ask_time=now,
+    )

@@ -1,0 +1,86 @@
+"""What every part of a SQL transaction shares: its connection, its dialect and the few
+statements that differ between PostgreSQL and SQLite (row locks and upserts)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql import ColumnElement, Select
+from sqlalchemy.sql.base import Executable
+
+from workcoord.coordinator.domain.model import Coordinator, Event
+
+from .rows import RowMap
+
+_R = TypeVar("_R")
+
+# Attempt statuses that hold a lease (LIVE_ATTEMPT_STATUSES of the model), as stored.
+LIVE = ("LEASED", "RUNNING")
+
+
+class SqlTxBase:
+    """One transaction's connection and the helpers its parts build on."""
+
+    def __init__(
+        self, conn: AsyncConnection, dialect: str, now: datetime, coordinator: Coordinator | None
+    ) -> None:
+        self.conn = conn
+        self.dialect = dialect
+        self.now = now
+        self.coordinator = coordinator
+        # Appended events and the revisions they move, written together at the end.
+        self._events: list[Event] = []
+        self._revisions: dict[str, int] = {}
+
+    async def _rows(self, stmt: Executable) -> Sequence[Row[Any]]:
+        return (await self.conn.execute(stmt)).fetchall()
+
+    async def _one(self, stmt: Executable) -> Row[Any] | None:
+        return (await self.conn.execute(stmt)).first()
+
+    async def _get(self, rows: RowMap[_R], *where: ColumnElement[bool]) -> _R | None:
+        """The one record matching ``where``, or None."""
+        row = await self._one(select(rows.table).where(*where))
+        return rows.load(row) if row is not None else None
+
+    async def _list(self, rows: RowMap[_R], stmt: Select[Any]) -> list[_R]:
+        """The records ``stmt`` (a select of ``rows``'s table) finds, in its order."""
+        return [rows.load(r) for r in await self._rows(stmt)]
+
+    async def _insert(self, rows: RowMap[_R], records: Sequence[_R], **store: Any) -> None:
+        """Insert ``records`` (one statement; nothing for none)."""
+        if records:
+            await self.conn.execute(rows.table.insert(), [rows.values(r, **store) for r in records])
+
+    async def _update_each(self, rows: RowMap[_R], key: str, records: Sequence[_R]) -> None:
+        """Write every column of each record to the row with the same ``key`` (one statement)."""
+        if not records:
+            return
+        bound = f"b_{key}"
+        params = [rows.values(r) for r in records]
+        for values in params:
+            values[bound] = values.pop(key)
+        columns: dict[str, Any] = {name: bindparam(name) for name in params[0] if name != bound}
+        await self.conn.execute(
+            update(rows.table).where(rows.table.c[key] == bindparam(bound)).values(**columns),
+            params,
+        )
+
+    def _upsert(self, table: Table) -> Any:
+        """``INSERT … ON CONFLICT`` of the dialect (the same API on both)."""
+        insert = pg_dialect.insert if self.dialect == "postgresql" else sqlite_dialect.insert
+        return insert(table)
+
+    def _for_update(self, stmt: Select[Any], *, skip_locked: bool = False) -> Select[Any]:
+        """A row lock on PostgreSQL. SQLite needs none: a write transaction holds the whole
+        database from ``BEGIN IMMEDIATE``."""
+        if self.dialect == "postgresql":
+            return stmt.with_for_update(skip_locked=skip_locked)
+        return stmt

@@ -1,0 +1,107 @@
+"""Who may call: orgs, users and their org roles, user tokens and work keys, and the lookup of
+a credential by its secret's hash."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select, update
+
+from workcoord.coordinator.domain.grants import MemberRecord, TokenRecord
+from workcoord.coordinator.domain.ports import Credential, OrgRecord, UserRecord, WorkKeyRecord
+
+from .. import schema as t
+from ._base import SqlTxBase
+from .rows import MEMBERS, ORGS, USER_TOKENS, USERS, WORK_KEYS
+
+
+class AccountsSql(SqlTxBase):
+    async def find_credential(self, secret_hash: str) -> Credential | None:
+        token = await self._one(
+            select(t.user_tokens).where(t.user_tokens.c.secret_hash == secret_hash)
+        )
+        if token is not None:
+            return Credential(
+                "user_token", token.token_id, token.user_id, token.expire_time, token.revoke_time
+            )
+        key = await self._one(select(t.work_keys).where(t.work_keys.c.secret_hash == secret_hash))
+        if key is not None:
+            return Credential("work_key", key.key_id, key.key_id, key.expire_time, key.revoke_time)
+        return None
+
+    # -------------------------------------------------------------- orgs
+
+    async def get_org(self, slug: str) -> OrgRecord | None:
+        return await self._get(ORGS, t.orgs.c.slug == slug)
+
+    async def list_orgs(self, after_slug: str, limit: int) -> list[OrgRecord]:
+        c = t.orgs.c
+        return await self._list(
+            ORGS, select(t.orgs).where(c.slug > after_slug).order_by(c.slug).limit(limit)
+        )
+
+    async def insert_org(self, org: OrgRecord) -> None:
+        await self._insert(ORGS, [org])
+
+    # -------------------------------------------------------------- users and roles
+
+    async def get_user(self, user_id: str) -> UserRecord | None:
+        return await self._get(USERS, t.users.c.user_id == user_id)
+
+    async def find_user_by_email(self, email: str) -> UserRecord | None:
+        return await self._get(USERS, t.users.c.email == email)
+
+    async def list_users(self, after_id: str, limit: int) -> list[UserRecord]:
+        c = t.users.c
+        return await self._list(
+            USERS, select(t.users).where(c.user_id > after_id).order_by(c.user_id).limit(limit)
+        )
+
+    async def insert_user(self, user: UserRecord) -> None:
+        await self._insert(USERS, [user])
+
+    async def user_roles(self, user_id: str) -> dict[str, str]:
+        c = t.org_members.c
+        rows = await self._rows(select(c.org_slug, c.role).where(c.user_id == user_id))
+        return {r.org_slug: r.role for r in rows}
+
+    async def set_member(self, org_slug: str, user_id: str, role: str, when: datetime) -> None:
+        """Add the member, or change the role of an existing one (who keeps its create time)."""
+        member = MemberRecord(org_slug, user_id, role, when)
+        await self.conn.execute(
+            self._upsert(t.org_members)
+            .values(**MEMBERS.values(member))
+            .on_conflict_do_update(index_elements=["org_slug", "user_id"], set_={"role": role})
+        )
+
+    # -------------------------------------------------------------- credentials
+
+    async def insert_user_token(
+        self,
+        token_id: str,
+        user_id: str,
+        display_name: str,
+        secret_hash: str,
+        create_time: datetime,
+        expire_time: datetime | None,
+    ) -> None:
+        token = TokenRecord(token_id, user_id, display_name, create_time, expire_time)
+        await self._insert(USER_TOKENS, [token], secret_hash=secret_hash)
+
+    async def get_work_key(self, key_id: str) -> WorkKeyRecord | None:
+        return await self._get(WORK_KEYS, t.work_keys.c.key_id == key_id)
+
+    async def list_work_keys(self, org_slug: str, after_id: str, limit: int) -> list[WorkKeyRecord]:
+        c = t.work_keys.c
+        stmt = select(t.work_keys).where(c.key_id > after_id)
+        if org_slug:
+            stmt = stmt.where(c.org_slug == org_slug)
+        return await self._list(WORK_KEYS, stmt.order_by(c.key_id).limit(limit))
+
+    async def insert_work_key(self, key: WorkKeyRecord) -> None:
+        await self._insert(WORK_KEYS, [key])
+
+    async def revoke_work_key(self, key_id: str, when: datetime) -> None:
+        await self.conn.execute(
+            update(t.work_keys).where(t.work_keys.c.key_id == key_id).values(revoke_time=when)
+        )

@@ -1,0 +1,85 @@
+"""Attempts (leases) and the exclusive keys their live ones hold."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import delete, select
+
+from workcoord.coordinator.domain.model import Attempt
+
+from .. import schema as t
+from ..records import hold_keys
+from ._base import LIVE, SqlTxBase
+from .rows import ATTEMPTS
+
+_HOLDS = t.exclusive_holds
+
+
+class AttemptsSql(SqlTxBase):
+    async def get_attempt(self, lease_id: str) -> Attempt | None:
+        return await self._get(ATTEMPTS, t.attempts.c.lease_id == lease_id)
+
+    async def get_attempt_for_update(self, lease_id: str) -> Attempt | None:
+        # The coordinator lock already serialises writers; no row lock needed.
+        return await self.get_attempt(lease_id)
+
+    async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:
+        if not item_ids:
+            return []
+        c = t.attempts.c
+        return await self._list(
+            ATTEMPTS,
+            select(t.attempts).where(c.item_id.in_(list(item_ids))).order_by(c.item_id, c.attempt),
+        )
+
+    async def live_attempts(self, coordinator_id: str, worker_class: str | None) -> list[Attempt]:
+        c = t.attempts.c
+        stmt = select(t.attempts).where(c.coordinator_id == coordinator_id, c.status.in_(LIVE))
+        if worker_class is not None:
+            stmt = stmt.where(c.worker_class == worker_class)
+        return await self._list(ATTEMPTS, stmt.order_by(c.create_time, c.lease_id))
+
+    async def live_exclusive_holders(
+        self, coordinator_id: str, keys: Sequence[str]
+    ) -> dict[str, str]:
+        """Exclusive key -> the lease holding it, for the held ones among ``keys``."""
+        rows = await self._rows(
+            select(_HOLDS.c.key, _HOLDS.c.lease_id).where(
+                _HOLDS.c.coordinator_id == coordinator_id, _HOLDS.c.key.in_(list(keys))
+            )
+        )
+        return {r.key: r.lease_id for r in rows}
+
+    async def insert_attempts(self, attempts: Sequence[Attempt]) -> None:
+        """Insert the attempts and their holds: a key held twice breaks the primary key of
+        ``exclusive_holds`` (one live holder per exclusive key)."""
+        await self._insert(ATTEMPTS, attempts)
+        holds = [
+            {"coordinator_id": a.coordinator_id, "key": key, "lease_id": a.lease_id}
+            for a in attempts
+            for key in hold_keys(a)
+        ]
+        if holds:
+            await self.conn.execute(_HOLDS.insert(), holds)
+
+    async def update_attempts(self, attempts: Sequence[Attempt]) -> None:
+        """Write the attempts; the ones that ended release their holds."""
+        await self._update_each(ATTEMPTS, "lease_id", attempts)
+        ended = [a.lease_id for a in attempts if a.status.value not in LIVE and a.exclusive_key]
+        if ended:
+            await self.conn.execute(delete(_HOLDS).where(_HOLDS.c.lease_id.in_(ended)))
+
+    async def expired_attempts(
+        self, coordinator_id: str, now: datetime, limit: int, skip_items: Sequence[str]
+    ) -> list[Attempt]:
+        c = t.attempts.c
+        stmt = select(t.attempts).where(
+            c.coordinator_id == coordinator_id, c.status.in_(LIVE), c.lease_expire_time <= now
+        )
+        if skip_items:
+            stmt = stmt.where(c.item_id.not_in(list(skip_items)))
+        return await self._list(
+            ATTEMPTS, stmt.order_by(c.lease_expire_time, c.lease_id).limit(limit)
+        )

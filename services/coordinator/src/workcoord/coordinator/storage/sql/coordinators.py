@@ -1,0 +1,102 @@
+"""Work coordinators, their revision counter and their event log."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select, update
+
+from workcoord.coordinator.domain.model import Coordinator, Event, NewEvent
+
+from .. import schema as t
+from ..records import numbered_events
+from ._base import SqlTxBase
+from .platform import PlatformSql
+from .rows import COORDINATORS, EVENTS
+
+_WC = t.work_coordinators
+
+
+class CoordinatorsSql(PlatformSql, SqlTxBase):
+    async def lock_coordinator(self, coordinator_id: str) -> Coordinator | None:
+        """Read the work coordinator and hold its row until the transaction ends: writers of
+        one work coordinator are serialised, so capacity counts see every committed claim and
+        revisions stay gap-free."""
+        row = await self._one(
+            self._for_update(select(_WC).where(_WC.c.coordinator_id == coordinator_id))
+        )
+        return COORDINATORS.load(row) if row is not None else None
+
+    async def get_coordinator(self, coordinator_id: str) -> Coordinator | None:
+        return await self._get(COORDINATORS, _WC.c.coordinator_id == coordinator_id)
+
+    async def list_coordinators(
+        self, after_id: str, limit: int, org_slugs: Sequence[str] | None
+    ) -> list[Coordinator]:
+        stmt = select(_WC).where(_WC.c.coordinator_id > after_id)
+        if org_slugs is not None:
+            stmt = stmt.where(_WC.c.org_slug.in_(list(org_slugs)))
+        return await self._list(COORDINATORS, stmt.order_by(_WC.c.coordinator_id).limit(limit))
+
+    async def find_coordinator_by_request(self, request_id: str) -> Coordinator | None:
+        return await self._get(COORDINATORS, _WC.c.request_id == request_id)
+
+    async def insert_coordinator(self, coordinator: Coordinator, request_id: str) -> None:
+        await self._ensure_settings()
+        await self._insert(COORDINATORS, [coordinator], request_id=request_id, item_seq=0)
+
+    async def update_coordinator(self, coordinator: Coordinator) -> None:
+        """Write what an admin changes; the revision moves only through :meth:`append`."""
+        values = COORDINATORS.values(coordinator)
+        await self.conn.execute(
+            update(_WC)
+            .where(_WC.c.coordinator_id == coordinator.coordinator_id)
+            .values({k: values[k] for k in _ADMIN_COLUMNS})
+        )
+
+    async def next_item_seq(self, count: int) -> int:
+        """Reserve ``count`` item sequence numbers of the locked work coordinator; the first."""
+        assert self.coordinator is not None
+        where = _WC.c.coordinator_id == self.coordinator.coordinator_id
+        row = await self._one(select(_WC.c.item_seq).where(where))
+        start = int(row[0] if row else 0) + 1
+        await self.conn.execute(update(_WC).where(where).values(item_seq=start + count - 1))
+        return start
+
+    # -------------------------------------------------------------- the event log
+
+    async def append(self, coordinator: Coordinator, events: Sequence[NewEvent], actor: str) -> int:
+        """Give the events the coordinator's next revisions. The rows are written together at
+        the end of the transaction (:meth:`flush`), still before its commit: a group of
+        worker writes then inserts its events and moves the counter once, not per write."""
+        self._events.extend(numbered_events(coordinator, events, actor, self.now))
+        revision = coordinator.revision + len(events)
+        self._revisions[coordinator.coordinator_id] = revision
+        return revision
+
+    async def flush(self) -> None:
+        """Write the events appended so far and each coordinator's new revision."""
+        events, self._events = self._events, []
+        await self._insert(EVENTS, events)
+        revisions, self._revisions = self._revisions, {}
+        for coordinator_id, revision in revisions.items():
+            await self.conn.execute(
+                update(_WC).where(_WC.c.coordinator_id == coordinator_id).values(revision=revision)
+            )
+
+    async def list_events(
+        self, coordinator_id: str, since_revision: int, limit: int, lane_id: str, item_id: str
+    ) -> list[Event]:
+        c = t.events.c
+        stmt = select(t.events).where(
+            c.coordinator_id == coordinator_id, c.revision > since_revision
+        )
+        if lane_id:
+            stmt = stmt.where(c.lane_id == lane_id)
+        if item_id:
+            stmt = stmt.where(c.item_id == item_id)
+        return await self._list(EVENTS, stmt.order_by(c.revision).limit(limit))
+
+
+# What update_coordinator writes: never the revision, the request id or the item counter.
+_ADMIN_COLUMNS = ("display_name", "enabled", "config", "config_version", "update_time")

@@ -1,0 +1,64 @@
+"""Engines for both dialects: the async driver of a plain URL, and SQLite set up to behave like
+the PostgreSQL deployment (WAL, foreign keys, a write lock taken when a write begins)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
+
+__all__ = ["make_engine", "normalize_url"]
+
+
+def normalize_url(url: str) -> str:
+    """Pick the async driver for a plain ``postgresql://`` or ``sqlite://`` URL."""
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+asyncpg://" + url.split("://", 1)[1]
+    if url.startswith("sqlite://"):
+        return "sqlite+aiosqlite://" + url.split("://", 1)[1]
+    return url
+
+
+def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+    """An async engine for ``url``; SQLite gets WAL, foreign keys and immediate write locks.
+
+    Statement parameters are kept out of driver error messages: a row may hold secret hashes.
+    """
+    url = normalize_url(url)
+    if url.startswith("sqlite"):
+        engine = create_async_engine(
+            url, poolclass=NullPool if ":memory:" not in url else None, hide_parameters=True
+        )
+        _configure_sqlite(engine)
+        return engine
+    return create_async_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        hide_parameters=True,
+        connect_args={"server_settings": {"application_name": "workcoord-coordinator"}},
+    )
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's begin event (below) emit BEGIN, so writes can take the lock up front.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # A write transaction takes SQLite's write lock at BEGIN: the whole database is then
+        # serialised, which is what the per-coordinator row lock gives on PostgreSQL.
+        immediate = conn.get_execution_options().get("workcoord_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

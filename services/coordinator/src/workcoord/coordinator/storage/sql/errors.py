@@ -1,0 +1,73 @@
+"""Driver errors become workcoord errors here, at the storage edge.
+
+An integrity error is told apart by the constraint it broke (see :mod:`..integrity`): the
+constraint's name comes with the error on PostgreSQL; SQLite names only the columns of a unique
+key ("UNIQUE constraint failed: users.email"), which the schema maps back to the key's name.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Index, PrimaryKeyConstraint, UniqueConstraint
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from workcoord.kit.errors import Code, Internal, WorkcoordError
+
+from .. import schema as t
+from ..integrity import violation
+
+__all__ = ["StorageUnavailable", "constraint_of", "translate"]
+
+_SQLITE_UNIQUE = "UNIQUE constraint failed: "
+
+
+class StorageUnavailable(WorkcoordError):
+    """The database cannot be reached or refused the transaction; retry later."""
+
+    code = Code.UNAVAILABLE
+    reason = "STORAGE_UNAVAILABLE"
+    default_message = "the database is unavailable; retry later"
+
+
+def translate(exc: DBAPIError) -> WorkcoordError:
+    """The workcoord error a driver error stands for."""
+    if isinstance(exc, IntegrityError):
+        return violation(constraint_of(exc))
+    if isinstance(exc, OperationalError) or exc.connection_invalidated:
+        return StorageUnavailable()
+    return Internal()
+
+
+def constraint_of(exc: IntegrityError) -> str | None:
+    """The name of the constraint ``exc`` broke, when the database tells it."""
+    driver_error = getattr(exc.orig, "driver_exception", None)  # asyncpg, wrapped by SQLAlchemy
+    name = getattr(driver_error, "constraint_name", None)
+    if isinstance(name, str):
+        return name
+    message = str(exc.orig)
+    if message.startswith(_SQLITE_UNIQUE):
+        return _SQLITE_UNIQUE_KEYS.get(message.removeprefix(_SQLITE_UNIQUE))
+    # SQLite does not name other constraints; its error code says which kind failed.
+    kind = getattr(exc.orig, "sqlite_errorname", None)
+    return kind if isinstance(kind, str) else None
+
+
+def _sqlite_unique_keys() -> dict[str, str]:
+    """SQLite's way of naming each unique key of the schema ("table.column, …") -> its name."""
+    keys: dict[str, str] = {}
+    for table in t.metadata.tables.values():
+        uniques: list[tuple[str, list[str]]] = []
+        for constraint in table.constraints:
+            if isinstance(constraint, PrimaryKeyConstraint | UniqueConstraint):
+                uniques.append((str(constraint.name), [c.name for c in constraint.columns]))
+        for index in table.indexes:
+            if isinstance(index, Index) and index.unique:
+                uniques.append((str(index.name), [c.name for c in index.columns]))
+        for name, columns in uniques:
+            spelled = ", ".join(f"{table.name}.{column}" for column in columns)
+            if spelled in keys:
+                raise RuntimeError(f"{name} and {keys[spelled]} cover the same columns")
+            keys[spelled] = name
+    return keys
+
+
+_SQLITE_UNIQUE_KEYS = _sqlite_unique_keys()

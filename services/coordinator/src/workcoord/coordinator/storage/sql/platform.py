@@ -1,0 +1,82 @@
+"""Installation-wide rows: the platform switch and the leaderships of the recovery service."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.engine import Row
+
+from workcoord.coordinator.domain.ports import Leadership
+
+from .. import schema as t
+from ._base import SqlTxBase
+from .rows import LEADERSHIPS
+
+_SETTINGS = t.platform_settings
+
+
+class PlatformSql(SqlTxBase):
+    async def _ensure_settings(self) -> None:
+        """The settings row exists from the first work coordinator or switch change on."""
+        await self.conn.execute(
+            self._upsert(_SETTINGS)
+            .values(id=1, work_coordinator_enabled=True, version=1, update_time=self.now)
+            .on_conflict_do_nothing()
+        )
+
+    async def _settings(self) -> Row[Any] | None:
+        return await self._one(select(_SETTINGS).where(_SETTINGS.c.id == 1))
+
+    async def platform_enabled(self) -> bool:
+        row = await self._settings()
+        return True if row is None else bool(row.work_coordinator_enabled)
+
+    async def settings_row(self) -> tuple[bool, datetime, int]:
+        row = await self._settings()
+        if row is None:
+            return True, self.now, 0
+        return bool(row.work_coordinator_enabled), row.update_time, int(row.version)
+
+    async def set_platform_enabled(self, enabled: bool, when: datetime) -> None:
+        await self._ensure_settings()
+        await self.conn.execute(
+            update(_SETTINGS)
+            .where(_SETTINGS.c.id == 1)
+            .values(
+                work_coordinator_enabled=enabled, version=_SETTINGS.c.version + 1, update_time=when
+            )
+        )
+
+    async def acquire_leadership(
+        self, name: str, holder_id: str, now: datetime, expire_time: datetime
+    ) -> Leadership:
+        await self.conn.execute(
+            self._upsert(t.leaderships)
+            .values(name=name, holder_id=holder_id, expire_time=expire_time, term=1)
+            .on_conflict_do_nothing()
+        )
+        row = await self._one(
+            self._for_update(select(t.leaderships).where(t.leaderships.c.name == name))
+        )
+        assert row is not None
+        current = LEADERSHIPS.load(row)
+        if current.holder_id != holder_id and current.expire_time > now:
+            return current
+        term = current.term if current.holder_id == holder_id else current.term + 1
+        await self.conn.execute(
+            update(t.leaderships)
+            .where(t.leaderships.c.name == name)
+            .values(holder_id=holder_id, expire_time=expire_time, term=term)
+        )
+        return Leadership(name, holder_id, expire_time, term)
+
+    async def release_leadership(self, name: str, holder_id: str) -> Leadership | None:
+        current = await self._get(LEADERSHIPS, t.leaderships.c.name == name)
+        if current is None or current.holder_id != holder_id:
+            return current
+        await self.conn.execute(
+            update(t.leaderships).where(t.leaderships.c.name == name).values(expire_time=self.now)
+        )
+        return Leadership(name, holder_id, self.now, current.term)

@@ -1,0 +1,81 @@
+"""The SQL store: read and write transactions over one engine, on PostgreSQL or SQLite."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from workcoord.kit.clock import Clock
+from workcoord.kit.errors import WorkcoordError
+
+from .accounts import AccountsSql
+from .attempts import AttemptsSql
+from .coordinators import CoordinatorsSql
+from .errors import translate
+from .follow_ups import FollowUpsSql
+from .lanes_items import LanesItemsSql
+from .tenancy import TenancySql
+from .workers import WorkersSql
+
+__all__ = ["SqlStore", "SqlTx"]
+
+
+class SqlTx(
+    CoordinatorsSql,
+    AccountsSql,
+    TenancySql,
+    LanesItemsSql,
+    AttemptsSql,
+    WorkersSql,
+    FollowUpsSql,
+):
+    """One transaction: the Reader and Tx ports of the domain, one part per concern."""
+
+
+class SqlStore:
+    """Opens read and write transactions over one engine."""
+
+    def __init__(self, engine: AsyncEngine, clock: Clock) -> None:
+        self.engine = engine
+        self.clock = clock
+        self.dialect = engine.dialect.name
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[SqlTx]:
+        """A read-only snapshot (REPEATABLE READ on PostgreSQL; SQLite's WAL snapshot)."""
+        try:
+            async with self.engine.connect() as conn:
+                if self.dialect == "postgresql":
+                    conn = await conn.execution_options(
+                        isolation_level="REPEATABLE READ", postgresql_readonly=True
+                    )
+                async with conn.begin():
+                    yield SqlTx(conn, self.dialect, self.clock.now(), None)
+        except WorkcoordError:
+            raise
+        except DBAPIError as exc:
+            raise translate(exc) from exc
+
+    @asynccontextmanager
+    async def write(self, coordinator_id: str | None = None) -> AsyncIterator[SqlTx]:
+        """A write transaction; with ``coordinator_id``, holding that work coordinator's lock
+        (``tx.coordinator`` is then its committed state, or None if it does not exist)."""
+        try:
+            async with self.engine.connect() as conn:
+                conn = await conn.execution_options(workcoord_write=True)
+                async with conn.begin():
+                    tx = SqlTx(conn, self.dialect, self.clock.now(), None)
+                    if coordinator_id is not None:
+                        tx.coordinator = await tx.lock_coordinator(coordinator_id)
+                    yield tx
+                    await tx.flush()
+        except WorkcoordError:
+            raise
+        except DBAPIError as exc:
+            raise translate(exc) from exc

@@ -1,0 +1,202 @@
+"""Attempts and the exclusive keys they hold; the worker pool."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from workcoord.coordinator.domain.model import AttemptStatus
+from workcoord.coordinator.domain.ports import Store
+from workcoord.kit.clock import ManualClock
+
+from .records import T0, at, attempt, coordinator, item, lane, seed_coordinator, seed_lane, worker
+
+IT_A = item("it_a", "ln_a", seq=1)
+IT_B = item("it_b", "ln_a", seq=2)
+IT_C = item("it_c", "ln_a", seq=3, worker_class="person")
+
+
+async def _lane_of_three(store: Store) -> None:
+    await seed_coordinator(store)
+    await seed_lane(store, IT_A, IT_B, IT_C)
+
+
+@pytest.mark.port(
+    "insert_attempts", "get_attempt", "get_attempt_for_update", "item_attempts", "update_attempts"
+)
+async def test_attempts_round_trip_and_list_by_item(store: Store) -> None:
+    await _lane_of_three(store)
+    first = replace(attempt("ls_2", IT_A, status=AttemptStatus.FAILED), error={"message": "x"})
+    second = replace(attempt("ls_1", IT_A), attempt=2)
+    other = attempt("ls_0", IT_B)
+    async with store.write("wc_a") as tx:
+        await tx.insert_attempts([first, second, other])
+        await tx.insert_attempts([])
+    async with store.write("wc_a") as tx:
+        assert await tx.get_attempt("ls_1") == second
+        assert await tx.get_attempt_for_update("ls_2") == first
+        assert await tx.get_attempt("ls_x") is None
+        assert await tx.get_attempt_for_update("ls_x") is None
+        assert await tx.item_attempts(["it_b", "it_a"]) == [first, second, other]
+        assert await tx.item_attempts([]) == []
+        ended = replace(second, status=AttemptStatus.COMPLETED, end_time=at(9), checkpoint=None)
+        await tx.update_attempts([ended, replace(other, lease_id="ls_missing")])
+        await tx.update_attempts([])
+    async with store.read() as reader:
+        assert await reader.get_attempt("ls_1") == ended
+        assert await reader.get_attempt("ls_missing") is None
+
+
+@pytest.mark.port("live_attempts")
+async def test_live_attempts_by_class_in_lease_order(store: Store) -> None:
+    await _lane_of_three(store)
+    await seed_coordinator(store, coordinator("wc_b"))
+    await seed_lane(store, item("it_z", "ln_z", coordinator_id="wc_b"), record=lane("ln_z", "wc_b"))
+    async with store.write("wc_a") as tx:
+        await tx.insert_attempts(
+            [
+                attempt("ls_b", IT_A, create_time=at(2)),
+                attempt("ls_a", IT_B, create_time=at(2), status=AttemptStatus.RUNNING),
+                attempt("ls_c", IT_C, create_time=at(1)),
+                attempt("ls_done", IT_A, status=AttemptStatus.RELEASED),
+            ]
+        )
+    async with store.write("wc_b") as tx:
+        await tx.insert_attempts([attempt("ls_z", item("it_z", "ln_z", coordinator_id="wc_b"))])
+    async with store.read() as reader:
+        assert [a.lease_id for a in await reader.live_attempts("wc_a", None)] == [
+            "ls_c",
+            "ls_a",
+            "ls_b",
+        ]
+        assert [a.lease_id for a in await reader.live_attempts("wc_a", "codex")] == ["ls_a", "ls_b"]
+        assert [a.lease_id for a in await reader.live_attempts("wc_a", "machine")] == []
+
+
+@pytest.mark.port("live_exclusive_holders")
+async def test_live_attempts_hold_their_exclusive_keys_until_they_end(store: Store) -> None:
+    await _lane_of_three(store)
+    holder = attempt("ls_1", IT_A, exclusive_key="repo:parser,gpu:0")
+    async with store.write("wc_a") as tx:
+        await tx.insert_attempts([holder, attempt("ls_2", IT_B)])
+    async with store.write("wc_a") as tx:
+        keys = ["repo:parser", "gpu:0", "repo:other"]
+        assert await tx.live_exclusive_holders("wc_a", keys) == {
+            "repo:parser": "ls_1",
+            "gpu:0": "ls_1",
+        }
+        assert await tx.live_exclusive_holders("wc_b", keys) == {}
+        await tx.update_attempts([replace(holder, status=AttemptStatus.RUNNING)])
+        assert await tx.live_exclusive_holders("wc_a", ["gpu:0"]) == {"gpu:0": "ls_1"}
+        await tx.update_attempts([replace(holder, status=AttemptStatus.CHECKPOINTED)])
+        assert await tx.live_exclusive_holders("wc_a", keys) == {}
+        # A freed key can be held again.
+        await tx.insert_attempts([attempt("ls_3", IT_C, exclusive_key="gpu:0")])
+        assert await tx.live_exclusive_holders("wc_a", keys) == {"gpu:0": "ls_3"}
+
+
+@pytest.mark.port("expired_attempts")
+async def test_expired_attempts_in_expiry_order(store: Store) -> None:
+    await _lane_of_three(store)
+    async with store.write("wc_a") as tx:
+        await tx.insert_attempts(
+            [
+                attempt("ls_late", IT_A, expire_time=at(30)),
+                attempt("ls_b", IT_B, expire_time=at(10)),
+                attempt("ls_a", IT_C, expire_time=at(10), status=AttemptStatus.RUNNING),
+                attempt("ls_ended", IT_A, expire_time=at(5), status=AttemptStatus.DEAD),
+            ]
+        )
+    async with store.write("wc_a") as tx:
+
+        async def ids(now_seconds: float, limit: int, skip: list[str]) -> list[str]:
+            found = await tx.expired_attempts("wc_a", at(now_seconds), limit, skip)
+            return [a.lease_id for a in found]
+
+        assert await ids(9, 10, []) == []
+        assert await ids(10, 10, []) == ["ls_a", "ls_b"]
+        assert await ids(30, 10, []) == ["ls_a", "ls_b", "ls_late"]
+        assert await ids(30, 1, []) == ["ls_a"]
+        assert await ids(30, 10, ["it_c", "it_x"]) == ["ls_b", "ls_late"]
+        assert await tx.expired_attempts("wc_b", at(99), 10, []) == []
+
+
+@pytest.mark.port("upsert_worker", "get_worker", "list_workers", "count_workers")
+async def test_workers_register_and_refresh(store: Store) -> None:
+    await seed_coordinator(store)
+    await seed_coordinator(store, coordinator("wc_b"))
+    async with store.write("wc_a") as tx:
+        assert await tx.upsert_worker(worker("w_b")) is True
+        assert await tx.upsert_worker(worker("w_a")) is True
+        assert await tx.upsert_worker(worker("w_c")) is True
+        assert await tx.upsert_worker(worker("w_a", "wc_b")) is True
+    refreshed = replace(
+        worker("w_b"), create_time=at(50), observe_time=at(50), labels={}, cpu_count=2
+    )
+    async with store.write("wc_a") as tx:
+        assert await tx.upsert_worker(refreshed) is False
+    async with store.write("wc_a") as tx:
+        # Refreshing keeps the first registration's time.
+        assert await tx.get_worker("wc_a", "w_b") == replace(refreshed, create_time=T0)
+        assert await tx.get_worker("wc_a", "w_x") is None
+        assert await tx.get_worker("wc_b", "w_b") is None
+        assert [w.worker_id for w in await tx.list_workers("wc_a", "", 10)] == [
+            "w_a",
+            "w_b",
+            "w_c",
+        ]
+        assert [w.worker_id for w in await tx.list_workers("wc_a", "w_a", 1)] == ["w_b"]
+        assert await tx.count_workers("wc_a") == 3
+        assert await tx.count_workers("wc_b") == 1
+        assert await tx.count_workers("wc_x") == 0
+
+
+@pytest.mark.port("touch_worker_ask")
+async def test_a_lease_request_registers_or_touches_its_worker(
+    store: Store, clock: ManualClock
+) -> None:
+    await seed_coordinator(store)
+    async with store.write("wc_a") as tx:
+        await tx.upsert_worker(worker("w_known"))
+    clock.advance(20)
+    async with store.write("wc_a") as tx:
+        await tx.touch_worker_ask("wc_a", "w_known", "person", "key_other")
+        await tx.touch_worker_ask("wc_a", "w_new", "person", "key_new")
+    async with store.read() as reader:
+        assert await reader.get_worker("wc_a", "w_known") == replace(
+            worker("w_known"), observe_time=at(20), last_ask_time=at(20)
+        )
+        new = await reader.get_worker("wc_a", "w_new")
+    assert new is not None
+    assert (new.worker_class, new.principal, new.create_time, new.last_ask_time) == (
+        "person",
+        "key_new",
+        at(20),
+        at(20),
+    )
+    assert (new.capabilities, new.toolchains, new.labels, new.cpu_count) == ([], {}, {}, 0)
+
+
+@pytest.mark.port("evict_workers")
+async def test_eviction_spares_recent_and_busy_workers(store: Store) -> None:
+    await _lane_of_three(store)
+    await seed_coordinator(store, coordinator("wc_b"))
+    async with store.write("wc_a") as tx:
+        for worker_id, seen in [("w_old_b", 1), ("w_old_a", 1), ("w_busy", 1), ("w_recent", 10)]:
+            await tx.upsert_worker(worker(worker_id, observed=at(seen)))
+        await tx.insert_attempts([attempt("ls_1", IT_A, worker_id="w_busy")])
+        await tx.insert_attempts(
+            [attempt("ls_2", IT_B, worker_id="w_old_b", status=AttemptStatus.COMPLETED)]
+        )
+    async with store.write("wc_b") as tx:
+        await tx.upsert_worker(worker("w_old_c", "wc_b", observed=at(1)))
+    async with store.write("wc_a") as tx:
+        assert await tx.evict_workers("wc_a", at(10)) == ["w_old_a", "w_old_b"]
+        assert await tx.evict_workers("wc_a", at(10)) == []
+    async with store.write() as tx:
+        assert [w.worker_id for w in await tx.list_workers("wc_a", "", 10)] == [
+            "w_busy",
+            "w_recent",
+        ]
+        assert await tx.count_workers("wc_b") == 1

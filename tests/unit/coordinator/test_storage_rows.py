@@ -1,0 +1,79 @@
+"""The SQL store's row mapping (storage/sql/rows.py): driven by the dataclass fields, checked
+against its table, tolerant of JSON written before a field existed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import pytest
+from sqlalchemy.engine import Row
+
+from workcoord.coordinator.domain.grants import GrantPermission, GrantRecord
+from workcoord.coordinator.domain.model import (
+    DEFAULT_ACTION_CLASSES,
+    DEFAULT_RETRY_POLICY,
+    Coordinator,
+    CoordinatorConfig,
+    OnPass,
+    RetryPolicy,
+    ReviewPolicy,
+    Scope,
+)
+from workcoord.coordinator.domain.ports import OrgRecord
+from workcoord.coordinator.storage import schema
+from workcoord.coordinator.storage.sql.rows import COORDINATORS, GRANTS, RowMap
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class _FakeRow:
+    """What the mapping reads of a SQLAlchemy row: its mapping of column names."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self._mapping = values
+
+
+def row_of(values: dict[str, Any]) -> Row[Any]:
+    return cast(Row[Any], _FakeRow(values))
+
+
+def test_a_record_and_a_table_that_disagree_fail_at_construction() -> None:
+    with pytest.raises(TypeError, match=r"columns without a field \['email'"):
+        RowMap(OrgRecord, schema.users)
+
+
+def test_nested_policies_are_json_objects_without_their_unset_fields() -> None:
+    config = CoordinatorConfig(
+        retry_policy=RetryPolicy(initial_interval=2.0),
+        review_policy=ReviewPolicy(on_pass=OnPass.NONE),
+    )
+    row = COORDINATORS.values(_coordinator(config), request_id="", item_seq=0)
+    assert row["config"]["retry_policy"] == {"initial_interval": 2.0}
+    assert row["config"]["review_policy"] == {"on_pass": "NONE"}
+    assert row["scope"] == "ORG"
+    assert COORDINATORS.load(row_of(row)) == _coordinator(config)
+
+
+def test_keys_missing_from_stored_json_read_back_as_the_defaults() -> None:
+    row = COORDINATORS.values(_coordinator(CoordinatorConfig()), request_id="", item_seq=0)
+    row["config"] = {"class_capacity": {"codex": 1}, "escalate_after_seconds": 60}
+    loaded = COORDINATORS.load(row_of(row))
+    assert loaded.config.class_capacity == {"codex": 1}
+    assert loaded.config.retry_policy == DEFAULT_RETRY_POLICY
+    assert loaded.config.allowed_action_classes == DEFAULT_ACTION_CLASSES
+    # JSON gives 60.0 back as 60: a float field reads back as a float.
+    assert isinstance(loaded.config.escalate_after_seconds, float)
+
+
+def test_tuples_of_enums_are_stored_as_lists_of_names() -> None:
+    grant = GrantRecord(
+        "gr_a", "wc_a", "wc_p", (GrantPermission.STEER, GrantPermission.SUMMARY), T0, T0, "u"
+    )
+    row = GRANTS.values(grant)
+    assert row["permissions"] == ["STEER", "SUMMARY"]
+    assert GRANTS.load(row_of(row)) == grant
+
+
+def _coordinator(config: CoordinatorConfig) -> Coordinator:
+    return Coordinator("wc_a", Scope.ORG, "acme", "A", True, 3, config, 1, T0, T0)
