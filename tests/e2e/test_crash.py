@@ -9,8 +9,10 @@ import time
 import httpx
 import pytest
 
+from tests.support.rest import JSON, bearer, items_by_key, ok, run_identity
+
 from .harness import System
-from .rest import JSON, Tenant, items_by_key, ok, run_identity
+from .rest import Tenant
 
 pytestmark = [
     pytest.mark.e2e,
@@ -40,7 +42,7 @@ class LaneWriter(threading.Thread):
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        headers = {"Authorization": f"Bearer {self.token}"}
+        headers = bearer(self.token)
         with httpx.Client(headers=headers, timeout=10.0) as client:
             while not self.stopping.is_set():
                 try:

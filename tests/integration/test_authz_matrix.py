@@ -640,13 +640,6 @@ async def world(pg_databases: PostgresDatabases, redis: str) -> AsyncIterator[Wo
         await pg_databases.drop(url)
 
 
-@pytest.fixture(scope="module")
-async def redis() -> str:  # module-scoped twin of the integration conftest's fixture
-    from tests.integration.conftest import require_redis
-
-    return await require_redis()
-
-
 async def _build_world(stack: Stack) -> World:
     parent = await create_global(stack)
     child = await create_coordinator(

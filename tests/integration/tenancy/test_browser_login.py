@@ -10,21 +10,14 @@ import httpx
 import pytest
 
 from tests.integration.tenancy.world import sessions
-from tests.support.harness import Stack
+from tests.support.harness import Stack, start_gateway_for
 from workcoord.api.v1 import session_pb2
-from workcoord.gateway.server import RunningGateway, start_gateway
-from workcoord.kit.settings import GatewaySettings
+from workcoord.gateway.server import RunningGateway
 
 
 @pytest.fixture
 async def gateway(stack: Stack) -> AsyncIterator[RunningGateway]:
-    running = await start_gateway(
-        GatewaySettings(
-            listen_gateway="127.0.0.1:0",
-            coordinator_address=stack.address,
-            recovery_address=stack.address,
-        )
-    )
+    running = await start_gateway_for(stack.address)
     yield running
     await running.stop()
 
