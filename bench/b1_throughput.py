@@ -6,7 +6,7 @@ Per repetition: a fresh ORG work coordinator; N items created in CUSTOM lanes of
 timed); then W worker tasks (one gRPC channel each, one work key) lease ``--batch`` items at a
 time with a run identity (so each lease starts at once) and complete every item. Measured:
 items/s from the first Lease call to the last Complete. Reported: the median over repetitions
-and its ratio to the pgbench commit rate measured in the same run. Target (quality.md):
+and its ratio to the pgbench commit rate measured in the same run. Target:
 ≥ 3,000 items/s on 2 cores, within 2x of the raw PostgreSQL commit rate.
 """
 

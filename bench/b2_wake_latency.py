@@ -10,7 +10,7 @@ Lease so the waiter is parked. The lease is then completed so the next sample st
 
 Two modes, each with its own coordinator processes on one scratch database and Redis:
 same-process (waiter and creator on coordinator A) and cross-replica (waiter on A, creator on
-B: the wake travels through the Redis stream). Target (quality.md): p50 <= 5 ms, p99 <= 25 ms.
+B: the wake travels through the Redis stream). Target: p50 <= 5 ms, p99 <= 25 ms.
 A negative sample means the Lease returned before the CreateLane response reached the bench.
 """
 

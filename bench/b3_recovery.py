@@ -8,7 +8,7 @@ per Lease, ``lease_seconds=5``); then the coordinator's clock jumps 10 s ahead t
 ONE ``MaintenanceService.RunMaintenance`` call made with the service key (``batch_size`` 0 = the
 server's default, as the recovery service calls it). Reported: the median wall time over the
 repetitions, the server-reported duration, and the expired/requeued counts.
-Target (quality.md): <= 2 s for one pass.
+Target: <= 2 s for one pass.
 """
 
 from __future__ import annotations

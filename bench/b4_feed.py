@@ -13,7 +13,7 @@ delta arrived before the CreateLane response.
 
 Every subscriber also checks its stream: each delta must start right after the previous one
 (a gap or a duplicate is counted), and at the end each stream must equal the event log.
-Target (quality.md): p99 <= 50 ms, zero gaps or duplicates. The bench client (200 sockets,
+Target: p99 <= 50 ms, zero gaps or duplicates. The bench client (200 sockets,
 JSON parsing) runs on the same cores as the services it measures.
 """
 

@@ -1,5 +1,5 @@
 """The three services as separate processes, driven through the gateway's REST routes with the
-shapes of api.md "Examples"."""
+request and response shapes of the README's worked example."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The domain is plain Python: it imports neither grpc nor sqlalchemy (STYLE.md rule 2)."""
+"""The domain is plain Python: it imports neither grpc nor sqlalchemy (transport and storage
+sit around it and depend on it, never the other way round)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Secrets: generation, hashing, constant-time comparison, and spotting credentials in text.
 
 Every workcoord secret (work key, admin token, lease token, service key, session) is 256 bits
-from the OS CSPRNG, shown once, stored as a hash and compared in constant time (security.md).
+from the OS CSPRNG, shown once, stored as a hash and compared in constant time.
 """
 
 from __future__ import annotations
