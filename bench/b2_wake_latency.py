@@ -142,18 +142,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for mode, f in modes.items()
         },
     }
-    if not args.no_record:
-        common.record("b2_wake_latency", figures)
-    return figures
+    return common.finish("b2_wake_latency", args, figures)
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.b2_wake_latency", description=__doc__)
     p.add_argument("--samples", type=int, default=200)
     p.add_argument("--settle-ms", type=float, default=30.0)
-    p.add_argument("--pgbench-seconds", type=int, default=10)
-    p.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
-    return p
+    return common.add_common_flags(p)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
