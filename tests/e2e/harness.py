@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from tests.support.databases import admin_database_url, asyncpg_dsn, with_database
 from tests.support.processes import (
@@ -34,6 +35,14 @@ from tests.support.processes import (
     wait_ready,
     workcoord_command,
 )
+
+# The marks of a module whose tests share the session's system (one xdist worker runs them all).
+ON_THE_SYSTEM = [
+    pytest.mark.e2e,
+    pytest.mark.pg,
+    pytest.mark.redis,
+    pytest.mark.xdist_group(name="e2e"),
+]
 
 READY_TIMEOUT_SECONDS = 60.0
 # OffsetFileClock re-reads its file at most every 50 ms; wait a little longer than that.

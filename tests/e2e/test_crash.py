@@ -7,19 +7,13 @@ import threading
 import time
 
 import httpx
-import pytest
 
 from tests.support.rest import JSON, bearer, items_by_key, ok, run_identity
 
-from .harness import System
+from .harness import ON_THE_SYSTEM, System
 from .rest import Tenant
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.pg,
-    pytest.mark.redis,
-    pytest.mark.xdist_group(name="e2e"),
-]
+pytestmark = ON_THE_SYSTEM
 
 # Lanes the background writer creates: one agent item each (the test leases machine/person work).
 SMALL_LANE: JSON = {

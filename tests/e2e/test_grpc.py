@@ -31,15 +31,10 @@ from workcoord.kit.errors import (
     WorkcoordError,
 )
 
-from .harness import System
+from .harness import ON_THE_SYSTEM, System
 from .rest import EXAMPLE_LANE
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.pg,
-    pytest.mark.redis,
-    pytest.mark.xdist_group(name="e2e"),
-]
+pytestmark = ON_THE_SYSTEM
 
 _M = Any  # a generated message class (the stubs type them precisely; tests need no more)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import datetime
 
 import httpx
-import pytest
 
 from tests.support.rest import (
     JSON,
@@ -19,15 +18,10 @@ from tests.support.rest import (
     run_identity,
 )
 
-from .harness import System
+from .harness import ON_THE_SYSTEM, System
 from .rest import Tenant, contains_key, make_tenant
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.pg,
-    pytest.mark.redis,
-    pytest.mark.xdist_group(name="e2e"),
-]
+pytestmark = ON_THE_SYSTEM
 
 DEFAULT_CAPACITY = {"codex": 4, "claude": 4, "machine": 2, "agent": 4, "person": 1}
 

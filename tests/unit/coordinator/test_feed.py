@@ -12,7 +12,7 @@ read up to a revision.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -312,14 +312,33 @@ async def test_authority_is_checked_when_the_feed_opens(
             await watch.next()
 
 
-async def test_a_delta_is_not_delivered_once_the_caller_lost_read(
-    engine: Engine, world: World, caller: Caller
+async def _lose_read(engine: Engine, world: World, caller: Caller) -> None:
+    caller.principal = work_key({world.cid}, {Capability.LEASE}, world.org_slug)
+    await write(engine, world)
+
+
+async def _switch_off(engine: Engine, world: World, caller: Caller) -> None:
+    await engine.update_coordinator(
+        ADMIN, world.cid, CoordinatorSpec(scope=None, enabled=False), ""
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [(_lose_read, PermissionDenied), (_switch_off, CoordinationDisabled)],
+    ids=["the caller lost READ", "the coordinator was switched off"],
+)
+async def test_the_next_delta_ends_the_feed_once_the_caller_may_no_longer_read_it(
+    engine: Engine,
+    world: World,
+    caller: Caller,
+    change: Callable[[Engine, World, Caller], Awaitable[None]],
+    error: type[Exception],
 ) -> None:
     async with feed_hubs(engine) as hubs, watching(hubs, world, caller) as watch:
         await opened(watch, hubs, world)
-        caller.principal = work_key({world.cid}, {Capability.LEASE}, world.org_slug)
-        await write(engine, world)
-        with pytest.raises(PermissionDenied):
+        await change(engine, world, caller)
+        with pytest.raises(error):
             await watch.next()
 
 
@@ -335,18 +354,6 @@ async def test_a_revoked_credential_ends_the_feed_at_the_next_ping(
         await watch.expect(PingFrame)
         caller.refusal = Unauthenticated("the credential was revoked")
         with pytest.raises(Unauthenticated):
-            await watch.next()
-
-
-async def test_switching_the_coordinator_off_ends_the_feed(
-    engine: Engine, world: World, caller: Caller
-) -> None:
-    async with feed_hubs(engine) as hubs, watching(hubs, world, caller) as watch:
-        await opened(watch, hubs, world)
-        await engine.update_coordinator(
-            ADMIN, world.cid, CoordinatorSpec(scope=None, enabled=False), ""
-        )
-        with pytest.raises(CoordinationDisabled):
             await watch.next()
 
 
