@@ -4,22 +4,12 @@ matching ``X-CSRF-Token`` (else 403); ending the session logs out at once."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
-import pytest
 
 from tests.integration.tenancy.world import sessions
-from tests.support.harness import Stack, start_gateway_for
+from tests.support.harness import Stack
 from workcoord.api.v1 import session_pb2
 from workcoord.gateway.server import RunningGateway
-
-
-@pytest.fixture
-async def gateway(stack: Stack) -> AsyncIterator[RunningGateway]:
-    running = await start_gateway_for(stack.address)
-    yield running
-    await running.stop()
 
 
 async def test_login_sets_cookies_and_csrf_guards_changes(

@@ -230,16 +230,13 @@ async def stack(pg_url: str, provider: FakeProvider, clock: TestClock) -> AsyncI
 
 
 @pytest.fixture
-async def gateway(stack: Stack, provider: FakeProvider) -> AsyncIterator[RunningGateway]:
-    running = await start_gateway_for(
-        stack.address,
-        oidc_issuer=provider.issuer,
-        oidc_client_id=CLIENT_ID,
-        oidc_client_secret=SecretStr(provider.client_secret),
-        oidc_redirect_url=f"http://{PUBLIC_HOST}/login/oidc/callback",
-    )
-    yield running
-    await running.stop()
+def gateway_settings(provider: FakeProvider) -> dict[str, Any]:
+    return {
+        "oidc_issuer": provider.issuer,
+        "oidc_client_id": CLIENT_ID,
+        "oidc_client_secret": SecretStr(provider.client_secret),
+        "oidc_redirect_url": f"http://{PUBLIC_HOST}/login/oidc/callback",
+    }
 
 
 async def _user(stack: Stack, email: str, *, platform_admin: bool = False) -> str:

@@ -288,7 +288,7 @@ async def test_a_consumer_that_falls_behind_is_resynced_with_a_fresh_snapshot(
         assert (await watch.expect(DeltaFrame)).from_revision == current + 1
 
 
-async def test_a_quiet_feed_pings_with_the_current_revision(
+async def test_a_quiet_session_pings_with_the_current_revision(
     engine: Engine, store: MemoryStore, world: World, caller: Caller
 ) -> None:
     current = await revision(store, world)
