@@ -44,7 +44,8 @@ ON_THE_SYSTEM = [
     pytest.mark.xdist_group(name="e2e"),
 ]
 
-READY_TIMEOUT_SECONDS = 60.0
+# Generous: starting a service is mostly imports, slow on a busy 2-core machine.
+READY_TIMEOUT_SECONDS = 120.0
 # OffsetFileClock re-reads its file at most every 50 ms; wait a little longer than that.
 CLOCK_SETTLE_SECONDS = 0.15
 

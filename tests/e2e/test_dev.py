@@ -18,12 +18,12 @@ import pytest
 from tests.support.processes import free_port, service_env, workcoord_command
 from tests.support.rest import items_by_key, ok, rest_client, run_identity
 
+from .harness import READY_TIMEOUT_SECONDS
 from .rest import EXAMPLE_LANE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(name="e2e-dev")]
 
 READY_LINE = "workcoord dev: ready"
-READY_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 15.0
 
 

@@ -40,7 +40,7 @@ from tests.support.processes import (
 )
 from tests.support.rest import JSON, bearer, ok
 
-from .harness import create_database, drop_database, migrate_database
+from .harness import READY_TIMEOUT_SECONDS, create_database, drop_database, migrate_database
 
 pytestmark = [pytest.mark.xdist_group(name="e2e-feed"), pytest.mark.pg, pytest.mark.redis]
 
@@ -237,7 +237,7 @@ def run_feed_system(
 
 
 def _wait(check: Callable[[], bool], process: ServiceProcess, system: FeedSystem) -> None:
-    wait_ready(check, process, time.monotonic() + 30, system.logs)
+    wait_ready(check, process, time.monotonic() + READY_TIMEOUT_SECONDS, system.logs)
 
 
 # --------------------------------------------------------------------------- a tenant
