@@ -6,7 +6,7 @@ Per repetition: a fresh ORG work coordinator; N items created in CUSTOM lanes of
 timed); then W worker tasks (one gRPC channel each, one work key) lease ``--batch`` items at a
 time with a run identity (so each lease starts at once) and complete every item. Measured:
 items/s from the first Lease call to the last Complete. Reported: the median over repetitions
-and its ratio to the pgbench commit rate measured in the same run. Target (quality.md):
+and its ratio to the pgbench commit rate measured in the same run. Target:
 ≥ 3,000 items/s on 2 cores, within 2x of the raw PostgreSQL commit rate.
 """
 
@@ -170,9 +170,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "ratio": ratio >= TARGET_RATIO,
         },
     }
-    if not args.no_record:
-        common.record("b1_throughput", figures)
-    return figures
+    return common.finish("b1_throughput", args, figures)
 
 
 def _yes(flag: bool) -> str:
@@ -186,12 +184,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=100, help="max_items per Lease (1..100)")
     p.add_argument("--inflight", type=int, default=1, help="Complete calls in flight per worker")
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--pgbench-seconds", type=int, default=10)
-    p.add_argument(
-        "--profile", default=None, metavar="PATH", help="py-spy the coordinator into PATH (raw)"
-    )
-    p.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
-    return p
+    return common.add_common_flags(p, profile=True)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

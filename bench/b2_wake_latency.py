@@ -10,7 +10,7 @@ Lease so the waiter is parked. The lease is then completed so the next sample st
 
 Two modes, each with its own coordinator processes on one scratch database and Redis:
 same-process (waiter and creator on coordinator A) and cross-replica (waiter on A, creator on
-B: the wake travels through the Redis stream). Target (quality.md): p50 <= 5 ms, p99 <= 25 ms.
+B: the wake travels through the Redis stream). Target: p50 <= 5 ms, p99 <= 25 ms.
 A negative sample means the Lease returned before the CreateLane response reached the bench.
 """
 
@@ -142,18 +142,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for mode, f in modes.items()
         },
     }
-    if not args.no_record:
-        common.record("b2_wake_latency", figures)
-    return figures
+    return common.finish("b2_wake_latency", args, figures)
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.b2_wake_latency", description=__doc__)
     p.add_argument("--samples", type=int, default=200)
     p.add_argument("--settle-ms", type=float, default=30.0)
-    p.add_argument("--pgbench-seconds", type=int, default=10)
-    p.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
-    return p
+    return common.add_common_flags(p)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ per Lease, ``lease_seconds=5``); then the coordinator's clock jumps 10 s ahead t
 ONE ``MaintenanceService.RunMaintenance`` call made with the service key (``batch_size`` 0 = the
 server's default, as the recovery service calls it). Reported: the median wall time over the
 repetitions, the server-reported duration, and the expired/requeued counts.
-Target (quality.md): <= 2 s for one pass.
+Target: <= 2 s for one pass.
 """
 
 from __future__ import annotations
@@ -133,9 +133,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "pgbench": pgbench.as_dict(),
         "targets_met": {"pass_seconds": met},
     }
-    if not args.no_record:
-        common.record("b3_recovery", figures)
-    return figures
+    return common.finish("b3_recovery", args, figures)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -143,12 +141,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--items", type=int, default=10000)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=0, help="RunMaintenance batch_size (0..10000)")
-    p.add_argument("--pgbench-seconds", type=int, default=10)
-    p.add_argument(
-        "--profile", default=None, metavar="PATH", help="py-spy the coordinator into PATH (raw)"
-    )
-    p.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
-    return p
+    return common.add_common_flags(p, profile=True)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

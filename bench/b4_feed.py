@@ -13,7 +13,7 @@ delta arrived before the CreateLane response.
 
 Every subscriber also checks its stream: each delta must start right after the previous one
 (a gap or a duplicate is counted), and at the end each stream must equal the event log.
-Target (quality.md): p99 <= 50 ms, zero gaps or duplicates. The bench client (200 sockets,
+Target: p99 <= 50 ms, zero gaps or duplicates. The bench client (200 sockets,
 JSON parsing) runs on the same cores as the services it measures.
 """
 
@@ -84,13 +84,7 @@ class GatewayProcess:
     process: subprocess.Popen[bytes]
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        common.stop_child(self.process)
 
 
 @contextlib.asynccontextmanager
@@ -272,9 +266,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "result": result,
         "targets_met": clean and result["p99_ms"] <= TARGET_P99_MS,
     }
-    if not args.no_record:
-        common.record("b4_feed", figures)
-    return figures
+    return common.finish("b4_feed", args, figures)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -283,8 +275,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--commits", type=int, default=100)
     p.add_argument("--interval-ms", type=float, default=50.0)
     p.add_argument("--gateways", type=int, default=1)
-    p.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
-    return p
+    return common.add_common_flags(p, pgbench=False)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ per run to ``bench/results/<bench>.jsonl``.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -84,24 +85,19 @@ def workcoord_executable() -> str:
 
 
 def git_commit() -> str:
+    """The short commit of this checkout, ``+dirty`` when tracked files changed."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-    return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    return commit + ("+dirty" if dirty else "")
 
 
 def machine() -> dict[str, Any]:
@@ -137,6 +133,28 @@ def _cell(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+def add_common_flags(
+    parser: argparse.ArgumentParser, *, pgbench: bool = True, profile: bool = False
+) -> argparse.ArgumentParser:
+    """The flags the benchmarks share: ``--pgbench-seconds`` (the reference measured in the same
+    run), ``--profile`` (py-spy the coordinator) and always ``--no-record``."""
+    if pgbench:
+        parser.add_argument("--pgbench-seconds", type=int, default=10)
+    if profile:
+        parser.add_argument(
+            "--profile", default=None, metavar="PATH", help="py-spy the coordinator into PATH (raw)"
+        )
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/")
+    return parser
+
+
+def finish(bench: str, args: argparse.Namespace, figures: dict[str, Any]) -> dict[str, Any]:
+    """``figures``, appended to ``bench/results/<bench>.jsonl`` first unless ``--no-record``."""
+    if not args.no_record:
+        record(bench, figures)
+    return figures
 
 
 def record(bench: str, figures: Mapping[str, Any], results_dir: Path | None = None) -> Path:
@@ -271,6 +289,17 @@ def print_pgbench(result: PgbenchResult) -> None:
 # ---------------------------------------------------------------------------- coordinator processes
 
 
+def stop_child(process: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL if ``process`` has not exited within ``timeout`` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 @dataclass
 class CoordinatorProcess:
     """A ``workcoord serve coordinator`` child process."""
@@ -280,13 +309,7 @@ class CoordinatorProcess:
     log_path: Path
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_child(self.process)
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -359,7 +382,7 @@ class Cluster:
             coordinator.stop()
 
 
-async def _wait_ready(coordinator: CoordinatorProcess, token: str, timeout: float = 30.0) -> None:  # noqa: ASYNC109
+async def _wait_ready(coordinator: CoordinatorProcess, token: str, timeout: float = 120.0) -> None:  # noqa: ASYNC109
     deadline = time.monotonic() + timeout
     async with WorkcoordClient(coordinator.address, token) as probe:
         while True:

@@ -6,24 +6,16 @@ See :mod:`.harness` for how the system is provisioned, clocked and stopped.
 from __future__ import annotations
 
 import secrets
-import subprocess
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .harness import (
-    REDIS_URL,
-    WORKCOORD,
-    ServiceProcess,
-    System,
-    create_database,
-    drop_database,
-    free_port,
-    service_env,
-    worker_name,
-)
+from tests.support.databases import redis_url, xdist_worker
+from tests.support.processes import ServiceProcess, free_port, service_env
+
+from .harness import System, create_database, drop_database, migrate_database
 from .rest import Tenant, make_tenant
 
 
@@ -42,7 +34,7 @@ _FAILED = pytest.StashKey[bool]()
 def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
     """The three services running against a fresh PostgreSQL database."""
     directory = tmp_path_factory.mktemp("e2e-system")
-    name = f"workcoord_e2e_{worker_name()}_{secrets.token_hex(4)}"
+    name = f"workcoord_e2e_{xdist_worker()}_{secrets.token_hex(4)}"
     database_url = create_database(name)
     try:
         yield from _run_system(directory, database_url)
@@ -60,7 +52,7 @@ def _run_system(directory: Path, database_url: str) -> Generator[System, None, N
     clock_file.write_text("0\n")
     common = {
         "DATABASE_URL": database_url,
-        "REDIS_URL": REDIS_URL,
+        "REDIS_URL": redis_url(),
         "WORKCOORD_BOOTSTRAP_ADMIN_TOKEN": admin_token,
         "WORKCOORD_SERVICE_KEY": service_key,
         "WORKCOORD_LISTEN_COORDINATOR": coordinator_address,
@@ -99,15 +91,7 @@ def _run_system(directory: Path, database_url: str) -> Generator[System, None, N
         # a tick that found no coordinator would leave it leaderless: it starts once the
         # coordinator serves.
         system.gateway.start()
-        migrate = subprocess.run(
-            [*WORKCOORD, "db", "upgrade", "--database-url", database_url],
-            env=service_env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert migrate.returncode == 0, migrate.stdout + migrate.stderr
+        migrate_database(database_url)
         system.coordinator.start()
         system.wait_ready(only=(system.coordinator,))
         system.recovery.start()

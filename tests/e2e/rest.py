@@ -1,23 +1,19 @@
-"""REST helpers for the end-to-end tests: tenants, checked calls, Status JSON, the example lane."""
+"""REST helpers for the end-to-end tests: tenants over REST and the example lane."""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 
+from tests.support.rest import JSON, ok, rest_client, run_identity
+
 from .harness import System
 
-JSON = dict[str, Any]
-
-ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
-BAD_REQUEST = "type.googleapis.com/google.rpc.BadRequest"
-
-# The example lane of api.md: c waits for a and b and holds an exclusive key.
+# The README's example lane: a and b run in parallel, c waits for both and holds an exclusive key.
 EXAMPLE_LANE: JSON = {
     "title": "Fix flaky parser",
     "template": "CUSTOM",
@@ -35,61 +31,6 @@ EXAMPLE_LANE: JSON = {
         },
     ],
 }
-
-
-def ok(response: httpx.Response) -> JSON:
-    """The JSON body of a 200 answer (fails with the body otherwise)."""
-    assert response.status_code == 200, (
-        f"{response.request.method} {response.request.url} → {response.status_code}: "
-        f"{response.text}"
-    )
-    body: JSON = response.json()
-    return body
-
-
-def error_info(body: JSON) -> JSON:
-    """The ``google.rpc.ErrorInfo`` detail of a Status body."""
-    infos = [detail for detail in body.get("details", []) if detail.get("@type") == ERROR_INFO]
-    assert len(infos) == 1, body
-    info: JSON = infos[0]
-    return info
-
-
-def field_violations(body: JSON) -> dict[str, str]:
-    """``field → description`` from the ``google.rpc.BadRequest`` detail of a Status body."""
-    requests = [d for d in body.get("details", []) if d.get("@type") == BAD_REQUEST]
-    assert len(requests) == 1, body
-    return {v["field"]: v["description"] for v in requests[0]["fieldViolations"]}
-
-
-def expect_status(response: httpx.Response, http_status: int, code: int, reason: str) -> JSON:
-    """Assert a ``google.rpc.Status`` answer with this HTTP status, gRPC code and reason."""
-    assert response.status_code == http_status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body: JSON = response.json()
-    assert body["code"] == code, body
-    assert isinstance(body["message"], str) and body["message"], body
-    info = error_info(body)
-    assert info["reason"] == reason, body
-    assert info["domain"] == "workcoord", body
-    return body
-
-
-def run_identity(**overrides: Any) -> JSON:
-    """A plausible run identity (``startedAt`` a minute ago by the real clock)."""
-    started = (datetime.now(UTC) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    identity: JSON = {
-        "pid": 4242,
-        "agentId": "agent-7",
-        "engine": "codex",
-        "account": "fleet-bot",
-        "hostname": "build-3",
-        "worktreePath": "/srv/lanes/parser",
-        "branch": "fix/parser",
-        "startedAt": started,
-    }
-    identity.update(overrides)
-    return identity
 
 
 @dataclass
@@ -182,11 +123,7 @@ def unique_slug(prefix: str = "org") -> str:
 def make_tenant(system: System, slug: str | None = None) -> Tenant:
     """A new org, its ORG work coordinator and a READ/LEASE/WRITE work key, over REST."""
     slug = slug or unique_slug()
-    admin = httpx.Client(
-        base_url=system.gateway_url,
-        headers={"Authorization": f"Bearer {system.admin_token}"},
-        timeout=30.0,
-    )
+    admin = rest_client(system.gateway_url, system.admin_token)
     ok(admin.post("/v1/orgs", json={"slug": slug, "displayName": slug.title()}))
     coordinator = ok(
         admin.post(
@@ -205,16 +142,8 @@ def make_tenant(system: System, slug: str | None = None) -> Tenant:
             },
         )
     )
-    worker = httpx.Client(
-        base_url=system.gateway_url,
-        headers={"Authorization": f"Bearer {key['secret']}"},
-        timeout=30.0,
-    )
+    worker = rest_client(system.gateway_url, key["secret"])
     return Tenant(org_slug=slug, coordinator=coordinator, key=key, admin=admin, worker=worker)
-
-
-def items_by_key(lane: JSON) -> dict[str, JSON]:
-    return {item["key"]: item for item in lane["items"]}
 
 
 def contains_key(document: Any, name: str) -> bool:

@@ -7,17 +7,13 @@ import threading
 import time
 
 import httpx
-import pytest
 
-from .harness import System
-from .rest import JSON, Tenant, items_by_key, ok, run_identity
+from tests.support.rest import JSON, bearer, items_by_key, ok, run_identity
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.pg,
-    pytest.mark.redis,
-    pytest.mark.xdist_group(name="e2e"),
-]
+from .harness import ON_THE_SYSTEM, System
+from .rest import Tenant
+
+pytestmark = ON_THE_SYSTEM
 
 # Lanes the background writer creates: one agent item each (the test leases machine/person work).
 SMALL_LANE: JSON = {
@@ -40,7 +36,7 @@ class LaneWriter(threading.Thread):
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        headers = {"Authorization": f"Bearer {self.token}"}
+        headers = bearer(self.token)
         with httpx.Client(headers=headers, timeout=10.0) as client:
             while not self.stopping.is_set():
                 try:

@@ -13,16 +13,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import pytest
 
-from .harness import WORKCOORD, free_port, service_env
-from .rest import EXAMPLE_LANE, items_by_key, ok, run_identity
+from tests.support.processes import free_port, service_env, workcoord_command
+from tests.support.rest import items_by_key, ok, rest_client, run_identity
+
+from .harness import READY_TIMEOUT_SECONDS
+from .rest import EXAMPLE_LANE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(name="e2e-dev")]
 
 READY_LINE = "workcoord dev: ready"
-READY_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 15.0
 
 
@@ -48,7 +49,7 @@ class DevProcess:
         # No WORKCOORD_* variable at all: in particular no WORKCOORD_BOOTSTRAP_ADMIN_TOKEN.
         self.process = subprocess.Popen(
             [
-                *WORKCOORD,
+                *workcoord_command(),
                 "dev",
                 "--state-dir",
                 str(self.state_dir),
@@ -152,9 +153,7 @@ def test_dev_runs_everything_and_keeps_its_state(dev: DevProcess) -> None:
     assert token_file.stat().st_mode & 0o777 == 0o600
     assert (dev.state_dir / "workcoord.db").is_file()
 
-    admin = httpx.Client(
-        base_url=dev.gateway_url, headers={"Authorization": f"Bearer {token}"}, timeout=30.0
-    )
+    admin = rest_client(dev.gateway_url, token)
     with admin:
         assert ok(admin.get("/readyz"))["status"] == "ready"
         assert ok(admin.get("/v1/me"))["platformAdmin"] is True
@@ -178,11 +177,7 @@ def test_dev_runs_everything_and_keeps_its_state(dev: DevProcess) -> None:
                 },
             )
         )
-    worker = httpx.Client(
-        base_url=dev.gateway_url,
-        headers={"Authorization": f"Bearer {key['secret']}"},
-        timeout=30.0,
-    )
+    worker = rest_client(dev.gateway_url, key["secret"])
     with worker:
         lane = ok(worker.post(f"{base}/lanes", json=EXAMPLE_LANE))
         leases = ok(
@@ -217,14 +212,8 @@ def test_dev_runs_everything_and_keeps_its_state(dev: DevProcess) -> None:
     dev.wait_for_line(READY_LINE)
     assert announced_token(dev.output()) == token
     assert "(state folder)" in dev.output()
-    worker = httpx.Client(
-        base_url=dev.gateway_url,
-        headers={"Authorization": f"Bearer {key['secret']}"},
-        timeout=30.0,
-    )
-    admin = httpx.Client(
-        base_url=dev.gateway_url, headers={"Authorization": f"Bearer {token}"}, timeout=30.0
-    )
+    worker = rest_client(dev.gateway_url, key["secret"])
+    admin = rest_client(dev.gateway_url, token)
     with admin, worker:
         assert ok(admin.get("/v1/me"))["platformAdmin"] is True
         assert ok(admin.get(base))["coordinatorId"] == coordinator["coordinatorId"]

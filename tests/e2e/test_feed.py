@@ -28,23 +28,22 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from .harness import (
-    WORKCOORD,
+from tests.support.databases import asyncpg_dsn, xdist_worker
+from tests.support.processes import (
     ServiceProcess,
-    create_database,
-    drop_database,
     free_port,
     grpc_serving,
     http_ready,
     run_in_thread,
     service_env,
-    worker_name,
+    wait_ready,
 )
-from .rest import ok
+from tests.support.rest import JSON, bearer, ok
+
+from .harness import READY_TIMEOUT_SECONDS, create_database, drop_database, migrate_database
 
 pytestmark = [pytest.mark.xdist_group(name="e2e-feed"), pytest.mark.pg, pytest.mark.redis]
 
-JSON = dict[str, Any]
 _T = TypeVar("_T")
 PING_SECONDS = 0.5
 POLL_SECONDS = 0.5
@@ -145,21 +144,13 @@ def run_feed_system(
 ) -> Iterator[FeedSystem]:
     """A fresh database and private Redis, ``replicas`` coordinators each with its gateway
     (and a recovery service if asked); everything stopped and dropped afterwards."""
-    name = f"workcoord_feed_{worker_name()}_{secrets.token_hex(4)}"
+    name = f"workcoord_feed_{xdist_worker()}_{secrets.token_hex(4)}"
     database_url = create_database(name)
     redis = PrivateRedis(free_port(), directory)
     redis.start()
     system: FeedSystem | None = None
     try:
-        migrate = subprocess.run(
-            [*WORKCOORD, "db", "upgrade", "--database-url", database_url],
-            env=service_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert migrate.returncode == 0, migrate.stdout + migrate.stderr
+        migrate_database(database_url)
         admin_token = "wcadm_" + secrets.token_urlsafe(32)
         service_key = "wcsvc_" + secrets.token_urlsafe(32)
         coordinator_addresses = [f"127.0.0.1:{free_port()}" for _ in range(replicas)]
@@ -246,11 +237,7 @@ def run_feed_system(
 
 
 def _wait(check: Callable[[], bool], process: ServiceProcess, system: FeedSystem) -> None:
-    deadline = time.monotonic() + 30
-    while not check():
-        process.require_alive()
-        assert time.monotonic() < deadline, f"{process.name} not ready\n{system.logs()}"
-        time.sleep(0.05)
+    wait_ready(check, process, time.monotonic() + READY_TIMEOUT_SECONDS, system.logs)
 
 
 # --------------------------------------------------------------------------- a tenant
@@ -267,7 +254,7 @@ class Tenant:
     def call(
         self, method: str, path: str, body: JSON | None = None, token: str | None = None
     ) -> JSON:
-        headers = {"Authorization": f"Bearer {token or self.key}"}
+        headers = bearer(token or self.key)
         return ok(self.rest.request(method, path, json=body, headers=headers))
 
     def lane(self, *keys: str, **extra: Any) -> JSON:
@@ -302,7 +289,7 @@ def tenant(feed_system: FeedSystem) -> Iterator[Tenant]:
     with httpx.Client(base_url=feed_system.gateway_urls[0], timeout=30) as rest:
         admin = feed_system.admin_token
         slug = f"feed-{secrets.token_hex(4)}"
-        headers = {"Authorization": f"Bearer {admin}"}
+        headers = bearer(admin)
         ok(rest.post("/v1/orgs", json={"slug": slug, "displayName": "Feed"}, headers=headers))
         wc = ok(
             rest.post(
@@ -560,7 +547,7 @@ async def test_a_since_older_than_the_retained_events_gets_a_snapshot(tenant: Te
 
 
 async def _prune_events(database_url: str, cid: str, below: int) -> None:
-    dsn = database_url.replace("postgresql+asyncpg://", "postgresql://", 1)
+    dsn = asyncpg_dsn(database_url)
 
     async def prune() -> None:
         connection = await asyncpg.connect(dsn)

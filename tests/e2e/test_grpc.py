@@ -13,6 +13,7 @@ import pytest_asyncio
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from tests.support.harness import identity
 from workcoord.api.v1 import (
     admin_pb2,
     lane_pb2,
@@ -30,15 +31,10 @@ from workcoord.kit.errors import (
     WorkcoordError,
 )
 
-from .harness import System
+from .harness import ON_THE_SYSTEM, System
 from .rest import EXAMPLE_LANE
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.pg,
-    pytest.mark.redis,
-    pytest.mark.xdist_group(name="e2e"),
-]
+pytestmark = ON_THE_SYSTEM
 
 _M = Any  # a generated message class (the stubs type them precisely; tests need no more)
 
@@ -106,21 +102,6 @@ async def grpc_tenant(system: System) -> AsyncIterator[GrpcTenant]:
         await admin.close()
 
 
-def run_identity() -> lane_pb2.RunIdentity:
-    identity = lane_pb2.RunIdentity(
-        pid=31337,
-        agent_id="grpc-agent",
-        engine="codex",
-        account="fleet-bot",
-        hostname="build-7",
-        worktree_path="/srv/lanes/grpc",
-        branch="fix/grpc",
-    )
-    identity.started_at.GetCurrentTime()
-    identity.started_at.seconds -= 60
-    return identity
-
-
 async def test_lease_start_complete_over_grpc(grpc_tenant: GrpcTenant) -> None:
     tenant = grpc_tenant
     client = tenant.worker
@@ -151,7 +132,7 @@ async def test_lease_start_complete_over_grpc(grpc_tenant: GrpcTenant) -> None:
                 coordinator_id=tenant.coordinator_id,
                 lease_id=lease.lease_id,
                 lease_token=lease.lease_token,
-                run_identity=run_identity(),
+                run_identity=identity(pid=31337),
             )
         )
         assert started.attempt.status == lane_pb2.Attempt.RUNNING
@@ -202,7 +183,7 @@ async def test_lease_start_complete_over_grpc(grpc_tenant: GrpcTenant) -> None:
                 worker_class="person",
                 max_items=1,
                 lease_seconds=30,
-                run_identity=run_identity(),
+                run_identity=identity(pid=31337),
             )
         )
     ).leases
@@ -281,7 +262,7 @@ async def test_recovery_service_over_grpc(system: System, grpc_tenant: GrpcTenan
             worker_class="machine",
             max_items=1,
             lease_seconds=5,
-            run_identity=run_identity(),
+            run_identity=identity(pid=31337),
         )
     )
     [lease] = leased.leases

@@ -1,39 +1,29 @@
 """The three services as separate processes, driven through the gateway's REST routes with the
-shapes of api.md "Examples"."""
+request and response shapes of the README's worked example."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 import httpx
-import pytest
 
-from .harness import System
-from .rest import (
+from tests.support.rest import (
     JSON,
-    Tenant,
-    contains_key,
     error_info,
     expect_status,
     field_violations,
     items_by_key,
-    make_tenant,
     ok,
+    parse_time,
     run_identity,
 )
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.pg,
-    pytest.mark.redis,
-    pytest.mark.xdist_group(name="e2e"),
-]
+from .harness import ON_THE_SYSTEM, System
+from .rest import Tenant, contains_key, make_tenant
+
+pytestmark = ON_THE_SYSTEM
 
 DEFAULT_CAPACITY = {"codex": 4, "claude": 4, "machine": 2, "agent": 4, "person": 1}
-
-
-def _time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def test_org_coordinator_and_work_key_have_the_documented_shapes(system: System) -> None:
@@ -100,8 +90,8 @@ def test_custom_lane_runs_to_done_through_rest(tenant: Tenant) -> None:
     for lease in leases:
         assert lease["leaseId"] and lease["leaseToken"].startswith("wcl_")
         assert lease["attempt"] == 1
-        assert _time(lease["leaseExpireTime"]) > datetime.now(
-            _time(lease["leaseExpireTime"]).tzinfo
+        assert parse_time(lease["leaseExpireTime"]) > datetime.now(
+            parse_time(lease["leaseExpireTime"]).tzinfo
         )
         assert lease["item"]["kind"] == "TASK"
         assert lease["item"]["workerClass"] == "machine"
@@ -115,7 +105,7 @@ def test_custom_lane_runs_to_done_through_rest(tenant: Tenant) -> None:
     assert started["status"] == "RUNNING"
     beat = ok(tenant.lease_call(first, "heartbeat", progress="tests 40/120"))
     assert set(beat) == {"leaseExpireTime"}
-    assert _time(beat["leaseExpireTime"]) >= _time(first["leaseExpireTime"])
+    assert parse_time(beat["leaseExpireTime"]) >= parse_time(first["leaseExpireTime"])
     evidence: JSON = {
         "summary": "fixed the flaky parser",
         "links": ["https://ci.example.test/runs/1"],

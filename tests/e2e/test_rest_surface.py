@@ -24,17 +24,15 @@ from schemathesis import APIOperation, GenerationMode
 from schemathesis.core.errors import InvalidSchema
 from schemathesis.core.result import Err, Ok
 
+from tests.support.rest import ERROR_INFO, JSON, bearer, ok
 from workcoord.gateway.routes import Route, load_routes
 from workcoord.kit.errors import http_status_for
 
-from .rest import ok
 from .test_feed import FeedSystem, run_feed_system
 
 pytestmark = [pytest.mark.xdist_group(name="e2e-rest-surface"), pytest.mark.pg]
 
-JSON = dict[str, Any]
 Operation = APIOperation[Any, Any, Any, Any]
-ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 REASON = re.compile(r"[A-Z][A-Z0-9_]*")
 # HTTP statuses the gateway answers on its own, outside google/rpc/code.proto's mapping.
 _GATEWAY_STATUSES = {405, 413, 426}
@@ -55,7 +53,7 @@ def surface(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Surface]:
     with run_feed_system(directory, replicas=1, with_recovery=True) as system:
         url = system.gateway_urls[0]
         admin = system.admin_token
-        headers = {"Authorization": f"Bearer {admin}"}
+        headers = bearer(admin)
         org = f"surface-{secrets.token_hex(4)}"
         ok(httpx.post(f"{url}/v1/orgs", json={"slug": org, "displayName": "S"}, headers=headers))
         wc = ok(
@@ -133,7 +131,7 @@ def test_every_route_reaches_its_rpc(route: Route, surface: Surface) -> None:
         route.http_method,
         surface.url + path_of(route, surface),
         json=body,
-        headers={"Authorization": f"Bearer {surface.admin}"},
+        headers=bearer(surface.admin),
         timeout=30,
     )
     if response.status_code == 200:
@@ -150,7 +148,7 @@ def test_a_body_over_the_limit_is_413_with_a_status(surface: Surface) -> None:
     response = httpx.post(
         f"{surface.url}/v1/work-coordinators/{surface.cid}/lanes",
         json=big,
-        headers={"Authorization": f"Bearer {surface.admin}"},
+        headers=bearer(surface.admin),
     )
     assert response.status_code == 413
     assert assert_status(response)["reason"] == "TOO_LARGE"
@@ -167,7 +165,7 @@ def test_page_sizes_past_the_cap_are_400(surface: Surface, size: str) -> None:
     ):
         response = httpx.get(
             f"{surface.url}{path}?pageSize={size}",
-            headers={"Authorization": f"Bearer {surface.admin}"},
+            headers=bearer(surface.admin),
         )
         assert response.status_code == 400, (path, response.text)
         assert assert_status(response)["reason"] == "INVALID_ARGUMENT"
@@ -176,7 +174,7 @@ def test_page_sizes_past_the_cap_are_400(surface: Surface, size: str) -> None:
 def test_page_size_at_the_cap_is_accepted(surface: Surface) -> None:
     response = httpx.get(
         f"{surface.url}/v1/work-coordinators/{surface.cid}/events?pageSize=500",
-        headers={"Authorization": f"Bearer {surface.admin}"},
+        headers=bearer(surface.admin),
     )
     assert response.status_code == 200, response.text
 
@@ -196,7 +194,7 @@ _EXAMPLES_PER_OPERATION = 4
 
 def test_schemathesis_finds_no_5xx_and_only_proper_statuses(surface: Surface) -> None:
     schema = schemathesis.openapi.from_url(f"{surface.url}/v1/openapi.json")
-    headers = {"Authorization": f"Bearer {surface.admin}"}
+    headers = bearer(surface.admin)
     failures: list[str] = []
     statuses: dict[int, int] = {}
     calls = 0

@@ -75,9 +75,9 @@ async def pg_url(pg_databases: PostgresDatabases) -> AsyncIterator[str]:
     await pg_databases.drop(url)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 async def redis() -> str:
-    """The Redis URL, after checking that Redis answers."""
+    """The Redis URL, after checking (once per session) that Redis answers."""
     return await require_redis()
 
 

@@ -1,6 +1,8 @@
 """The authorization matrix: every gRPC method of every workcoord service x every credential
-kind of design/quality.md, each cell asserting its exact outcome, against the real coordinator
-(in-process on port 0) over real PostgreSQL.
+kind (platform admin, org admins of this and another org, viewer, work keys in scope with each
+capability and out of scope, revoked and expired keys, a parent with and without a live grant,
+the service key, no credential), each cell asserting its exact outcome, against the real
+coordinator (in-process on port 0) over real PostgreSQL.
 
 The expectation table below is the contract: one row per method, one letter per credential
 column. A regression prints the exact cells that changed, e.g.
@@ -638,13 +640,6 @@ async def world(pg_databases: PostgresDatabases, redis: str) -> AsyncIterator[Wo
         await stack.close()
         await delete_redis_keys(stack.coordinator_ids, redis)
         await pg_databases.drop(url)
-
-
-@pytest.fixture(scope="module")
-async def redis() -> str:  # module-scoped twin of the integration conftest's fixture
-    from tests.integration.conftest import require_redis
-
-    return await require_redis()
 
 
 async def _build_world(stack: Stack) -> World:

@@ -27,22 +27,20 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from tests.integration import test_authz_matrix as grpc_matrix
+from tests.support.harness import start_gateway_for
+from tests.support.rest import ERROR_INFO
 from workcoord.gateway.routes import Route, load_routes
-from workcoord.gateway.server import RunningGateway, start_gateway
-from workcoord.kit.settings import GatewaySettings
+from workcoord.gateway.server import RunningGateway
 
 pytestmark = [pytest.mark.pg, pytest.mark.redis, pytest.mark.xdist_group(name="authz-matrix-rest")]
 
-# The gRPC matrix's module-scoped fixtures, registered here too (this module gets its own world).
+# The gRPC matrix's module-scoped fixture, registered here too (this module gets its own world).
 world = grpc_matrix.world
-redis = grpc_matrix.redis
 
 World = grpc_matrix.World
 EXPECTED = grpc_matrix.EXPECTED
 COLUMNS = grpc_matrix.COLUMNS
 COLUMN_NAMES = grpc_matrix.COLUMN_NAMES
-
-_ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 
 
 @dataclass(frozen=True)
@@ -109,14 +107,7 @@ class RestWorld:
 
 @pytest.fixture(scope="module")
 async def rest(world: grpc_matrix.World) -> AsyncIterator[RestWorld]:
-    address = world.stack.address
-    gateway = await start_gateway(
-        GatewaySettings(
-            listen_gateway="127.0.0.1:0",
-            coordinator_address=address,
-            recovery_address=address,  # no RecoveryService route is called here
-        )
-    )
+    gateway = await start_gateway_for(world.stack.address)  # no RecoveryService route here
     http = httpx.AsyncClient(base_url=f"http://{gateway.address}", timeout=30.0)
     try:
         yield RestWorld(world, gateway, http)
@@ -206,7 +197,7 @@ def classify(response: httpx.Response) -> tuple[str, str]:
     reasons = [
         detail.get("reason")
         for detail in body.get("details", [])
-        if isinstance(detail, dict) and detail.get("@type") == _ERROR_INFO
+        if isinstance(detail, dict) and detail.get("@type") == ERROR_INFO
     ]
     if len(reasons) != 1 or not isinstance(reasons[0], str) or not reasons[0]:
         return "?", f"{shown} (no single ErrorInfo with a reason)"
@@ -248,7 +239,7 @@ def test_the_routes_cover_the_grpc_matrix() -> None:
 
 
 def _status(code: int, reason: str | None, message: str = "m") -> dict[str, Any]:
-    details = [{"@type": _ERROR_INFO, "reason": reason, "domain": "workcoord"}] if reason else []
+    details = [{"@type": ERROR_INFO, "reason": reason, "domain": "workcoord"}] if reason else []
     return {"code": code, "message": message, "details": details}
 
 

@@ -13,6 +13,7 @@ PostgreSQL directly, in single-snapshot statements, and afterwards the event log
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import secrets
 import time
@@ -26,14 +27,19 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from tests.support.databases import delete_redis_keys
-from tests.support.harness import ALL_CAPABILITIES, all_events, identity
-from tests.support.processes import ServiceProcess, free_port, start_service
+from tests.support.harness import all_events, create_coordinator, create_work_key, identity
+from tests.support.processes import (
+    ServiceProcess,
+    free_port,
+    grpc_serving,
+    service_env,
+    wait_ready,
+)
 from workcoord.api.v1 import (
     admin_pb2,
     event_pb2,
     lane_pb2,
     policy_pb2,
-    work_coordinator_pb2,
     worker_pb2,
 )
 from workcoord.client import WorkcoordClient
@@ -82,29 +88,35 @@ class Tally:
 
 
 @pytest.fixture
-async def servers(
-    pg_url: str, redis: str, tmp_path: Path
-) -> AsyncIterator[tuple[list[ServiceProcess], str, str]]:
+async def servers(pg_url: str, redis: str, tmp_path: Path) -> AsyncIterator[tuple[list[str], str]]:
+    """Two coordinator processes on one database; their addresses and the admin token."""
     admin_token = f"wcadm_{secrets.token_hex(16)}"
     service_key = f"wcsvc_{secrets.token_hex(16)}"
     started: list[ServiceProcess] = []
+    addresses: list[str] = []
     try:
         for name in ("coordinator-a", "coordinator-b"):
             address = f"127.0.0.1:{free_port()}"
-            env = {
-                "DATABASE_URL": pg_url,
-                "REDIS_URL": redis,
-                "WORKCOORD_LISTEN_COORDINATOR": address,
-                "WORKCOORD_BOOTSTRAP_ADMIN_TOKEN": admin_token,
-                "WORKCOORD_SERVICE_KEY": service_key,
-                "WORKCOORD_LOG_LEVEL": "WARNING",
-            }
-            started.append(start_service(name, ["serve", "coordinator"], env, address, tmp_path))
-        await asyncio.gather(*(s.wait_serving() for s in started))
-        yield started, admin_token, service_key
+            env = service_env(
+                DATABASE_URL=pg_url,
+                REDIS_URL=redis,
+                WORKCOORD_LISTEN_COORDINATOR=address,
+                WORKCOORD_BOOTSTRAP_ADMIN_TOKEN=admin_token,
+                WORKCOORD_SERVICE_KEY=service_key,
+                WORKCOORD_LOG_LEVEL="WARNING",
+            )
+            service = ServiceProcess(name, ["serve", "coordinator"], env, tmp_path / f"{name}.log")
+            service.start()
+            started.append(service)
+            addresses.append(address)
+        deadline = time.monotonic() + 60
+        for service, address in zip(started, addresses, strict=True):
+            serving = functools.partial(grpc_serving, address)
+            await asyncio.to_thread(wait_ready, serving, service, deadline)
+        yield addresses, admin_token
     finally:
         for service in started:
-            await service.stop()
+            await asyncio.to_thread(service.stop)
 
 
 async def setup_work(admin: WorkcoordClient) -> tuple[str, str, dict[str, str], dict[str, str]]:
@@ -115,26 +127,8 @@ async def setup_work(admin: WorkcoordClient) -> tuple[str, str, dict[str, str], 
     retry = policy_pb2.RetryPolicy(maximum_attempts=3, backoff_coefficient=1.0)
     retry.initial_interval.FromMilliseconds(20)
     retry.maximum_interval.FromMilliseconds(20)
-    wc = work_coordinator_pb2.WorkCoordinator(
-        scope=work_coordinator_pb2.WorkCoordinator.ORG,
-        org_slug=org,
-        class_capacity=CAPACITY,
-        retry_policy=retry,
-    )
-    created = await admin.coordinators.CreateWorkCoordinator(
-        work_coordinator_pb2.CreateWorkCoordinatorRequest(work_coordinator=wc)
-    )
-    cid = created.work_coordinator.coordinator_id
-    key = await admin.admin.CreateWorkKey(
-        admin_pb2.CreateWorkKeyRequest(
-            work_key=admin_pb2.WorkKey(
-                display_name="fleet",
-                org_slug=org,
-                coordinator_ids=[cid],
-                capabilities=list(ALL_CAPABILITIES),
-            )
-        )
-    )
+    cid = await create_coordinator(admin, org, class_capacity=CAPACITY, retry_policy=retry)
+    key = await create_work_key(admin, [cid], org=org, display_name="fleet")
     classes: dict[str, str] = {}
     exclusive: dict[str, str] = {}
     rng = random.Random(7)
@@ -291,16 +285,16 @@ def replay(
 
 
 async def test_two_coordinators_many_workers_keep_every_invariant(
-    servers: tuple[list[ServiceProcess], str, str], pg_url: str, redis: str
+    servers: tuple[list[str], str], pg_url: str, redis: str
 ) -> None:
-    (a, b), admin_token, _ = servers
-    admin = WorkcoordClient(a.address, admin_token)
+    (a, b), admin_token = servers
+    admin = WorkcoordClient(a, admin_token)
     db = create_async_engine(pg_url, pool_size=2)
     clients: list[WorkcoordClient] = [admin]
     cid = ""
     try:
         cid, secret, classes, exclusive = await setup_work(admin)
-        on = [WorkcoordClient(a.address, secret), WorkcoordClient(b.address, secret)]
+        on = [WorkcoordClient(a, secret), WorkcoordClient(b, secret)]
         clients.extend(on)
         tally = Tally()
         done = asyncio.Event()

@@ -1,1 +1,3 @@
-"""Helpers shared by the integration and end-to-end tests: real databases, a started stack."""
+"""Helpers shared across the test suites, each defined once: real databases (``databases``), a
+started coordinator and gRPC call helpers (``harness``), services as OS processes
+(``processes``) and REST checks and bodies (``rest``)."""

@@ -34,10 +34,12 @@ __all__ = [
     "PostgresDatabases",
     "SqliteDatabases",
     "admin_database_url",
+    "asyncpg_dsn",
     "delete_redis_keys",
     "postgres_reachable",
     "redis_reachable",
     "redis_url",
+    "with_database",
     "xdist_worker",
 ]
 
@@ -64,7 +66,7 @@ def xdist_worker() -> str:
     return os.environ.get("PYTEST_XDIST_WORKER", "main")
 
 
-def _asyncpg_dsn(url: str) -> str:
+def asyncpg_dsn(url: str) -> str:
     """A plain ``postgresql://`` DSN for asyncpg from a SQLAlchemy URL."""
     parsed = make_url(url).set(drivername="postgresql")
     return parsed.render_as_string(hide_password=False)
@@ -78,7 +80,7 @@ def with_database(url: str, name: str) -> str:
 async def postgres_reachable(url: str | None = None) -> bool:
     """Whether the admin database answers within a few seconds."""
     try:
-        conn = await asyncpg.connect(_asyncpg_dsn(url or admin_database_url()), timeout=5)
+        conn = await asyncpg.connect(asyncpg_dsn(url or admin_database_url()), timeout=5)
     except (TimeoutError, OSError, asyncpg.PostgresError):
         return False
     await conn.close()
@@ -129,7 +131,7 @@ class PostgresDatabases:
         return f"{self.prefix}_tpl"
 
     async def _execute(self, *statements: str) -> None:
-        conn = await asyncpg.connect(_asyncpg_dsn(self.admin_url), timeout=10)
+        conn = await asyncpg.connect(asyncpg_dsn(self.admin_url), timeout=10)
         try:
             for statement in statements:
                 await conn.execute(statement)
@@ -140,7 +142,7 @@ class PostgresDatabases:
         """Hold a connection named after this session for its lifetime, and drop the databases
         of earlier sessions that hold none (killed runs), so a shared server does not fill up."""
         self._holder = await asyncpg.connect(
-            _asyncpg_dsn(self.admin_url),
+            asyncpg_dsn(self.admin_url),
             timeout=10,
             server_settings={"application_name": f"{_HOLDER}{self.prefix}"},
         )

@@ -12,8 +12,8 @@ import secrets
 import time
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypedDict, TypeVar
 
 import pytest
 from google.protobuf import json_format
@@ -30,9 +30,10 @@ from workcoord.api.v1 import (
 )
 from workcoord.client import WorkcoordClient
 from workcoord.coordinator.server import RunningCoordinator, start_coordinator
+from workcoord.gateway.server import RunningGateway, start_gateway
 from workcoord.kit.clock import Clock, ManualClock
 from workcoord.kit.errors import WorkcoordError
-from workcoord.kit.settings import CoordinatorSettings
+from workcoord.kit.settings import CoordinatorSettings, GatewaySettings
 
 __all__ = [
     "ALL_CAPABILITIES",
@@ -41,6 +42,7 @@ __all__ = [
     "all_events",
     "expect_error",
     "identity",
+    "start_gateway_for",
     "start_stack",
     "task",
     "to_json",
@@ -54,6 +56,12 @@ ALL_CAPABILITIES: tuple[admin_pb2.WorkKey.Capability, ...] = (
 )
 
 _E = TypeVar("_E", bound=WorkcoordError)
+
+
+class _Fence(TypedDict):
+    coordinator_id: str
+    lease_id: str
+    lease_token: str
 
 
 class TestClock(ManualClock):
@@ -143,15 +151,8 @@ class Stack:
         org: str | None = None,
     ) -> tuple[str, WorkcoordClient]:
         """A new work key (its id) and a client holding it."""
-        response = await self.admin.admin.CreateWorkKey(
-            admin_pb2.CreateWorkKeyRequest(
-                work_key=admin_pb2.WorkKey(
-                    display_name=f"key-{secrets.token_hex(3)}",
-                    org_slug=org or self.org,
-                    coordinator_ids=list(coordinator_ids or [self.cid]),
-                    capabilities=list(capabilities),
-                )
-            )
+        response = await create_work_key(
+            self.admin, coordinator_ids or [self.cid], capabilities, org=org or self.org
         )
         return response.key_id, self.client(response.secret)
 
@@ -247,10 +248,7 @@ class Stack:
     ) -> lane_pb2.Attempt:
         response = await self.worker.workers.Start(
             worker_pb2.StartRequest(
-                coordinator_id=self.cid,
-                lease_id=lease.lease_id,
-                lease_token=token if token is not None else lease.lease_token,
-                run_identity=run_identity or identity(self.clock),
+                **self._fence(lease, token), run_identity=run_identity or identity(self.clock)
             )
         )
         return response.attempt
@@ -259,12 +257,7 @@ class Stack:
         self, lease: worker_pb2.Lease, *, token: str | None = None, progress: str = ""
     ) -> datetime:
         response = await self.worker.workers.Heartbeat(
-            worker_pb2.HeartbeatRequest(
-                coordinator_id=self.cid,
-                lease_id=lease.lease_id,
-                lease_token=token if token is not None else lease.lease_token,
-                progress=progress,
-            )
+            worker_pb2.HeartbeatRequest(**self._fence(lease, token), progress=progress)
         )
         return response.lease_expire_time.ToDatetime(tzinfo=self.clock.now().tzinfo)
 
@@ -273,10 +266,7 @@ class Stack:
     ) -> lane_pb2.Attempt:
         response = await self.worker.workers.Complete(
             worker_pb2.CompleteRequest(
-                coordinator_id=self.cid,
-                lease_id=lease.lease_id,
-                lease_token=token if token is not None else lease.lease_token,
-                evidence=lane_pb2.Evidence(summary=summary),
+                **self._fence(lease, token), evidence=lane_pb2.Evidence(summary=summary)
             )
         )
         return response.attempt
@@ -286,9 +276,7 @@ class Stack:
     ) -> lane_pb2.Attempt:
         response = await self.worker.workers.Fail(
             worker_pb2.FailRequest(
-                coordinator_id=self.cid,
-                lease_id=lease.lease_id,
-                lease_token=token if token is not None else lease.lease_token,
+                **self._fence(lease, token),
                 error=lane_pb2.ErrorInfo(message="boom", type="Boom", retryable=retryable),
             )
         )
@@ -298,12 +286,7 @@ class Stack:
         self, lease: worker_pb2.Lease, *, token: str | None = None
     ) -> lane_pb2.Attempt:
         response = await self.worker.workers.Release(
-            worker_pb2.ReleaseRequest(
-                coordinator_id=self.cid,
-                lease_id=lease.lease_id,
-                lease_token=token if token is not None else lease.lease_token,
-                reason="shutting down",
-            )
+            worker_pb2.ReleaseRequest(**self._fence(lease, token), reason="shutting down")
         )
         return response.attempt
 
@@ -311,14 +294,17 @@ class Stack:
         self, lease: worker_pb2.Lease, checkpoint: lane_pb2.Checkpoint
     ) -> lane_pb2.Attempt:
         response = await self.worker.workers.Checkpoint(
-            worker_pb2.CheckpointRequest(
-                coordinator_id=self.cid,
-                lease_id=lease.lease_id,
-                lease_token=lease.lease_token,
-                checkpoint=checkpoint,
-            )
+            worker_pb2.CheckpointRequest(**self._fence(lease), checkpoint=checkpoint)
         )
         return response.attempt
+
+    def _fence(self, lease: worker_pb2.Lease, token: str | None = None) -> _Fence:
+        """The fields fencing a write to ``lease`` (with ``token`` instead of its own if given)."""
+        return _Fence(
+            coordinator_id=self.cid,
+            lease_id=lease.lease_id,
+            lease_token=token if token is not None else lease.lease_token,
+        )
 
     async def lease_and_start(
         self, worker_class: str = "machine", **kwargs: Any
@@ -374,8 +360,9 @@ def task(
     return item
 
 
-def identity(clock: Clock, **overrides: Any) -> lane_pb2.RunIdentity:
-    """A valid run identity started at the server's current time."""
+def identity(clock: Clock | None = None, **overrides: Any) -> lane_pb2.RunIdentity:
+    """A valid run identity started at ``clock``'s current time (the server's), or a minute
+    ago by the real clock when there is none (a server in another process)."""
     values: dict[str, Any] = {
         "pid": 4242,
         "agent_id": "agent-7",
@@ -385,7 +372,8 @@ def identity(clock: Clock, **overrides: Any) -> lane_pb2.RunIdentity:
         "worktree_path": "/srv/lanes/parser",
         "branch": "fix/parser",
     }
-    started_at = overrides.pop("started_at", clock.now())
+    default_start = clock.now() if clock else datetime.now(UTC) - timedelta(minutes=1)
+    started_at = overrides.pop("started_at", default_start)
     values.update(overrides)
     out = lane_pb2.RunIdentity(**values)
     out.started_at.FromDatetime(started_at)
@@ -454,6 +442,28 @@ async def create_coordinator(
     return response.work_coordinator.coordinator_id
 
 
+async def create_work_key(
+    admin: WorkcoordClient,
+    coordinator_ids: Sequence[str],
+    capabilities: Sequence[admin_pb2.WorkKey.Capability] = ALL_CAPABILITIES,
+    *,
+    org: str = "",
+    display_name: str = "",
+) -> admin_pb2.CreateWorkKeyResponse:
+    """A work key on ``coordinator_ids`` (with no ``org`` it takes their org); the answer holds
+    its id and its secret."""
+    return await admin.admin.CreateWorkKey(
+        admin_pb2.CreateWorkKeyRequest(
+            work_key=admin_pb2.WorkKey(
+                display_name=display_name or f"key-{secrets.token_hex(3)}",
+                org_slug=org,
+                coordinator_ids=list(coordinator_ids),
+                capabilities=list(capabilities),
+            )
+        )
+    )
+
+
 async def start_coordinator_for(
     database_url: str,
     redis_url: str | None,
@@ -474,6 +484,24 @@ async def start_coordinator_for(
         }
     )
     return await start_coordinator(settings, clock=clock)
+
+
+async def start_gateway_for(
+    coordinator_address: str, recovery_address: str = "", **settings_overrides: Any
+) -> RunningGateway:
+    """A gateway on a free loopback port in front of the coordinator and the recovery service
+    (by default the coordinator's address: fine while no RecoveryService route is called).
+
+    ``settings_overrides`` are extra :class:`GatewaySettings` fields (``oidc_issuer``…).
+    """
+    return await start_gateway(
+        GatewaySettings(
+            listen_gateway="127.0.0.1:0",
+            coordinator_address=coordinator_address,
+            recovery_address=recovery_address or coordinator_address,
+            **settings_overrides,
+        )
+    )
 
 
 async def start_stack(
@@ -501,16 +529,7 @@ async def start_stack(
         admin_pb2.CreateOrgRequest(org=admin_pb2.Org(slug=org, display_name="Tests"))
     )
     cid = await create_coordinator(admin, org)
-    key = await admin.admin.CreateWorkKey(
-        admin_pb2.CreateWorkKeyRequest(
-            work_key=admin_pb2.WorkKey(
-                display_name="fleet",
-                org_slug=org,
-                coordinator_ids=[cid],
-                capabilities=list(ALL_CAPABILITIES),
-            )
-        )
-    )
+    key = await create_work_key(admin, [cid], org=org, display_name="fleet")
     worker = WorkcoordClient(running.address, key.secret)
     return Stack(
         backend=backend,

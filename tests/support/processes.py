@@ -1,21 +1,39 @@
-"""Services as separate OS processes (``workcoord serve …``), for contention and e2e tests."""
+"""Services as separate OS processes (``workcoord …``), for the contention and end-to-end tests:
+free ports, a clean environment, readiness checks and a process handle that stops by its pid."""
 
 from __future__ import annotations
 
-import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
-import grpc.aio
+import grpc
+import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-__all__ = ["ServiceProcess", "free_port", "start_service", "workcoord_command"]
+__all__ = [
+    "STOP_TIMEOUT_SECONDS",
+    "ServiceProcess",
+    "free_port",
+    "grpc_serving",
+    "http_ready",
+    "run_in_thread",
+    "service_env",
+    "wait_ready",
+    "workcoord_command",
+]
+
+STOP_TIMEOUT_SECONDS = 10.0
+
+_T = TypeVar("_T")
 
 
 def free_port() -> int:
@@ -33,62 +51,137 @@ def workcoord_command() -> list[str]:
     return [sys.executable, "-m", "workcoord.cli.main"]
 
 
+def service_env(**extra: str) -> dict[str, str]:
+    """The test runner's environment without any workcoord setting, plus ``extra``."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("WORKCOORD_") and key not in ("DATABASE_URL", "REDIS_URL")
+    }
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+def run_in_thread(function: Callable[[], _T]) -> _T:
+    """Run ``function`` in a fresh thread and return its result (keeps ``asyncio.run`` away from
+    the thread that owns pytest-asyncio's session loop)."""
+    result: list[_T] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(function())
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return result[0]
+
+
+def grpc_serving(address: str, timeout: float = 1.0) -> bool:
+    """Whether ``grpc.health.v1`` at ``address`` answers SERVING for the whole server."""
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
+        except grpc.RpcError:
+            return False
+        return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+
+def http_ready(url: str) -> bool:
+    """Whether ``GET url`` answers 200."""
+    try:
+        return httpx.get(url, timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 @dataclass
 class ServiceProcess:
-    """A started service; :meth:`stop` ends it (SIGTERM, then SIGKILL) by its own pid."""
+    """One ``workcoord`` command as a child process, its output appended to ``log_path``."""
 
     name: str
-    address: str
-    process: subprocess.Popen[bytes]
+    args: list[str]
+    env: dict[str, str]
     log_path: Path
+    process: subprocess.Popen[bytes] | None = None
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+    def start(self) -> None:
+        """Start (or start again) the command; the log file keeps earlier runs' output."""
+        with self.log_path.open("ab") as log:
+            log.write(f"---- starting {self.name}: {' '.join(self.args)}\n".encode())
+            log.flush()
+            self.process = subprocess.Popen(
+                [*workcoord_command(), *self.args],
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
-    async def wait_serving(self, limit_seconds: float = 60.0) -> None:
-        """Wait until gRPC health answers SERVING (or fail with the process log)."""
-        deadline = time.monotonic() + limit_seconds
-        async with grpc.aio.insecure_channel(self.address) as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
-            while True:
-                if self.process.poll() is not None:
-                    raise RuntimeError(
-                        f"{self.name} exited with {self.process.returncode}:\n{self.log()}"
-                    )
-                try:
-                    reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
-                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                        return
-                except grpc.aio.AioRpcError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"{self.name} not SERVING after {limit_seconds}s:\n{self.log()}"
-                    )
-                await asyncio.sleep(0.1)
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
 
-    async def stop(self, grace: float = 10.0) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                await asyncio.to_thread(self.process.wait, grace)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                await asyncio.to_thread(self.process.wait, grace)
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def require_alive(self) -> None:
+        """Fail (with the log) if the process has exited."""
+        if self.process is not None and self.process.poll() is not None:
+            raise AssertionError(
+                f"{self.name} exited with {self.process.returncode}\n{self.log_tail()}"
+            )
+
+    def signal(self, signum: int) -> None:
+        if self.alive():
+            assert self.process is not None
+            self.process.send_signal(signum)
+
+    def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> int:
+        """SIGTERM, then wait up to ``timeout``; the exit code (SIGKILL and -9 on a hang)."""
+        if self.process is None:
+            return 0
+        self.signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            return -signal.SIGKILL
+
+    def kill(self) -> None:
+        """SIGKILL and reap: a crash, no chance to clean up."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait()
+
+    def log_tail(self, limit: int = 20_000) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return f"(no log for {self.name})"
+        return f"==== {self.name} log ({self.log_path}) ====\n{text[-limit:]}"
 
 
-def start_service(
-    name: str, args: list[str], env: Mapping[str, str], address: str, log_dir: Path
-) -> ServiceProcess:
-    """Start ``workcoord <args>`` with ``env`` added to this environment; output to a log file."""
-    log_path = log_dir / f"{name}.log"
-    full_env = {**os.environ, **env}
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [*workcoord_command(), *args],
-            env=full_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    return ServiceProcess(name=name, address=address, process=process, log_path=log_path)
+def wait_ready(
+    check: Callable[[], bool],
+    process: ServiceProcess,
+    deadline: float,
+    logs: Callable[[], str] | None = None,
+) -> None:
+    """Poll ``check`` until it holds; fail at once if ``process`` exits, or with ``logs()`` (by
+    default the process's own log) once ``time.monotonic()`` passes ``deadline``."""
+    while not check():
+        process.require_alive()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{process.name} not ready\n{(logs or process.log_tail)()}")
+        time.sleep(0.05)

@@ -3,7 +3,7 @@
 :class:`LaneSystem` is a coordinator (PostgreSQL + Redis, a :class:`TestClock`, GitHub Issues
 configured against :class:`FakeGitHub`), a recovery service (its loop parked: passes run only
 when a test asks, via ``POST …/maintain``) and the gateway, all on port 0. Scripted workers
-lease, start and complete through the gateway with the JSON shapes of design/api.md.
+lease, start and complete through the gateway with the proto3 JSON shapes REST clients send.
 """
 
 from __future__ import annotations
@@ -15,41 +15,20 @@ from typing import Any
 
 import httpx
 
-from tests.support.harness import TestClock
-from workcoord.coordinator.server import RunningCoordinator, start_coordinator
-from workcoord.gateway.server import RunningGateway, start_gateway
-from workcoord.kit.settings import CoordinatorSettings, GatewaySettings, RecoverySettings
+from tests.support.harness import TestClock, start_coordinator_for, start_gateway_for
+from tests.support.rest import JSON, bearer, expect_status, items_by_key, ok, run_identity
+from workcoord.coordinator.server import RunningCoordinator
+from workcoord.gateway.server import RunningGateway
+from workcoord.kit.settings import RecoverySettings
 from workcoord.recovery.server import RunningRecovery, start_recovery
 
 from .fake_github import FakeGitHub
 
-JSON = dict[str, Any]
-
 GITHUB_TOKEN = "ghp_laneScenarioToken0123456789abcdefXYZ"
 DIGEST_OWNER = "ops@acme.test"
 ESCALATE_AFTER_SECONDS = 60
-ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 RECEIPT: JSON = {"environment": "prod", "version": "1.4.2", "url": "https://deploy.test/1.4.2"}
 STAGE_CLASSES: JSON = {"build": "codex", "review": "claude", "fix": "codex", "ship": "machine"}
-
-
-def ok(response: httpx.Response) -> JSON:
-    assert response.status_code == 200, (
-        f"{response.request.method} {response.request.url} → {response.status_code}: "
-        f"{response.text}"
-    )
-    body: JSON = response.json()
-    return body
-
-
-def expect_status(response: httpx.Response, http_status: int, code: int, reason: str) -> JSON:
-    """A ``google.rpc.Status`` answer with this HTTP status, gRPC code and ErrorInfo reason."""
-    assert response.status_code == http_status, response.text
-    body: JSON = response.json()
-    assert body["code"] == code, body
-    infos = [d for d in body.get("details", []) if d.get("@type") == ERROR_INFO]
-    assert len(infos) == 1 and infos[0]["reason"] == reason, body
-    return body
 
 
 def forbidden(response: httpx.Response) -> JSON:
@@ -58,10 +37,6 @@ def forbidden(response: httpx.Response) -> JSON:
 
 def illegal(response: httpx.Response) -> JSON:
     return expect_status(response, 400, 9, "ILLEGAL_TRANSITION")
-
-
-def by_key(lane: JSON) -> dict[str, JSON]:
-    return {item["key"]: item for item in lane.get("items", [])}
 
 
 def standard_lane(title: str = "Fix flaky parser", **extra: Any) -> JSON:
@@ -100,7 +75,7 @@ class LaneSystem:
     def client(self, token: str) -> httpx.AsyncClient:
         client = httpx.AsyncClient(
             base_url=f"http://{self.gateway.address}",
-            headers={"Authorization": f"Bearer {token}"},
+            headers=bearer(token),
             timeout=30.0,
         )
         self.clients.append(client)
@@ -144,7 +119,7 @@ class LaneSystem:
         return ok(await self.admin.get(f"{self.base}/lanes/{lane_id}/items/{item_id}"))
 
     async def item_by_key(self, lane_id: str, key: str) -> JSON:
-        return by_key(await self.lane(lane_id))[key]
+        return items_by_key(await self.lane(lane_id))[key]
 
     def decide(
         self, item: JSON, verb: str, client: httpx.AsyncClient | None = None, note: str = ""
@@ -158,18 +133,8 @@ class LaneSystem:
     # ------------------------------------------------------------------ scripted workers
 
     def identity(self, **overrides: Any) -> JSON:
-        value: JSON = {
-            "pid": 4242,
-            "agentId": "agent-7",
-            "engine": "codex",
-            "account": "fleet-bot",
-            "hostname": "build-3",
-            "worktreePath": "/srv/lanes/parser",
-            "branch": "fix/parser",
-            "startedAt": self.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-        }
-        value.update(overrides)
-        return value
+        """A run identity started now by the system's clock."""
+        return run_identity(self.clock.now(), **overrides)
 
     async def lease(
         self, worker_class: str, *, max_items: int = 1, lease_seconds: int = 60
@@ -277,24 +242,22 @@ async def start_lane_system(database_url: str, redis_url: str, github: FakeGitHu
     clock = TestClock()
     admin_token = f"wcadm_test_{secrets.token_hex(16)}"
     service_key = f"wcsvc_test_{secrets.token_hex(16)}"
-    coordinator = await start_coordinator(
-        CoordinatorSettings.model_validate(
-            {
-                "DATABASE_URL": database_url,
-                "REDIS_URL": redis_url,
-                "listen_coordinator": "127.0.0.1:0",
-                "bootstrap_admin_token": admin_token,
-                "service_key": service_key,
-                "github_token": GITHUB_TOKEN,
-                "github_api_url": github.base_url,
-            }
-        ),
-        clock=clock,
+    coordinator = await start_coordinator_for(
+        database_url,
+        redis_url,
+        clock,
+        admin_token,
+        service_key,
+        github_token=GITHUB_TOKEN,
+        github_api_url=github.base_url,
     )
+    first_tick_done = asyncio.Event()
     parked = asyncio.Event()
 
     async def never(_seconds: float) -> None:
-        await parked.wait()  # the loop's ticks after the first never come
+        # The loop sleeps once its tick is over; the ticks after the first never come.
+        first_tick_done.set()
+        await parked.wait()
 
     recovery = await start_recovery(
         RecoverySettings.model_validate(
@@ -309,22 +272,11 @@ async def start_lane_system(database_url: str, redis_url: str, github: FakeGitHu
         sleep=never,
     )
     # The loop's first tick runs at once; let it finish before the test creates anything.
-    for _ in range(500):
-        if recovery.recoverer.passes_total >= 1:
-            break
-        await asyncio.sleep(0.01)
-    gateway = await start_gateway(
-        GatewaySettings(
-            listen_gateway="127.0.0.1:0",
-            coordinator_address=coordinator.address,
-            recovery_address=recovery.address,
-        )
-    )
+    await asyncio.wait_for(first_tick_done.wait(), 60)
+    gateway = await start_gateway_for(coordinator.address, recovery.address)
     base_url = f"http://{gateway.address}"
     clients = [
-        httpx.AsyncClient(
-            base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=30.0
-        )
+        httpx.AsyncClient(base_url=base_url, headers=bearer(token), timeout=30.0)
         for token in (admin_token, service_key)
     ]
     system = LaneSystem(

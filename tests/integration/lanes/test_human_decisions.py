@@ -3,30 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
-from .system import (
-    DIGEST_OWNER,
-    JSON,
-    LaneSystem,
-    by_key,
-    forbidden,
-    illegal,
-    ok,
-    standard_lane,
-)
+from tests.support.rest import custom, items_by_key, ok, task
+
+from .system import DIGEST_OWNER, LaneSystem, forbidden, illegal, standard_lane
 
 pytestmark = [pytest.mark.pg, pytest.mark.redis]
-
-
-def task(key: str, worker_class: str, **fields: Any) -> JSON:
-    return {"key": key, "kind": "TASK", "workerClass": worker_class, **fields}
-
-
-def custom(*items: JSON, **fields: Any) -> JSON:
-    return {"title": "policy", "template": "CUSTOM", "items": list(items), **fields}
 
 
 async def test_policy_stops_wait_for_a_human_and_sensitive_items_get_no_retries(
@@ -41,7 +25,7 @@ async def test_policy_stops_wait_for_a_human_and_sensitive_items_get_no_retries(
             task("fine", "codex", title="Refactor", actionClasses=["repo_edit", "local_checks"]),
         )
     )
-    items = by_key(lane)
+    items = items_by_key(lane)
     assert items["fine"]["state"] == "QUEUED"
     reasons = {k: items[k]["stopReason"] for k in ("deploy", "migrate", "ask", "rotate")}
     assert all(items[k]["state"] == "STOPPED" for k in reasons)
@@ -136,7 +120,7 @@ async def test_a_work_key_with_every_capability_can_never_decide(system: LaneSys
     )
     lease = await system.take("codex")
     await system.fail(lease, retryable=True)
-    items = by_key(await system.lane(lane["laneId"]))
+    items = items_by_key(await system.lane(lane["laneId"]))
     assert [items[k]["state"] for k in ("approve-me", "resume-me", "retry-me")] == [
         "AWAITING_APPROVAL",
         "STOPPED",
@@ -162,7 +146,7 @@ async def test_a_work_key_with_every_capability_can_never_decide(system: LaneSys
         )
     )
     assert (await system.view())["revision"] == revision  # nothing changed
-    after = by_key(await system.lane(lane["laneId"]))
+    after = items_by_key(await system.lane(lane["laneId"]))
     assert [after[k]["state"] for k in ("approve-me", "resume-me", "retry-me")] == [
         "AWAITING_APPROVAL",
         "STOPPED",
@@ -177,7 +161,7 @@ async def test_approvals_are_idempotent_transitions(system: LaneSystem) -> None:
     lane = await system.create_lane(
         custom(task("ship", "machine", title="Ship it", requiresApproval=True))
     )
-    item = by_key(lane)["ship"]
+    item = items_by_key(lane)["ship"]
     assert item["state"] == "AWAITING_APPROVAL"
     assert ok(await system.decide(item, "approve"))["state"] == "QUEUED"
     revision = (await system.view())["revision"]
@@ -193,7 +177,7 @@ async def test_concurrent_approvals_let_exactly_one_through(system: LaneSystem) 
     lane = await system.create_lane(
         custom(task("ship", "machine", title="Ship it", requiresApproval=True))
     )
-    item = by_key(lane)["ship"]
+    item = items_by_key(lane)["ship"]
     responses = await asyncio.gather(*(system.decide(item, "approve") for _ in range(10)))
     assert sorted(r.status_code for r in responses) == [200] + [400] * 9
     for response in responses:
@@ -205,7 +189,7 @@ async def test_concurrent_approvals_let_exactly_one_through(system: LaneSystem) 
     other = await system.create_lane(
         custom(task("ship", "machine", title="Ship it", requiresApproval=True))
     )
-    second = by_key(other)["ship"]
+    second = items_by_key(other)["ship"]
     verbs = ["approve", "deny"] * 5
     raced = await asyncio.gather(*(system.decide(second, v) for v in verbs))
     assert [r.status_code for r in raced].count(200) == 1

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import pytest
 
-from .system import DIGEST_OWNER, RECEIPT, LaneSystem, by_key, forbidden, ok, standard_lane
+from tests.support.rest import items_by_key, ok, parse_time
+
+from .system import DIGEST_OWNER, RECEIPT, LaneSystem, forbidden, standard_lane
 
 pytestmark = [pytest.mark.pg, pytest.mark.redis]
-
-
-def _time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 async def test_a_lane_that_passes_first_time_goes_live_and_closes_its_ticket(
@@ -29,7 +25,7 @@ async def test_a_lane_that_passes_first_time_goes_live_and_closes_its_ticket(
     build = await system.work("codex", "BUILD", summary="built")
     assert build["item"]["workerClass"] == "codex"
     lane = await system.lane(lane_id)
-    review = by_key(lane)["review-1"]
+    review = items_by_key(lane)["review-1"]
     assert (review["kind"], review["workerClass"], review["state"]) == (
         "REVIEW",
         "claude",
@@ -39,7 +35,7 @@ async def test_a_lane_that_passes_first_time_goes_live_and_closes_its_ticket(
 
     await system.work("claude", "REVIEW", verdict="PASS")
     lane = await system.lane(lane_id)
-    ship = by_key(lane)["ship"]
+    ship = items_by_key(lane)["ship"]
     assert (ship["kind"], ship["workerClass"], ship["state"]) == (
         "SHIP",
         "machine",
@@ -58,13 +54,13 @@ async def test_a_lane_that_passes_first_time_goes_live_and_closes_its_ticket(
     assert lane["state"] == "LIVE"
     assert lane["nextAction"] == "live"
     assert lane["receipt"]["environment"] == "prod" and lane["receipt"]["version"] == "1.4.2"
-    assert by_key(lane)["ship"]["evidence"]["receipt"]["url"] == RECEIPT["url"]
+    assert items_by_key(lane)["ship"]["evidence"]["receipt"]["url"] == RECEIPT["url"]
     # The ticket is closed in the tracker and shown as the tracker's state, with when.
     assert system.github.state("o/r#12") == "closed"
     assert [c.path for c in system.github.calls_to("PATCH")] == ["/repos/o/r/issues/12"]
     (ticket,) = lane["tickets"]
     assert ticket["state"] == "CLOSED"
-    assert _time(ticket["observeTime"]) == system.clock.now()
+    assert parse_time(ticket["observeTime"]) == system.clock.now()
     (action,) = await system.pending_actions()
     assert action["state"] == "SUCCEEDED" and action["attempts"] == 1
     types = await system.event_types(laneId=lane_id)
@@ -93,9 +89,9 @@ async def test_a_lane_that_fails_review_once_is_fixed_and_ships_after_approval(
     )
     lane = await system.lane(lane_id)
     assert lane["state"] == "ACTIVE" and lane["failRounds"] == 1
-    review = by_key(lane)["review-1"]
+    review = items_by_key(lane)["review-1"]
     assert review["evidence"]["verdict"] == "FAIL"
-    fix = by_key(lane)["fix-1"]
+    fix = items_by_key(lane)["fix-1"]
     assert (fix["kind"], fix["workerClass"], fix["state"]) == ("FIX", "codex", "QUEUED")
 
     lease = await system.take("codex")
@@ -130,7 +126,7 @@ async def test_a_lane_that_fails_review_twice_closes_out_into_the_digest(
     assert lane["failRounds"] == 2
     assert "review failed 2" in lane["closeReason"]
     assert lane["nextAction"] == "human close-out"
-    assert "fix-2" not in by_key(lane) and "ship" not in by_key(lane)
+    assert "fix-2" not in items_by_key(lane) and "ship" not in items_by_key(lane)
     assert await system.lease("codex") == []
     digest = await system.digest()
     assert digest["owner"] == DIGEST_OWNER
@@ -162,7 +158,7 @@ async def test_a_failed_ticket_closure_stays_pending_and_succeeds_on_a_later_pas
     assert action["attempts"] == 1 and "502" in action["lastError"]
     assert action["owner"] == DIGEST_OWNER
     assert action["ticket"]["key"] == "o/r#13"
-    due = _time(action["nextAttemptTime"])
+    due = parse_time(action["nextAttemptTime"])
     assert due > system.clock.now()
     kinds = sorted(e["kind"] for e in (await system.digest())["entries"])
     assert kinds == ["CLOSE_OUT_ACTION_FAILED", "PENDING_ACTION"]
@@ -179,7 +175,7 @@ async def test_a_failed_ticket_closure_stays_pending_and_succeeds_on_a_later_pas
     assert report["pendingActionsAttempted"] == 1 and report.get("pendingActionsSucceeded", 0) == 0
     (action,) = await system.pending_actions("OPEN")
     assert action["attempts"] == 2 and "unreachable" in action["lastError"]
-    later = _time(action["nextAttemptTime"])
+    later = parse_time(action["nextAttemptTime"])
     assert (later - system.clock.now()) > (due - system.clock.now())  # backoff grows
 
     system.clock.advance((later - system.clock.now()).total_seconds() + 1)
@@ -189,7 +185,7 @@ async def test_a_failed_ticket_closure_stays_pending_and_succeeds_on_a_later_pas
     (action,) = await system.pending_actions()
     assert action["state"] == "SUCCEEDED" and action["attempts"] == 3
     (ticket,) = (await system.lane(lane_id))["tickets"]
-    assert ticket["state"] == "CLOSED" and _time(ticket["observeTime"]) == system.clock.now()
+    assert ticket["state"] == "CLOSED" and parse_time(ticket["observeTime"]) == system.clock.now()
     assert await system.pending_actions("OPEN") == []
     assert "pendingActions" not in await system.view()
     types = await system.event_types(laneId=lane_id)
@@ -239,10 +235,10 @@ async def test_recovery_syncs_ticket_state_from_the_tracker(system: LaneSystem) 
     report = await system.maintain()
     assert report["ticketsSynced"] == 1
     (ticket,) = (await system.lane(lane["laneId"]))["tickets"]
-    assert ticket["state"] == "OPEN" and _time(ticket["observeTime"]) == system.clock.now()
+    assert ticket["state"] == "OPEN" and parse_time(ticket["observeTime"]) == system.clock.now()
     system.github.set_state("o/r#12", "closed")  # closed by someone on GitHub
     system.clock.advance(30)
     await system.maintain()
     (ticket,) = (await system.lane(lane["laneId"]))["tickets"]
-    assert ticket["state"] == "CLOSED" and _time(ticket["observeTime"]) == system.clock.now()
+    assert ticket["state"] == "CLOSED" and parse_time(ticket["observeTime"]) == system.clock.now()
     assert (await system.event_types(laneId=lane["laneId"])).count("TICKET_SYNCED") == 2

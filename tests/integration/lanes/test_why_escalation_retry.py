@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
-
 import pytest
 
-from .system import ESCALATE_AFTER_SECONDS, JSON, RECEIPT, LaneSystem, by_key, ok, standard_lane
+from tests.support.rest import JSON, custom, items_by_key, ok, parse_time, task
+
+from .system import ESCALATE_AFTER_SECONDS, RECEIPT, LaneSystem, standard_lane
 
 pytestmark = [pytest.mark.pg, pytest.mark.redis]
-
-
-def _time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def task(key: str, worker_class: str, **fields: Any) -> JSON:
-    return {"key": key, "kind": "TASK", "workerClass": worker_class, "title": key, **fields}
-
-
-def custom(*items: JSON, **fields: Any) -> JSON:
-    return {"title": "lane", "template": "CUSTOM", "items": list(items), **fields}
 
 
 def gates(explanation: JSON) -> list[str]:
@@ -44,7 +31,7 @@ async def test_why_explains_a_standard_lane_at_every_stage(system: LaneSystem) -
     capacity = build["gates"][0]
     assert capacity["detail"].startswith("codex 4/4 held by lease")
     assert sorted(capacity["leaseIds"]) == held_ids
-    assert _time(capacity["since"]) == created
+    assert parse_time(capacity["since"]) == created
     assert "LANE_CREATED" in [e["type"] for e in why["events"]]
 
     system.clock.advance(10)
@@ -52,7 +39,7 @@ async def test_why_explains_a_standard_lane_at_every_stage(system: LaneSystem) -
     build_id = build["itemId"]
     why = await system.why(itemId=build_id)
     assert why["itemId"] == build_id and gates(why) == ["NOBODY_ASKING"]
-    assert _time(why["gates"][0]["since"]) == created
+    assert parse_time(why["gates"][0]["since"]) == created
     assert why["gates"][0]["countsTowardEscalation"] is True
 
     # Paused and blocked lanes say so, with since when.
@@ -66,7 +53,7 @@ async def test_why_explains_a_standard_lane_at_every_stage(system: LaneSystem) -
     )
     why = await system.why(itemId=build_id)
     assert gates(why)[:2] == ["PAUSED", "BLOCKED"]
-    assert _time(why["gates"][0]["since"]) == paused_at
+    assert parse_time(why["gates"][0]["since"]) == paused_at
     assert "waiting on infra" in why["gates"][1]["detail"]
     assert await system.lease("codex") == []
     ok(await system.admin.post(f"{system.base}/lanes/{lane_id}/resume", json={}))
@@ -107,7 +94,7 @@ async def test_why_explains_a_standard_lane_at_every_stage(system: LaneSystem) -
     ship = await system.item_by_key(lane_id, "ship")
     why = await system.why(itemId=ship["itemId"])
     assert why["state"] == "AWAITING_APPROVAL" and gates(why) == ["APPROVAL"]
-    assert _time(why["gates"][0]["since"]) == approval_at
+    assert parse_time(why["gates"][0]["since"]) == approval_at
     assert why["nextAction"] == "approve ship"
     assert [e["type"] for e in why["events"]] == ["ITEM_CREATED", "APPROVAL_REQUESTED"]
 
@@ -124,7 +111,7 @@ async def test_why_explains_a_standard_lane_at_every_stage(system: LaneSystem) -
 
 
 async def test_escalation_of_ready_work_nobody_leases(system: LaneSystem) -> None:
-    lonely = by_key(await system.create_lane(custom(task("lonely", "codex"))))["lonely"]
+    lonely = items_by_key(await system.create_lane(custom(task("lonely", "codex"))))["lonely"]
     # Held by capacity: person has capacity 1, taken by another item.
     held = await system.create_lane(custom(task("p1", "person"), task("p2", "person")))
     await system.take("person", lease_seconds=300)
@@ -153,7 +140,7 @@ async def test_escalation_of_ready_work_nobody_leases(system: LaneSystem) -> Non
     (open_escalation,) = view["escalations"]
     assert open_escalation["itemId"] == lonely["itemId"] and open_escalation["open"] is True
     assert open_escalation["escalatedTo"] == ["ops@acme.test"]
-    p2 = by_key(await system.lane(held["laneId"]))["p2"]
+    p2 = items_by_key(await system.lane(held["laneId"]))["p2"]
     assert gates(await system.why(itemId=p2["itemId"])) == ["CAPACITY"]
 
     # Once: later passes do not escalate it again.
@@ -168,7 +155,7 @@ async def test_escalation_of_ready_work_nobody_leases(system: LaneSystem) -> Non
 
 
 async def test_placement_nobody_matches_is_escalated(system: LaneSystem) -> None:
-    item = by_key(
+    item = items_by_key(
         await system.create_lane(
             custom(task("gpu", "machine", placement={"requireLabels": {"gpu": "a100"}}))
         )
@@ -203,7 +190,7 @@ async def test_retry_policy_is_overridable_per_lane_and_per_item(system: LaneSys
     )
     for worker_class in ("agent", "person"):
         await system.fail(await system.take(worker_class), retryable=True)
-    items = by_key(await system.lane(other["laneId"]))
+    items = items_by_key(await system.lane(other["laneId"]))
     assert items["item-one"]["state"] == "DEAD"
     assert items["item-one"]["deadLetterReason"] == "EXHAUSTED"
     assert items["default"]["state"] == "QUEUED"

@@ -4,29 +4,12 @@ matching ``X-CSRF-Token`` (else 403); ending the session logs out at once."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
-import pytest
 
 from tests.integration.tenancy.world import sessions
 from tests.support.harness import Stack
 from workcoord.api.v1 import session_pb2
-from workcoord.gateway.server import RunningGateway, start_gateway
-from workcoord.kit.settings import GatewaySettings
-
-
-@pytest.fixture
-async def gateway(stack: Stack) -> AsyncIterator[RunningGateway]:
-    running = await start_gateway(
-        GatewaySettings(
-            listen_gateway="127.0.0.1:0",
-            coordinator_address=stack.address,
-            recovery_address=stack.address,
-        )
-    )
-    yield running
-    await running.stop()
+from workcoord.gateway.server import RunningGateway
 
 
 async def test_login_sets_cookies_and_csrf_guards_changes(

@@ -31,12 +31,11 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from pydantic import SecretStr
 
 from tests.integration.tenancy.world import sessions
-from tests.support.harness import Stack, TestClock, start_stack
+from tests.support.harness import Stack, TestClock, start_gateway_for, start_stack
 from workcoord.api.v1 import admin_pb2, session_pb2
-from workcoord.gateway.server import RunningGateway, start_gateway
+from workcoord.gateway.server import RunningGateway
 from workcoord.kit.clock import Clock
 from workcoord.kit.errors import Code, WorkcoordError
-from workcoord.kit.settings import GatewaySettings
 
 pytestmark = [pytest.mark.pg, pytest.mark.xdist_group(name="oidc")]
 
@@ -231,20 +230,13 @@ async def stack(pg_url: str, provider: FakeProvider, clock: TestClock) -> AsyncI
 
 
 @pytest.fixture
-async def gateway(stack: Stack, provider: FakeProvider) -> AsyncIterator[RunningGateway]:
-    running = await start_gateway(
-        GatewaySettings(
-            listen_gateway="127.0.0.1:0",
-            coordinator_address=stack.address,
-            recovery_address=stack.address,
-            oidc_issuer=provider.issuer,
-            oidc_client_id=CLIENT_ID,
-            oidc_client_secret=SecretStr(provider.client_secret),
-            oidc_redirect_url=f"http://{PUBLIC_HOST}/login/oidc/callback",
-        )
-    )
-    yield running
-    await running.stop()
+def gateway_settings(provider: FakeProvider) -> dict[str, Any]:
+    return {
+        "oidc_issuer": provider.issuer,
+        "oidc_client_id": CLIENT_ID,
+        "oidc_client_secret": SecretStr(provider.client_secret),
+        "oidc_redirect_url": f"http://{PUBLIC_HOST}/login/oidc/callback",
+    }
 
 
 async def _user(stack: Stack, email: str, *, platform_admin: bool = False) -> str:
@@ -506,13 +498,7 @@ async def test_without_oidc_settings_the_routes_answer_unimplemented(
     pg_url: str, clock: TestClock
 ) -> None:
     plain = await start_stack("postgres", pg_url, None, clock=clock)
-    gateway = await start_gateway(
-        GatewaySettings(
-            listen_gateway="127.0.0.1:0",
-            coordinator_address=plain.address,
-            recovery_address=plain.address,
-        )
-    )
+    gateway = await start_gateway_for(plain.address)
     try:
         assert await rpc_code(plain, "a.b.c", "n") == Code.UNIMPLEMENTED
         async with httpx.AsyncClient(timeout=30) as browser:

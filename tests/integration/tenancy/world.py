@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from google.protobuf import field_mask_pb2
 
-from tests.support.harness import Stack, create_coordinator
+from tests.support.harness import Stack, create_coordinator, create_work_key
 from workcoord.api.v1 import admin_pb2, session_pb2, session_pb2_grpc, work_coordinator_pb2
 from workcoord.client import WorkcoordClient
 
@@ -182,14 +182,5 @@ async def key_for(
     org: str = "",
 ) -> tuple[str, str, WorkcoordClient]:
     """A work key (id, secret, client) with no org given: it takes its coordinators' org."""
-    response = await stack.admin.admin.CreateWorkKey(
-        admin_pb2.CreateWorkKeyRequest(
-            work_key=admin_pb2.WorkKey(
-                display_name=f"key-{secrets.token_hex(3)}",
-                org_slug=org,
-                coordinator_ids=list(coordinator_ids),
-                capabilities=list(capabilities),
-            )
-        )
-    )
+    response = await create_work_key(stack.admin, coordinator_ids, capabilities, org=org)
     return response.key_id, response.secret, stack.client(response.secret)

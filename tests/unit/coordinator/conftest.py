@@ -18,11 +18,6 @@ SERVICE_KEY = "wcsvc_unit-test-service-key"
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
 def store(clock: ManualClock) -> MemoryStore:
     return MemoryStore(clock)
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Coroutine
-from contextlib import AbstractAsyncContextManager, suppress
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -47,6 +48,7 @@ from workcoord.coordinator.domain.specs import (
     LeaseAsk,
     RunIdentity,
 )
+from workcoord.coordinator.storage.memory import MemoryStore
 from workcoord.kit.bus import InProcessBus
 from workcoord.kit.clock import Clock, ManualClock
 from workcoord.kit.errors import IllegalTransition, LeaseLost
@@ -100,23 +102,39 @@ item_strategy = st.fixed_dictionaries(
 )
 
 
-class CoordinatorMachine(RuleBasedStateMachine):
-    """The engine under random commands; see the module docstring."""
+@asynccontextmanager
+async def memory_store(clock: Clock) -> AsyncIterator[Store]:
+    """The in-memory store, as a :data:`StoreFactory`."""
+    yield MemoryStore(clock)
 
-    def __init__(self, store_factory: StoreFactory) -> None:
+
+def machine_settings(max_examples: int, steps: int, *, derandomize: bool = False) -> settings:
+    """Hypothesis settings for an engine machine: no deadline (a step may touch a database),
+    no example database, and no complaint about slow or heavily filtered data."""
+    return settings(
+        max_examples=max_examples,
+        derandomize=derandomize,
+        stateful_step_count=steps,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        database=None,
+    )
+
+
+class EngineMachine(RuleBasedStateMachine):
+    """What every engine machine owns: an event loop (Hypothesis rules are synchronous), a
+    manual clock, a store from ``store_factory``, an in-process bus, the engine (retry jitter
+    from a ``seed``ed generator) and a fresh org with its work coordinator."""
+
+    def __init__(self, store_factory: StoreFactory = memory_store, seed: int = 7) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.clock = ManualClock()
         self._store_cm = store_factory(self.clock)
         self.store = self.run(self._store_cm.__aenter__())
         self.bus = InProcessBus()
-        self.engine = Engine(self.store, self.bus, self.clock, uniform=random.Random(7).random)
+        self.engine = Engine(self.store, self.bus, self.clock, uniform=random.Random(seed).random)
         self.world: World = self.run(make_world(self.engine))
-        caps = dict(self.world.coordinator.config.class_capacity)
-        self.capacity_history: list[tuple[int, dict[str, int]]] = [(0, caps)]
-        self.leases: dict[str, KnownLease] = {}
-        self.lane_ids: list[str] = []
-        self.private: set[str] = {PRIVATE_INPUT, PRIVATE_ITEM_INPUT, PRIVATE_CHECKPOINT}
 
     def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
         return self.loop.run_until_complete(coro)
@@ -128,11 +146,23 @@ class CoordinatorMachine(RuleBasedStateMachine):
         finally:
             self.loop.close()
 
-    # ------------------------------------------------------------------ helpers
-
     @property
     def cid(self) -> str:
         return self.world.cid
+
+
+class CoordinatorMachine(EngineMachine):
+    """The engine under random commands; see the module docstring."""
+
+    def __init__(self, store_factory: StoreFactory) -> None:
+        super().__init__(store_factory)
+        caps = dict(self.world.coordinator.config.class_capacity)
+        self.capacity_history: list[tuple[int, dict[str, int]]] = [(0, caps)]
+        self.leases: dict[str, KnownLease] = {}
+        self.lane_ids: list[str] = []
+        self.private: set[str] = {PRIVATE_INPUT, PRIVATE_ITEM_INPUT, PRIVATE_CHECKPOINT}
+
+    # ------------------------------------------------------------------ helpers
 
     async def _state_of(self, lease_id: str) -> tuple[Any, Any]:
         async with self.store.read() as reader:

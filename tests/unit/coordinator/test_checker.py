@@ -11,9 +11,11 @@ from workcoord.coordinator.domain.model import (
     AttemptStatus,
     Event,
     EventType,
+    Item,
     ItemState,
     NewEvent,
 )
+from workcoord.coordinator.domain.ports import Tx
 from workcoord.coordinator.domain.specs import LeaseAsk
 from workcoord.coordinator.storage.memory import MemoryStore
 from workcoord.kit.clock import ManualClock
@@ -41,6 +43,15 @@ async def _setup(engine: Engine, world: World, clock: ManualClock) -> str:
     return granted[0].attempt.lease_id
 
 
+async def _leased_item(tx: Tx, lease_id: str) -> Item:
+    """The item ``lease_id`` holds, as ``tx`` sees it."""
+    attempt = await tx.get_attempt(lease_id)
+    assert attempt is not None
+    item = await tx.get_item(attempt.item_id)
+    assert item is not None
+    return item
+
+
 async def test_a_healthy_coordinator_has_no_violations(
     store: MemoryStore, engine: Engine, world: World, clock: ManualClock
 ) -> None:
@@ -65,10 +76,7 @@ async def test_an_item_state_out_of_step_with_its_attempt_is_found(
 ) -> None:
     lease_id = await _setup(engine, world, clock)
     async with store.write(world.cid) as tx:
-        attempt = await tx.get_attempt(lease_id)
-        assert attempt is not None
-        item = await tx.get_item(attempt.item_id)
-        assert item is not None
+        item = await _leased_item(tx, lease_id)
         await tx.update_items([replace(item, state=ItemState.QUEUED)])
     found = await _violations(store, world)
     assert any("still names the lease" in v for v in found)
@@ -80,10 +88,7 @@ async def test_a_wrong_attempt_count_and_a_stuck_waiting_item_are_found(
 ) -> None:
     lease_id = await _setup(engine, world, clock)
     async with store.write(world.cid) as tx:
-        attempt = await tx.get_attempt(lease_id)
-        assert attempt is not None
-        item = await tx.get_item(attempt.item_id)
-        assert item is not None
+        item = await _leased_item(tx, lease_id)
         await tx.update_items([replace(item, attempt_count=3)])
         lanes = await tx.lane_items([item.lane_id])
         other = next(i for i in lanes if i.item_id != item.item_id)

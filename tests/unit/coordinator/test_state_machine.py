@@ -3,35 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
-from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from workcoord.coordinator.domain.ports import Store
-from workcoord.coordinator.storage.memory import MemoryStore
-from workcoord.kit.clock import Clock
-
-from .machine import STATS, CoordinatorMachine
+from .machine import STATS, CoordinatorMachine, machine_settings, memory_store
 
 # Derandomized: the same examples every run, so the unit suite is reproducible and the
 # coverage check below is stable. Explore more with e.g.
 # WORKCOORD_HYPOTHESIS_EXAMPLES=2000 (random seeds) when changing the engine.
 _EXPLORE = int(os.environ.get("WORKCOORD_HYPOTHESIS_EXAMPLES", "0"))
-MACHINE_SETTINGS = settings(
-    max_examples=_EXPLORE or 60,
-    derandomize=not _EXPLORE,
-    stateful_step_count=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    database=None,
-)
-
-
-@asynccontextmanager
-async def memory_store(clock: Clock) -> AsyncIterator[Store]:
-    yield MemoryStore(clock)
+MACHINE_SETTINGS = machine_settings(_EXPLORE or 60, 40, derandomize=not _EXPLORE)
 
 
 def test_engine_invariants_hold_for_any_command_sequence() -> None:

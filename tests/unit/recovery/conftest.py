@@ -18,11 +18,6 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
 def state(clock: ManualClock) -> FakeCoordinatorState:
     return FakeCoordinatorState(clock=clock, targets=["alpha", "beta", "gamma"])
 

@@ -1,17 +1,20 @@
 """``workcoord admin users|members|tokens|grants``: users and org roles, admin API tokens, and
-parent grants (design/security.md). Secrets (tokens) are printed once, in the response."""
+parent grants (explicit, expiring permissions a child work coordinator gives its parent).
+Secrets (tokens) are printed once, in the response."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
-from google.protobuf import timestamp_pb2
-from google.protobuf.message import Message
 
 from workcoord.api.v1 import admin_pb2, work_coordinator_pb2
-from workcoord.cli.common import add_connection_flags, run_client_command
-from workcoord.client.client import WorkcoordClient
+from workcoord.cli.common import (
+    add_client_flags,
+    add_paging_flags,
+    add_repeated_choice,
+    paging,
+    parse_timestamp,
+    run_call,
+)
 
 __all__ = ["register_tenancy"]
 
@@ -43,7 +46,7 @@ def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--verified", action="store_true", help="the identity is verified")
     p.set_defaults(handler=_users_create)
     p = command(users, "list", "list users")
-    _paging(p)
+    add_paging_flags(p)
     p.set_defaults(handler=_users_list)
 
     members = group("members", "org roles")
@@ -54,7 +57,7 @@ def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]
     p.set_defaults(handler=_members_add)
     p = command(members, "list", "list an org's members")
     p.add_argument("--org", dest="org_slug", required=True)
-    _paging(p)
+    add_paging_flags(p)
     p.set_defaults(handler=_members_list)
     p = command(members, "remove", "remove a user's role in an org")
     p.add_argument("--org", dest="org_slug", required=True)
@@ -65,7 +68,9 @@ def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]
     p = command(tokens, "create", "create an admin token for a user (its secret is shown once)")
     p.add_argument("--user", dest="user_id", required=True, metavar="USER_ID")
     p.add_argument("--display-name", default="")
-    p.add_argument("--expire-time", type=_timestamp, default=None, help="RFC 3339; default never")
+    p.add_argument(
+        "--expire-time", type=parse_timestamp, default=None, help="RFC 3339; default never"
+    )
     p.set_defaults(handler=_tokens_create)
     p = command(tokens, "revoke", "revoke a user's admin token at once")
     p.add_argument("--user", dest="user_id", required=True, metavar="USER_ID")
@@ -76,52 +81,22 @@ def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]
     p = command(grants, "create", "grant the parent explicit, expiring permissions")
     p.add_argument("--coordinator", dest="coordinator_id", required=True, metavar="CHILD_ID")
     p.add_argument("--parent", dest="parent_id", required=True, metavar="PARENT_ID")
+    add_repeated_choice(p, "--permission", "permissions", _PERMISSIONS)
     p.add_argument(
-        "--permission",
-        dest="permissions",
-        action="append",
-        required=True,
-        choices=_PERMISSIONS,
-        help="repeat for several",
-    )
-    p.add_argument(
-        "--expire-time", type=_timestamp, required=True, help="RFC 3339; at most 90 days ahead"
+        "--expire-time", type=parse_timestamp, required=True, help="RFC 3339; at most 90 days ahead"
     )
     p.add_argument("--request-id", default="")
     p.set_defaults(handler=_grants_create)
     p = command(grants, "list", "list the grants a work coordinator gave")
     p.add_argument("--coordinator", dest="coordinator_id", required=True, metavar="CHILD_ID")
-    _paging(p)
+    add_paging_flags(p)
     p.set_defaults(handler=_grants_list)
     p = command(grants, "revoke", "revoke a grant at once")
     p.add_argument("--coordinator", dest="coordinator_id", required=True, metavar="CHILD_ID")
     p.add_argument("grant_id", metavar="GRANT_ID")
     p.set_defaults(handler=_grants_revoke)
 
-    for parser in parsers:
-        add_connection_flags(parser)
-
-
-def _paging(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--page-size", type=int, default=0)
-    parser.add_argument("--page-token", default="")
-
-
-def _timestamp(text: str) -> timestamp_pb2.Timestamp:
-    stamp = timestamp_pb2.Timestamp()
-    try:
-        stamp.FromJsonString(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {text!r}") from None
-    return stamp
-
-
-def _run(args: argparse.Namespace, call: Any) -> int:
-    async def body(client: WorkcoordClient) -> Message:
-        result: Message = await call(client)
-        return result
-
-    return run_client_command(args, body)
+    add_client_flags(parsers)
 
 
 def _users_create(args: argparse.Namespace) -> int:
@@ -131,31 +106,30 @@ def _users_create(args: argparse.Namespace) -> int:
         platform_admin=args.platform_admin,
         verified=args.verified,
     )
-    return _run(args, lambda c: c.admin.CreateUser(admin_pb2.CreateUserRequest(user=user)))
+    request = admin_pb2.CreateUserRequest(user=user)
+    return run_call(args, lambda client: client.admin.CreateUser(request))
 
 
 def _users_list(args: argparse.Namespace) -> int:
-    request = admin_pb2.ListUsersRequest(page_size=args.page_size, page_token=args.page_token)
-    return _run(args, lambda c: c.admin.ListUsers(request))
+    request = admin_pb2.ListUsersRequest(**paging(args))
+    return run_call(args, lambda client: client.admin.ListUsers(request))
 
 
 def _members_add(args: argparse.Namespace) -> int:
     request = admin_pb2.AddOrgMemberRequest(
         org_slug=args.org_slug, member=admin_pb2.OrgMember(user_id=args.user_id, role=args.role)
     )
-    return _run(args, lambda c: c.admin.AddOrgMember(request))
+    return run_call(args, lambda client: client.admin.AddOrgMember(request))
 
 
 def _members_list(args: argparse.Namespace) -> int:
-    request = admin_pb2.ListOrgMembersRequest(
-        org_slug=args.org_slug, page_size=args.page_size, page_token=args.page_token
-    )
-    return _run(args, lambda c: c.admin.ListOrgMembers(request))
+    request = admin_pb2.ListOrgMembersRequest(org_slug=args.org_slug, **paging(args))
+    return run_call(args, lambda client: client.admin.ListOrgMembers(request))
 
 
 def _members_remove(args: argparse.Namespace) -> int:
     request = admin_pb2.RemoveOrgMemberRequest(org_slug=args.org_slug, user_id=args.user_id)
-    return _run(args, lambda c: c.admin.RemoveOrgMember(request))
+    return run_call(args, lambda client: client.admin.RemoveOrgMember(request))
 
 
 def _tokens_create(args: argparse.Namespace) -> int:
@@ -163,12 +137,12 @@ def _tokens_create(args: argparse.Namespace) -> int:
     if args.expire_time is not None:
         token.expire_time.CopyFrom(args.expire_time)
     request = admin_pb2.CreateUserTokenRequest(user_id=args.user_id, token=token)
-    return _run(args, lambda c: c.admin.CreateUserToken(request))
+    return run_call(args, lambda client: client.admin.CreateUserToken(request))
 
 
 def _tokens_revoke(args: argparse.Namespace) -> int:
     request = admin_pb2.RevokeUserTokenRequest(user_id=args.user_id, token_id=args.token_id)
-    return _run(args, lambda c: c.admin.RevokeUserToken(request))
+    return run_call(args, lambda client: client.admin.RevokeUserToken(request))
 
 
 def _grants_create(args: argparse.Namespace) -> int:
@@ -179,18 +153,18 @@ def _grants_create(args: argparse.Namespace) -> int:
     request = work_coordinator_pb2.CreateGrantRequest(
         coordinator_id=args.coordinator_id, grant=grant, request_id=args.request_id
     )
-    return _run(args, lambda c: c.coordinators.CreateGrant(request))
+    return run_call(args, lambda client: client.coordinators.CreateGrant(request))
 
 
 def _grants_list(args: argparse.Namespace) -> int:
     request = work_coordinator_pb2.ListGrantsRequest(
-        coordinator_id=args.coordinator_id, page_size=args.page_size, page_token=args.page_token
+        coordinator_id=args.coordinator_id, **paging(args)
     )
-    return _run(args, lambda c: c.coordinators.ListGrants(request))
+    return run_call(args, lambda client: client.coordinators.ListGrants(request))
 
 
 def _grants_revoke(args: argparse.Namespace) -> int:
     request = work_coordinator_pb2.RevokeGrantRequest(
         coordinator_id=args.coordinator_id, grant_id=args.grant_id
     )
-    return _run(args, lambda c: c.coordinators.RevokeGrant(request))
+    return run_call(args, lambda client: client.coordinators.RevokeGrant(request))

@@ -10,11 +10,11 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO, TypedDict, TypeVar
 
-from google.protobuf import json_format
+from google.protobuf import json_format, timestamp_pb2
 from google.protobuf.message import Message
 
 from workcoord.client.client import DEFAULT_ADDRESS, WorkcoordClient
@@ -26,13 +26,20 @@ __all__ = [
     "EXIT_USAGE",
     "CliError",
     "Handler",
+    "Paging",
+    "add_client_flags",
     "add_connection_flags",
     "add_coordinator_flag",
+    "add_paging_flags",
+    "add_repeated_choice",
     "client_from_args",
     "load_message",
+    "paging",
     "parse_bool",
+    "parse_timestamp",
     "print_error",
     "print_message",
+    "run_call",
     "run_client_command",
 ]
 
@@ -81,6 +88,53 @@ def add_coordinator_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_client_flags(
+    parsers: Iterable[argparse.ArgumentParser], *, coordinator: bool = False
+) -> None:
+    """The connection flags on each of ``parsers`` (and ``--coordinator`` first if asked)."""
+    for parser in parsers:
+        if coordinator:
+            add_coordinator_flag(parser)
+        add_connection_flags(parser)
+
+
+class Paging(TypedDict):
+    """The paging fields every ``List…`` request shares, as keyword arguments."""
+
+    page_size: int
+    page_token: str
+
+
+def add_paging_flags(parser: argparse.ArgumentParser) -> None:
+    """``--page-size`` and ``--page-token`` (read back with :func:`paging`)."""
+    parser.add_argument("--page-size", type=int, default=0)
+    parser.add_argument("--page-token", default="")
+
+
+def paging(args: argparse.Namespace) -> Paging:
+    """The paging flags as request fields: ``ListLanesRequest(**paging(args), …)``."""
+    return Paging(page_size=args.page_size, page_token=args.page_token)
+
+
+def add_repeated_choice(
+    parser: argparse.ArgumentParser, flag: str, dest: str, choices: Sequence[str]
+) -> None:
+    """A required flag taking one of ``choices``, given once per value."""
+    parser.add_argument(
+        flag, dest=dest, action="append", required=True, choices=choices, help="repeat for several"
+    )
+
+
+def parse_timestamp(text: str) -> timestamp_pb2.Timestamp:
+    """An RFC 3339 time for argparse ``type=``."""
+    stamp = timestamp_pb2.Timestamp()
+    try:
+        stamp.FromJsonString(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {text!r}") from None
+    return stamp
+
+
 def client_from_args(args: argparse.Namespace) -> WorkcoordClient:
     """A client for ``--address`` with ``--token`` (or ``WORKCOORD_TOKEN``)."""
     token = args.token or os.environ.get("WORKCOORD_TOKEN") or None
@@ -98,6 +152,18 @@ def run_client_command(
             return await body(client)
 
     return run_and_report(go, print_result=True)
+
+
+def run_call(
+    args: argparse.Namespace, call: Callable[[WorkcoordClient], Awaitable[Message]]
+) -> int:
+    """Make one call with a client (``lambda client: client.lanes.GetLane(request)``); print
+    its answer as JSON; report errors; the exit code."""
+
+    async def body(client: WorkcoordClient) -> Message:
+        return await call(client)
+
+    return run_client_command(args, body)
 
 
 def run_and_report(

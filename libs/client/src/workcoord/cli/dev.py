@@ -25,7 +25,7 @@ from pydantic import SecretStr
 from workcoord.api.v1 import session_pb2, session_pb2_grpc
 from workcoord.cli.common import EXIT_OK, EXIT_USAGE, CliError
 from workcoord.cli.runtime import wait_for_signal
-from workcoord.cli.serve import import_attribute
+from workcoord.cli.serve import import_attribute, service_starter
 from workcoord.client.client import WorkcoordClient
 from workcoord.kit.errors import WorkcoordError
 from workcoord.kit.logging import configure_logging
@@ -260,15 +260,9 @@ async def serve_dev(
     """Start coordinator → recovery → gateway, announce them, wait for a signal (or ``stop``),
     then stop gateway → recovery → coordinator."""
     stream = out or sys.stdout
-    start_coordinator = import_attribute(
-        "workcoord.coordinator.server", "start_coordinator", "workcoord-coordinator"
-    )
-    start_recovery = import_attribute(
-        "workcoord.recovery.server", "start_recovery", "workcoord-recovery"
-    )
-    start_gateway = import_attribute(
-        "workcoord.gateway.server", "start_gateway", "workcoord-gateway"
-    )
+    start_coordinator = service_starter("coordinator")
+    start_recovery = service_starter("recovery")
+    start_gateway = service_starter("gateway")
     service_key = new_secret(SERVICE_KEY_PREFIX)
     async with contextlib.AsyncExitStack() as services:
         coordinator = await start_coordinator(

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from google.protobuf.message import Message
-
 from workcoord.api.v1 import lane_pb2
 from workcoord.cli.common import (
-    add_connection_flags,
-    add_coordinator_flag,
+    add_client_flags,
+    add_paging_flags,
     load_message,
-    run_client_command,
+    paging,
+    run_call,
 )
-from workcoord.client.client import WorkcoordClient
 
 __all__ = ["register"]
 
@@ -40,45 +38,28 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     list_ = sub.add_parser("list", help="list lanes")
     list_.add_argument("--state", choices=_STATES, default=None)
-    list_.add_argument("--page-size", type=int, default=0)
-    list_.add_argument("--page-token", default="")
+    add_paging_flags(list_)
     list_.set_defaults(handler=_list)
 
-    for parser in (create, get, list_):
-        add_coordinator_flag(parser)
-        add_connection_flags(parser)
+    add_client_flags((create, get, list_), coordinator=True)
 
 
 def _create(args: argparse.Namespace) -> int:
-    lane = load_message(args.file, lane_pb2.Lane())
-
-    async def body(client: WorkcoordClient) -> Message:
-        return await client.lanes.CreateLane(
-            lane_pb2.CreateLaneRequest(
-                coordinator_id=args.coordinator_id, lane=lane, request_id=args.request_id
-            )
-        )
-
-    return run_client_command(args, body)
+    request = lane_pb2.CreateLaneRequest(
+        coordinator_id=args.coordinator_id,
+        lane=load_message(args.file, lane_pb2.Lane()),
+        request_id=args.request_id,
+    )
+    return run_call(args, lambda client: client.lanes.CreateLane(request))
 
 
 def _get(args: argparse.Namespace) -> int:
-    async def body(client: WorkcoordClient) -> Message:
-        return await client.lanes.GetLane(
-            lane_pb2.GetLaneRequest(coordinator_id=args.coordinator_id, lane_id=args.lane_id)
-        )
-
-    return run_client_command(args, body)
+    request = lane_pb2.GetLaneRequest(coordinator_id=args.coordinator_id, lane_id=args.lane_id)
+    return run_call(args, lambda client: client.lanes.GetLane(request))
 
 
 def _list(args: argparse.Namespace) -> int:
-    async def body(client: WorkcoordClient) -> Message:
-        request = lane_pb2.ListLanesRequest(
-            coordinator_id=args.coordinator_id,
-            page_size=args.page_size,
-            page_token=args.page_token,
-            state=args.state,
-        )
-        return await client.lanes.ListLanes(request)
-
-    return run_client_command(args, body)
+    request = lane_pb2.ListLanesRequest(
+        coordinator_id=args.coordinator_id, state=args.state, **paging(args)
+    )
+    return run_call(args, lambda client: client.lanes.ListLanes(request))

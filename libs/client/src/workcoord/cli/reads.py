@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from google.protobuf.message import Message
-
 from workcoord.api.v1 import work_coordinator_pb2
-from workcoord.cli.common import add_connection_flags, add_coordinator_flag, run_client_command
-from workcoord.client.client import WorkcoordClient
+from workcoord.cli.common import add_client_flags, add_paging_flags, paging, run_call
 
 __all__ = ["register"]
 
@@ -16,8 +13,7 @@ __all__ = ["register"]
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``view``, ``why`` and ``events``."""
     view = commands.add_parser("view", help="the materialized view of a work coordinator")
-    view.add_argument("--page-size", type=int, default=0)
-    view.add_argument("--page-token", default="")
+    add_paging_flags(view)
     view.set_defaults(handler=_view)
 
     why = commands.add_parser("why", help="which gate holds an item or lane, and since when")
@@ -30,52 +26,32 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     events.add_argument("--since", type=int, default=0, metavar="N", help="events after revision N")
     events.add_argument("--lane", dest="lane_id", default="", metavar="LANE_ID")
     events.add_argument("--item", dest="item_id", default="", metavar="ITEM_ID")
-    events.add_argument("--page-size", type=int, default=0)
-    events.add_argument("--page-token", default="")
+    add_paging_flags(events)
     events.set_defaults(handler=_events)
 
-    for parser in (view, why, events):
-        add_coordinator_flag(parser)
-        add_connection_flags(parser)
+    add_client_flags((view, why, events), coordinator=True)
 
 
 def _view(args: argparse.Namespace) -> int:
-    async def body(client: WorkcoordClient) -> Message:
-        return await client.coordinators.GetView(
-            work_coordinator_pb2.GetViewRequest(
-                coordinator_id=args.coordinator_id,
-                page_size=args.page_size,
-                page_token=args.page_token,
-            )
-        )
-
-    return run_client_command(args, body)
+    request = work_coordinator_pb2.GetViewRequest(
+        coordinator_id=args.coordinator_id, **paging(args)
+    )
+    return run_call(args, lambda client: client.coordinators.GetView(request))
 
 
 def _why(args: argparse.Namespace) -> int:
-    async def body(client: WorkcoordClient) -> Message:
-        return await client.coordinators.Explain(
-            work_coordinator_pb2.ExplainRequest(
-                coordinator_id=args.coordinator_id,
-                item_id=args.item_id or "",
-                lane_id=args.lane_id or "",
-            )
-        )
-
-    return run_client_command(args, body)
+    request = work_coordinator_pb2.ExplainRequest(
+        coordinator_id=args.coordinator_id, item_id=args.item_id or "", lane_id=args.lane_id or ""
+    )
+    return run_call(args, lambda client: client.coordinators.Explain(request))
 
 
 def _events(args: argparse.Namespace) -> int:
-    async def body(client: WorkcoordClient) -> Message:
-        return await client.coordinators.ListEvents(
-            work_coordinator_pb2.ListEventsRequest(
-                coordinator_id=args.coordinator_id,
-                since_revision=args.since,
-                lane_id=args.lane_id,
-                item_id=args.item_id,
-                page_size=args.page_size,
-                page_token=args.page_token,
-            )
-        )
-
-    return run_client_command(args, body)
+    request = work_coordinator_pb2.ListEventsRequest(
+        coordinator_id=args.coordinator_id,
+        since_revision=args.since,
+        lane_id=args.lane_id,
+        item_id=args.item_id,
+        **paging(args),
+    )
+    return run_call(args, lambda client: client.coordinators.ListEvents(request))

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import importlib
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from workcoord.cli.common import EXIT_OK, EXIT_USAGE, CliError
@@ -24,27 +25,72 @@ from workcoord.kit.settings import (
     RecoverySettings,
 )
 
-__all__ = ["import_attribute", "register", "run_service"]
+__all__ = ["import_attribute", "register", "run_service", "service_starter"]
 
 
 class _Running(Protocol):
+    @property
+    def address(self) -> str: ...
+
     async def stop(self) -> None: ...
 
 
 _Start = Callable[[Any], Awaitable[_Running]]
 
 
+@dataclass(frozen=True)
+class _Service:
+    """Where a service's ``start_*`` function lives and what it needs to start."""
+
+    help: str
+    module: str
+    function: str
+    package: str  # the distribution that ships it
+    settings: type[CommonSettings]
+    required: tuple[str, ...] = ()
+
+
+_SERVICES = {
+    "coordinator": _Service(
+        "the gRPC coordinator (needs DATABASE_URL)",
+        "workcoord.coordinator.server",
+        "start_coordinator",
+        "workcoord-coordinator",
+        CoordinatorSettings,
+        ("database_url",),
+    ),
+    "recovery": _Service(
+        "the recovery service (needs WORKCOORD_SERVICE_KEY)",
+        "workcoord.recovery.server",
+        "start_recovery",
+        "workcoord-recovery",
+        RecoverySettings,
+        ("service_key",),
+    ),
+    "gateway": _Service(
+        "REST, WebSocket, web UI and MCP",
+        "workcoord.gateway.server",
+        "start_gateway",
+        "workcoord-gateway",
+        GatewaySettings,
+    ),
+}
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``serve coordinator|recovery|gateway``."""
     serve = commands.add_parser("serve", help="run one service (production)")
     sub = serve.add_subparsers(dest="service", metavar="SERVICE", required=True)
-    sub.add_parser("coordinator", help="the gRPC coordinator (needs DATABASE_URL)").set_defaults(
-        handler=_coordinator
-    )
-    sub.add_parser(
-        "recovery", help="the recovery service (needs WORKCOORD_SERVICE_KEY)"
-    ).set_defaults(handler=_recovery)
-    sub.add_parser("gateway", help="REST, WebSocket, web UI and MCP").set_defaults(handler=_gateway)
+    for name, service in _SERVICES.items():
+        sub.add_parser(name, help=service.help).set_defaults(handler=_serve)
+
+
+def service_starter(name: str) -> _Start:
+    """The ``start_*`` function of service ``name`` (``coordinator``, ``recovery``,
+    ``gateway``), imported now; a :class:`CliError` (exit 2) if it is not installed."""
+    service = _SERVICES[name]
+    start: _Start = import_attribute(service.module, service.function, service.package)
+    return start
 
 
 def import_attribute(module: str, name: str, package: str) -> Any:
@@ -77,29 +123,8 @@ def run_service(name: str, start: _Start, settings: CommonSettings) -> int:
     return EXIT_OK
 
 
-def _coordinator(args: argparse.Namespace) -> int:
-    settings = load_settings(
-        "workcoord serve coordinator", CoordinatorSettings, required=("database_url",)
-    )
-    start: _Start = import_attribute(
-        "workcoord.coordinator.server", "start_coordinator", "workcoord-coordinator"
-    )
-    return run_service("coordinator", start, settings)
-
-
-def _recovery(args: argparse.Namespace) -> int:
-    settings = load_settings(
-        "workcoord serve recovery", RecoverySettings, required=("service_key",)
-    )
-    start: _Start = import_attribute(
-        "workcoord.recovery.server", "start_recovery", "workcoord-recovery"
-    )
-    return run_service("recovery", start, settings)
-
-
-def _gateway(args: argparse.Namespace) -> int:
-    settings = load_settings("workcoord serve gateway", GatewaySettings)
-    start: _Start = import_attribute(
-        "workcoord.gateway.server", "start_gateway", "workcoord-gateway"
-    )
-    return run_service("gateway", start, settings)
+def _serve(args: argparse.Namespace) -> int:
+    name = args.service
+    service = _SERVICES[name]
+    settings = load_settings(f"workcoord serve {name}", service.settings, required=service.required)
+    return run_service(name, service_starter(name), settings)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from google.protobuf.message import Message
@@ -21,9 +22,8 @@ from workcoord.cli.common import (
     add_connection_flags,
     add_coordinator_flag,
     load_message,
-    run_client_command,
+    run_call,
 )
-from workcoord.client.client import WorkcoordClient
 from workcoord.client.worker import LeaseHandle, Worker, run_identity_here
 
 __all__ = ["register"]
@@ -184,15 +184,21 @@ def _run_identity(args: argparse.Namespace) -> lane_pb2.RunIdentity:
     )
 
 
-def _worker(args: argparse.Namespace, client: WorkcoordClient) -> Worker:
-    return Worker(client, args.coordinator_id, args.worker_id, getattr(args, "worker_class", ""))
+def _run_worker(args: argparse.Namespace, call: Callable[[Worker], Awaitable[Message]]) -> int:
+    """Make one worker call as ``--worker-id`` on ``--coordinator``; print its answer."""
+    return run_call(
+        args,
+        lambda client: call(
+            Worker(client, args.coordinator_id, args.worker_id, getattr(args, "worker_class", ""))
+        ),
+    )
 
 
 def _lease(args: argparse.Namespace) -> int:
     identity = _run_identity(args) if args.start else None
 
-    async def body(client: WorkcoordClient) -> Message:
-        leases = await _worker(args, client).lease(
+    async def lease(worker: Worker) -> Message:
+        leases = await worker.lease(
             max_items=args.max_items,
             lease_seconds=args.lease_seconds,
             wait_seconds=args.wait_seconds,
@@ -200,26 +206,18 @@ def _lease(args: argparse.Namespace) -> int:
         )
         return worker_pb2.LeaseResponse(leases=leases)
 
-    return run_client_command(args, body)
+    return _run_worker(args, lease)
 
 
 def _start(args: argparse.Namespace) -> int:
     handle = _lease_handle(args)
     identity = _run_identity(args)
-
-    async def body(client: WorkcoordClient) -> Message:
-        return await _worker(args, client).start(handle, identity)
-
-    return run_client_command(args, body)
+    return _run_worker(args, lambda worker: worker.start(handle, identity))
 
 
 def _heartbeat(args: argparse.Namespace) -> int:
     handle = _lease_handle(args)
-
-    async def body(client: WorkcoordClient) -> Message:
-        return await _worker(args, client).heartbeat(handle, args.progress)
-
-    return run_client_command(args, body)
+    return _run_worker(args, lambda worker: worker.heartbeat(handle, args.progress))
 
 
 def _complete(args: argparse.Namespace) -> int:
@@ -228,22 +226,17 @@ def _complete(args: argparse.Namespace) -> int:
         evidence = load_message(args.evidence_file, lane_pb2.Evidence())
     else:
         evidence = lane_pb2.Evidence(summary=args.summary, links=args.links, verdict=args.verdict)
-
-    async def body(client: WorkcoordClient) -> Message:
-        return await _worker(args, client).complete(handle, evidence)
-
-    return run_client_command(args, body)
+    return _run_worker(args, lambda worker: worker.complete(handle, evidence))
 
 
 def _fail(args: argparse.Namespace) -> int:
     handle = _lease_handle(args)
-
-    async def body(client: WorkcoordClient) -> Message:
-        return await _worker(args, client).fail(
+    return _run_worker(
+        args,
+        lambda worker: worker.fail(
             handle, args.message, error_type=args.error_type, retryable=args.retryable
-        )
-
-    return run_client_command(args, body)
+        ),
+    )
 
 
 def _checkpoint(args: argparse.Namespace) -> int:
@@ -257,17 +250,9 @@ def _checkpoint(args: argparse.Namespace) -> int:
             next_action=args.next_action,
             blocked_reason=args.blocked_reason,
         )
-
-    async def body(client: WorkcoordClient) -> Message:
-        return await _worker(args, client).checkpoint(handle, checkpoint)
-
-    return run_client_command(args, body)
+    return _run_worker(args, lambda worker: worker.checkpoint(handle, checkpoint))
 
 
 def _release(args: argparse.Namespace) -> int:
     handle = _lease_handle(args)
-
-    async def body(client: WorkcoordClient) -> Message:
-        return await _worker(args, client).release(handle, args.reason)
-
-    return run_client_command(args, body)
+    return _run_worker(args, lambda worker: worker.release(handle, args.reason))

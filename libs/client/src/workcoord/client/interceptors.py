@@ -71,10 +71,7 @@ class UnaryUnaryCredentialInterceptor(_Credential, grpc.aio.UnaryUnaryClientInte
         request: Any,
     ) -> Any:
         call = await continuation(self._details(client_call_details), request)
-        try:
-            return await call
-        except grpc.aio.AioRpcError as exc:
-            raise error_from_rpc(exc) from exc
+        return await _typed_response(call)
 
 
 class StreamUnaryCredentialInterceptor(_Credential, grpc.aio.StreamUnaryClientInterceptor):
@@ -87,10 +84,7 @@ class StreamUnaryCredentialInterceptor(_Credential, grpc.aio.StreamUnaryClientIn
         request_iterator: Any,
     ) -> Any:
         call = await continuation(self._details(client_call_details), request_iterator)
-        try:
-            return await call
-        except grpc.aio.AioRpcError as exc:
-            raise error_from_rpc(exc) from exc
+        return await _typed_response(call)
 
 
 class UnaryStreamCredentialInterceptor(_Credential, grpc.aio.UnaryStreamClientInterceptor):
@@ -117,6 +111,13 @@ class StreamStreamCredentialInterceptor(_Credential, grpc.aio.StreamStreamClient
     ) -> AsyncIterator[Any]:
         call = await continuation(self._details(client_call_details), request_iterator)
         return _typed_stream(call)
+
+
+async def _typed_response(call: Awaitable[Any]) -> Any:
+    try:
+        return await call
+    except grpc.aio.AioRpcError as exc:
+        raise error_from_rpc(exc) from exc
 
 
 async def _typed_stream(call: AsyncIterable[Any]) -> AsyncIterator[Any]:

@@ -12,6 +12,7 @@ import socket
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypedDict
 
 from workcoord.api.v1 import lane_pb2, worker_pb2
 from workcoord.client.client import WorkcoordClient
@@ -36,10 +37,12 @@ class LeaseHandle:
 LeaseRef = LeaseHandle | worker_pb2.Lease
 
 
-def _handle(lease: LeaseRef) -> LeaseHandle:
-    if isinstance(lease, LeaseHandle):
-        return lease
-    return LeaseHandle(lease.lease_id, lease.lease_token)
+class _Fence(TypedDict):
+    """The fields that fence every write to a lease, as request keyword arguments."""
+
+    coordinator_id: str
+    lease_id: str
+    lease_token: str
 
 
 def process_start_time(pid: int | None = None) -> datetime:
@@ -136,40 +139,22 @@ class Worker:
         self, lease: LeaseRef, run_identity: lane_pb2.RunIdentity
     ) -> worker_pb2.StartResponse:
         """Record the run identity; the lease goes LEASED → RUNNING."""
-        handle = _handle(lease)
         return await self.client.workers.Start(
-            worker_pb2.StartRequest(
-                coordinator_id=self.coordinator_id,
-                lease_id=handle.lease_id,
-                lease_token=handle.lease_token,
-                run_identity=run_identity,
-            )
+            worker_pb2.StartRequest(**self._fence(lease), run_identity=run_identity)
         )
 
     async def heartbeat(self, lease: LeaseRef, progress: str = "") -> worker_pb2.HeartbeatResponse:
         """Extend the lease by its original length; ``progress`` is a short note (≤ 1 KiB)."""
-        handle = _handle(lease)
         return await self.client.workers.Heartbeat(
-            worker_pb2.HeartbeatRequest(
-                coordinator_id=self.coordinator_id,
-                lease_id=handle.lease_id,
-                lease_token=handle.lease_token,
-                progress=progress,
-            )
+            worker_pb2.HeartbeatRequest(**self._fence(lease), progress=progress)
         )
 
     async def complete(
         self, lease: LeaseRef, evidence: lane_pb2.Evidence | None = None
     ) -> worker_pb2.CompleteResponse:
         """Finish successfully with evidence (a verdict for REVIEW, a receipt for SHIP)."""
-        handle = _handle(lease)
         return await self.client.workers.Complete(
-            worker_pb2.CompleteRequest(
-                coordinator_id=self.coordinator_id,
-                lease_id=handle.lease_id,
-                lease_token=handle.lease_token,
-                evidence=evidence,
-            )
+            worker_pb2.CompleteRequest(**self._fence(lease), evidence=evidence)
         )
 
     async def fail(
@@ -181,12 +166,9 @@ class Worker:
         retryable: bool = True,
     ) -> worker_pb2.FailResponse:
         """Fail the attempt; a retryable failure requeues with backoff while attempts remain."""
-        handle = _handle(lease)
         return await self.client.workers.Fail(
             worker_pb2.FailRequest(
-                coordinator_id=self.coordinator_id,
-                lease_id=handle.lease_id,
-                lease_token=handle.lease_token,
+                **self._fence(lease),
                 error=lane_pb2.ErrorInfo(message=message, type=error_type, retryable=retryable),
             )
         )
@@ -195,24 +177,19 @@ class Worker:
         self, lease: LeaseRef, checkpoint: lane_pb2.Checkpoint
     ) -> worker_pb2.CheckpointResponse:
         """End the attempt with a checkpoint; the item requeues for a continuation."""
-        handle = _handle(lease)
         return await self.client.workers.Checkpoint(
-            worker_pb2.CheckpointRequest(
-                coordinator_id=self.coordinator_id,
-                lease_id=handle.lease_id,
-                lease_token=handle.lease_token,
-                checkpoint=checkpoint,
-            )
+            worker_pb2.CheckpointRequest(**self._fence(lease), checkpoint=checkpoint)
         )
 
     async def release(self, lease: LeaseRef, reason: str = "") -> worker_pb2.ReleaseResponse:
         """Give the lease back without burning an attempt."""
-        handle = _handle(lease)
         return await self.client.workers.Release(
-            worker_pb2.ReleaseRequest(
-                coordinator_id=self.coordinator_id,
-                lease_id=handle.lease_id,
-                lease_token=handle.lease_token,
-                reason=reason,
-            )
+            worker_pb2.ReleaseRequest(**self._fence(lease), reason=reason)
+        )
+
+    def _fence(self, lease: LeaseRef) -> _Fence:
+        return _Fence(
+            coordinator_id=self.coordinator_id,
+            lease_id=lease.lease_id,
+            lease_token=lease.lease_token,
         )

@@ -3,7 +3,8 @@
 The domain raises subclasses of :class:`WorkcoordError`; one interceptor
 (:mod:`workcoord.kit.status`) turns them into ``google.rpc.Status`` and the gateway turns that
 into JSON with the HTTP code of ``google/rpc/code.proto``. Each class fixes the ``reason``
-(``ErrorInfo.reason``) and the status code callers see for it.
+(``ErrorInfo.reason``) and the status code; together they are the error contract clients
+switch on.
 
 This module is deliberately pure Python (no grpc, no protobuf): the coordinator's domain layer
 imports it, and a test asserts the domain pulls in neither grpc nor sqlalchemy.

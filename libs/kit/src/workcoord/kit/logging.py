@@ -2,7 +2,7 @@
 
 Every record passes a :class:`RedactionFilter` before it is formatted: credential-looking text
 becomes ``[REDACTED]`` and control characters in messages are escaped, so a caller-supplied
-string cannot forge log lines.
+string cannot forge log lines: every string that reaches a log is escaped.
 """
 
 from __future__ import annotations

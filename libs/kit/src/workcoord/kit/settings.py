@@ -1,6 +1,7 @@
 """Configuration from the environment, validated once at start-up.
 
-Variables are ``WORKCOORD_*`` plus ``DATABASE_URL`` and ``REDIS_URL``.
+Variables are ``WORKCOORD_*`` plus ``DATABASE_URL`` and ``REDIS_URL`` (the usual names of a
+container platform).
 :func:`load` turns pydantic's validation error into :class:`SettingsError`, whose message lists
 every bad variable by its environment name. Secrets are ``SecretStr`` so they never print.
 """

@@ -1,5 +1,6 @@
 """The WebSocket feed's frames: each ``WatchResponse`` as one JSON text,
-``{"type": <the frame's name>, …the frame in proto3 JSON}`` (the feed protocol of ``Watch``).
+``{"type": <the frame's name>, …the frame in proto3 JSON}``, e.g. ``{"type": "delta",
+"fromRevision": "8", "toRevision": "9", "events": [...]}``.
 
 Every subscriber of a work coordinator receives the same frames, so the JSON of a frame is kept
 for a moment, keyed by its deterministic wire bytes: N subscribers on one gateway cost one

@@ -17,11 +17,12 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import grpc
 import grpc.aio
 from google.protobuf import duration_pb2, timestamp_pb2
+from google.protobuf.message import Message
 
 from workcoord.api.v1 import maintenance_pb2, recovery_pb2
 from workcoord.kit.clock import Clock, SystemClock
@@ -43,6 +44,7 @@ __all__ = [
 LEADERSHIP_NAME = "recovery"
 
 SleepFunction = Callable[[float], Awaitable[None]]
+_R = TypeVar("_R")
 
 _log = logging.getLogger(__name__)
 
@@ -172,9 +174,7 @@ class Recoverer:
             name=LEADERSHIP_NAME, holder_id=self._replica_id, lease_seconds=self._lease_seconds
         )
         try:
-            response = await self._maintenance.AcquireLeadership(
-                request, metadata=self._metadata, timeout=self._rpc_timeout_seconds
-            )
+            response = await self._call(self._maintenance.AcquireLeadership, request)
         except grpc.aio.AioRpcError as exc:
             # Unknown leadership: do not pass. A lease we may still hold simply lapses.
             self._leader = False
@@ -193,9 +193,7 @@ class Recoverer:
             name=LEADERSHIP_NAME, holder_id=self._replica_id
         )
         try:
-            response = await self._maintenance.ReleaseLeadership(
-                request, metadata=self._metadata, timeout=self._rpc_timeout_seconds
-            )
+            response = await self._call(self._maintenance.ReleaseLeadership, request)
         except grpc.aio.AioRpcError as exc:
             # The lease lapses on its own; the next leader only waits for it.
             _log.warning("could not release recovery leadership: %s", _describe(exc))
@@ -212,10 +210,9 @@ class Recoverer:
         """One pass: every enabled work coordinator, sequentially, each failure isolated."""
         async with self._pass_lock:
             try:
-                targets = await self._maintenance.ListMaintenanceTargets(
+                targets = await self._call(
+                    self._maintenance.ListMaintenanceTargets,
                     maintenance_pb2.ListMaintenanceTargetsRequest(),
-                    metadata=self._metadata,
-                    timeout=self._rpc_timeout_seconds,
                 )
             except grpc.aio.AioRpcError as exc:
                 self._record_error(f"list maintenance targets: {_describe(exc)}")
@@ -269,24 +266,23 @@ class Recoverer:
 
     async def _pass_one(self, coordinator_id: str) -> bool:
         request = maintenance_pb2.RunMaintenanceRequest(coordinator_id=coordinator_id)
+        report: recovery_pb2.MaintenanceReport | None = None
+        error = ""
         try:
-            response = await self._maintenance.RunMaintenance(
-                request, metadata=self._metadata, timeout=self._rpc_timeout_seconds
-            )
+            response = await self._call(self._maintenance.RunMaintenance, request)
+            report = response.report
         except grpc.aio.AioRpcError as exc:
             error = _describe(exc)
-            self._coordinators[coordinator_id] = CoordinatorPassRecord(
-                coordinator_id=coordinator_id, pass_time=self._clock.now(), report=None, error=error
-            )
-            self._record_error(f"maintenance of {coordinator_id}: {error}")
-            return False
         self._coordinators[coordinator_id] = CoordinatorPassRecord(
-            coordinator_id=coordinator_id,
-            pass_time=self._clock.now(),
-            report=response.report,
-            error="",
+            coordinator_id=coordinator_id, pass_time=self._clock.now(), report=report, error=error
         )
-        return True
+        if error:
+            self._record_error(f"maintenance of {coordinator_id}: {error}")
+        return not error
+
+    async def _call(self, rpc: Callable[..., Awaitable[_R]], request: Message) -> _R:
+        """``rpc(request)`` on the coordinator as the service principal."""
+        return await rpc(request, metadata=self._metadata, timeout=self._rpc_timeout_seconds)
 
     def _apply_leadership(self, leadership: maintenance_pb2.Leadership) -> None:
         was_leader = self._leader

@@ -6,9 +6,11 @@ Authorization is the coordinator's: ``Maintain`` forwards the caller's credentia
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc.aio
+from google.protobuf.message import Message
 
 from workcoord.api.v1 import admin_pb2, maintenance_pb2, recovery_pb2, recovery_pb2_grpc
 from workcoord.kit.errors import PermissionDenied
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["RecoveryServicer"]
 
 _Context = grpc.aio.ServicerContext[Any, Any]
+_R = TypeVar("_R")
 
 
 class RecoveryServicer(recovery_pb2_grpc.RecoveryServiceServicer):
@@ -45,15 +48,11 @@ class RecoveryServicer(recovery_pb2_grpc.RecoveryServiceServicer):
         self, request: recovery_pb2.MaintainRequest, context: _Context
     ) -> recovery_pb2.MaintainResponse:
         """Run one coordinator's pass now, as the caller (the coordinator authorizes it)."""
-        metadata = caller_metadata(context)
-        try:
-            response = await self._maintenance.RunMaintenance(
-                maintenance_pb2.RunMaintenanceRequest(coordinator_id=request.coordinator_id),
-                metadata=metadata,
-                timeout=self._rpc_timeout_seconds,
-            )
-        except grpc.aio.AioRpcError as exc:
-            await abort_with_upstream(context, exc)
+        response = await self._as_caller(
+            context,
+            self._maintenance.RunMaintenance,
+            maintenance_pb2.RunMaintenanceRequest(coordinator_id=request.coordinator_id),
+        )
         self._recoverer.record_report(response.report)
         return recovery_pb2.MaintainResponse(report=response.report)
 
@@ -61,15 +60,9 @@ class RecoveryServicer(recovery_pb2_grpc.RecoveryServiceServicer):
         self, request: recovery_pb2.GetRecoveryStatusRequest, context: _Context
     ) -> recovery_pb2.GetRecoveryStatusResponse:
         """This replica's status; platform admins and the service principal only."""
-        metadata = caller_metadata(context)
-        try:
-            response = await self._admin.GetCurrentPrincipal(
-                admin_pb2.GetCurrentPrincipalRequest(),
-                metadata=metadata,
-                timeout=self._rpc_timeout_seconds,
-            )
-        except grpc.aio.AioRpcError as exc:
-            await abort_with_upstream(context, exc)
+        response = await self._as_caller(
+            context, self._admin.GetCurrentPrincipal, admin_pb2.GetCurrentPrincipalRequest()
+        )
         principal = response.principal
         if not (principal.platform_admin or principal.kind == admin_pb2.Principal.SERVICE):
             await abort_with(
@@ -77,3 +70,15 @@ class RecoveryServicer(recovery_pb2_grpc.RecoveryServiceServicer):
                 PermissionDenied("recovery status is for platform admins and the service key"),
             )
         return recovery_pb2.GetRecoveryStatusResponse(status=self._recoverer.status())
+
+    async def _as_caller(
+        self, context: _Context, rpc: Callable[..., Awaitable[_R]], request: Message
+    ) -> _R:
+        """``rpc(request)`` on the coordinator with the caller's credential; an upstream
+        failure aborts this call with the coordinator's status, unchanged."""
+        try:
+            return await rpc(
+                request, metadata=caller_metadata(context), timeout=self._rpc_timeout_seconds
+            )
+        except grpc.aio.AioRpcError as exc:
+            await abort_with_upstream(context, exc)

@@ -8,27 +8,19 @@ lanes with random review policies and titles (some sensitive, so stages stop for
 
 from __future__ import annotations
 
-import asyncio
-import random
 from collections import Counter
-from collections.abc import Coroutine
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
 
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
-    RuleBasedStateMachine,
     initialize,
     invariant,
     rule,
     run_state_machine_as_test,
 )
 
-from tests.unit.coordinator.harness import ADMIN, World, make_world, run_identity
 from workcoord.coordinator.checker import check_invariants
 from workcoord.coordinator.domain.auth import RECOVERY
-from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.model import (
     TERMINAL_ITEM_STATES,
     Item,
@@ -48,12 +40,10 @@ from workcoord.coordinator.domain.specs import (
     Receipt,
     Verdict,
 )
-from workcoord.coordinator.storage.memory import MemoryStore
-from workcoord.kit.bus import InProcessBus
-from workcoord.kit.clock import ManualClock
 from workcoord.kit.errors import IllegalTransition, LeaseLost
 
-_T = TypeVar("_T")
+from .harness import ADMIN, run_identity
+from .machine import EngineMachine, machine_settings, memory_store
 
 # One sensitive title in four: its stages stop for a human and get no automatic retries.
 TITLES = ("Fix flaky parser", "Tidy the docs", "Speed up the cache", "Deploy to production")
@@ -77,31 +67,12 @@ class Held:
     kind: ItemKind
 
 
-class StandardLaneMachine(RuleBasedStateMachine):
+class StandardLaneMachine(EngineMachine):
     def __init__(self) -> None:
-        super().__init__()
-        self.loop = asyncio.new_event_loop()
-        self.clock = ManualClock()
-        self.store = MemoryStore(self.clock)
-        self.bus = InProcessBus()
-        self.engine = Engine(self.store, self.bus, self.clock, uniform=random.Random(3).random)
-        self.world: World = self.run(make_world(self.engine))
+        super().__init__(memory_store, seed=3)
         self.lane_ids: list[str] = []
         self.leases: list[Held] = []
         self.final: dict[str, LaneState] = {}
-
-    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
-        return self.loop.run_until_complete(coro)
-
-    def teardown(self) -> None:
-        try:
-            self.run(self.bus.close())
-        finally:
-            self.loop.close()
-
-    @property
-    def cid(self) -> str:
-        return self.world.cid
 
     async def _items(self) -> dict[str, list[Item]]:
         async with self.store.read() as reader:
@@ -340,14 +311,8 @@ def test_a_standard_lane_ends_in_one_terminal_state_or_is_visibly_held() -> None
     STATS.clear()
     run_state_machine_as_test(
         StandardLaneMachine,
-        settings=settings(
-            max_examples=30,
-            stateful_step_count=60,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-            database=None,
-            derandomize=True,  # a stable run, so the coverage check below never flakes
-        ),
+        # Derandomized: a stable run, so the coverage check below never flakes.
+        settings=machine_settings(30, 60, derandomize=True),
     )
     for path in (
         "lane:LIVE",

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.coordinator.harness import ADMIN, World, lane_spec, make_world, run_identity, task
 from workcoord.coordinator.domain.auth import (
     RECOVERY,
     Access,
     Capability,
     Principal,
-    PrincipalKind,
     authorize,
 )
 from workcoord.coordinator.domain.engine import Engine
@@ -30,41 +28,17 @@ from workcoord.coordinator.domain.model import (
 )
 from workcoord.coordinator.domain.specs import Decision, Failure, LeaseAsk
 from workcoord.coordinator.storage.memory import MemoryStore
-from workcoord.kit.bus import InProcessBus
 from workcoord.kit.clock import ManualClock
 from workcoord.kit.errors import PermissionDenied
+
+from .harness import ADMIN, World, lane_spec, run_identity, task, work_key
 
 DECISIONS = ("approve", "deny", "resume", "retry")
 
 
 def _key(coordinator: Coordinator) -> Principal:
-    return Principal(
-        kind=PrincipalKind.WORK_KEY,
-        id="key_everything",
-        org_slug=coordinator.org_slug,
-        capabilities=frozenset(Capability),
-        coordinator_ids=frozenset({coordinator.coordinator_id}),
-    )
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def store(clock: ManualClock) -> MemoryStore:
-    return MemoryStore(clock)
-
-
-@pytest.fixture
-def engine(store: MemoryStore, clock: ManualClock) -> Engine:
-    return Engine(store, InProcessBus(), clock, uniform=lambda: 0.5)
-
-
-@pytest.fixture
-async def world(engine: Engine) -> World:
-    return await make_world(engine)
+    """A work key holding every capability there is."""
+    return work_key({coordinator.coordinator_id}, set(Capability), coordinator.org_slug)
 
 
 async def _targets(engine: Engine, world: World, clock: ManualClock) -> dict[str, tuple[str, str]]:
