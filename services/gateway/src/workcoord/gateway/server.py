@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
 import socket
@@ -21,6 +22,7 @@ from workcoord.gateway.app import build_app
 from workcoord.gateway.upstream import Upstreams
 from workcoord.kit.logging import configure_logging
 from workcoord.kit.settings import GatewaySettings, SettingsError, load
+from workcoord.kit.startup import AddressInUse, StartupError, split_address
 
 __all__ = ["RunningGateway", "main", "start_gateway"]
 
@@ -63,10 +65,12 @@ async def start_gateway(
 ) -> RunningGateway:
     """Bind ``settings.listen_gateway`` and serve the gateway until :meth:`RunningGateway.stop`.
 
-    Raises ``OSError`` when the address cannot be bound, ``RuntimeError`` when startup fails.
+    Raises :class:`~workcoord.kit.startup.StartupError` when the address cannot be bound
+    (:class:`~workcoord.kit.startup.AddressInUse` when another process listens there),
+    ``RuntimeError`` when startup fails.
     """
-    host, port = _split(settings.listen_gateway)
-    sock = _bind(host, port)
+    host, port = split_address(settings.listen_gateway)
+    sock = _bind(host, port, settings.listen_gateway)
     config = uvicorn.Config(
         build_app(settings, channels),
         host=host,
@@ -97,12 +101,7 @@ async def start_gateway(
     return RunningGateway(address=address, _server=server, _task=task)
 
 
-def _split(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":")
-    return host.strip("[]"), int(port)
-
-
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int, address: str) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: accepted sockets inherit the proto, and asyncio only sets
     # TCP_NODELAY when it is IPPROTO_TCP; with 0, Nagle + delayed ACK add ~40 ms per response.
@@ -110,9 +109,14 @@ def _bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-    except OSError:
+        # Listen now, not when uvicorn starts: a port another process listens on must fail
+        # here (bind alone can succeed beside a listener bound to another local address).
+        sock.listen(2048)
+    except OSError as exc:
         sock.close()
-        raise
+        if exc.errno == errno.EADDRINUSE:
+            raise AddressInUse(address, "gateway HTTP") from None
+        raise StartupError(f"cannot listen on {address} (gateway HTTP): {exc.strerror}") from None
     sock.set_inheritable(True)
     return sock
 
