@@ -2,6 +2,11 @@
 
 The owner of the process (``workcoord serve gateway``, ``workcoord dev``, tests) keeps the
 signals: uvicorn's own handlers are disabled, and the owner calls :meth:`RunningGateway.stop`.
+
+Around the application: with tracing on, OpenTelemetry's ASGI middleware makes each request a
+server span (continuing an incoming ``traceparent``), whose context the gRPC client
+interceptors carry to the coordinator; inside it, :class:`AccessLog` writes one INFO line per
+request (method, path without the query string, status, duration), so the line has the trace id.
 """
 
 from __future__ import annotations
@@ -13,20 +18,27 @@ import logging
 import signal
 import socket
 import sys
+import time
 from collections.abc import Generator
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workcoord.gateway.app import build_app
 from workcoord.gateway.upstream import Upstreams
 from workcoord.kit.logging import configure_logging
 from workcoord.kit.settings import GatewaySettings, SettingsError, load
 from workcoord.kit.startup import AddressInUse, StartupError, split_address
+from workcoord.kit.telemetry import configure_tracing
 
-__all__ = ["RunningGateway", "main", "start_gateway"]
+__all__ = ["AccessLog", "RunningGateway", "main", "start_gateway"]
 
 _log = logging.getLogger(__name__)
+_access = logging.getLogger("workcoord.access")
+# Probes and scrapes every few seconds: not worth a line (nor a span) each.
+_QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 _STARTUP_POLL_SECONDS = 0.01
 _WS_MAX_INCOMING_BYTES = 64 * 1024
@@ -38,6 +50,62 @@ class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
+
+
+class AccessLog:
+    """ASGI middleware: one INFO line per HTTP request or WebSocket session, when it ends."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or scope.get("path") in _QUIET_PATHS:
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status: dict[str, Any] = {"code": 101 if scope["type"] == "websocket" else 500}
+
+        async def noting_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            elif message["type"] == "websocket.close":
+                status["code"] = message.get("code", 1000)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, noting_send)
+        finally:
+            elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
+            method = scope.get("method", "WS")
+            _access.info(
+                "http %s %s %s %.1fms",
+                method,
+                scope.get("path", ""),
+                status["code"],
+                elapsed_ms,
+                extra={
+                    "http_method": method,
+                    "http_path": scope.get("path", ""),
+                    "http_status": status["code"],
+                    "duration_ms": elapsed_ms,
+                },
+            )
+
+
+def _instrumented(app: ASGIApp, settings: GatewaySettings) -> ASGIApp:
+    wrapped: ASGIApp = AccessLog(app)
+    tracing = configure_tracing("workcoord-gateway", settings.otel_enabled)
+    if tracing.enabled:
+        from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+
+        wrapped = OpenTelemetryMiddleware(
+            wrapped,
+            excluded_urls=",".join(sorted(_QUIET_PATHS)),
+            tracer_provider=tracing.provider,
+            # Spans per ASGI send/receive message would bury the request's own.
+            exclude_spans=["receive", "send"],
+        )
+    return wrapped
 
 
 @dataclass
@@ -72,7 +140,7 @@ async def start_gateway(
     host, port = split_address(settings.listen_gateway)
     sock = _bind(host, port, settings.listen_gateway)
     config = uvicorn.Config(
-        build_app(settings, channels),
+        _instrumented(build_app(settings, channels), settings),
         host=host,
         port=port,
         log_config=None,
@@ -143,7 +211,11 @@ def main() -> int:
         print(exc, file=sys.stderr)
         return 2
     configure_logging(settings.log_level, json=settings.log_json)
-    asyncio.run(_serve_until_signalled(settings))
+    try:
+        asyncio.run(_serve_until_signalled(settings))
+    except StartupError as exc:
+        print(f"workcoord serve gateway: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import command
@@ -96,7 +97,10 @@ def compatible_from(module: object, revision: str) -> str:
 
 
 def record_compatibility(
-    *, ctx: MigrationContext, step: MigrationInfo, heads: set[str], run_args: dict[str, object]
+    ctx: MigrationContext,
+    step: MigrationInfo,
+    heads: Collection[Any],
+    run_args: Mapping[str, Any],
 ) -> None:
     """Alembic ``on_version_apply`` hook: record (or, going down, forget) a revision's floor.
 
