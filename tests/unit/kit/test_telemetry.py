@@ -81,7 +81,9 @@ def test_otlp_exporter_sends_spans_to_the_collector() -> None:
             return trace_service_pb2.ExportTraceServiceResponse()
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Collector(), server)
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
+        Collector(), server
+    )
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 import grpc
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from workcoord.api.v1 import (
     admin_pb2,
@@ -30,6 +29,7 @@ from workcoord.api.v1 import (
 )
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.metrics import MeteredStore, QueueSampler, watch_pool
+from workcoord.coordinator.sql_tracing import trace_statements
 from workcoord.coordinator.storage.migrate import check_schema
 from workcoord.coordinator.storage.sql import SqlStore, make_engine
 from workcoord.coordinator.trackers import trackers_from_settings
@@ -111,7 +111,7 @@ async def start_coordinator(
     tracing = configure_tracing("workcoord-coordinator", settings.otel_enabled)
     database = make_engine(settings.database_url)
     if tracing.enabled:
-        _instrument_database(database, tracing.provider)
+        trace_statements(database, tracing.provider)
     watch_pool(database)
     store = SqlStore(database, clock)
     bus = bus_from_url(settings.redis_url)
@@ -161,15 +161,6 @@ async def start_coordinator(
         bus=bus,
         background=[watcher],
         sampler=sampler,
-    )
-
-
-def _instrument_database(database: AsyncEngine, provider: object) -> None:
-    """One span per SQL statement, children of the RPC's span."""
-    from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
-
-    SQLAlchemyInstrumentor().instrument(
-        engine=database.sync_engine, tracer_provider=provider, enable_commenter=False
     )
 
 
