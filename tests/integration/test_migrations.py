@@ -79,7 +79,7 @@ def test_the_compatibility_rule() -> None:
     with pytest.raises(SchemaMismatch, match="no workcoord schema: run `workcoord db upgrade`"):
         check_compatibility(SchemaState(None, None), known)
     assert check_compatibility(SchemaState("0003", "0002"), known) == "0003"
-    with pytest.raises(SchemaMismatch, match="behind this release.*run `workcoord db upgrade`"):
+    with pytest.raises(SchemaMismatch, match=r"behind this release.*run `workcoord db upgrade`"):
         check_compatibility(SchemaState("0002", "0002"), known)
     # Newer, and says this code may run on it (an expand or migrate revision).
     assert check_compatibility(SchemaState("0004", "0003"), known) == "0004"

@@ -53,7 +53,7 @@ async def test_a_newer_schema_is_refused(empty_url: str) -> None:
     with pytest.raises(SchemaMismatch, match="newer than this release"):
         await check_schema(empty_url)
     # And the coordinator refuses to start on it, with one line saying what to do.
-    with pytest.raises(SchemaMismatch, match="9999.*deploy the release that migrated it"):
+    with pytest.raises(SchemaMismatch, match=r"9999.*deploy the release that migrated it"):
         await start_coordinator_for(empty_url, None, TestClock(), "wcadm_x", "wcsvc_x")
 
 

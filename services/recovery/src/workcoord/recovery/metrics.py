@@ -55,3 +55,7 @@ REPORT_FIELDS = (
     "tickets_synced",
 )
 """The MaintenanceReport counters, in the order the pass log line names them."""
+
+# Both outcomes exist from the start, so "failed" reads 0 (not absent) until a pass fails.
+for _outcome in ("ok", "failed"):
+    PASSES.labels(_outcome)
