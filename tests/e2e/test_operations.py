@@ -400,6 +400,19 @@ def _run_workload(dev: DevProcess, token: str) -> None:
             open_timeout=30,
         ) as feed:
             assert '"hello"' in str(feed.recv(timeout=30))
+            # A change while subscribed reaches the feed as a delta, and its lag is measured.
+            ok(
+                admin.post(
+                    f"{base}/lanes",
+                    json={
+                        "title": "one more",
+                        "template": "CUSTOM",
+                        "items": [{"key": "x", "kind": "TASK", "workerClass": "person"}],
+                    },
+                )
+            )
+            while '"delta"' not in str(feed.recv(timeout=30)):
+                pass
             samples = _wait_metrics(
                 admin,
                 {
@@ -412,6 +425,7 @@ def _run_workload(dev: DevProcess, token: str) -> None:
                 },
             )
         _wait_metrics(admin, {"workcoord_feed_subscribers": 0.0})
+    assert samples["workcoord_feed_lag_seconds_count"] >= 1.0
     assert samples['workcoord_events_total{type="ITEM_SUCCEEDED"}'] == 1.0
     assert samples['workcoord_events_total{type="ITEM_LEASED"}'] == 2.0
     lease_rpc = (

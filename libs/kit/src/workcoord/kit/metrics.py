@@ -35,6 +35,7 @@ __all__ = [
     "PROCESS_HEALTH",
     "RPC_DURATION",
     "RPC_ERRORS",
+    "SERVING",
     "start_metrics_server",
 ]
 
@@ -65,12 +66,28 @@ BUS_NOTIFICATIONS_DROPPED = Counter(
 )
 
 
+SERVING = Gauge(
+    "workcoord_serving",
+    "1 while this process's gRPC health answers SERVING (the coordinator: its database answers).",
+)
+
+
 class _ProcessHealth:
     """What ``/healthz`` and ``/readyz`` on the metrics port answer (set by the gRPC server)."""
 
     def __init__(self) -> None:
         self.live = False
-        self.ready = False
+        self._ready = False
+
+    @property
+    def ready(self) -> bool:
+        """Whether gRPC health answers SERVING."""
+        return self._ready
+
+    @ready.setter
+    def ready(self, value: bool) -> None:
+        self._ready = value
+        SERVING.set(1 if value else 0)
 
 
 PROCESS_HEALTH = _ProcessHealth()

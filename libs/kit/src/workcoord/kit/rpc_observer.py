@@ -32,13 +32,20 @@ class RpcObserver(grpc.aio.ServerInterceptor):
     """Times every unary RPC into :data:`RPC_DURATION` and writes one access-log line per call.
 
     ``open_streams`` maps a streaming method's full name to a gauge counting its open calls
-    (the coordinator maps ``FeedService/Watch`` to :data:`FEED_SUBSCRIBERS`). Place it inside
+    (the coordinator maps ``FeedService/Watch`` to :data:`FEED_SUBSCRIBERS`);
+    ``on_response`` maps one to a function called with each message the stream sends (the
+    coordinator measures feed lag with it). Place it inside
     the tracing interceptor, so the access line carries the call's ``trace_id``, and outside
     the error interceptor, so it sees the final status.
     """
 
-    def __init__(self, open_streams: Mapping[str, Gauge] | None = None) -> None:
+    def __init__(
+        self,
+        open_streams: Mapping[str, Gauge] | None = None,
+        on_response: Mapping[str, Callable[[Any], None]] | None = None,
+    ) -> None:
         self._open_streams = dict(open_streams or {})
+        self._on_response = dict(on_response or {})
         self._wrapped: dict[str, tuple[_Handler, _Handler]] = {}
 
     async def intercept_service(
@@ -72,8 +79,9 @@ class RpcObserver(grpc.aio.ServerInterceptor):
             )
         if handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream):
             gauge = self._open_streams.get(method)
+            observe = self._on_response.get(method)
             return grpc.unary_stream_rpc_method_handler(
-                _counted(handler.unary_stream, method, gauge, quiet), **serializers
+                _counted(handler.unary_stream, method, gauge, observe, quiet), **serializers
             )
         return handler
 
@@ -99,7 +107,11 @@ def _timed(behavior: Callable[..., Any], method: str, quiet: bool) -> Callable[.
 
 
 def _counted(
-    behavior: Callable[..., Any], method: str, gauge: Gauge | None, quiet: bool
+    behavior: Callable[..., Any],
+    method: str,
+    gauge: Gauge | None,
+    observe: Callable[[Any], None] | None,
+    quiet: bool,
 ) -> Callable[..., Any]:
     async def stream(
         request: Any, context: grpc.aio.ServicerContext[Any, Any]
@@ -110,6 +122,8 @@ def _counted(
             gauge.inc()
         try:
             async for response in behavior(request, context):
+                if observe is not None:
+                    observe(response)
                 yield response
         except BaseException as exc:
             failure = exc

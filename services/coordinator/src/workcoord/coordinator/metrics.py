@@ -9,6 +9,8 @@ as they commit, and the database connection pool.
 - ``workcoord_attempts_total{worker_class, outcome}`` and ``workcoord_events_total{type}`` are
   counted by :class:`MeteredStore` from what a write transaction changed, once it committed
   (no engine code is involved: the domain reaches the database only through the store port).
+- ``workcoord_feed_lag_seconds`` is how old the newest event of each feed delta is when the
+  coordinator sends it to a subscriber (:func:`observe_feed_frame`).
 - ``workcoord_db_pool_connections_in_use`` reads SQLAlchemy's pool.
 
 Label sets are bounded: ``outcome`` is a fixed enum (:data:`OUTCOMES`), ``type`` the contract's
@@ -24,12 +26,13 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, cast
 
-from prometheus_client import REGISTRY, Counter
+from prometheus_client import REGISTRY, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -41,12 +44,14 @@ from workcoord.coordinator.domain.rules import class_usage
 __all__ = [
     "ATTEMPTS",
     "EVENTS",
+    "FEED_LAG",
     "MAX_CLASS_LABELS",
     "MAX_COORDINATOR_LABELS",
     "OUTCOMES",
     "MeteredStore",
     "QueueSample",
     "QueueSampler",
+    "observe_feed_frame",
     "watch_pool",
 ]
 
@@ -79,6 +84,21 @@ EVENTS = Counter(
     "Events committed to the log, by event type (e.g. ITEM_DEAD_LETTERED).",
     ["type"],
 )
+
+FEED_LAG = Histogram(
+    "workcoord_feed_lag_seconds",
+    "Age of the newest event in a feed delta when the coordinator sends it (commit → send).",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+
+
+def observe_feed_frame(response: Any) -> None:
+    """Record :data:`FEED_LAG` for a ``WatchResponse`` carrying a delta."""
+    if response.WhichOneof("frame") != "delta" or not response.delta.events:
+        return
+    committed = response.delta.events[-1].time
+    age = time.time() - (committed.seconds + committed.nanos / 1e9)
+    FEED_LAG.observe(max(age, 0.0))
 
 
 class _BoundedLabel:

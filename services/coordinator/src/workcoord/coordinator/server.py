@@ -28,7 +28,12 @@ from workcoord.api.v1 import (
     worker_pb2,
 )
 from workcoord.coordinator.domain.engine import Engine
-from workcoord.coordinator.metrics import MeteredStore, QueueSampler, watch_pool
+from workcoord.coordinator.metrics import (
+    MeteredStore,
+    QueueSampler,
+    observe_feed_frame,
+    watch_pool,
+)
 from workcoord.coordinator.sql_tracing import trace_statements
 from workcoord.coordinator.storage.migrate import check_schema
 from workcoord.coordinator.storage.sql import SqlStore, make_engine
@@ -134,7 +139,10 @@ async def start_coordinator(
             # Tracing outermost, so the access line and error logs carry the trace id.
             [
                 *tracing.server_interceptors,
-                RpcObserver({WATCH_METHOD: FEED_SUBSCRIBERS}),
+                RpcObserver(
+                    open_streams={WATCH_METHOD: FEED_SUBSCRIBERS},
+                    on_response={WATCH_METHOD: observe_feed_frame},
+                ),
                 ErrorInterceptor(),
             ],
             tls=tls,
