@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +87,13 @@ def _coordinator(module: str, name: str) -> Any:
 
 @contextmanager
 def _embedded_lock(url: str) -> Iterator[None]:
-    """The state folder's lock when ``url`` is an embedded (SQLite) database."""
+    """The state folder's lock when ``url`` is the database of a state folder (``workcoord.db``
+    as ``workcoord dev`` keeps it); other SQLite files have no folder lock to honour."""
     path: Path | None = _coordinator("backup", "sqlite_path")(url)
-    with (
-        hold_state_lock(path.parent) if path is not None and path.parent.is_dir() else nullcontext()
-    ):
+    if path is None or path.name != DATABASE_FILE or not path.parent.is_dir():
+        yield
+        return
+    with hold_state_lock(path.parent):
         yield
 
 
