@@ -320,6 +320,9 @@ def test_dev_metrics_show_the_whole_process_after_a_workload(tmp_path: Path) -> 
     try:
         dev.start()
         dev.wait_for_line(READY_LINE)
+        # Start-up speaks for workcoord only: no library narrates its work at INFO.
+        loggers = re.findall(r"^\S+ \S+ [A-Z]+ (\S+) ", dev.output(), re.MULTILINE)
+        assert loggers and all(name.startswith("workcoord.") for name in loggers), dev.output()
         _run_workload(dev, announced_token(dev.output()))
         assert dev.interrupt() == 0, dev.output()
     finally:
