@@ -128,7 +128,10 @@ def _upgrade(args: argparse.Namespace) -> int:
 
 
 def _current(args: argparse.Namespace) -> int:
-    revision = _coordinator("migrate", "current")(_database_url(args))
+    try:
+        revision = _coordinator("migrate", "current")(_database_url(args))
+    except StartupError as exc:
+        raise CliError(f"db current: {exc}") from None
     print(revision or "none")
     return EXIT_OK
 

@@ -134,8 +134,8 @@ async def start_gateway(
     """Bind ``settings.listen_gateway`` and serve the gateway until :meth:`RunningGateway.stop`.
 
     Raises :class:`~workcoord.kit.startup.StartupError` when the address cannot be bound
-    (:class:`~workcoord.kit.startup.AddressInUse` when another process listens there),
-    ``RuntimeError`` when startup fails.
+    (:class:`~workcoord.kit.startup.AddressInUse` when another process listens there) or
+    cannot start at all.
     """
     host, port = split_address(settings.listen_gateway)
     sock = _bind(host, port, settings.listen_gateway)
@@ -161,7 +161,8 @@ async def start_gateway(
         if task.done():
             sock.close()
             error = task.exception() if not task.cancelled() else None
-            raise RuntimeError("the gateway failed to start") from error
+            # e.g. an unreadable TLS certificate: one line, like every start-up failure.
+            raise StartupError(f"the gateway failed to start: {error}") from error
         await asyncio.sleep(_STARTUP_POLL_SECONDS)
     bound_host, bound_port = sock.getsockname()[:2]
     address = f"[{bound_host}]:{bound_port}" if ":" in bound_host else f"{bound_host}:{bound_port}"

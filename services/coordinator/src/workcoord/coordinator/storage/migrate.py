@@ -173,6 +173,11 @@ async def read_schema_state(database_url: str) -> SchemaState:
     try:
         async with engine.connect() as connection:
             return await connection.run_sync(_schema_state)
+    except (OSError, sa.exc.DBAPIError) as exc:
+        # Unreachable, refused, wrong password: one line (the driver's own, no URL in it).
+        reason = getattr(exc, "orig", None) or exc
+        first_line = (str(reason).strip().splitlines() or [type(reason).__name__])[0]
+        raise StartupError(f"cannot read the database schema: {first_line}") from None
     finally:
         await engine.dispose()
 
