@@ -100,7 +100,7 @@ def _timed(behavior: Callable[..., Any], method: str, quiet: bool) -> Callable[.
         finally:
             elapsed = time.perf_counter() - started
             histogram.observe(elapsed)
-            if not quiet:
+            if not quiet and _access.isEnabledFor(logging.INFO):
                 _log_access(method, context, failure, elapsed)
 
     return unary
@@ -131,7 +131,7 @@ def _counted(
         finally:
             if gauge is not None:
                 gauge.dec()
-            if not quiet:
+            if not quiet and _access.isEnabledFor(logging.INFO):
                 _log_access(method, context, failure, time.perf_counter() - started)
 
     return stream
