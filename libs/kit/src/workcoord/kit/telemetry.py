@@ -80,13 +80,12 @@ def configure_tracing(service_name: str, enabled: bool = True) -> Tracing:
     """Install a TracerProvider for ``service_name`` and return the gRPC interceptors.
 
     ``enabled`` is ``WORKCOORD_OTEL_ENABLED``; an exporter named in ``OTEL_TRACES_EXPORTER``
-    enables tracing too. Safe to call more than once per process: the provider is global and
+    enables tracing too; a caller with tracing off gets no interceptors even if another part of
+    the process traces. Safe to call more than once per process: the provider is global and
     the first call that enables tracing wins (``workcoord dev`` runs three services in one
     process, named after the first).
     """
     global _configured
-    if _configured is not None:
-        return _configured
     if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return Tracing()
     try:
@@ -96,6 +95,8 @@ def configure_tracing(service_name: str, enabled: bool = True) -> Tracing:
         return Tracing()
     if not enabled and not requested:
         return Tracing()
+    if _configured is not None:
+        return _configured
     if requested is None:
         requested = ("otlp",) if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") else ()
     try:

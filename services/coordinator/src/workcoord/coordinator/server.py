@@ -42,6 +42,7 @@ from workcoord.coordinator.transport.feed import build_servicer
 from workcoord.coordinator.transport.servicers import SERVICES
 from workcoord.kit.bus import NotificationBus, bus_from_url
 from workcoord.kit.clock import Clock, clock_from_env
+from workcoord.kit.errors import AlreadyExists
 from workcoord.kit.grpc_server import (
     TlsSettings,
     bound_port,
@@ -126,7 +127,7 @@ async def start_coordinator(
     engine = Engine(MeteredStore(store), bus, clock, service_key=service_key, trackers=trackers)
     try:
         if settings.bootstrap_admin_token is not None:
-            await engine.bootstrap_admin(settings.bootstrap_admin_token.get_secret_value())
+            await _bootstrap_admin(engine, settings.bootstrap_admin_token.get_secret_value())
         prepare_rules()
         tls = TlsSettings.from_settings(settings)
         server = build_server(
@@ -170,6 +171,15 @@ async def start_coordinator(
         background=[watcher],
         sampler=sampler,
     )
+
+
+async def _bootstrap_admin(engine: Engine, token: str) -> None:
+    try:
+        await engine.bootstrap_admin(token)
+    except AlreadyExists:
+        # Replicas starting together on a fresh database race to create the same admin; the
+        # loser's second try finds the winner's (bootstrap_admin is idempotent).
+        await engine.bootstrap_admin(token)
 
 
 async def database_answers(store: SqlStore) -> bool:
