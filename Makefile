@@ -20,7 +20,8 @@ typecheck:
 	scripts/typecheck
 
 deploy-check:
-	uv run python scripts/check_deploy.py
+	scripts/install-kubectl >/dev/null
+	uv run python scripts/check_deploy.py --start
 
 ci:
 	bash .ci/run

@@ -36,6 +36,7 @@ class DevProcess:
     recovery_port: int
     gateway_port: int
     process: subprocess.Popen[str] | None = None
+    env: dict[str, str] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
     _queue: queue.Queue[str | None] = field(default_factory=queue.Queue)
 
@@ -60,7 +61,7 @@ class DevProcess:
                 "--gateway-port",
                 str(self.gateway_port),
             ],
-            env=service_env(),
+            env=service_env(**self.env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -2,7 +2,10 @@
 
 SQLite in ``$WORKCOORD_STATE_DIR`` (default ``./.workcoord``, mode 0700), the in-process bus,
 a bootstrap admin token kept in the folder (mode 0600) so restarts keep it, and a fresh
-service key per run. Migrations run first. Stops gateway → recovery → coordinator.
+service key per run. The folder's lock (``<state>/lock``) is held for the whole run, so a
+second ``dev`` or a ``db restore`` on the same folder is refused. Migrations run first (an
+existing database is backed up before it is migrated). Stops gateway → recovery → coordinator.
+A busy port or a database this release cannot run on is one line on stderr and exit 1.
 """
 
 from __future__ import annotations
@@ -24,13 +27,16 @@ from pydantic import SecretStr
 
 from workcoord.api.v1 import session_pb2, session_pb2_grpc
 from workcoord.cli.common import EXIT_OK, EXIT_USAGE, CliError
+from workcoord.cli.db import DATABASE_FILE, upgrade_database
 from workcoord.cli.runtime import wait_for_signal
-from workcoord.cli.serve import import_attribute, service_starter
+from workcoord.cli.serve import service_starter
+from workcoord.cli.state_lock import hold_state_lock
 from workcoord.client.client import WorkcoordClient
 from workcoord.kit.errors import WorkcoordError
 from workcoord.kit.logging import configure_logging
 from workcoord.kit.secrets import ADMIN_TOKEN_PREFIX, SERVICE_KEY_PREFIX, new_secret
 from workcoord.kit.settings import CoordinatorSettings, GatewaySettings, RecoverySettings
+from workcoord.kit.startup import StartupError
 
 __all__ = [
     "ADMIN_TOKEN_FILE",
@@ -53,7 +59,6 @@ __all__ = [
 STATE_DIR_ENV = "WORKCOORD_STATE_DIR"
 BOOTSTRAP_TOKEN_ENV = "WORKCOORD_BOOTSTRAP_ADMIN_TOKEN"  # noqa: S105  # a variable name
 DEFAULT_STATE_DIR = ".workcoord"
-DATABASE_FILE = "workcoord.db"
 ADMIN_TOKEN_FILE = "admin-token"  # noqa: S105  # a file name
 READY_LINE = "workcoord dev: ready"
 LOOPBACK = "127.0.0.1"
@@ -353,10 +358,13 @@ def _dev(args: argparse.Namespace) -> int:
     )
     configure_logging(args.log_level)
     state = prepare_state(options)
-    upgrade = import_attribute(
-        "workcoord.coordinator.storage.migrate", "upgrade", "workcoord-coordinator"
-    )
-    print(f"migrating {state.state_dir / DATABASE_FILE} …", file=sys.stderr, flush=True)
-    upgrade(state.database_url)
-    asyncio.run(serve_dev(options, state))
+    try:
+        with hold_state_lock(state.state_dir):
+            print(f"migrating {state.state_dir / DATABASE_FILE} …", file=sys.stderr, flush=True)
+            saved = upgrade_database(state.database_url)
+            if saved is not None:
+                print(f"backed up the database to {saved}", file=sys.stderr, flush=True)
+            asyncio.run(serve_dev(options, state))
+    except StartupError as exc:
+        raise CliError(f"workcoord dev: {exc}") from None
     return EXIT_OK

@@ -1,8 +1,10 @@
 """``workcoord serve coordinator|recovery|gateway``: one production service per process.
 
 Settings come from the environment only (``DATABASE_URL``, ``REDIS_URL``, ``WORKCOORD_*``);
-bad configuration is reported with every offending variable and exit code 2. The services are
-imported lazily so the CLI works where only the client is installed.
+bad configuration is reported with every offending variable and exit code 2. Anything else that
+stops a service from starting (a busy port, a database schema this release cannot run on) is
+one line on stderr and exit code 1. The services are imported lazily so the CLI works where
+only the client is installed.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from workcoord.cli.common import EXIT_OK, EXIT_USAGE, CliError
+from workcoord.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from workcoord.cli.runtime import load_settings, wait_for_signal
 from workcoord.kit.logging import configure_logging
 from workcoord.kit.metrics import start_metrics_server
@@ -24,6 +26,7 @@ from workcoord.kit.settings import (
     GatewaySettings,
     RecoverySettings,
 )
+from workcoord.kit.startup import StartupError
 
 __all__ = ["import_attribute", "register", "run_service", "service_starter"]
 
@@ -110,7 +113,6 @@ def import_attribute(module: str, name: str, package: str) -> Any:
 def run_service(name: str, start: _Start, settings: CommonSettings) -> int:
     """Log, expose metrics, start the service, run until SIGINT/SIGTERM, stop it cleanly."""
     configure_logging(settings.log_level, json=settings.log_json)
-    start_metrics_server(getattr(settings, "metrics_port", None))
 
     async def run() -> None:
         running = await start(settings)
@@ -119,7 +121,11 @@ def run_service(name: str, start: _Start, settings: CommonSettings) -> int:
         finally:
             await running.stop()
 
-    asyncio.run(run())
+    try:
+        start_metrics_server(getattr(settings, "metrics_port", None), what=f"{name} metrics")
+        asyncio.run(run())
+    except StartupError as exc:
+        raise CliError(f"workcoord serve {name}: {exc}", EXIT_ERROR) from None
     return EXIT_OK
 
 

@@ -1,8 +1,15 @@
 """gRPC plumbing shared by the services: server construction, shutdown, client channels.
 
-Every server gets ``grpc.health.v1`` health checking and server reflection, 4 MiB message
-limits, keepalive settings that match :func:`client_channel`, and TLS (mutual when a client CA
-is given) from ``WORKCOORD_TLS_*`` - insecure on loopback otherwise.
+Every server gets ``grpc.health.v1`` health checking, server reflection (``v1`` and
+``v1alpha``), 4 MiB message limits, keepalive settings that match :func:`client_channel`, and
+TLS (mutual when a client CA is given) from ``WORKCOORD_TLS_*`` - insecure on loopback otherwise.
+A server never shares its port: ``SO_REUSEPORT`` is off, and a port in use is a
+:class:`~workcoord.kit.startup.AddressInUse` before gRPC is asked to bind.
+
+Health has two meanings. The overall service ``""`` and each named service report readiness
+(the coordinator turns them NOT_SERVING while its database is unreachable);
+:data:`LIVENESS_SERVICE` reports only that the process serves gRPC at all, for liveness probes
+that must not restart a pod because a dependency is down.
 """
 
 from __future__ import annotations
@@ -19,24 +26,35 @@ from typing import Any
 
 import grpc
 import grpc.aio
+from google.protobuf import descriptor_pb2, descriptor_pool
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
+from workcoord.kit.metrics import PROCESS_HEALTH
 from workcoord.kit.settings import CommonSettings
+from workcoord.kit.startup import StartupError, ensure_bindable
 
 __all__ = [
+    "LIVENESS_SERVICE",
     "MAX_MESSAGE_BYTES",
+    "REFLECTION_V1_SERVICE",
     "TlsSettings",
     "bound_port",
     "build_server",
     "client_channel",
     "health_servicer",
     "serve_until_signal",
+    "set_live",
+    "set_serving",
+    "start_server",
 ]
 
 _log = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+LIVENESS_SERVICE = "liveness"
+"""Health service name that stays SERVING from start to shutdown (for liveness probes)."""
+REFLECTION_V1_SERVICE = "grpc.reflection.v1.ServerReflection"
 
 # Long-poll Lease calls and Watch streams sit idle for a minute; pings keep NATs and proxies from
 # dropping them. The server must accept pings that often or it answers GOAWAY (too_many_pings).
@@ -49,6 +67,9 @@ _SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_ping_interval_without_data_ms", _KEEPALIVE_MS // 2),
     ("grpc.http2.max_pings_without_data", 0),
+    # gRPC sets SO_REUSEPORT by default: a second server on a busy port would then start
+    # silently and take half the connections. Off, a busy port fails to bind.
+    ("grpc.so_reuseport", 0),
 ]
 _CLIENT_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -144,40 +165,103 @@ def build_server(
     interceptors: Sequence[Any] = (),
     *,
     tls: TlsSettings | None = None,
+    what: str = "gRPC",
 ) -> grpc.aio.Server:
     """A grpc.aio server with the servicers, health, reflection, bound to ``listen``.
+
+    ``what`` names the server in start-up errors (``cannot listen on … (coordinator gRPC)``);
+    a busy address raises :class:`~workcoord.kit.startup.AddressInUse`, any other bind failure
+    :class:`~workcoord.kit.startup.StartupError`.
 
     ``servicers`` pairs each generated ``add_XxxServicer_to_server`` with its servicer;
     ``service_names`` are their full names (``workcoord.api.v1.LaneService``), all reported
     SERVING. ``tls`` defaults to :meth:`TlsSettings.from_env`. The bound port (useful with port
     0) is :func:`bound_port`; the health servicer is :func:`health_servicer`.
     """
+    ensure_bindable(listen, what)
     server = grpc.aio.server(interceptors=list(interceptors), options=_SERVER_OPTIONS)
     for add, servicer in servicers:
         add(servicer, server)
     health_service = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_service, server)
-    reflection.enable_server_reflection(
+    _add_reflection(
         [
             *service_names,
             health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
             reflection.SERVICE_NAME,
+            REFLECTION_V1_SERVICE,
         ],
         server,
     )
     tls = tls if tls is not None else TlsSettings.from_env()
-    if tls.server_enabled:
-        port = server.add_secure_port(listen, tls.server_credentials())
-    else:
-        port = server.add_insecure_port(listen)
+    try:
+        if tls.server_enabled:
+            port = server.add_secure_port(listen, tls.server_credentials())
+        else:
+            port = server.add_insecure_port(listen)
+    except RuntimeError:
+        # Taken between our check and gRPC's bind, or an address gRPC cannot resolve.
+        port = 0
     if port == 0:
-        raise OSError(f"cannot bind gRPC server to {listen}")
+        raise StartupError(f"cannot listen on {listen} ({what}): gRPC could not bind it")
     _ports[server] = port
     _health[server] = health_service
     # The aio health servicer's set() is a coroutine, so the names are reported SERVING by
     # start_server() once there is a loop to run it on.
     _service_names[server] = ("", *service_names)
     return server
+
+
+def _add_reflection(service_names: Sequence[str], server: grpc.aio.Server) -> None:
+    """Reflection under both names: ``v1alpha`` (grpcio-reflection's) and ``v1``.
+
+    grpcio-reflection only ships v1alpha, while current grpcurl and Postman ask v1 first. The
+    two protocols are the same messages under another package, so the same servicer answers
+    both; v1's descriptor (renamed from v1alpha's) joins the default pool so that reflection
+    can also describe itself.
+    """
+    servicer = reflection.aio.ReflectionServicer(service_names)
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
+    _register_reflection_v1_descriptor()
+    method = grpc.stream_stream_rpc_method_handler(
+        servicer.ServerReflectionInfo,
+        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+    )
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(
+                REFLECTION_V1_SERVICE, {"ServerReflectionInfo": method}
+            ),
+        )
+    )
+
+
+def _register_reflection_v1_descriptor() -> None:
+    pool = descriptor_pool.Default()
+    try:
+        pool.FindServiceByName(REFLECTION_V1_SERVICE)
+        return
+    except KeyError:
+        pass
+    proto = descriptor_pb2.FileDescriptorProto()
+    reflection_pb2.DESCRIPTOR.CopyToProto(proto)
+    old, new = proto.package, REFLECTION_V1_SERVICE.rpartition(".")[0]
+    proto.package = new
+    proto.name = proto.name.replace("v1alpha", "v1")
+
+    def rename(type_name: str) -> str:
+        return type_name.replace(f".{old}.", f".{new}.")
+
+    for message in proto.message_type:
+        for message_field in message.field:
+            if message_field.type_name:
+                message_field.type_name = rename(message_field.type_name)
+    for service in proto.service:
+        for rpc in service.method:
+            rpc.input_type = rename(rpc.input_type)
+            rpc.output_type = rename(rpc.output_type)
+    pool.Add(proto)
 
 
 def bound_port(server: grpc.aio.Server) -> int:
@@ -195,6 +279,7 @@ async def start_server(server: grpc.aio.Server) -> None:
     if server not in _started:
         await server.start()
         _started.add(server)
+        await set_live(server, live=True)
     await set_serving(server, serving=True)
 
 
@@ -207,6 +292,18 @@ async def set_serving(server: grpc.aio.Server, *, serving: bool) -> None:
     )
     for name in _service_names.get(server, ("",)):
         await _health[server].set(name, status)
+    PROCESS_HEALTH.ready = serving
+
+
+async def set_live(server: grpc.aio.Server, *, live: bool) -> None:
+    """Report :data:`LIVENESS_SERVICE` SERVING (from start) or NOT_SERVING (at shutdown)."""
+    status = (
+        health_pb2.HealthCheckResponse.SERVING
+        if live
+        else health_pb2.HealthCheckResponse.NOT_SERVING
+    )
+    await _health[server].set(LIVENESS_SERVICE, status)
+    PROCESS_HEALTH.live = live
 
 
 async def serve_until_signal(
@@ -239,6 +336,7 @@ async def serve_until_signal(
         _log.info("shutting down")
         for server in servers:
             await set_serving(server, serving=False)
+            await set_live(server, live=False)
         await asyncio.gather(*(server.stop(grace_seconds) for server in servers))
         if on_stop is not None:
             await on_stop()

@@ -2,7 +2,10 @@
 
 Every record passes a :class:`RedactionFilter` before it is formatted: credential-looking text
 becomes ``[REDACTED]`` and control characters in messages are escaped, so a caller-supplied
-string cannot forge log lines: every string that reaches a log is escaped.
+string cannot forge log lines. Every line carries the current ``trace_id`` (JSON: the
+``trace_id`` and ``span_id`` fields, empty outside a span; text: a ``trace_id=…`` suffix), so a
+request's lines in every service join its trace. Third-party loggers that narrate their normal
+work at INFO (Alembic, uvicorn, httpx, gRPC, Redis) only speak from WARNING up.
 """
 
 from __future__ import annotations
@@ -17,7 +20,13 @@ from opentelemetry import trace
 
 from workcoord.kit.secrets import redact_credentials
 
-__all__ = ["JsonFormatter", "RedactionFilter", "configure_logging", "escape_control"]
+__all__ = [
+    "JsonFormatter",
+    "RedactionFilter",
+    "TraceContextFilter",
+    "configure_logging",
+    "escape_control",
+]
 
 # Attributes every LogRecord has; anything else was passed through ``extra=``.
 _STANDARD_ATTRS = frozenset(
@@ -31,7 +40,24 @@ _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]} | {
     0x2028: "\\u2028",
     0x2029: "\\u2029",
 }
-_TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+_TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s%(trace_suffix)s"
+_TRACE_ATTRS = ("trace_id", "span_id", "trace_suffix")
+# Chatty at INFO (start-up banners, one line per migration step or HTTP call), and some may
+# echo connection strings.
+_NOISY_LOGGERS = (
+    "grpc",
+    "redis",
+    "urllib3",
+    "alembic",
+    "uvicorn",
+    "uvicorn.error",
+    "uvicorn.access",
+    "httpx",
+    "httpcore",
+    "aiosqlite",
+    "asyncio",
+    "opentelemetry",
+)
 
 
 def escape_control(text: str) -> str:
@@ -57,8 +83,24 @@ class RedactionFilter(logging.Filter):
         record.msg = _clean(message)
         record.args = None
         for key, value in list(vars(record).items()):
-            if key not in _STANDARD_ATTRS:
+            if key not in _STANDARD_ATTRS and key not in _TRACE_ATTRS:
                 setattr(record, key, _clean(value))
+        return True
+
+
+class TraceContextFilter(logging.Filter):
+    """Stamps each record with the current span's ``trace_id`` and ``span_id`` (or "")."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Add the ids; never drops the record."""
+        span_context = trace.get_current_span().get_span_context()
+        trace_id = span_id = ""
+        if span_context.is_valid:
+            trace_id = format(span_context.trace_id, "032x")
+            span_id = format(span_context.span_id, "016x")
+        record.trace_id = trace_id
+        record.span_id = span_id
+        record.trace_suffix = f" trace_id={trace_id}" if trace_id else ""
         return True
 
 
@@ -73,12 +115,16 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        span_context = trace.get_current_span().get_span_context()
-        if span_context.is_valid:
-            entry["trace_id"] = format(span_context.trace_id, "032x")
-            entry["span_id"] = format(span_context.span_id, "016x")
+        trace_id = getattr(record, "trace_id", None)
+        if trace_id is None:  # formatted without TraceContextFilter (e.g. a test's handler)
+            span_context = trace.get_current_span().get_span_context()
+            valid = span_context.is_valid
+            trace_id = format(span_context.trace_id, "032x") if valid else ""
+            record.span_id = format(span_context.span_id, "016x") if valid else ""
+        entry["trace_id"] = trace_id
+        entry["span_id"] = getattr(record, "span_id", "")
         for key, value in vars(record).items():
-            if key not in _STANDARD_ATTRS and key not in entry:
+            if key not in _STANDARD_ATTRS and key not in entry and key not in _TRACE_ATTRS:
                 entry[key] = value
         if record.exc_info:
             entry["exception"] = redact_credentials(self.formatException(record.exc_info))
@@ -106,10 +152,10 @@ def configure_logging(
     handler = logging.StreamHandler(stream or sys.stderr)
     handler._workcoord = True  # type: ignore[attr-defined]  # marks ours for the next call
     handler.addFilter(RedactionFilter())
+    handler.addFilter(TraceContextFilter())
     handler.setFormatter(JsonFormatter() if json else _RedactingTextFormatter(_TEXT_FORMAT))
     root.addHandler(handler)
     root.setLevel(level.upper() if isinstance(level, str) else level)
-    # gRPC and Redis clients are chatty at INFO and may echo connection strings.
-    for noisy in ("grpc", "redis", "urllib3"):
+    for noisy in _NOISY_LOGGERS:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
     return handler

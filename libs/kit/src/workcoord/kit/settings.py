@@ -104,6 +104,9 @@ class CoordinatorSettings(CommonSettings):
     bootstrap_admin_token: SecretStr | None = None
     service_key: SecretStr | None = None
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    # Seconds between samples of queue depth and class usage for the metrics (one query per
+    # work coordinator each time; scrapes read the last sample).
+    metrics_sample_seconds: float = Field(default=10.0, ge=1, le=3600)
     # Ticket trackers: GitHub Issues (a token enables it; the base URL points at Enterprise).
     github_token: SecretStr | None = None
     github_api_url: Annotated[str, _check_url(("http", "https"))] = "https://api.github.com"

@@ -2,29 +2,43 @@
 
 The owner of the process (``workcoord serve gateway``, ``workcoord dev``, tests) keeps the
 signals: uvicorn's own handlers are disabled, and the owner calls :meth:`RunningGateway.stop`.
+
+Around the application: with tracing on, OpenTelemetry's ASGI middleware makes each request a
+server span (continuing an incoming ``traceparent``), whose context the gRPC client
+interceptors carry to the coordinator; inside it, :class:`AccessLog` writes one INFO line per
+request (method, path without the query string, status, duration), so the line has the trace id.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
 import socket
 import sys
+import time
 from collections.abc import Generator
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workcoord.gateway.app import build_app
 from workcoord.gateway.upstream import Upstreams
 from workcoord.kit.logging import configure_logging
 from workcoord.kit.settings import GatewaySettings, SettingsError, load
+from workcoord.kit.startup import AddressInUse, StartupError, split_address
+from workcoord.kit.telemetry import configure_tracing
 
-__all__ = ["RunningGateway", "main", "start_gateway"]
+__all__ = ["AccessLog", "RunningGateway", "main", "start_gateway"]
 
 _log = logging.getLogger(__name__)
+_access = logging.getLogger("workcoord.access")
+# Probes and scrapes every few seconds: not worth a line (nor a span) each.
+_QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 _STARTUP_POLL_SECONDS = 0.01
 _WS_MAX_INCOMING_BYTES = 64 * 1024
@@ -36,6 +50,62 @@ class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
+
+
+class AccessLog:
+    """ASGI middleware: one INFO line per HTTP request or WebSocket session, when it ends."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or scope.get("path") in _QUIET_PATHS:
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status: dict[str, Any] = {"code": 101 if scope["type"] == "websocket" else 500}
+
+        async def noting_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            elif message["type"] == "websocket.close":
+                status["code"] = message.get("code", 1000)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, noting_send)
+        finally:
+            elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
+            method = scope.get("method", "WS")
+            _access.info(
+                "http %s %s %s %.1fms",
+                method,
+                scope.get("path", ""),
+                status["code"],
+                elapsed_ms,
+                extra={
+                    "http_method": method,
+                    "http_path": scope.get("path", ""),
+                    "http_status": status["code"],
+                    "duration_ms": elapsed_ms,
+                },
+            )
+
+
+def _instrumented(app: ASGIApp, settings: GatewaySettings) -> ASGIApp:
+    wrapped: ASGIApp = AccessLog(app)
+    tracing = configure_tracing("workcoord-gateway", settings.otel_enabled)
+    if tracing.enabled:
+        from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+
+        wrapped = OpenTelemetryMiddleware(
+            wrapped,
+            excluded_urls=",".join(sorted(_QUIET_PATHS)),
+            tracer_provider=tracing.provider,
+            # Spans per ASGI send/receive message would bury the request's own.
+            exclude_spans=["receive", "send"],
+        )
+    return wrapped
 
 
 @dataclass
@@ -63,12 +133,14 @@ async def start_gateway(
 ) -> RunningGateway:
     """Bind ``settings.listen_gateway`` and serve the gateway until :meth:`RunningGateway.stop`.
 
-    Raises ``OSError`` when the address cannot be bound, ``RuntimeError`` when startup fails.
+    Raises :class:`~workcoord.kit.startup.StartupError` when the address cannot be bound
+    (:class:`~workcoord.kit.startup.AddressInUse` when another process listens there) or
+    cannot start at all.
     """
-    host, port = _split(settings.listen_gateway)
-    sock = _bind(host, port)
+    host, port = split_address(settings.listen_gateway)
+    sock = _bind(host, port, settings.listen_gateway)
     config = uvicorn.Config(
-        build_app(settings, channels),
+        _instrumented(build_app(settings, channels), settings),
         host=host,
         port=port,
         log_config=None,
@@ -89,7 +161,8 @@ async def start_gateway(
         if task.done():
             sock.close()
             error = task.exception() if not task.cancelled() else None
-            raise RuntimeError("the gateway failed to start") from error
+            # e.g. an unreadable TLS certificate: one line, like every start-up failure.
+            raise StartupError(f"the gateway failed to start: {error}") from error
         await asyncio.sleep(_STARTUP_POLL_SECONDS)
     bound_host, bound_port = sock.getsockname()[:2]
     address = f"[{bound_host}]:{bound_port}" if ":" in bound_host else f"{bound_host}:{bound_port}"
@@ -97,12 +170,7 @@ async def start_gateway(
     return RunningGateway(address=address, _server=server, _task=task)
 
 
-def _split(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":")
-    return host.strip("[]"), int(port)
-
-
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int, address: str) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: accepted sockets inherit the proto, and asyncio only sets
     # TCP_NODELAY when it is IPPROTO_TCP; with 0, Nagle + delayed ACK add ~40 ms per response.
@@ -110,9 +178,14 @@ def _bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-    except OSError:
+        # Listen now, not when uvicorn starts: a port another process listens on must fail
+        # here (bind alone can succeed beside a listener bound to another local address).
+        sock.listen(2048)
+    except OSError as exc:
         sock.close()
-        raise
+        if exc.errno == errno.EADDRINUSE:
+            raise AddressInUse(address, "gateway HTTP") from None
+        raise StartupError(f"cannot listen on {address} (gateway HTTP): {exc.strerror}") from None
     sock.set_inheritable(True)
     return sock
 
@@ -139,7 +212,11 @@ def main() -> int:
         print(exc, file=sys.stderr)
         return 2
     configure_logging(settings.log_level, json=settings.log_json)
-    asyncio.run(_serve_until_signalled(settings))
+    try:
+        asyncio.run(_serve_until_signalled(settings))
+    except StartupError as exc:
+        print(f"workcoord serve gateway: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -18,6 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from workcoord.gateway.routes import Route
 from workcoord.kit.grpc_server import TlsSettings, client_channel
 from workcoord.kit.settings import GatewaySettings
+from workcoord.kit.telemetry import current_tracing
 from workcoord.kit.wire import AUTHORIZATION_KEY, CSRF_KEY, SESSION_KEY
 
 __all__ = [
@@ -45,10 +46,12 @@ _MAX_METADATA_VALUE = 8192
 
 
 def open_channel(address: str, settings: GatewaySettings) -> grpc.aio.Channel:
-    """A client channel to ``address``, TLS/mTLS from the gateway's settings."""
+    """A client channel to ``address``, TLS/mTLS from the gateway's settings; with tracing on,
+    each call is a child span of the HTTP request's and carries its context."""
     return client_channel(
         address,
         TlsSettings.from_settings(settings),
+        interceptors=current_tracing().client_interceptors,
     )
 
 

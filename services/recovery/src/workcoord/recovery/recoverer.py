@@ -4,6 +4,10 @@ The recovery process owns time but no state: leadership is a lease in the coordi
 database (renewed by ``AcquireLeadership`` on every tick), and every ``RunMaintenance`` pass is
 transactional and idempotent on the coordinator, so a second leader is harmless. What this
 module keeps is only what ``GetRecoveryStatus`` reports.
+
+Each pass is one trace (a ``recovery pass`` span whose children are the RPCs to the
+coordinator, and theirs the SQL), one INFO line saying what it did, and the metrics of
+:mod:`workcoord.recovery.metrics`.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import math
 import os
 import secrets
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,11 +28,13 @@ import grpc
 import grpc.aio
 from google.protobuf import duration_pb2, timestamp_pb2
 from google.protobuf.message import Message
+from opentelemetry import trace
 
 from workcoord.api.v1 import maintenance_pb2, recovery_pb2
 from workcoord.kit.clock import Clock, SystemClock
 from workcoord.kit.status import error_from_rpc
 from workcoord.kit.wire import bearer_metadata
+from workcoord.recovery import metrics
 
 if TYPE_CHECKING:
     from workcoord.api.v1.maintenance_pb2_grpc import MaintenanceServiceAsyncStub
@@ -47,6 +54,7 @@ SleepFunction = Callable[[float], Awaitable[None]]
 _R = TypeVar("_R")
 
 _log = logging.getLogger(__name__)
+_tracer = trace.get_tracer(__name__)
 
 # While the coordinator keeps failing the same way, say so at most once a minute.
 _ERROR_LOG_EVERY_SECONDS = 60.0
@@ -178,6 +186,7 @@ class Recoverer:
         except grpc.aio.AioRpcError as exc:
             # Unknown leadership: do not pass. A lease we may still hold simply lapses.
             self._leader = False
+            metrics.LEADER.set(0)
             self._record_error(f"acquire leadership: {_describe(exc)}")
             return False
         self._apply_leadership(response.leadership)
@@ -198,36 +207,72 @@ class Recoverer:
             # The lease lapses on its own; the next leader only waits for it.
             _log.warning("could not release recovery leadership: %s", _describe(exc))
             self._leader = False
+            metrics.LEADER.set(0)
             return
         # Not a leader any more before applying the answer: giving leadership up is not
         # "losing" it (that warning is for a lease taken over by another replica).
         self._leader = False
         self._apply_leadership(response.leadership)
         self._leader = False
+        metrics.LEADER.set(0)
         _log.info("released recovery leadership")
 
     async def run_pass(self) -> None:
         """One pass: every enabled work coordinator, sequentially, each failure isolated."""
         async with self._pass_lock:
-            try:
-                targets = await self._call(
-                    self._maintenance.ListMaintenanceTargets,
-                    maintenance_pb2.ListMaintenanceTargetsRequest(),
-                )
-            except grpc.aio.AioRpcError as exc:
-                self._record_error(f"list maintenance targets: {_describe(exc)}")
-                return
-            failures = 0
-            if not targets.platform_enabled:
-                _log.debug("coordination is disabled platform-wide; pass skipped")
-            else:
-                for target in targets.targets:
-                    if not await self._pass_one(target.coordinator_id):
-                        failures += 1
-            self._passes_total += 1
-            self._last_pass_time = self._clock.now()
-            if failures == 0:
-                self._clear_error()
+            started = time.perf_counter()
+            with _tracer.start_as_current_span("recovery pass") as span:
+                ok = await self._pass_all(span)
+            elapsed = time.perf_counter() - started
+            metrics.PASS_DURATION.observe(elapsed)
+            metrics.PASSES.labels("ok" if ok else "failed").inc()
+            if ok:
+                metrics.LAST_SUCCESSFUL_PASS.set(time.time())
+
+    async def _pass_all(self, span: trace.Span) -> bool:
+        started = time.perf_counter()
+        try:
+            targets = await self._call(
+                self._maintenance.ListMaintenanceTargets,
+                maintenance_pb2.ListMaintenanceTargetsRequest(),
+            )
+        except grpc.aio.AioRpcError as exc:
+            self._record_error(f"list maintenance targets: {_describe(exc)}")
+            span.set_status(trace.StatusCode.ERROR, "listing maintenance targets failed")
+            return False
+        failures = 0
+        work = dict.fromkeys(metrics.REPORT_FIELDS, 0)
+        if not targets.platform_enabled:
+            _log.info("recovery pass skipped: coordination is disabled platform-wide")
+        else:
+            for target in targets.targets:
+                report = await self._pass_one(target.coordinator_id)
+                if report is None:
+                    failures += 1
+                    continue
+                for kind in metrics.REPORT_FIELDS:
+                    work[kind] += int(getattr(report, kind))
+            done = ", ".join(f"{kind} {count}" for kind, count in work.items() if count)
+            _log.info(
+                "recovery pass over %d work coordinators in %.3fs: %s%s",
+                len(targets.targets),
+                time.perf_counter() - started,
+                done or "nothing to do",
+                f"; {failures} failed" if failures else "",
+                extra={"coordinators": len(targets.targets), "failures": failures, **work},
+            )
+        for kind, count in work.items():
+            if count:
+                metrics.PASS_WORK.labels(kind).inc(count)
+        span.set_attribute("workcoord.coordinators", len(targets.targets))
+        span.set_attribute("workcoord.failures", failures)
+        self._passes_total += 1
+        self._last_pass_time = self._clock.now()
+        if failures == 0:
+            self._clear_error()
+            return True
+        span.set_status(trace.StatusCode.ERROR, f"{failures} work coordinators failed")
+        return False
 
     def record_report(self, report: recovery_pb2.MaintenanceReport) -> None:
         """Record a pass run on demand (``Maintain``) so the status shows it."""
@@ -264,7 +309,8 @@ class Recoverer:
             entry.error = record.error
         return status
 
-    async def _pass_one(self, coordinator_id: str) -> bool:
+    async def _pass_one(self, coordinator_id: str) -> recovery_pb2.MaintenanceReport | None:
+        """One coordinator's pass; its report, or None when it failed (recorded either way)."""
         request = maintenance_pb2.RunMaintenanceRequest(coordinator_id=coordinator_id)
         report: recovery_pb2.MaintenanceReport | None = None
         error = ""
@@ -273,12 +319,11 @@ class Recoverer:
             report = response.report
         except grpc.aio.AioRpcError as exc:
             error = _describe(exc)
+            self._record_error(f"maintenance of {coordinator_id}: {error}")
         self._coordinators[coordinator_id] = CoordinatorPassRecord(
             coordinator_id=coordinator_id, pass_time=self._clock.now(), report=report, error=error
         )
-        if error:
-            self._record_error(f"maintenance of {coordinator_id}: {error}")
-        return not error
+        return report
 
     async def _call(self, rpc: Callable[..., Awaitable[_R]], request: Message) -> _R:
         """``rpc(request)`` on the coordinator as the service principal."""
@@ -288,6 +333,7 @@ class Recoverer:
         was_leader = self._leader
         self._leader = leadership.held
         self._leader_id = leadership.holder_id
+        metrics.LEADER.set(1 if self._leader else 0)
         if leadership.HasField("expire_time"):
             expire = timestamp_pb2.Timestamp()
             expire.CopyFrom(leadership.expire_time)

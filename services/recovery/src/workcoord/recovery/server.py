@@ -32,7 +32,9 @@ from workcoord.kit.grpc_server import (
 )
 from workcoord.kit.logging import configure_logging
 from workcoord.kit.metrics import start_metrics_server
+from workcoord.kit.rpc_observer import RpcObserver
 from workcoord.kit.settings import RecoverySettings, SettingsError, load
+from workcoord.kit.startup import StartupError
 from workcoord.kit.status import ErrorInterceptor
 from workcoord.kit.telemetry import configure_tracing
 from workcoord.recovery.recoverer import Recoverer, SleepFunction
@@ -120,8 +122,9 @@ async def start_recovery(
             [(recovery_pb2_grpc.add_RecoveryServiceServicer_to_server, servicer)],
             [RECOVERY_SERVICE_NAME],
             settings.listen_recovery,
-            [ErrorInterceptor(), *tracing.server_interceptors],
+            [*tracing.server_interceptors, RpcObserver(), ErrorInterceptor()],
             tls=tls,
+            what="recovery gRPC",
         )
         await start_server(server)
     except BaseException:
@@ -161,6 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"workcoord serve recovery: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level, json=settings.log_json)
-    start_metrics_server(settings.metrics_port)
-    asyncio.run(serve(settings))
+    try:
+        start_metrics_server(settings.metrics_port, what="recovery metrics")
+        asyncio.run(serve(settings))
+    except StartupError as exc:
+        print(f"workcoord serve recovery: {exc}", file=sys.stderr)
+        return 1
     return 0

@@ -1,4 +1,8 @@
-"""Alembic environment: runs the coordinator's migrations on PostgreSQL or SQLite (async)."""
+"""Alembic environment: runs the coordinator's migrations on PostgreSQL or SQLite (async).
+
+After each applied revision, in the same transaction, :func:`record_compatibility` writes the
+revision's ``compatible_from`` into the compatibility table (see ``storage/migrate.py``).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,18 @@ import asyncio
 from alembic import context
 from sqlalchemy.engine import Connection
 
+from workcoord.coordinator.storage.migrate import COMPATIBILITY_TABLE, record_compatibility
 from workcoord.coordinator.storage.schema import metadata
 from workcoord.coordinator.storage.sql import make_engine
 
 config = context.config
+
+
+def _include_object(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
+    # The compatibility table belongs to the migrations, not to the domain's metadata.
+    return not (type_ == "table" and name == COMPATIBILITY_TABLE)
 
 
 def _run(connection: Connection) -> None:
@@ -19,6 +31,8 @@ def _run(connection: Connection) -> None:
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_object=_include_object,
+        on_version_apply=record_compatibility,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -17,6 +17,8 @@ revision = "0001"
 down_revision = None
 branch_labels = None
 depends_on = None
+# Predates the compatibility record: only code that knows this revision runs on it.
+compatible_from = "0001"
 
 
 def upgrade() -> None:

@@ -17,6 +17,8 @@ revision = "0002"
 down_revision = "0001"
 branch_labels = None
 depends_on = None
+# Predates the compatibility record: only code that knows this revision runs on it.
+compatible_from = "0002"
 
 
 def upgrade() -> None:

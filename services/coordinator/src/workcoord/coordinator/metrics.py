@@ -1,0 +1,326 @@
+"""The coordinator's Prometheus metrics: the queue as the database sees it, attempts and events
+as they commit, and the database connection pool.
+
+- ``workcoord_queue_depth`` / ``workcoord_capacity_in_use`` / ``workcoord_capacity_limit``
+  ``{coordinator, worker_class}`` come from a :class:`QueueSampler` that reads them through the
+  store's ``Reader`` (``count_ready``, ``live_attempts``) every few seconds; a scrape only reads
+  the last sample, so scrapes cost no query. Every replica samples the same database: aggregate
+  with ``max by (coordinator, worker_class)``.
+- ``workcoord_attempts_total{worker_class, outcome}`` and ``workcoord_events_total{type}`` are
+  counted by :class:`MeteredStore` from what a write transaction changed, once it committed
+  (no engine code is involved: the domain reaches the database only through the store port).
+- ``workcoord_feed_lag_seconds`` is how old the newest event of each feed delta is when the
+  coordinator sends it to a subscriber (:func:`observe_feed_frame`).
+- ``workcoord_db_pool_connections_in_use`` reads SQLAlchemy's pool.
+
+Label sets are bounded: ``outcome`` is a fixed enum (:data:`OUTCOMES`), ``type`` the contract's
+event types, ``coordinator`` the first :data:`MAX_COORDINATOR_LABELS` work coordinators by id
+(the rest add up under ``other``), and ``worker_class`` at most :data:`MAX_CLASS_LABELS`
+distinct names per process (classes come from each coordinator's configuration; more also go
+to ``other``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, cast
+
+from prometheus_client import REGISTRY, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from workcoord.coordinator.domain.model import Attempt, AttemptStatus, Coordinator, NewEvent
+from workcoord.coordinator.domain.ports import Reader, Store, Tx
+from workcoord.coordinator.domain.rules import class_usage
+
+__all__ = [
+    "ATTEMPTS",
+    "EVENTS",
+    "FEED_LAG",
+    "MAX_CLASS_LABELS",
+    "MAX_COORDINATOR_LABELS",
+    "OUTCOMES",
+    "MeteredStore",
+    "QueueSample",
+    "QueueSampler",
+    "observe_feed_frame",
+    "watch_pool",
+]
+
+_log = logging.getLogger(__name__)
+
+MAX_COORDINATOR_LABELS = 100
+MAX_CLASS_LABELS = 64
+OTHER = "other"
+# Sampling reads at most this many work coordinators (the rest are not shown at all).
+_MAX_SAMPLED_COORDINATORS = 1000
+_PAGE = 200
+
+OUTCOMES: dict[AttemptStatus, str] = {
+    AttemptStatus.COMPLETED: "completed",
+    AttemptStatus.FAILED: "failed",
+    AttemptStatus.CHECKPOINTED: "checkpointed",
+    AttemptStatus.RELEASED: "released",
+    AttemptStatus.DEAD: "expired",
+}
+"""How an attempt ended → its ``outcome`` label."""
+
+ATTEMPTS = Counter(
+    "workcoord_attempts_total",
+    "Attempts that ended, by worker class and outcome "
+    "(completed, failed, checkpointed, released, expired).",
+    ["worker_class", "outcome"],
+)
+EVENTS = Counter(
+    "workcoord_events_total",
+    "Events committed to the log, by event type (e.g. ITEM_DEAD_LETTERED).",
+    ["type"],
+)
+
+FEED_LAG = Histogram(
+    "workcoord_feed_lag_seconds",
+    "Age of the newest event in a feed delta when the coordinator sends it (commit → send).",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+
+
+def observe_feed_frame(response: Any) -> None:
+    """Record :data:`FEED_LAG` for a ``WatchResponse`` carrying a delta."""
+    if response.WhichOneof("frame") != "delta" or not response.delta.events:
+        return
+    committed = response.delta.events[-1].time
+    age = time.time() - (committed.seconds + committed.nanos / 1e9)
+    FEED_LAG.observe(max(age, 0.0))
+
+
+class _BoundedLabel:
+    """Admits the first ``limit`` distinct values; later ones become ``other``."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str) -> str:
+        if value in self._seen:
+            return value
+        with self._lock:
+            if len(self._seen) < self._limit:
+                self._seen.add(value)
+                return value
+        return OTHER
+
+
+_class_label = _BoundedLabel(MAX_CLASS_LABELS)
+
+
+# --- attempts and events, counted at commit ---------------------------------------------------
+
+
+class _ObservedTx:
+    """A Tx that notes what ended and what was logged; everything else goes to the real one."""
+
+    def __init__(self, tx: Tx) -> None:
+        self._tx = tx
+        self.ended: dict[str, Attempt] = {}
+        self.events: list[NewEvent] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tx, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("_tx", "ended", "events"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._tx, name, value)
+
+    async def update_attempts(self, attempts: Sequence[Attempt]) -> None:
+        await self._tx.update_attempts(attempts)
+        for attempt in attempts:
+            if attempt.status in OUTCOMES:
+                self.ended[attempt.lease_id] = attempt
+
+    async def append(self, coordinator: Coordinator, events: Sequence[NewEvent], actor: str) -> int:
+        revision = await self._tx.append(coordinator, events, actor)
+        self.events.extend(events)
+        return revision
+
+    def count(self) -> None:
+        for attempt in self.ended.values():
+            ATTEMPTS.labels(_class_label(attempt.worker_class), OUTCOMES[attempt.status]).inc()
+        for event in self.events:
+            EVENTS.labels(event.type.value).inc()
+
+
+class MeteredStore:
+    """The store, counting :data:`ATTEMPTS` and :data:`EVENTS` of every committed write.
+
+    Other attributes (``engine``, ``dialect``, ``close`` …) are the wrapped store's.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def read(self) -> AbstractAsyncContextManager[Reader]:
+        """The wrapped store's read transaction."""
+        return self._store.read()
+
+    def write(self, coordinator_id: str | None = None) -> AbstractAsyncContextManager[Tx]:
+        """The wrapped store's write transaction, counted once it commits."""
+        return self._write(coordinator_id)
+
+    @asynccontextmanager
+    async def _write(self, coordinator_id: str | None) -> AsyncIterator[Tx]:
+        async with self._store.write(coordinator_id) as tx:
+            observed = _ObservedTx(tx)
+            yield cast(Tx, observed)
+        # Only reached when the transaction committed.
+        observed.count()
+
+
+# --- queue depth and capacity, sampled ---------------------------------------------------------
+
+QueueSample = dict[tuple[str, str], tuple[int, int, int]]
+"""(coordinator label, class label) → (ready items, capacity in use, capacity limit)."""
+
+
+class _QueueCollector(Collector):
+    """Serves the latest sample of every live :class:`QueueSampler` of this process."""
+
+    def __init__(self) -> None:
+        self.samplers: weakref.WeakSet[QueueSampler] = weakref.WeakSet()
+
+    def collect(self) -> Iterator[Metric]:
+        depth = GaugeMetricFamily(
+            "workcoord_queue_depth",
+            "Items ready to lease (QUEUED), by work coordinator and worker class.",
+            labels=["coordinator", "worker_class"],
+        )
+        in_use = GaugeMetricFamily(
+            "workcoord_capacity_in_use",
+            "Live attempts holding class capacity, by work coordinator and worker class.",
+            labels=["coordinator", "worker_class"],
+        )
+        limit = GaugeMetricFamily(
+            "workcoord_capacity_limit",
+            "Configured class capacity, by work coordinator and worker class.",
+            labels=["coordinator", "worker_class"],
+        )
+        merged: QueueSample = {}
+        for sampler in list(self.samplers):
+            for key, values in sampler.sample.items():
+                # Several coordinators in one process see the same database: one value each.
+                merged[key] = values
+        for (coordinator, worker_class), (ready, used, capacity) in sorted(merged.items()):
+            depth.add_metric([coordinator, worker_class], ready)
+            in_use.add_metric([coordinator, worker_class], used)
+            limit.add_metric([coordinator, worker_class], capacity)
+        yield depth
+        yield in_use
+        yield limit
+
+
+class _PoolCollector(Collector):
+    def __init__(self) -> None:
+        self.engines: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def collect(self) -> Iterator[Metric]:
+        in_use = GaugeMetricFamily(
+            "workcoord_db_pool_connections_in_use",
+            "Database connections checked out of the coordinator's pool.",
+        )
+        total = 0
+        for engine in list(self.engines):
+            checkedout = getattr(engine.pool, "checkedout", None)
+            if checkedout is not None:
+                total += int(checkedout())
+        in_use.add_metric([], total)
+        yield in_use
+
+
+_queue_collector = _QueueCollector()
+_pool_collector = _PoolCollector()
+REGISTRY.register(_queue_collector)
+REGISTRY.register(_pool_collector)
+
+
+def watch_pool(engine: AsyncEngine) -> None:
+    """Count ``engine``'s checked-out connections in ``workcoord_db_pool_connections_in_use``."""
+    _pool_collector.engines.add(engine.sync_engine)
+
+
+class QueueSampler:
+    """Reads queue depth and class usage every ``interval_seconds`` into :attr:`sample`."""
+
+    def __init__(self, store: Store, interval_seconds: float = 10.0) -> None:
+        self._store = store
+        self._interval = interval_seconds
+        self._task: asyncio.Task[None] | None = None
+        self.sample: QueueSample = {}
+
+    def start(self) -> None:
+        """Sample now and then every interval, in the background; appear in the metrics."""
+        _queue_collector.samplers.add(self)
+        self._task = asyncio.create_task(self._run(), name="workcoord-queue-sampler")
+
+    async def stop(self) -> None:
+        """Stop sampling and leave the metrics."""
+        _queue_collector.samplers.discard(self)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def refresh(self) -> None:
+        """Take one sample now."""
+        async with self._store.read() as reader:
+            coordinators = await _coordinators(reader)
+            sample: QueueSample = {}
+            for index, coordinator in enumerate(coordinators):
+                label = coordinator.coordinator_id if index < MAX_COORDINATOR_LABELS else OTHER
+                ready = await reader.count_ready(coordinator.coordinator_id)
+                live = await reader.live_attempts(coordinator.coordinator_id, None)
+                usage, _holding = class_usage(live, coordinator.config.class_capacity)
+                for worker_class in set(usage) | set(ready):
+                    used, capacity = usage.get(worker_class, (0, 0))
+                    key = (label, _class_label(worker_class))
+                    before = sample.get(key, (0, 0, 0))
+                    sample[key] = (
+                        before[0] + ready.get(worker_class, 0),
+                        before[1] + used,
+                        before[2] + capacity,
+                    )
+        self.sample = sample
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.refresh()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the database may be away: try again next time
+                _log.debug("queue sample failed: %s", exc)
+            await asyncio.sleep(self._interval)
+
+
+async def _coordinators(reader: Reader) -> list[Coordinator]:
+    found: list[Coordinator] = []
+    after = ""
+    while len(found) < _MAX_SAMPLED_COORDINATORS:
+        page = await reader.list_coordinators(after, _PAGE, None)
+        found.extend(page)
+        if len(page) < _PAGE:
+            break
+        after = page[-1].coordinator_id
+    return found

@@ -1,0 +1,161 @@
+"""Upgrades and rollbacks as the runbook performs them, on real PostgreSQL and on SQLite.
+
+"Old code" is simulated the way an older release sees the world: the same compatibility check
+run with the revisions that release knew (``OLD_RELEASE``, whose head is the revision before
+ours). The schema compatibility table is what makes this honest: the old release has no file of
+the newer revision, only what the database says about it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from tests.support.databases import PostgresDatabases, SqliteDatabases
+from tests.support.harness import TestClock, start_coordinator_for
+from workcoord.api.v1 import admin_pb2
+from workcoord.client.client import WorkcoordClient
+from workcoord.coordinator import server as coordinator_server
+from workcoord.coordinator.storage.migrate import (
+    SchemaMismatch,
+    SchemaState,
+    check_compatibility,
+    check_schema,
+    head,
+    known_revisions,
+    read_schema_state,
+    upgrade_async,
+)
+
+KNOWN = known_revisions()
+OLD_RELEASE = KNOWN[:-1]  # the release before this one: it knows every revision but the head
+
+
+def _org(slug: str) -> admin_pb2.CreateOrgRequest:
+    return admin_pb2.CreateOrgRequest(org=admin_pb2.Org(slug=slug, display_name=slug))
+
+
+async def execute(url: str, *statements: str) -> None:
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as conn:
+            for statement in statements:
+                await conn.execute(text(statement))
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def empty_url(
+    backend: str, pg_databases: PostgresDatabases, sqlite_databases: SqliteDatabases
+) -> AsyncIterator[str]:
+    if backend == "postgres":
+        url = await pg_databases.create_empty()
+        yield url
+        await pg_databases.drop(url)
+    else:
+        yield f"sqlite+aiosqlite:///{sqlite_databases.directory}/mig-{secrets.token_hex(6)}.db"
+
+
+def test_every_revision_declares_its_floor_and_the_head_admits_the_previous_release() -> None:
+    from alembic.script import ScriptDirectory
+
+    from workcoord.coordinator.storage import migrate
+
+    script = ScriptDirectory.from_config(migrate._config("sqlite://"))
+    for revision in KNOWN:
+        floor = migrate.compatible_from(script.get_revision(revision).module, revision)
+        assert floor in KNOWN[: KNOWN.index(revision) + 1], (revision, floor)
+    # This release's migration is an expand: the previous release keeps running on it.
+    assert check_compatibility(SchemaState(head(), OLD_RELEASE[-1]), OLD_RELEASE) == head()
+
+
+def test_the_compatibility_rule() -> None:
+    known = ["0001", "0002", "0003"]
+    with pytest.raises(SchemaMismatch, match="no workcoord schema: run `workcoord db upgrade`"):
+        check_compatibility(SchemaState(None, None), known)
+    assert check_compatibility(SchemaState("0003", "0002"), known) == "0003"
+    with pytest.raises(SchemaMismatch, match=r"behind this release.*run `workcoord db upgrade`"):
+        check_compatibility(SchemaState("0002", "0002"), known)
+    # Newer, and says this code may run on it (an expand or migrate revision).
+    assert check_compatibility(SchemaState("0004", "0003"), known) == "0004"
+    assert check_compatibility(SchemaState("0004", "0002"), known) == "0004"
+    # Newer, after a contract this release does not survive.
+    with pytest.raises(SchemaMismatch, match="needs code from revision 0005 on"):
+        check_compatibility(SchemaState("0006", "0005"), known)
+    with pytest.raises(SchemaMismatch, match="does not say which releases"):
+        check_compatibility(SchemaState("0004", None), known)
+    for case in (SchemaState(None, None), SchemaState("0006", "0005")):
+        with pytest.raises(SchemaMismatch) as refused:
+            check_compatibility(case, known)
+        assert "\n" not in str(refused.value)
+
+
+async def test_install_records_every_floor(empty_url: str) -> None:
+    await upgrade_async(empty_url)
+    state = await read_schema_state(empty_url)
+    assert state == SchemaState(head(), OLD_RELEASE[-1])
+    assert await check_schema(empty_url) == head()
+
+
+async def test_upgrade_with_old_pods_running_then_roll_the_code_back(
+    empty_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RUNBOOK "Upgrade" and "Rollback": the old release serves before, during and after the
+    migration Job; the new one starts on the migrated schema; the old one starts again on it."""
+    await upgrade_async(empty_url, OLD_RELEASE[-1])
+    token, key = f"wcadm_{secrets.token_hex(16)}", f"wcsvc_{secrets.token_hex(16)}"
+
+    async def old_release_check(url: str) -> str:
+        return await check_schema(url, OLD_RELEASE)
+
+    # An old pod, running on its own schema.
+    monkeypatch.setattr(coordinator_server, "check_schema", old_release_check)
+    old_pod = await start_coordinator_for(empty_url, None, TestClock(), token, key)
+    try:
+        async with WorkcoordClient(old_pod.address, token) as admin:
+            await admin.admin.CreateOrg(_org("before"))
+            # The migration Job runs while the old pod serves.
+            await upgrade_async(empty_url)
+            assert (await read_schema_state(empty_url)).revision == head()
+            await admin.admin.CreateOrg(_org("during"))
+
+            # The new release starts beside it (maxSurge), on the migrated schema.
+            monkeypatch.undo()
+            new_pod = await start_coordinator_for(empty_url, None, TestClock(), token, key)
+            try:
+                async with WorkcoordClient(new_pod.address, token) as new_admin:
+                    orgs = await new_admin.admin.ListOrgs(admin_pb2.ListOrgsRequest())
+                    assert {"before", "during"} <= {o.slug for o in orgs.orgs}
+            finally:
+                await new_pod.stop(0)
+    finally:
+        await old_pod.stop(0)
+
+    # Rollback of the code: the previous release starts again on the expanded schema.
+    monkeypatch.setattr(coordinator_server, "check_schema", old_release_check)
+    rolled_back = await start_coordinator_for(empty_url, None, TestClock(), token, key)
+    try:
+        async with WorkcoordClient(rolled_back.address, token) as admin:
+            orgs = await admin.admin.ListOrgs(admin_pb2.ListOrgsRequest())
+            assert {"before", "during"} <= {o.slug for o in orgs.orgs}
+    finally:
+        await rolled_back.stop(0)
+
+
+async def test_after_a_contract_the_old_release_refuses_clearly(empty_url: str) -> None:
+    """A later release's contract revision (simulated: 9001, which only code from our head on
+    may run on) admits this release and refuses the one before, naming what to deploy."""
+    await upgrade_async(empty_url)
+    await execute(
+        empty_url,
+        "UPDATE alembic_version SET version_num = '9001'",
+        f"INSERT INTO workcoord_schema_compatibility VALUES ('9001', '{head()}')",
+    )
+    assert await check_schema(empty_url) == "9001"
+    with pytest.raises(SchemaMismatch, match=f"9001.*needs code from revision {head()} on"):
+        await check_schema(empty_url, OLD_RELEASE)
