@@ -140,7 +140,11 @@ class PostgresDatabases:
 
     async def _mark_alive_and_sweep(self) -> None:
         """Hold a connection named after this session for its lifetime, and drop the databases
-        of earlier sessions that hold none (killed runs), so a shared server does not fill up."""
+        of earlier sessions that hold none (killed runs), so a shared server does not fill up.
+        Called (under the lock) before this session creates its first database of any kind:
+        a database made before the holder exists would look abandoned to another session."""
+        if self._holder is not None:
+            return
         self._holder = await asyncpg.connect(
             asyncpg_dsn(self.admin_url),
             timeout=10,
@@ -197,6 +201,7 @@ class PostgresDatabases:
     async def create_empty(self, label: str = "empty") -> str:
         """A fresh database with no schema at all."""
         async with self._lock:
+            await self._mark_alive_and_sweep()
             self._counter += 1
             name = f"{self.prefix}_{label}_{self._counter}"[:63]
             await self._execute(f'CREATE DATABASE "{name}"')

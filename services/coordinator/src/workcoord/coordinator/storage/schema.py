@@ -86,6 +86,15 @@ def _hot(fillfactor: int) -> dict[str, Any]:
     }
 
 
+# Which code revisions can run on each applied schema revision (written by the migrations,
+# read at start-up by storage.migrate; the domain never touches it).
+schema_compatibility = Table(
+    "workcoord_schema_compatibility",
+    metadata,
+    Column("revision", String(32), primary_key=True),
+    Column("compatible_from", String(32), nullable=False),
+)
+
 platform_settings = Table(
     "platform_settings",
     metadata,
@@ -500,6 +509,7 @@ __all__ = [
     "orgs",
     "pending_actions",
     "platform_settings",
+    "schema_compatibility",
     "sessions",
     "tickets",
     "user_tokens",
