@@ -13,33 +13,24 @@ grammar (grpc-gateway and Envoy are Go and C++).
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal
 from urllib.parse import unquote
 
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from google.protobuf import message_factory
 
-import workcoord.api.v1 as api_v1
+from workcoord.kit.descriptors import API_PACKAGE, api_file_descriptors, message_class
 
 __all__ = [
-    "API_PACKAGE",
     "Route",
     "RouteMatch",
     "RouteTable",
-    "api_file_descriptors",
-    "descriptor_of",
     "load_routes",
-    "message_class",
 ]
-
-API_PACKAGE = "workcoord.api.v1"
 
 # Services answered by the recovery process; everything else is the coordinator's.
 _RECOVERY_SERVICES = frozenset({f"{API_PACKAGE}.RecoveryService"})
@@ -158,30 +149,6 @@ def _specificity(route: Route) -> tuple[int, int, str]:
         1 for segment in route.template.split("/") if segment and not segment.startswith("{")
     )
     return (-literals, -len(route.template), route.template)
-
-
-@functools.cache
-def api_file_descriptors() -> tuple[_descriptor.FileDescriptor, ...]:
-    """Every generated ``workcoord.api.v1`` file, imported so the default pool is complete."""
-    files: list[_descriptor.FileDescriptor] = []
-    for info in sorted(pkgutil.iter_modules(api_v1.__path__), key=lambda m: m.name):
-        if not info.name.endswith("_pb2"):
-            continue
-        module = importlib.import_module(f"{api_v1.__name__}.{info.name}")
-        descriptor = getattr(module, "DESCRIPTOR", None)
-        if isinstance(descriptor, _descriptor.FileDescriptor):
-            files.append(descriptor)
-    return tuple(files)
-
-
-def descriptor_of(message: _message.Message) -> _descriptor.Descriptor:
-    """``message.DESCRIPTOR``, typed as the pure-Python descriptor the stubs describe."""
-    return cast(_descriptor.Descriptor, message.DESCRIPTOR)
-
-
-def message_class(descriptor: _descriptor.Descriptor) -> type[_message.Message]:
-    """The generated class of a message descriptor."""
-    return message_factory.GetMessageClass(descriptor)
 
 
 @functools.cache
