@@ -28,6 +28,7 @@ import workcoord.api.v1 as api_v1
 __all__ = [
     "API_PACKAGE",
     "api_file_descriptors",
+    "call_deadline_seconds",
     "descriptor_of",
     "field_named",
     "is_map",
@@ -42,6 +43,9 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 API_PACKAGE = "workcoord.api.v1"
+# A request that asks the server to wait (long-poll Lease) gets that wait on top of its deadline.
+_WAIT_FIELD = "wait_seconds"
+_MAX_WAIT_SECONDS = 3600
 
 
 @functools.cache
@@ -78,6 +82,21 @@ def descriptor_of(message: _message.Message) -> _descriptor.Descriptor:
 def message_class(descriptor: _descriptor.Descriptor) -> type[_message.Message]:
     """The generated class of a message descriptor."""
     return message_factory.GetMessageClass(descriptor)
+
+
+def call_deadline_seconds(request: _message.Message, base_seconds: float) -> float:
+    """The deadline of a call carrying ``request``: ``base_seconds``, plus the request's own
+    ``wait_seconds`` when it asks the server to wait (a long-poll must not time out first)."""
+    field = descriptor_of(request).fields_by_name.get(_WAIT_FIELD)
+    if field is None or field.cpp_type not in (
+        field.CPPTYPE_INT32,
+        field.CPPTYPE_INT64,
+        field.CPPTYPE_UINT32,
+        field.CPPTYPE_UINT64,
+    ):
+        return base_seconds
+    wait = int(getattr(request, _WAIT_FIELD))
+    return base_seconds + max(0, min(wait, _MAX_WAIT_SECONDS))
 
 
 def field_named(message: _descriptor.Descriptor, name: str) -> _descriptor.FieldDescriptor | None:
