@@ -134,6 +134,11 @@ async def test_no_or_an_unknown_credential_answers_401_before_any_session(
             assert reason(body["error"]["data"]) == "UNAUTHENTICATED"
         opened = await http.get(url, headers=_MCP_HEADERS)
         assert opened.status_code == 401
+        # Stateless: with a credential, GET (a server stream) and DELETE (a session) are 405.
+        credential = {**_MCP_HEADERS, "Authorization": f"Bearer {world.stack.key_secret}"}
+        for verb in ("GET", "DELETE"):
+            refused = await http.request(verb, url, headers=credential)
+            assert (refused.status_code, refused.headers["allow"]) == (405, "POST"), verb
         # With the credential the same request initializes (and still opens no session).
         welcomed = await http.post(
             url,

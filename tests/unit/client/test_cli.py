@@ -374,6 +374,7 @@ async def test_serve_dev_starts_in_order_announces_and_stops_in_reverse(
     config = json.loads(lines[-2])
     assert config["gateway_url"] == "http://127.0.0.1:7003"
     assert config["openapi_url"] == "http://127.0.0.1:7003/v1/openapi.json"
+    assert config["mcp_url"] == "http://127.0.0.1:7003/mcp"
     assert config["coordinator_address"] == "127.0.0.1:7001"
     assert config["recovery_address"] == "127.0.0.1:7002"
     assert config["admin_token"] == state.admin_token

@@ -159,6 +159,16 @@ class McpEndpoint:
             status = make_status(Code.UNAVAILABLE, "the gateway is shutting down")
             await _refusal(status, 503)(scope, receive, send)
             return
+        if scope["method"] != "POST":
+            # Stateless: no stream to open with GET, no session to end with DELETE (the spec's
+            # answer for both is 405).
+            status = make_status(
+                Code.UNIMPLEMENTED,
+                "this MCP endpoint is stateless: POST each JSON-RPC message",
+                reason="METHOD_NOT_ALLOWED",
+            )
+            await _refusal(status, 405, {"Allow": "POST"})(scope, receive, send)
+            return
         await manager.handle_request(scope, receive, send)
 
     async def _call(
@@ -191,7 +201,9 @@ def _metadata(headers: Headers) -> tuple[tuple[str, str], ...]:
     return forwarded_metadata(forwarded, {})
 
 
-def _refusal(status: status_pb2.Status, http_status: int) -> Response:
+def _refusal(
+    status: status_pb2.Status, http_status: int, headers: dict[str, str] | None = None
+) -> Response:
     """An HTTP refusal MCP clients can read: a JSON-RPC error (no id: the body was not read)
     whose message names the reason and whose data is the ``google.rpc.Status`` JSON."""
     body = status_to_json(status)
@@ -203,5 +215,6 @@ def _refusal(status: status_pb2.Status, http_status: int) -> Response:
         "message": f"{reason}: {status.message}",
         "data": body,
     }
-    headers = {"WWW-Authenticate": 'Bearer realm="workcoord"'} if http_status == 401 else None
+    if http_status == 401:
+        headers = {**(headers or {}), "WWW-Authenticate": 'Bearer realm="workcoord"'}
     return json_response(http_status, {"jsonrpc": "2.0", "id": None, "error": error}, headers)
