@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.harness import Stack
+from tests.support.mcp_agents import Agent, agent
 from workcoord.gateway.server import RunningGateway, start_gateway
 from workcoord.kit.settings import GatewaySettings
-
-from .agents import Agent, agent
 
 
 @pytest.fixture

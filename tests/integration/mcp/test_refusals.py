@@ -16,9 +16,9 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from tests.support.mcp_agents import HTTP, HTTP_LEGACY, STDIO, reason, violated
 from workcoord.api.v1 import admin_pb2
 
-from .agents import HTTP, HTTP_LEGACY, STDIO, reason, violated
 from .conftest import McpWorld
 
 pytestmark = [pytest.mark.pg, pytest.mark.redis]

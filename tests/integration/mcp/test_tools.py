@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.mcp_agents import TRANSPORTS
 from workcoord.kit.mcp_tools import TOOL_RPCS, mcp_tools
 
-from .agents import TRANSPORTS
 from .conftest import McpWorld
 
 pytestmark = [pytest.mark.pg, pytest.mark.redis]

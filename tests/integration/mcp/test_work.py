@@ -15,8 +15,16 @@ import pytest
 
 from tests.integration.tenancy.world import switch_off
 from tests.support.harness import Stack, all_events, event_type, task
+from tests.support.mcp_agents import (
+    HTTP,
+    HTTP_LEGACY,
+    STDIO,
+    TRANSPORTS,
+    Agent,
+    error_metadata,
+    reason,
+)
 
-from .agents import HTTP, HTTP_LEGACY, STDIO, TRANSPORTS, Agent, error_metadata, reason
 from .conftest import McpWorld
 
 pytestmark = [pytest.mark.pg, pytest.mark.redis]

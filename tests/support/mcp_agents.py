@@ -1,4 +1,5 @@
-"""An agent's side of MCP: the official SDK's ``Client`` over each transport, and small helpers.
+"""An agent's side of MCP: the official SDK's ``Client`` over each transport, and small helpers
+(shared by the integration and end-to-end tests).
 
 ``http`` connects through a round-robin "load balancer" (an httpx2 transport sending each HTTP
 request to the next of two gateways), so a session only works if any replica can serve any
