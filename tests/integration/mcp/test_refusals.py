@@ -143,9 +143,10 @@ async def test_no_or_an_unknown_credential_answers_401_before_any_session(
         welcomed = await http.post(
             url,
             json=_INITIALIZE,
-            headers={**_MCP_HEADERS, "Authorization": f"Bearer {world.stack.key_secret}"},
+            headers={**credential, "X-Request-Id": "req-42"},
         )
         assert welcomed.status_code == 200, welcomed.text
+        assert welcomed.headers["x-request-id"] == "req-42"
         assert welcomed.json()["result"]["serverInfo"]["name"] == "workcoord"
         assert "mcp-session-id" not in welcomed.headers
 

@@ -47,6 +47,7 @@ __all__ = ["MCP_PATH", "McpEndpoint"]
 MCP_PATH = "/mcp"
 Lifespan = Callable[[Any], AbstractAsyncContextManager[None]]
 _REQUEST_ID = "x-request-id"
+_MAX_REQUEST_ID = 200
 _WHO_AM_I = f"{API_PACKAGE}.AdminService.GetCurrentPrincipal"
 # JSON-RPC reserves -32000..-32099 for implementation-defined server errors; MCP clients show
 # the message of any of them.
@@ -98,7 +99,11 @@ class McpEndpoint:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Run the SDK's session manager (one per app lifetime, as the SDK requires)."""
+        """Run the SDK's session manager (one per app lifetime, as the SDK requires).
+
+        No DNS-rebinding (Host/Origin) check: only a bearer header authenticates here, never a
+        cookie, so a page rebound to the gateway has no ambient credential to use.
+        """
         manager = StreamableHTTPSessionManager(
             app=self._server,
             json_response=True,
@@ -115,11 +120,21 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status_code = 500
+        request_id = Headers(scope=scope).get(_REQUEST_ID)
 
         async def observed_send(message: Message) -> None:
             nonlocal status_code
             if message["type"] == "http.response.start":
                 status_code = int(message["status"])
+                if request_id and _carriable(request_id):
+                    # Echoed as on every other gateway answer.
+                    message = {
+                        **message,
+                        "headers": [
+                            *message.get("headers", []),
+                            (_REQUEST_ID.encode(), request_id.encode()),
+                        ],
+                    }
             await send(message)
 
         try:
@@ -218,3 +233,7 @@ def _refusal(
     if http_status == 401:
         headers = {**(headers or {}), "WWW-Authenticate": 'Bearer realm="workcoord"'}
     return json_response(http_status, {"jsonrpc": "2.0", "id": None, "error": error}, headers)
+
+
+def _carriable(value: str) -> bool:
+    return 0 < len(value) <= _MAX_REQUEST_ID and all(" " <= ch <= "~" for ch in value)
