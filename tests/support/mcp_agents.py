@@ -5,7 +5,8 @@
 request to the next of two gateways), so a session only works if any replica can serve any
 request of it. ``http-legacy`` does the same with the initialize handshake of the 2025 protocol
 revisions (what most agents speak today); ``http`` lets the SDK pick (2026-07-28, per request).
-``stdio`` starts ``workcoord mcp`` as the agent would.
+``stdio`` starts ``workcoord mcp`` as an agent does today (initialize handshake);
+``stdio-modern`` lets the SDK pick there too.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from mcp_types import CallToolResult
 HTTP = "http"
 HTTP_LEGACY = "http-legacy"
 STDIO = "stdio"
-TRANSPORTS = (HTTP, HTTP_LEGACY, STDIO)
+STDIO_MODERN = "stdio-modern"
+TRANSPORTS = (HTTP, HTTP_LEGACY, STDIO, STDIO_MODERN)
 
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 _BAD_REQUEST = "type.googleapis.com/google.rpc.BadRequest"
@@ -136,14 +138,17 @@ async def http_agent(
 
 
 @asynccontextmanager
-async def stdio_agent(address: str, token: str, errlog: TextIO) -> AsyncIterator[Agent]:
+async def stdio_agent(
+    address: str, token: str, errlog: TextIO, *, legacy: bool = True
+) -> AsyncIterator[Agent]:
     """``workcoord mcp`` as an agent starts it: credential and address in the environment."""
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "workcoord.cli.main", "mcp"],
         env={"WORKCOORD_ADDRESS": address, "WORKCOORD_TOKEN": token},
     )
-    async with Client(stdio_client(server, errlog=errlog)) as client:
+    transport = stdio_client(server, errlog=errlog)
+    async with Client(transport, mode="legacy" if legacy else "auto") as client:
         yield Agent(client)
 
 
@@ -152,9 +157,9 @@ async def agent(
     transport: str, gateways: list[str], address: str, token: str, log: Path
 ) -> AsyncIterator[Agent]:
     """An agent connected over ``transport`` with ``token``."""
-    if transport == STDIO:
+    if transport in (STDIO, STDIO_MODERN):
         with log.open("a") as errlog:
-            async with stdio_agent(address, token, errlog) as connected:
+            async with stdio_agent(address, token, errlog, legacy=transport == STDIO) as connected:
                 yield connected
         return
     async with http_agent(gateways, token, legacy=transport == HTTP_LEGACY) as connected:

@@ -19,6 +19,7 @@ from tests.support.mcp_agents import (
     HTTP,
     HTTP_LEGACY,
     STDIO,
+    STDIO_MODERN,
     TRANSPORTS,
     Agent,
     error_metadata,
@@ -117,7 +118,7 @@ async def test_a_whole_job_list_lease_start_heartbeat_complete(
         text = json.dumps(body)
         assert lease["leaseToken"] not in text
         assert stack.key_secret not in text
-    if transport == STDIO:
+    if transport in (STDIO, STDIO_MODERN):
         log = world.stderr_log.read_text() if world.stderr_log.exists() else ""
         assert stack.key_secret not in log
         assert lease["leaseToken"] not in log

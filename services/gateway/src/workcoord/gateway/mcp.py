@@ -37,7 +37,7 @@ from workcoord.gateway.errors import json_response, make_status, status_from_rpc
 from workcoord.gateway.routes import Route, RouteTable
 from workcoord.gateway.upstream import Upstreams, forwarded_metadata
 from workcoord.kit.descriptors import API_PACKAGE, call_deadline_seconds
-from workcoord.kit.errors import Code, generic_error
+from workcoord.kit.errors import Code, generic_error, http_status_for
 from workcoord.kit.mcp_server import build_mcp_server
 from workcoord.kit.mcp_tools import McpTool
 from workcoord.kit.status import error_from_status, status_to_json
@@ -151,7 +151,8 @@ class McpEndpoint:
             status = make_status(Code.UNAVAILABLE, "the gateway is not connected to its upstreams")
             await _refusal(status, 503)(scope, receive, send)
             return
-        if not headers.get("authorization", "").startswith("Bearer "):
+        scheme, _, secret = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
             status = make_status(
                 Code.UNAUTHENTICATED,
                 "MCP needs a work key or user token: send Authorization: Bearer <secret>",
@@ -167,8 +168,7 @@ class McpEndpoint:
             )
         except grpc.RpcError as exc:
             status = status_from_rpc_error(exc)
-            http_status = 401 if status.code == Code.UNAUTHENTICATED else 503
-            await _refusal(status, http_status)(scope, receive, send)
+            await _refusal(status, http_status_for(status.code))(scope, receive, send)
             return
         except grpc.aio.UsageError:
             status = make_status(Code.UNAVAILABLE, "the gateway is shutting down")
