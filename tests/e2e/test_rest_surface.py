@@ -95,7 +95,7 @@ ROUTES = sorted(load_routes().routes, key=lambda r: (r.path, r.http_method))
 
 def test_every_annotated_rpc_has_a_route() -> None:
     """The table covers every RPC of every service of the API (the feed included)."""
-    from workcoord.gateway.routes import api_file_descriptors
+    from workcoord.kit.descriptors import api_file_descriptors
 
     methods = {
         f"/{service.full_name}/{method.name}"

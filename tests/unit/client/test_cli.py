@@ -190,13 +190,22 @@ def test_scripted_worker_commands(
     assert "(cause: expired)" in err
 
 
-@pytest.mark.parametrize("argv", [["mcp"], ["worker", "run", "--class", "c", "--", "true"]])
+@pytest.mark.parametrize("argv", [["worker", "run", "--class", "c", "--", "true"]])
 def test_later_commands_say_not_implemented(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = _run(capsys, *argv)
     assert code == 2
     assert "not implemented yet" in err
+
+
+def test_mcp_without_a_credential_is_a_usage_error_and_writes_nothing_to_stdout(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WORKCOORD_TOKEN", raising=False)
+    code, out, err = _run(capsys, "mcp", "--address", "127.0.0.1:9")
+    assert (code, out) == (2, "")
+    assert "WORKCOORD_TOKEN" in err
 
 
 def test_missing_coordinator_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -365,6 +374,7 @@ async def test_serve_dev_starts_in_order_announces_and_stops_in_reverse(
     config = json.loads(lines[-2])
     assert config["gateway_url"] == "http://127.0.0.1:7003"
     assert config["openapi_url"] == "http://127.0.0.1:7003/v1/openapi.json"
+    assert config["mcp_url"] == "http://127.0.0.1:7003/mcp"
     assert config["coordinator_address"] == "127.0.0.1:7001"
     assert config["recovery_address"] == "127.0.0.1:7002"
     assert config["admin_token"] == state.admin_token

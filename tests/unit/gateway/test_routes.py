@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from google.api import annotations_pb2
 
-from workcoord.gateway.routes import api_file_descriptors, load_routes
+from workcoord.gateway.routes import load_routes
+from workcoord.kit.descriptors import api_file_descriptors
 
 
 def _annotated_methods() -> set[str]:

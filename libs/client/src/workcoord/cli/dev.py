@@ -292,6 +292,7 @@ async def serve_dev(
         config: dict[str, Any] = {
             "gateway_url": gateway_url,
             "openapi_url": f"{gateway_url}/v1/openapi.json",
+            "mcp_url": f"{gateway_url}/mcp",
             "coordinator_address": coordinator.address,
             "recovery_address": recovery.address,
             "state_dir": str(state.state_dir),
@@ -329,6 +330,7 @@ def _announce(config: dict[str, Any], state: DevState, options: DevOptions, out:
     lines = [
         f"gateway            {config['gateway_url']}",
         f"OpenAPI            {config['openapi_url']}",
+        f"MCP (agents)       {config['mcp_url']}",
         f"coordinator gRPC   {config['coordinator_address']}",
         f"recovery gRPC      {config['recovery_address']}",
         f"state folder       {config['state_dir']}",

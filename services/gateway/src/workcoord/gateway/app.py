@@ -34,12 +34,14 @@ from workcoord.gateway.errors import (
     status_response,
 )
 from workcoord.gateway.feed import frame_json
+from workcoord.gateway.mcp import McpEndpoint
 from workcoord.gateway.oidc import OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH, OidcLogin
 from workcoord.gateway.openapi import openapi_document
 from workcoord.gateway.routes import Route, RouteTable, load_routes
 from workcoord.gateway.session import LOGIN_PATH, login
 from workcoord.gateway.transcode import build_request, parse_json_body, response_to_json
 from workcoord.gateway.upstream import Upstreams, forwarded_metadata
+from workcoord.kit.descriptors import call_deadline_seconds
 from workcoord.kit.errors import Code, TooLarge, WorkcoordError
 from workcoord.kit.settings import GatewaySettings
 
@@ -49,8 +51,6 @@ _log = logging.getLogger(__name__)
 
 OPENAPI_PATH = "/v1/openapi.json"
 _REQUEST_ID = "x-request-id"
-# A request that asks the server to wait (long-poll Lease) gets that wait on top of its deadline.
-_WAIT_FIELD = "wait_seconds"
 _WS_REASON_LIMIT = 120
 
 
@@ -58,10 +58,16 @@ def build_app(settings: GatewaySettings, channels: Upstreams | None = None) -> S
     """The Starlette app. ``channels`` injects upstream channels (tests); without it the app
     opens one channel per upstream at startup and closes them at shutdown."""
     gateway = _Gateway(settings, load_routes(), channels)
-    app = Starlette(lifespan=gateway.lifespan)
+    mcp = McpEndpoint(
+        gateway.table,
+        lambda: gateway.upstreams,
+        max_body_bytes=settings.max_body_bytes,
+        request_timeout_seconds=settings.request_timeout_seconds,
+    )
+    app = Starlette(lifespan=mcp.lifespan_around(gateway.lifespan))
     # No Starlette routes: the gateway answers every path itself (a path pattern would not
-    # even match a decoded newline and answer a plain-text 404).
-    app.router.default = gateway
+    # even match a decoded newline and answer a plain-text 404); /mcp is the MCP SDK's.
+    app.router.default = mcp.in_front_of(gateway)
     return app
 
 
@@ -195,17 +201,7 @@ class _Gateway:
         return b"".join(chunks)
 
     def _timeout(self, message: _message.Message) -> float:
-        timeout = self.settings.request_timeout_seconds
-        field = message.DESCRIPTOR.fields_by_name.get(_WAIT_FIELD)
-        if field is not None and field.cpp_type in (
-            field.CPPTYPE_INT32,
-            field.CPPTYPE_INT64,
-            field.CPPTYPE_UINT32,
-            field.CPPTYPE_UINT64,
-        ):
-            wait = int(getattr(message, _WAIT_FIELD))
-            timeout += max(0, min(wait, 3600))
-        return timeout
+        return call_deadline_seconds(message, self.settings.request_timeout_seconds)
 
     # --- fixed endpoints -----------------------------------------------------------------
 

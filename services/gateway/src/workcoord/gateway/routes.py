@@ -16,26 +16,21 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal
 from urllib.parse import unquote
 
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from google.protobuf import message_factory
 
-from workcoord.kit.wire import API_PACKAGE, api_modules
+from workcoord.kit.descriptors import API_PACKAGE, api_file_descriptors, message_class
 
 __all__ = [
     "Route",
     "RouteMatch",
     "RouteTable",
-    "api_file_descriptors",
-    "descriptor_of",
     "load_routes",
-    "message_class",
 ]
-
 
 # Services answered by the recovery process; everything else is the coordinator's.
 _RECOVERY_SERVICES = frozenset({f"{API_PACKAGE}.RecoveryService"})
@@ -154,26 +149,6 @@ def _specificity(route: Route) -> tuple[int, int, str]:
         1 for segment in route.template.split("/") if segment and not segment.startswith("{")
     )
     return (-literals, -len(route.template), route.template)
-
-
-@functools.cache
-def api_file_descriptors() -> tuple[_descriptor.FileDescriptor, ...]:
-    """Every generated ``workcoord.api.v1`` file (all imported, so the default pool is complete)."""
-    return tuple(
-        module.DESCRIPTOR
-        for module in api_modules()
-        if isinstance(getattr(module, "DESCRIPTOR", None), _descriptor.FileDescriptor)
-    )
-
-
-def descriptor_of(message: _message.Message) -> _descriptor.Descriptor:
-    """``message.DESCRIPTOR``, typed as the pure-Python descriptor the stubs describe."""
-    return cast(_descriptor.Descriptor, message.DESCRIPTOR)
-
-
-def message_class(descriptor: _descriptor.Descriptor) -> type[_message.Message]:
-    """The generated class of a message descriptor."""
-    return message_factory.GetMessageClass(descriptor)
 
 
 @functools.cache

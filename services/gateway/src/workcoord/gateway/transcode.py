@@ -12,8 +12,8 @@
 - Responses: the ``response_body`` field if the rule names one, else the whole message, in the
   proto3 JSON mapping.
 
-Conversion itself is ``google.protobuf.json_format``; only the routing of values to fields and
-the turning of its parse errors into field violations are written here.
+Values become fields through :func:`workcoord.kit.proto_json.parse_json_into` (shared with the
+MCP tools); only the routing of values to fields is written here.
 """
 
 from __future__ import annotations
@@ -24,11 +24,18 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from google.protobuf import descriptor as _descriptor
-from google.protobuf import json_format
 from google.protobuf import message as _message
 
-from workcoord.gateway.routes import Route, descriptor_of
+from workcoord.gateway.routes import Route
+from workcoord.kit.descriptors import (
+    descriptor_of,
+    field_named,
+    is_map,
+    is_repeated,
+    is_well_known,
+)
 from workcoord.kit.errors import FieldViolation, InvalidArgument
+from workcoord.kit.proto_json import json_kind, message_to_json, parse_json_into
 
 __all__ = [
     "build_request",
@@ -40,7 +47,6 @@ _FieldDescriptor = _descriptor.FieldDescriptor
 
 _TRUE = frozenset({"true", "True", "TRUE", "t", "T", "1"})
 _FALSE = frozenset({"false", "False", "FALSE", "f", "F", "0"})
-_DESCRIPTION_LIMIT = 200
 
 
 def parse_json_body(raw: bytes) -> Any:
@@ -73,27 +79,27 @@ def build_request(
     if route.body == "*":
         if not isinstance(body, dict):
             raise InvalidArgument(
-                [], f"request body must be a JSON object ({descriptor.name}), got {_kind(body)}"
+                [], f"request body must be a JSON object ({descriptor.name}), got {json_kind(body)}"
             )
-        _parse_into(body, request)
+        parse_json_into(body, request)
     elif route.body:
         field = descriptor.fields_by_name[route.body]
-        if field.message_type is not None and not _is_list(field) and not isinstance(body, dict):
+        if field.message_type is not None and not is_repeated(field) and not isinstance(body, dict):
             raise InvalidArgument(
-                [FieldViolation(route.body, f"must be a JSON object, got {_kind(body)}")]
+                [FieldViolation(route.body, f"must be a JSON object, got {json_kind(body)}")]
             )
-        _parse_into({field.json_name: body}, request)
+        parse_json_into({field.json_name: body}, request)
 
     query_json = _query_to_json(route, descriptor, query)
     if query_json:
-        _parse_into(query_json, request)
+        parse_json_into(query_json, request)
 
     # Path variables last: they override whatever the body said about the same field.
     path_json: dict[str, Any] = {}
     for field_path, value in path_values.items():
         _put(path_json, *_json_leaf(descriptor, field_path.split("."), value, field_path))
     if path_json:
-        _parse_into(path_json, request)
+        parse_json_into(path_json, request)
 
     if route.http_method == "PATCH" and route.body not in ("", "*") and isinstance(body, dict):
         _fill_update_mask(request, route.body, body)
@@ -103,101 +109,17 @@ def build_request(
 def response_to_json(route: Route, response: _message.Message) -> Any:
     """The JSON answer for ``response``: its ``response_body`` field, or all of it."""
     if not route.response_body:
-        return _to_dict(response)
+        return message_to_json(response)
     field = descriptor_of(response).fields_by_name[route.response_body]
-    if field.message_type is not None and not _is_list(field):
-        return _to_dict(getattr(response, field.name))
-    whole = _to_dict(response)
+    if field.message_type is not None and not is_repeated(field):
+        return message_to_json(getattr(response, field.name))
+    whole = message_to_json(response)
     if field.json_name in whole:
         return whole[field.json_name]
     # Absent because it holds the default value: answer the proto3 JSON default.
-    if _is_list(field):
-        return {} if _is_map(field) else []
-    return _to_dict(response, with_defaults=True).get(field.json_name)
-
-
-def _to_dict(message: _message.Message, *, with_defaults: bool = False) -> dict[str, Any]:
-    return json_format.MessageToDict(
-        message,
-        preserving_proto_field_name=False,
-        always_print_fields_with_no_presence=with_defaults,
-    )
-
-
-def _is_list(field: _FieldDescriptor) -> bool:
-    return bool(field.is_repeated)
-
-
-def _is_map(field: _FieldDescriptor) -> bool:
-    return field.message_type is not None and bool(field.message_type.GetOptions().map_entry)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
-def _parse_into(js: dict[str, Any], request: _message.Message) -> None:
-    shape_error = _shape_violation(js, descriptor_of(request), "")
-    if shape_error is not None:
-        raise InvalidArgument([shape_error])
-    try:
-        json_format.ParseDict(js, request, ignore_unknown_fields=False)
-    except json_format.ParseError as exc:
-        raise InvalidArgument([_violation(str(exc), descriptor_of(request))]) from None
-    except (ValueError, TypeError, RecursionError, OverflowError, AttributeError):
-        # json_format lets a few raw errors through on odd shapes; never a 500 for bad input.
-        raise InvalidArgument([], "request does not match the expected JSON shape") from None
-
-
-def _shape_violation(
-    js: dict[str, Any], descriptor: _descriptor.Descriptor, prefix: str
-) -> FieldViolation | None:
-    """Objects where messages go, arrays where lists go: json_format lets ``[]`` pass as a
-    message, so the containers are checked before it runs (scalars are its business)."""
-    for key, value in js.items():
-        field = _field_named(descriptor, key) if isinstance(key, str) else None
-        if field is None or value is None:
-            continue  # unknown fields are reported by json_format, with the same path
-        path = f"{prefix}.{field.name}" if prefix else field.name
-        message = field.message_type
-        if _is_map(field):
-            if not isinstance(value, dict):
-                return FieldViolation(path, f"must be a JSON object, got {_kind(value)}")
-            continue
-        if field.is_repeated:
-            if not isinstance(value, list):
-                return FieldViolation(path, f"must be a JSON array, got {_kind(value)}")
-            if message is not None and not _is_wkt(field):
-                for index, item in enumerate(value):
-                    found = _message_shape(item, message, f"{path}[{index}]")
-                    if found is not None:
-                        return found
-            continue
-        if message is not None and not _is_wkt(field):
-            found = _message_shape(value, message, path)
-            if found is not None:
-                return found
-    return None
-
-
-def _message_shape(
-    value: Any, descriptor: _descriptor.Descriptor, path: str
-) -> FieldViolation | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        return FieldViolation(path, f"must be a JSON object, got {_kind(value)}")
-    return _shape_violation(value, descriptor, path)
+    if is_repeated(field):
+        return {} if is_map(field) else []
+    return message_to_json(response, with_defaults=True).get(field.json_name)
 
 
 # --- query parameters ------------------------------------------------------------------------
@@ -228,12 +150,12 @@ def _query_to_json(
                 [FieldViolation(proto_path, "is bound by the path, not the query")]
             )
         leaf = names[-1]
-        if _is_map(leaf):
+        if is_map(leaf):
             raise InvalidArgument([FieldViolation(proto_path, "map fields cannot be queried")])
-        if not _is_list(leaf) and len(values) > 1:
+        if not is_repeated(leaf) and len(values) > 1:
             raise InvalidArgument([FieldViolation(proto_path, "must be given at most once")])
         converted = [_query_scalar(leaf, value, proto_path) for value in values]
-        json_value: Any = converted if _is_list(leaf) else converted[0]
+        json_value: Any = converted if is_repeated(leaf) else converted[0]
         _put(result, [f.json_name for f in names], json_value)
     return result
 
@@ -250,30 +172,14 @@ def _resolve(descriptor: _descriptor.Descriptor, dotted: str) -> list[_FieldDesc
     for segment in dotted.split("."):
         if message is None:
             return None
-        field = _field_named(message, segment)
+        field = field_named(message, segment)
         if field is None:
             return None
-        if chain and _is_list(chain[-1]):
+        if chain and is_repeated(chain[-1]):
             return None  # no addressing inside repeated messages from a query string
         chain.append(field)
-        message = field.message_type if not _is_wkt(field) else None
+        message = field.message_type if not is_well_known(field) else None
     return chain
-
-
-def _field_named(message: _descriptor.Descriptor, name: str) -> _FieldDescriptor | None:
-    field = message.fields_by_name.get(name)
-    if field is not None:
-        return field
-    for candidate in message.fields:
-        if candidate.json_name == name:
-            return candidate
-    return None
-
-
-def _is_wkt(field: _FieldDescriptor) -> bool:
-    return field.message_type is not None and field.message_type.full_name.startswith(
-        "google.protobuf."
-    )
 
 
 def _query_scalar(field: _FieldDescriptor, text: str, proto_path: str) -> Any:
@@ -288,7 +194,7 @@ def _query_scalar(field: _FieldDescriptor, text: str, proto_path: str) -> Any:
         if text not in field.enum_type.values_by_name and re.fullmatch(r"-?[0-9]+", text):
             return int(text)
         return text
-    if field.message_type is not None and not _is_wkt(field):
+    if field.message_type is not None and not is_well_known(field):
         raise InvalidArgument([FieldViolation(proto_path, "cannot be set from the query")])
     # Numbers (json_format accepts numeric strings), strings, bytes and the string-shaped
     # well-known types (Timestamp, Duration, FieldMask, wrappers) take the text as it is.
@@ -336,39 +242,6 @@ def _fill_update_mask(request: _message.Message, body_field: str, body: dict[str
     if target is None:
         return
     for key in body:
-        field = _field_named(target, key)
+        field = field_named(target, key)
         if field is not None:
             mask.paths.append(field.name)
-
-
-# --- parse errors → field violations ---------------------------------------------------------
-
-_UNKNOWN_FIELD = re.compile(r'has no field named "(?P<name>[^"]+)" at "(?P<at>[^"]*)"')
-_FAILED_FIELD = re.compile(r"Failed to parse (?P<name>\S+) field: ")
-_TRAILING_AT = re.compile(r"\s+at\s+\S+\.?$")
-
-
-def _violation(text: str, root: _descriptor.Descriptor) -> FieldViolation:
-    first_line = text.split("\n", 1)[0]
-    unknown = _UNKNOWN_FIELD.search(first_line)
-    if unknown is not None:
-        parent = _proto_path(root, unknown.group("at").split(".")[1:])
-        name = unknown.group("name")
-        return FieldViolation(f"{parent}.{name}" if parent else name, "unknown field")
-    names = _FAILED_FIELD.findall(first_line)
-    inner = _FAILED_FIELD.sub("", first_line)
-    inner = _TRAILING_AT.sub("", inner).rstrip(".").strip() or "invalid value"
-    field = _proto_path(root, names) if names else ""
-    return FieldViolation(field, f"invalid value: {inner[:_DESCRIPTION_LIMIT]}")
-
-
-def _proto_path(root: _descriptor.Descriptor, segments: list[str]) -> str:
-    """JSON-named path segments (``items[0]``) → proto names, as far as they resolve."""
-    out: list[str] = []
-    message: _descriptor.Descriptor | None = root
-    for segment in segments:
-        name, bracket, index = segment.partition("[")
-        field = _field_named(message, name) if message is not None else None
-        out.append((field.name if field is not None else name) + (bracket + index))
-        message = field.message_type if field is not None else None
-    return ".".join(out)

@@ -104,50 +104,61 @@ class WorkerServiceServicer:
 
     def Lease(self, request, context):
         """Leases up to max_items ready items of the worker's class, priority first then FIFO.
-        With wait_seconds it long-polls and returns as soon as work is ready.
+        With wait_seconds it long-polls and returns as soon as work is ready (no leases: nothing
+        was ready in time). Each lease carries its secret lease_token, shown only here: every later
+        write of the attempt (start, heartbeat, checkpoint, complete, fail, release) presents it,
+        and is refused with LEASE_LOST once the lease expired or is no longer the item's live
+        attempt. Record the run identity before running anything: here (run_identity) or by Start.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Start(self, request, context):
-        """Starts a leased attempt with its run identity: LEASED becomes RUNNING.
+        """Starts a leased attempt with its run identity: LEASED becomes RUNNING. Call it before the
+        work runs; the identity (pid, agent, engine, account label, host, worktree, branch, start
+        time) is immutable once written.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Heartbeat(self, request, context):
-        """Extends the lease by its requested duration.
+        """Extends the lease by its requested duration; call it well before lease_expire_time, with a
+        small progress note if useful. LEASE_LOST (metadata cause: expired, superseded or terminal)
+        means the attempt is over for this worker: stop the work.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Complete(self, request, context):
-        """Completes a running attempt with evidence.
+        """Completes a running attempt with evidence (summary, links, artifacts, checks). REVIEW items
+        need a verdict (FAIL with findings), SHIP items a receipt.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Fail(self, request, context):
-        """Fails an attempt: retryable errors requeue with backoff while attempts remain.
+        """Fails an attempt: retryable errors requeue with backoff while attempts remain; otherwise
+        the item is dead-lettered for a human.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Checkpoint(self, request, context):
-        """Ends an attempt with a checkpoint and requeues a continuation (or stops the item when
-        the checkpoint names a blocked reason).
+        """Ends an attempt with a checkpoint (at most 8 KiB: summary, files changed, next action) and
+        requeues a continuation that resumes from it. A blocked_reason (human, secret, destructive,
+        policy, dependency, unavailable) stops the item for a human instead.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Release(self, request, context):
-        """Gives a lease back without burning an attempt.
+        """Gives a lease back without burning an attempt (e.g. when shutting down).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -41,22 +41,37 @@ class WorkerServiceStub:
     """Lists workers."""
     Lease: _grpc.UnaryUnaryMultiCallable[_worker_pb2.LeaseRequest, _worker_pb2.LeaseResponse]
     """Leases up to max_items ready items of the worker's class, priority first then FIFO.
-    With wait_seconds it long-polls and returns as soon as work is ready.
+    With wait_seconds it long-polls and returns as soon as work is ready (no leases: nothing
+    was ready in time). Each lease carries its secret lease_token, shown only here: every later
+    write of the attempt (start, heartbeat, checkpoint, complete, fail, release) presents it,
+    and is refused with LEASE_LOST once the lease expired or is no longer the item's live
+    attempt. Record the run identity before running anything: here (run_identity) or by Start.
     """
     Start: _grpc.UnaryUnaryMultiCallable[_worker_pb2.StartRequest, _worker_pb2.StartResponse]
-    """Starts a leased attempt with its run identity: LEASED becomes RUNNING."""
+    """Starts a leased attempt with its run identity: LEASED becomes RUNNING. Call it before the
+    work runs; the identity (pid, agent, engine, account label, host, worktree, branch, start
+    time) is immutable once written.
+    """
     Heartbeat: _grpc.UnaryUnaryMultiCallable[_worker_pb2.HeartbeatRequest, _worker_pb2.HeartbeatResponse]
-    """Extends the lease by its requested duration."""
+    """Extends the lease by its requested duration; call it well before lease_expire_time, with a
+    small progress note if useful. LEASE_LOST (metadata cause: expired, superseded or terminal)
+    means the attempt is over for this worker: stop the work.
+    """
     Complete: _grpc.UnaryUnaryMultiCallable[_worker_pb2.CompleteRequest, _worker_pb2.CompleteResponse]
-    """Completes a running attempt with evidence."""
+    """Completes a running attempt with evidence (summary, links, artifacts, checks). REVIEW items
+    need a verdict (FAIL with findings), SHIP items a receipt.
+    """
     Fail: _grpc.UnaryUnaryMultiCallable[_worker_pb2.FailRequest, _worker_pb2.FailResponse]
-    """Fails an attempt: retryable errors requeue with backoff while attempts remain."""
+    """Fails an attempt: retryable errors requeue with backoff while attempts remain; otherwise
+    the item is dead-lettered for a human.
+    """
     Checkpoint: _grpc.UnaryUnaryMultiCallable[_worker_pb2.CheckpointRequest, _worker_pb2.CheckpointResponse]
-    """Ends an attempt with a checkpoint and requeues a continuation (or stops the item when
-    the checkpoint names a blocked reason).
+    """Ends an attempt with a checkpoint (at most 8 KiB: summary, files changed, next action) and
+    requeues a continuation that resumes from it. A blocked_reason (human, secret, destructive,
+    policy, dependency, unavailable) stops the item for a human instead.
     """
     Release: _grpc.UnaryUnaryMultiCallable[_worker_pb2.ReleaseRequest, _worker_pb2.ReleaseResponse]
-    """Gives a lease back without burning an attempt."""
+    """Gives a lease back without burning an attempt (e.g. when shutting down)."""
 
 @_typing.type_check_only
 class WorkerServiceAsyncStub(WorkerServiceStub):
@@ -71,22 +86,37 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     """Lists workers."""
     Lease: _aio.UnaryUnaryMultiCallable[_worker_pb2.LeaseRequest, _worker_pb2.LeaseResponse]  # type: ignore[assignment]
     """Leases up to max_items ready items of the worker's class, priority first then FIFO.
-    With wait_seconds it long-polls and returns as soon as work is ready.
+    With wait_seconds it long-polls and returns as soon as work is ready (no leases: nothing
+    was ready in time). Each lease carries its secret lease_token, shown only here: every later
+    write of the attempt (start, heartbeat, checkpoint, complete, fail, release) presents it,
+    and is refused with LEASE_LOST once the lease expired or is no longer the item's live
+    attempt. Record the run identity before running anything: here (run_identity) or by Start.
     """
     Start: _aio.UnaryUnaryMultiCallable[_worker_pb2.StartRequest, _worker_pb2.StartResponse]  # type: ignore[assignment]
-    """Starts a leased attempt with its run identity: LEASED becomes RUNNING."""
+    """Starts a leased attempt with its run identity: LEASED becomes RUNNING. Call it before the
+    work runs; the identity (pid, agent, engine, account label, host, worktree, branch, start
+    time) is immutable once written.
+    """
     Heartbeat: _aio.UnaryUnaryMultiCallable[_worker_pb2.HeartbeatRequest, _worker_pb2.HeartbeatResponse]  # type: ignore[assignment]
-    """Extends the lease by its requested duration."""
+    """Extends the lease by its requested duration; call it well before lease_expire_time, with a
+    small progress note if useful. LEASE_LOST (metadata cause: expired, superseded or terminal)
+    means the attempt is over for this worker: stop the work.
+    """
     Complete: _aio.UnaryUnaryMultiCallable[_worker_pb2.CompleteRequest, _worker_pb2.CompleteResponse]  # type: ignore[assignment]
-    """Completes a running attempt with evidence."""
+    """Completes a running attempt with evidence (summary, links, artifacts, checks). REVIEW items
+    need a verdict (FAIL with findings), SHIP items a receipt.
+    """
     Fail: _aio.UnaryUnaryMultiCallable[_worker_pb2.FailRequest, _worker_pb2.FailResponse]  # type: ignore[assignment]
-    """Fails an attempt: retryable errors requeue with backoff while attempts remain."""
+    """Fails an attempt: retryable errors requeue with backoff while attempts remain; otherwise
+    the item is dead-lettered for a human.
+    """
     Checkpoint: _aio.UnaryUnaryMultiCallable[_worker_pb2.CheckpointRequest, _worker_pb2.CheckpointResponse]  # type: ignore[assignment]
-    """Ends an attempt with a checkpoint and requeues a continuation (or stops the item when
-    the checkpoint names a blocked reason).
+    """Ends an attempt with a checkpoint (at most 8 KiB: summary, files changed, next action) and
+    requeues a continuation that resumes from it. A blocked_reason (human, secret, destructive,
+    policy, dependency, unavailable) stops the item for a human instead.
     """
     Release: _aio.UnaryUnaryMultiCallable[_worker_pb2.ReleaseRequest, _worker_pb2.ReleaseResponse]  # type: ignore[assignment]
-    """Gives a lease back without burning an attempt."""
+    """Gives a lease back without burning an attempt (e.g. when shutting down)."""
 
 class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
     """WorkerService is what workers call: report themselves, lease work, and fence every write
@@ -116,7 +146,11 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_worker_pb2.LeaseResponse, _abc.Awaitable[_worker_pb2.LeaseResponse]]:
         """Leases up to max_items ready items of the worker's class, priority first then FIFO.
-        With wait_seconds it long-polls and returns as soon as work is ready.
+        With wait_seconds it long-polls and returns as soon as work is ready (no leases: nothing
+        was ready in time). Each lease carries its secret lease_token, shown only here: every later
+        write of the attempt (start, heartbeat, checkpoint, complete, fail, release) presents it,
+        and is refused with LEASE_LOST once the lease expired or is no longer the item's live
+        attempt. Record the run identity before running anything: here (run_identity) or by Start.
         """
 
     @_abc_1.abstractmethod
@@ -125,7 +159,10 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _worker_pb2.StartRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_worker_pb2.StartResponse, _abc.Awaitable[_worker_pb2.StartResponse]]:
-        """Starts a leased attempt with its run identity: LEASED becomes RUNNING."""
+        """Starts a leased attempt with its run identity: LEASED becomes RUNNING. Call it before the
+        work runs; the identity (pid, agent, engine, account label, host, worktree, branch, start
+        time) is immutable once written.
+        """
 
     @_abc_1.abstractmethod
     def Heartbeat(
@@ -133,7 +170,10 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _worker_pb2.HeartbeatRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_worker_pb2.HeartbeatResponse, _abc.Awaitable[_worker_pb2.HeartbeatResponse]]:
-        """Extends the lease by its requested duration."""
+        """Extends the lease by its requested duration; call it well before lease_expire_time, with a
+        small progress note if useful. LEASE_LOST (metadata cause: expired, superseded or terminal)
+        means the attempt is over for this worker: stop the work.
+        """
 
     @_abc_1.abstractmethod
     def Complete(
@@ -141,7 +181,9 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _worker_pb2.CompleteRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_worker_pb2.CompleteResponse, _abc.Awaitable[_worker_pb2.CompleteResponse]]:
-        """Completes a running attempt with evidence."""
+        """Completes a running attempt with evidence (summary, links, artifacts, checks). REVIEW items
+        need a verdict (FAIL with findings), SHIP items a receipt.
+        """
 
     @_abc_1.abstractmethod
     def Fail(
@@ -149,7 +191,9 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _worker_pb2.FailRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_worker_pb2.FailResponse, _abc.Awaitable[_worker_pb2.FailResponse]]:
-        """Fails an attempt: retryable errors requeue with backoff while attempts remain."""
+        """Fails an attempt: retryable errors requeue with backoff while attempts remain; otherwise
+        the item is dead-lettered for a human.
+        """
 
     @_abc_1.abstractmethod
     def Checkpoint(
@@ -157,8 +201,9 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _worker_pb2.CheckpointRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_worker_pb2.CheckpointResponse, _abc.Awaitable[_worker_pb2.CheckpointResponse]]:
-        """Ends an attempt with a checkpoint and requeues a continuation (or stops the item when
-        the checkpoint names a blocked reason).
+        """Ends an attempt with a checkpoint (at most 8 KiB: summary, files changed, next action) and
+        requeues a continuation that resumes from it. A blocked_reason (human, secret, destructive,
+        policy, dependency, unavailable) stops the item for a human instead.
         """
 
     @_abc_1.abstractmethod
@@ -167,6 +212,6 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _worker_pb2.ReleaseRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_worker_pb2.ReleaseResponse, _abc.Awaitable[_worker_pb2.ReleaseResponse]]:
-        """Gives a lease back without burning an attempt."""
+        """Gives a lease back without burning an attempt (e.g. when shutting down)."""
 
 def add_WorkerServiceServicer_to_server(servicer: WorkerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

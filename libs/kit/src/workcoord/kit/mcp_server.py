@@ -1,0 +1,119 @@
+"""The MCP server over the tool table, for both transports (official ``mcp`` SDK, low level).
+
+The server knows nothing of credentials or channels: the transport hands it a :data:`RpcCaller`
+that performs one RPC for the caller of the current MCP request (the gateway forwards that HTTP
+request's ``Authorization`` header through its upstream channel; ``workcoord mcp`` uses the
+client's channel and token). The coordinator authenticates and authorizes every call, so
+nothing is decided here.
+
+Needs the ``mcp`` extra (``workcoord-kit[mcp]``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from importlib import metadata
+from typing import Any
+
+import mcp_types as types
+from google.protobuf import message as _message
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from workcoord.kit.errors import WorkcoordError
+from workcoord.kit.mcp_tools import McpTool, error_body, mcp_tools, tool_named
+
+__all__ = ["INSTRUCTIONS", "RpcCaller", "build_mcp_server", "serve_stdio"]
+
+RpcCaller = Callable[
+    [McpTool, _message.Message, ServerRequestContext[Any, Any]], Awaitable[_message.Message]
+]
+"""Performs the tool's RPC for the caller of the current request, or raises the typed
+:class:`~workcoord.kit.errors.WorkcoordError` the coordinator answered."""
+
+INSTRUCTIONS = (
+    "workcoord hands out work. A worker's job: work_coordinators (which queues this credential "
+    "may read) → lease_work (workerId, workerClass; keep leaseId and the secret leaseToken) → "
+    "start_work with the run identity BEFORE running anything → heartbeat well before "
+    "leaseExpireTime → complete_work with evidence (or checkpoint_work, fail_work, "
+    "release_work). Every write presents the lease token; LEASE_LOST means stop working. "
+    "view and why show the queue and what holds an item. Errors are google.rpc.Status JSON "
+    "whose ErrorInfo reason is the same as over REST."
+)
+
+
+def build_mcp_server(call: RpcCaller) -> Server[Any]:
+    """A low-level MCP server listing the tools and answering each call through ``call``."""
+    listed = types.ListToolsResult(tools=[_listed(tool) for tool in mcp_tools()])
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return listed
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        tool = tool_named(params.name)
+        if tool is None:
+            # The spec's answer to a tool that does not exist is a protocol error, not a result.
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name[:100]}")
+        try:
+            request = tool.build_request(params.arguments)
+            response = await call(tool, request, ctx)
+        except WorkcoordError as err:
+            return _error_result(err)
+        return _result(tool.result(response))
+
+    return Server(
+        "workcoord",
+        version=_version(),
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve ``server`` on this process's stdin/stdout until stdin closes."""
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def _listed(tool: McpTool) -> types.Tool:
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        annotations=types.ToolAnnotations(
+            read_only_hint=tool.read_only,
+            # Writes move work along (lease, complete, …); none deletes anything.
+            destructive_hint=False if not tool.read_only else None,
+            idempotent_hint=tool.read_only,
+            open_world_hint=False,
+        ),
+    )
+
+
+def _result(body: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(content=[_text(body)], structured_content=body)
+
+
+def _error_result(err: WorkcoordError) -> types.CallToolResult:
+    body = error_body(err)
+    return types.CallToolResult(content=[_text(body)], structured_content=body, is_error=True)
+
+
+def _text(body: dict[str, Any]) -> types.TextContent:
+    # Clients that show only text content still get the whole structured answer.
+    return types.TextContent(text=json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+
+
+def _version() -> str:
+    try:
+        return metadata.version("workcoord-kit")
+    except metadata.PackageNotFoundError:
+        return "unknown"

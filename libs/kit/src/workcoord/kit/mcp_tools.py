@@ -1,0 +1,150 @@
+"""The MCP tools: each a thin mapping onto one RPC, described and typed by its descriptors.
+
+A tool's arguments are its request message in the proto3 JSON mapping, with the names REST uses
+(``coordinatorId``, ``leaseId``, ``runIdentity`` …), path parameters included; its input schema
+is that message's JSON Schema (:class:`workcoord.kit.json_schema.SchemaBuilder`, the builder of
+the OpenAPI document), without the OUTPUT_ONLY fields. Its description is the RPC's proto
+comment, so an agent reads the contract from the tool list alone. A result is the response
+message in proto3 JSON; an error is the ``google.rpc.Status`` JSON REST would answer.
+
+Human-only decisions (approve, deny, resume, retry, resolve) are deliberately absent: no tool
+maps onto them. This module needs no MCP SDK: :mod:`workcoord.kit.mcp_server` serves the table.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+
+from workcoord.kit.descriptors import (
+    API_PACKAGE,
+    message_class,
+    method_descriptor,
+    proto_comments,
+)
+from workcoord.kit.errors import InvalidArgument, WorkcoordError
+from workcoord.kit.json_schema import SchemaBuilder
+from workcoord.kit.proto_json import message_to_json, parse_json_into
+from workcoord.kit.status import status_to_json, to_rpc_status
+
+__all__ = [
+    "TOOL_RPCS",
+    "McpTool",
+    "error_body",
+    "mcp_tools",
+    "tool_named",
+]
+
+# Tool name → (RPC, whether it only reads). The names are the contract agents are configured
+# with; everything else about a tool derives from the RPC.
+TOOL_RPCS: dict[str, tuple[str, bool]] = {
+    "work_coordinators": (f"{API_PACKAGE}.WorkCoordinatorService.ListWorkCoordinators", True),
+    "lease_work": (f"{API_PACKAGE}.WorkerService.Lease", False),
+    "start_work": (f"{API_PACKAGE}.WorkerService.Start", False),
+    "heartbeat": (f"{API_PACKAGE}.WorkerService.Heartbeat", False),
+    "checkpoint_work": (f"{API_PACKAGE}.WorkerService.Checkpoint", False),
+    "complete_work": (f"{API_PACKAGE}.WorkerService.Complete", False),
+    "fail_work": (f"{API_PACKAGE}.WorkerService.Fail", False),
+    "release_work": (f"{API_PACKAGE}.WorkerService.Release", False),
+    "view": (f"{API_PACKAGE}.WorkCoordinatorService.GetView", True),
+    "why": (f"{API_PACKAGE}.WorkCoordinatorService.Explain", True),
+    "create_lane": (f"{API_PACKAGE}.LaneService.CreateLane", False),
+}
+
+_DEFS = "#/$defs/"
+
+
+@dataclass(frozen=True, slots=True)
+class McpTool:
+    """One tool: its name, the RPC it calls, and what an agent is shown of it."""
+
+    name: str
+    method: _descriptor.MethodDescriptor
+    read_only: bool
+    description: str
+    input_schema: dict[str, Any]
+
+    @property
+    def full_method(self) -> str:
+        """The gRPC method path, ``/package.Service/Method``."""
+        return f"/{self.method.containing_service.full_name}/{self.method.name}"
+
+    @property
+    def request_class(self) -> type[_message.Message]:
+        """The generated request message class."""
+        return message_class(self.method.input_type)
+
+    @property
+    def response_class(self) -> type[_message.Message]:
+        """The generated response message class."""
+        return message_class(self.method.output_type)
+
+    def build_request(self, arguments: Mapping[str, Any] | None) -> _message.Message:
+        """The RPC request for the tool's arguments; :class:`InvalidArgument` names a bad field.
+
+        Only the JSON mapping is checked here; the coordinator validates the request itself,
+        exactly as it does for REST and gRPC callers.
+        """
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise InvalidArgument([], "tool arguments must be a JSON object")
+        request = self.request_class()
+        parse_json_into(dict(arguments or {}), request)
+        return request
+
+    def result(self, response: _message.Message) -> dict[str, Any]:
+        """The tool's structured result: the response in the proto3 JSON mapping."""
+        return message_to_json(response)
+
+
+@functools.cache
+def mcp_tools() -> tuple[McpTool, ...]:
+    """Every tool, in the order agents see them (built once from the descriptors)."""
+    comments = proto_comments()
+    return tuple(
+        _tool(name, method_descriptor(rpc), read_only, comments)
+        for name, (rpc, read_only) in TOOL_RPCS.items()
+    )
+
+
+def tool_named(name: str) -> McpTool | None:
+    """The tool called ``name``, if there is one."""
+    for tool in mcp_tools():
+        if tool.name == name:
+            return tool
+    return None
+
+
+def error_body(err: WorkcoordError) -> dict[str, Any]:
+    """A failed call as REST answers it: ``google.rpc.Status`` JSON with its ``ErrorInfo``
+    (reason, metadata such as a LEASE_LOST ``cause``) and ``BadRequest`` field violations."""
+    return status_to_json(to_rpc_status(err))
+
+
+def _tool(
+    name: str, method: _descriptor.MethodDescriptor, read_only: bool, comments: dict[str, str]
+) -> McpTool:
+    request = method.input_type
+    builder = SchemaBuilder(comments, ref_prefix=_DEFS, input_only=True, required_everywhere=True)
+    schema = builder.message_schema(request)
+    if builder.schemas:
+        schema["$defs"] = dict(sorted(builder.schemas.items()))
+    service = method.containing_service.name
+    # Proto comments are wrapped at 100 columns; a description reads as one paragraph.
+    summary = " ".join(comments.get(method.full_name, method.name).split())
+    description = (
+        f"{summary}\n\nArguments: {request.name} in proto3 JSON (the names REST uses). "
+        f"Result: {method.output_type.name}. Errors: google.rpc.Status JSON with an ErrorInfo "
+        f"reason. RPC: {service}.{method.name}."
+    )
+    return McpTool(
+        name=name,
+        method=method,
+        read_only=read_only,
+        description=description,
+        input_schema=schema,
+    )

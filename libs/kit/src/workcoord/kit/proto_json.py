@@ -1,0 +1,139 @@
+"""Proto3 JSON ↔ messages, with bad input reported as :class:`InvalidArgument` naming the field.
+
+The REST transcoder and the MCP tools both fill requests through :func:`parse_json_into`, so a
+bad value answers the same field violation whichever door it came through. Conversion itself is
+``google.protobuf.json_format``; only the container checks it skips and the turning of its parse
+errors into field violations (proto field paths, as the coordinator's validator names them) are
+written here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import json_format
+from google.protobuf import message as _message
+
+from workcoord.kit.descriptors import descriptor_of, field_named, is_map, is_well_known
+from workcoord.kit.errors import FieldViolation, InvalidArgument
+
+__all__ = ["json_kind", "message_to_json", "parse_json_into"]
+
+_DESCRIPTION_LIMIT = 200
+
+
+def message_to_json(message: _message.Message, *, with_defaults: bool = False) -> dict[str, Any]:
+    """``message`` in the proto3 JSON mapping (JSON names; defaults only when asked)."""
+    return json_format.MessageToDict(
+        message,
+        preserving_proto_field_name=False,
+        always_print_fields_with_no_presence=with_defaults,
+    )
+
+
+def json_kind(value: Any) -> str:
+    """What a decoded JSON value is, for error messages (``a string``, ``an array`` …)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def parse_json_into(js: dict[str, Any], message: _message.Message) -> None:
+    """Merge the proto3 JSON object ``js`` into ``message``; unknown fields are refused.
+
+    Raises :class:`InvalidArgument` naming the offending field (proto names, ``items[0].key``).
+    """
+    shape_error = _shape_violation(js, descriptor_of(message), "")
+    if shape_error is not None:
+        raise InvalidArgument([shape_error])
+    try:
+        json_format.ParseDict(js, message, ignore_unknown_fields=False)
+    except json_format.ParseError as exc:
+        raise InvalidArgument([_violation(str(exc), descriptor_of(message))]) from None
+    except (ValueError, TypeError, RecursionError, OverflowError, AttributeError):
+        # json_format lets a few raw errors through on odd shapes; never a 500 for bad input.
+        raise InvalidArgument([], "request does not match the expected JSON shape") from None
+
+
+def _shape_violation(
+    js: dict[str, Any], descriptor: _descriptor.Descriptor, prefix: str
+) -> FieldViolation | None:
+    """Objects where messages go, arrays where lists go: json_format lets ``[]`` pass as a
+    message, so the containers are checked before it runs (scalars are its business)."""
+    for key, value in js.items():
+        field = field_named(descriptor, key) if isinstance(key, str) else None
+        if field is None or value is None:
+            continue  # unknown fields are reported by json_format, with the same path
+        path = f"{prefix}.{field.name}" if prefix else field.name
+        message = field.message_type
+        if is_map(field):
+            if not isinstance(value, dict):
+                return FieldViolation(path, f"must be a JSON object, got {json_kind(value)}")
+            continue
+        if field.is_repeated:
+            if not isinstance(value, list):
+                return FieldViolation(path, f"must be a JSON array, got {json_kind(value)}")
+            if message is not None and not is_well_known(field):
+                for index, item in enumerate(value):
+                    found = _message_shape(item, message, f"{path}[{index}]")
+                    if found is not None:
+                        return found
+            continue
+        if message is not None and not is_well_known(field):
+            found = _message_shape(value, message, path)
+            if found is not None:
+                return found
+    return None
+
+
+def _message_shape(
+    value: Any, descriptor: _descriptor.Descriptor, path: str
+) -> FieldViolation | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return FieldViolation(path, f"must be a JSON object, got {json_kind(value)}")
+    return _shape_violation(value, descriptor, path)
+
+
+# --- parse errors → field violations ---------------------------------------------------------
+
+_UNKNOWN_FIELD = re.compile(r'has no field named "(?P<name>[^"]+)" at "(?P<at>[^"]*)"')
+_FAILED_FIELD = re.compile(r"Failed to parse (?P<name>\S+) field: ")
+_TRAILING_AT = re.compile(r"\s+at\s+\S+\.?$")
+
+
+def _violation(text: str, root: _descriptor.Descriptor) -> FieldViolation:
+    first_line = text.split("\n", 1)[0]
+    unknown = _UNKNOWN_FIELD.search(first_line)
+    if unknown is not None:
+        parent = _proto_path(root, unknown.group("at").split(".")[1:])
+        name = unknown.group("name")
+        return FieldViolation(f"{parent}.{name}" if parent else name, "unknown field")
+    names = _FAILED_FIELD.findall(first_line)
+    inner = _FAILED_FIELD.sub("", first_line)
+    inner = _TRAILING_AT.sub("", inner).rstrip(".").strip() or "invalid value"
+    field = _proto_path(root, names) if names else ""
+    return FieldViolation(field, f"invalid value: {inner[:_DESCRIPTION_LIMIT]}")
+
+
+def _proto_path(root: _descriptor.Descriptor, segments: list[str]) -> str:
+    """JSON-named path segments (``items[0]``) → proto names, as far as they resolve."""
+    out: list[str] = []
+    message: _descriptor.Descriptor | None = root
+    for segment in segments:
+        name, bracket, index = segment.partition("[")
+        field = field_named(message, name) if message is not None else None
+        out.append((field.name if field is not None else name) + (bracket + index))
+        message = field.message_type if field is not None else None
+    return ".".join(out)

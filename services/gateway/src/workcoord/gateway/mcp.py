@@ -1,0 +1,239 @@
+"""MCP over streamable HTTP at ``/mcp``: the tools of :mod:`workcoord.kit.mcp_tools`.
+
+Stateless by design: the SDK's session manager runs with ``stateless=True`` and JSON responses,
+so no ``Mcp-Session-Id`` is issued and every POST carries everything it needs (the 2026-07-28
+protocol is per-request anyway). Any gateway replica serves any request of a client's session;
+nothing lives in this process between requests.
+
+Every HTTP request is authenticated before the MCP layer sees it: without a bearer credential,
+or with one the coordinator does not know (checked with ``AdminService.GetCurrentPrincipal``),
+it answers 401 with a JSON-RPC error whose ``data`` is the ``google.rpc.Status`` JSON. Each tool
+call then forwards that request's ``Authorization`` header (never a browser session cookie) to
+the coordinator, which authorizes the call itself, exactly as for REST.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import grpc
+import grpc.aio
+from google.protobuf import message as _message
+from google.rpc import status_pb2
+from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from workcoord.api.v1 import admin_pb2
+from workcoord.gateway import metrics
+from workcoord.gateway.errors import json_response, make_status, status_from_rpc_error
+from workcoord.gateway.routes import Route, RouteTable
+from workcoord.gateway.upstream import Upstreams, forwarded_metadata
+from workcoord.kit.descriptors import API_PACKAGE, call_deadline_seconds
+from workcoord.kit.errors import Code, generic_error, http_status_for
+from workcoord.kit.mcp_server import build_mcp_server
+from workcoord.kit.mcp_tools import McpTool
+from workcoord.kit.status import error_from_status, status_to_json
+
+__all__ = ["MCP_PATH", "McpEndpoint"]
+
+MCP_PATH = "/mcp"
+Lifespan = Callable[[Any], AbstractAsyncContextManager[None]]
+_REQUEST_ID = "x-request-id"
+_MAX_REQUEST_ID = 200
+_WHO_AM_I = f"{API_PACKAGE}.AdminService.GetCurrentPrincipal"
+# JSON-RPC reserves -32000..-32099 for implementation-defined server errors; MCP clients show
+# the message of any of them.
+_JSONRPC_SERVER_ERROR = -32001
+
+
+class McpEndpoint:
+    """The ``/mcp`` ASGI endpoint. ``upstreams`` returns the gateway's channels (None while it
+    starts or stops); :meth:`running` must wrap the app's lifetime."""
+
+    def __init__(
+        self,
+        table: RouteTable,
+        upstreams: Callable[[], Upstreams | None],
+        *,
+        max_body_bytes: int,
+        request_timeout_seconds: float,
+    ) -> None:
+        self._upstreams = upstreams
+        self._timeout = request_timeout_seconds
+        self._max_body_bytes = max_body_bytes
+        self._routes = {
+            route.method.full_name: route for route in table.routes if route.binding_index == 0
+        }
+        self._who_am_i = self._routes[_WHO_AM_I]
+        self._server = build_mcp_server(self._call)
+        self._manager: StreamableHTTPSessionManager | None = None
+
+    def in_front_of(self, app: ASGIApp) -> ASGIApp:
+        """``app`` with :data:`MCP_PATH` answered by this endpoint."""
+
+        async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and scope["path"] == MCP_PATH:
+                await self(scope, receive, send)
+            else:
+                await app(scope, receive, send)
+
+        return dispatch
+
+    def lifespan_around(self, lifespan: Lifespan) -> Lifespan:
+        """``lifespan`` (which opens the upstreams) with the session manager running inside."""
+
+        @contextlib.asynccontextmanager
+        async def both(app: Any) -> AsyncIterator[None]:
+            async with lifespan(app), self.running():
+                yield
+
+        return both
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Run the SDK's session manager (one per app lifetime, as the SDK requires).
+
+        No DNS-rebinding (Host/Origin) check: only a bearer header authenticates here, never a
+        cookie, so a page rebound to the gateway has no ambient credential to use.
+        """
+        manager = StreamableHTTPSessionManager(
+            app=self._server,
+            json_response=True,
+            stateless=True,
+            max_request_body_size=self._max_body_bytes,
+        )
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        status_code = 500
+        request_id = Headers(scope=scope).get(_REQUEST_ID)
+
+        async def observed_send(message: Message) -> None:
+            nonlocal status_code
+            if message["type"] == "http.response.start":
+                status_code = int(message["status"])
+                if request_id and _carriable(request_id):
+                    # Echoed as on every other gateway answer.
+                    message = {
+                        **message,
+                        "headers": [
+                            *message.get("headers", []),
+                            (_REQUEST_ID.encode(), request_id.encode()),
+                        ],
+                    }
+            await send(message)
+
+        try:
+            await self._serve(scope, receive, observed_send)
+        finally:
+            method = str(scope.get("method", ""))
+            metrics.REQUESTS.labels(MCP_PATH, method, str(status_code)).inc()
+            metrics.REQUEST_SECONDS.labels(MCP_PATH, method).observe(time.perf_counter() - started)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        upstreams, manager = self._upstreams(), self._manager
+        if upstreams is None or manager is None:
+            status = make_status(Code.UNAVAILABLE, "the gateway is not connected to its upstreams")
+            await _refusal(status, 503)(scope, receive, send)
+            return
+        scheme, _, secret = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            status = make_status(
+                Code.UNAUTHENTICATED,
+                "MCP needs a work key or user token: send Authorization: Bearer <secret>",
+            )
+            await _refusal(status, 401)(scope, receive, send)
+            return
+        try:
+            await upstreams.call(
+                self._who_am_i,
+                admin_pb2.GetCurrentPrincipalRequest(),
+                metadata=_metadata(headers),
+                deadline_seconds=self._timeout,
+            )
+        except grpc.RpcError as exc:
+            status = status_from_rpc_error(exc)
+            await _refusal(status, http_status_for(status.code))(scope, receive, send)
+            return
+        except grpc.aio.UsageError:
+            status = make_status(Code.UNAVAILABLE, "the gateway is shutting down")
+            await _refusal(status, 503)(scope, receive, send)
+            return
+        if scope["method"] != "POST":
+            # Stateless: no stream to open with GET, no session to end with DELETE (the spec's
+            # answer for both is 405).
+            status = make_status(
+                Code.UNIMPLEMENTED,
+                "this MCP endpoint is stateless: POST each JSON-RPC message",
+                reason="METHOD_NOT_ALLOWED",
+            )
+            await _refusal(status, 405, {"Allow": "POST"})(scope, receive, send)
+            return
+        await manager.handle_request(scope, receive, send)
+
+    async def _call(
+        self, tool: McpTool, request: _message.Message, ctx: ServerRequestContext[Any, Any]
+    ) -> _message.Message:
+        """One tool's RPC with the credential of the HTTP request that carried the call."""
+        upstreams = self._upstreams()
+        http_request = ctx.request
+        if upstreams is None or http_request is None:
+            raise generic_error(Code.UNAVAILABLE, "the gateway is not connected to its upstreams")
+        route: Route = self._routes[tool.method.full_name]
+        try:
+            return await upstreams.call(
+                route,
+                request,
+                metadata=_metadata(http_request.headers),
+                deadline_seconds=call_deadline_seconds(request, self._timeout),
+            )
+        except grpc.RpcError as exc:
+            raise error_from_status(status_from_rpc_error(exc)) from None
+        except grpc.aio.UsageError:
+            raise generic_error(Code.UNAVAILABLE, "the gateway is shutting down") from None
+
+
+def _metadata(headers: Headers) -> tuple[tuple[str, str], ...]:
+    # The bearer credential only: a browser session cookie never authenticates an MCP call.
+    forwarded = {key: headers[key] for key in headers}
+    if _REQUEST_ID not in forwarded:
+        forwarded[_REQUEST_ID] = uuid.uuid4().hex
+    return forwarded_metadata(forwarded, {})
+
+
+def _refusal(
+    status: status_pb2.Status, http_status: int, headers: dict[str, str] | None = None
+) -> Response:
+    """An HTTP refusal MCP clients can read: a JSON-RPC error (no id: the body was not read)
+    whose message names the reason and whose data is the ``google.rpc.Status`` JSON."""
+    body = status_to_json(status)
+    reason = Code(status.code).name
+    for detail in body.get("details", []):
+        reason = str(detail.get("reason", reason))
+    error = {
+        "code": _JSONRPC_SERVER_ERROR,
+        "message": f"{reason}: {status.message}",
+        "data": body,
+    }
+    if http_status == 401:
+        headers = {**(headers or {}), "WWW-Authenticate": 'Bearer realm="workcoord"'}
+    return json_response(http_status, {"jsonrpc": "2.0", "id": None, "error": error}, headers)
+
+
+def _carriable(value: str) -> bool:
+    return 0 < len(value) <= _MAX_REQUEST_ID and all(" " <= ch <= "~" for ch in value)
