@@ -40,6 +40,7 @@ from workcoord.gateway.routes import Route, RouteTable, load_routes
 from workcoord.gateway.session import LOGIN_PATH, login
 from workcoord.gateway.transcode import build_request, parse_json_body, response_to_json
 from workcoord.gateway.upstream import Upstreams, forwarded_metadata
+from workcoord.gateway.web import WebPages
 from workcoord.kit.errors import Code, TooLarge, WorkcoordError
 from workcoord.kit.settings import GatewaySettings
 
@@ -61,7 +62,7 @@ def build_app(settings: GatewaySettings, channels: Upstreams | None = None) -> S
     app = Starlette(lifespan=gateway.lifespan)
     # No Starlette routes: the gateway answers every path itself (a path pattern would not
     # even match a decoded newline and answer a plain-text 404).
-    app.router.default = gateway
+    app.router.default = WebPages(gateway, gateway)
     return app
 
 

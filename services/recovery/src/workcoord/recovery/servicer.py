@@ -1,7 +1,8 @@
 """``RecoveryService``: run a pass now (``Maintain``) and report status (``GetRecoveryStatus``).
 
-Authorization is the coordinator's: ``Maintain`` forwards the caller's credential to
-``RunMaintenance`` and ``GetRecoveryStatus`` asks ``GetCurrentPrincipal`` who the caller is.
+Authorization is the coordinator's: ``Maintain`` forwards the caller's credential (a bearer
+credential or a browser session) to ``RunMaintenance`` and ``GetRecoveryStatus`` asks
+``GetCurrentPrincipal`` who the caller is.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from workcoord.kit.errors import PermissionDenied
 from workcoord.kit.status import abort_with
 from workcoord.recovery.recoverer import Recoverer
 from workcoord.recovery.upstream import (
-    AUTHORIZATION_KEY,
     abort_with_upstream,
-    require_caller_authorization,
+    require_caller_credentials,
 )
 
 if TYPE_CHECKING:
@@ -49,11 +49,11 @@ class RecoveryServicer(recovery_pb2_grpc.RecoveryServiceServicer):
         self, request: recovery_pb2.MaintainRequest, context: _Context
     ) -> recovery_pb2.MaintainResponse:
         """Run one coordinator's pass now, as the caller (the coordinator authorizes it)."""
-        authorization = await require_caller_authorization(context)
+        credentials = await require_caller_credentials(context)
         try:
             response = await self._maintenance.RunMaintenance(
                 maintenance_pb2.RunMaintenanceRequest(coordinator_id=request.coordinator_id),
-                metadata=((AUTHORIZATION_KEY, authorization),),
+                metadata=credentials,
                 timeout=self._rpc_timeout_seconds,
             )
         except grpc.aio.AioRpcError as exc:
@@ -65,11 +65,11 @@ class RecoveryServicer(recovery_pb2_grpc.RecoveryServiceServicer):
         self, request: recovery_pb2.GetRecoveryStatusRequest, context: _Context
     ) -> recovery_pb2.GetRecoveryStatusResponse:
         """This replica's status; platform admins and the service principal only."""
-        authorization = await require_caller_authorization(context)
+        credentials = await require_caller_credentials(context)
         try:
             response = await self._admin.GetCurrentPrincipal(
                 admin_pb2.GetCurrentPrincipalRequest(),
-                metadata=((AUTHORIZATION_KEY, authorization),),
+                metadata=credentials,
                 timeout=self._rpc_timeout_seconds,
             )
         except grpc.aio.AioRpcError as exc:

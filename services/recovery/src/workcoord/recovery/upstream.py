@@ -1,7 +1,8 @@
 """Talking to the coordinator on a caller's behalf: credentials in, upstream errors back out.
 
-The recovery service decides no authorization itself: it forwards the caller's ``authorization``
-metadata and answers with whatever status the coordinator answered, details included.
+The recovery service decides no authorization itself: it forwards the caller's credential (the
+``authorization`` metadata, or a browser session the gateway forwarded with its CSRF token) and
+answers with whatever status the coordinator answered, details included.
 """
 
 from __future__ import annotations
@@ -22,11 +23,15 @@ __all__ = [
     "abort_with_upstream",
     "bearer_metadata",
     "caller_authorization",
-    "require_caller_authorization",
+    "caller_credentials",
+    "require_caller_credentials",
 ]
 
 AUTHORIZATION_KEY = "authorization"
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
+# A browser session and its double-submit CSRF token, as the gateway forwards them.
+SESSION_KEY = "x-workcoord-session"
+CSRF_KEY = "x-workcoord-csrf"
 
 
 def bearer_metadata(secret: str) -> tuple[tuple[str, str], ...]:
@@ -42,12 +47,32 @@ def caller_authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str | N
     return None
 
 
-async def require_caller_authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str:
-    """The caller's ``authorization`` value; aborts UNAUTHENTICATED when there is none."""
-    value = caller_authorization(context)
-    if value is None:
+def caller_credentials(
+    context: grpc.aio.ServicerContext[Any, Any],
+) -> tuple[tuple[str, str], ...]:
+    """The metadata that says who the caller is, to forward as is: its ``authorization``, or
+    else its browser session with the session's CSRF token (empty when it sent neither)."""
+    authorization = caller_authorization(context)
+    if authorization is not None:
+        return ((AUTHORIZATION_KEY, authorization),)
+    found = {
+        key: value
+        for key, value in context.invocation_metadata() or ()
+        if key in (SESSION_KEY, CSRF_KEY) and isinstance(value, str) and value.strip()
+    }
+    if SESSION_KEY not in found:
+        return ()
+    return tuple((key, found[key]) for key in (SESSION_KEY, CSRF_KEY) if key in found)
+
+
+async def require_caller_credentials(
+    context: grpc.aio.ServicerContext[Any, Any],
+) -> tuple[tuple[str, str], ...]:
+    """:func:`caller_credentials`; aborts UNAUTHENTICATED when the caller sent none."""
+    credentials = caller_credentials(context)
+    if not credentials:
         await abort_with(context, Unauthenticated("missing credential: send authorization"))
-    return value
+    return credentials
 
 
 async def abort_with_upstream(
