@@ -8,6 +8,7 @@ from google.protobuf.message import Message
 
 from workcoord.api.v1 import work_coordinator_pb2
 from workcoord.cli.common import add_connection_flags, add_coordinator_flag, run_client_command
+from workcoord.cli.output import add_output_flag
 from workcoord.client.client import WorkcoordClient
 
 __all__ = ["register"]
@@ -35,6 +36,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     events.set_defaults(handler=_events)
 
     for parser in (view, why, events):
+        add_output_flag(parser)
         add_coordinator_flag(parser)
         add_connection_flags(parser)
 
