@@ -168,6 +168,13 @@ class FakeAdmin(admin_pb2_grpc.AdminServiceServicer):
     ) -> admin_pb2.GetCurrentPrincipalResponse:
         await self.recorder.record("GetCurrentPrincipal", request, context)
         principal = admin_pb2.Principal(kind=admin_pb2.Principal.USER, name="user:ops")
+        # The web pages' tests choose who is signed in by the session they send.
+        session = self.recorder.last("GetCurrentPrincipal").metadata.get("x-workcoord-session", "")
+        if session == "ended":
+            await abort_with(context, errors.Unauthenticated("the session has ended"))
+        principal.platform_admin = session == "platform-admin"
+        for slug in session.removeprefix("member-of:").split(",") if "member-of:" in session else []:
+            principal.memberships.add(org_slug=slug, role=admin_pb2.OrgMember.ORG_VIEWER)
         return admin_pb2.GetCurrentPrincipalResponse(principal=principal)
 
     async def UpdateSettings(

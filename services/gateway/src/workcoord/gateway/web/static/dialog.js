@@ -17,7 +17,7 @@ function build() {
   const go = h("button", { type: "submit", value: "ok" });
   const form = h(
     "form",
-    { method: "dialog" },
+    { method: "dialog", novalidate: true },
     title,
     body,
     field,

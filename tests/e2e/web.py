@@ -1,0 +1,258 @@
+"""Helpers of the browser tests: Chromium from Debian's package driven by Playwright, signing
+in with one-time login codes, lanes brought to the states a human decides on (over REST), and
+the checks every page must pass (no sideways scrolling, tap targets of 44 px, no script error,
+no Content-Security-Policy violation)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+
+from .harness import System
+from .rest import JSON, Tenant, ok, run_identity
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+# Generous: the machine is shared and slow at times; nothing here waits for a fixed time.
+UI_TIMEOUT_MS = 20_000
+RECONNECT_TIMEOUT_MS = 45_000
+ARTIFACTS = Path(os.environ.get("WORKCOORD_TEST_ARTIFACTS", "test-artifacts")) / "web"
+
+# Every element a person taps or tabs to.
+INTERACTIVE = "a[href], button, input, select, textarea, summary"
+
+
+def launch(playwright: Playwright) -> Browser:
+    """Debian's Chromium (Playwright's own browser download cannot work here)."""
+    executable = shutil.which("chromium")
+    assert executable is not None, "the browser tests need Chromium: apt-get install -y chromium"
+    return playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+
+
+def browser_session() -> Iterator[Browser]:
+    """A running browser for a module's tests."""
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@dataclass
+class Watched:
+    """A page and what went wrong on it: uncaught errors and CSP violations."""
+
+    page: Page
+    problems: list[str] = field(default_factory=list)
+
+    def assert_clean(self) -> None:
+        assert not self.problems, self.problems
+
+
+def open_page(browser: Browser, *, phone: bool = False) -> tuple[BrowserContext, Watched]:
+    """A fresh context (no cookies) at the desktop or phone size, and its watched page."""
+    context = browser.new_context(
+        viewport=PHONE if phone else DESKTOP,
+        is_mobile=phone,
+        has_touch=phone,
+        device_scale_factor=2 if phone else 1,
+    )
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    page = context.new_page()
+    watched = Watched(page)
+    page.on("pageerror", lambda error: watched.problems.append(f"page error: {error}"))
+
+    def on_console(message: Any) -> None:
+        text = message.text
+        if "Content Security Policy" in text or "Refused to" in text:
+            watched.problems.append(f"CSP: {text}")
+
+    page.on("console", on_console)
+    return context, watched
+
+
+def admin_client(system: System) -> httpx.Client:
+    return httpx.Client(
+        base_url=system.gateway_url,
+        headers={"Authorization": f"Bearer {system.admin_token}"},
+        timeout=30.0,
+    )
+
+
+def login_url(system: System, user_id: str = "") -> str:
+    """A one-time login URL (the bootstrap admin's, or ``user_id``'s)."""
+    with admin_client(system) as admin:
+        body = {"userId": user_id} if user_id else {}
+        code = ok(admin.post("/v1/sessions/login-codes", json=body))["code"]
+    return f"{system.gateway_url}/login?code={code}"
+
+
+def sign_in(page: Page, system: System, user_id: str = "") -> None:
+    """Open a one-time login URL, as a person following the link would."""
+    page.goto(login_url(system, user_id))
+
+
+def make_viewer(system: System, org_slug: str) -> str:
+    """A new user who may only read ``org_slug``; their id."""
+    with admin_client(system) as admin:
+        suffix = os.urandom(3).hex()
+        user = ok(
+            admin.post(
+                "/v1/users",
+                json={"email": f"viewer-{suffix}@example.test", "displayName": f"Viewer {suffix}"},
+            )
+        )
+        ok(
+            admin.post(
+                f"/v1/orgs/{org_slug}/members",
+                json={"userId": user["userId"], "role": "ORG_VIEWER"},
+            )
+        )
+    user_id: str = user["userId"]
+    return user_id
+
+
+def org_page(system: System, tenant: Tenant) -> str:
+    return f"{system.gateway_url}/o/{tenant.org_slug}/work-coordinator"
+
+
+# --------------------------------------------------------------------------- lanes over REST
+
+
+def work(tenant: Tenant, worker_class: str) -> list[JSON]:
+    """Lease (and start at once) everything ready for ``worker_class``."""
+    return tenant.lease(worker_class, runIdentity=run_identity(agentId=f"agent-{worker_class}"))
+
+
+def lane_awaiting_ship(tenant: Tenant, title: str, **extra: Any) -> JSON:
+    """A STANDARD lane built and reviewed: its SHIP waits for a human's approval."""
+    lane = tenant.create_lane({"title": title, "template": "STANDARD", **extra})
+    for lease in work(tenant, "codex"):
+        tenant.complete(lease, "built")
+    for lease in work(tenant, "claude"):
+        ok(tenant.lease_call(lease, "complete", evidence={"summary": "ok", "verdict": "PASS"}))
+    shipped = tenant.lane(lane["laneId"])
+    ship = item_of(shipped, "SHIP")
+    assert ship["state"] == "AWAITING_APPROVAL", shipped
+    return shipped
+
+
+def ship_it(tenant: Tenant) -> None:
+    """The machine worker completes everything ready for it (a SHIP with a receipt), as many
+    rounds as its class capacity takes."""
+    receipt = {"environment": "prod", "version": "1.4.2", "url": "https://example.test/r/1"}
+    shipped = 0
+    while leases := work(tenant, "machine"):
+        for lease in leases:
+            evidence = {"summary": "shipped", "receipt": receipt}
+            ok(tenant.lease_call(lease, "complete", evidence=evidence))
+            shipped += 1
+    assert shipped, "nothing to ship"
+
+
+def item_of(lane: JSON, kind: str) -> JSON:
+    items = [item for item in lane["items"] if item["kind"] == kind]
+    assert len(items) == 1, lane
+    found: JSON = items[0]
+    return found
+
+
+# --------------------------------------------------------------------------- page checks
+
+
+def same_document(page: Page, origin: float) -> None:
+    """The page was not reloaded since ``origin`` (its ``performance.timeOrigin``)."""
+    assert page.evaluate("performance.timeOrigin") == origin, "the page was reloaded"
+
+
+def no_sideways_scroll(page: Page) -> None:
+    width = page.evaluate("document.documentElement.scrollWidth")
+    viewport = page.evaluate("window.innerWidth")
+    assert width <= viewport, f"the page is {width}px wide in a {viewport}px viewport"
+
+
+def tap_targets_are_big_enough(page: Page, minimum: int = 44) -> None:
+    """Every visible control is at least ``minimum`` CSS pixels tall and wide."""
+    small = page.evaluate(
+        """([selector, minimum]) => {
+            const found = [];
+            for (const element of document.querySelectorAll(selector)) {
+                const box = element.getBoundingClientRect();
+                const style = getComputedStyle(element);
+                if (!box.width || !box.height || style.visibility === "hidden") continue;
+                if (element.closest("dialog:not([open])")) continue;
+                if (box.width < minimum || box.height < minimum) {
+                    const name = element.getAttribute("aria-label") || element.textContent;
+                    found.push(`${element.tagName} "${name.trim().slice(0, 40)}" `
+                        + `${Math.round(box.width)}x${Math.round(box.height)}`);
+                }
+            }
+            return found;
+        }""",
+        [INTERACTIVE, minimum],
+    )
+    assert not small, f"tap targets under {minimum}px: {small}"
+
+
+def controls_are_labelled(page: Page) -> None:
+    """Every visible control has an accessible name (text, aria-label or a <label>)."""
+    unnamed = page.evaluate(
+        """(selector) => {
+            const found = [];
+            for (const element of document.querySelectorAll(selector)) {
+                if (!element.getClientRects().length) continue;
+                const labelled = element.getAttribute("aria-label")
+                    || (element.labels && element.labels.length)
+                    || element.textContent.trim()
+                    || element.querySelector("img[alt]:not([alt=''])");
+                if (!labelled) found.push(element.outerHTML.slice(0, 80));
+            }
+            return found;
+        }""",
+        INTERACTIVE,
+    )
+    assert not unnamed, f"controls without a name: {unnamed}"
+
+
+def screenshot(page: Page, name: str, *, full_page: bool = False) -> Path:
+    """Keep a screenshot as a test artifact (``test-artifacts/web/``)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{re.sub(r'[^a-z0-9-]+', '-', name.lower())}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path
+
+
+def csrf_fetch(page: Page, method: str, path: str, body: JSON | None = None) -> JSON:
+    """``fetch`` from inside the page with its session and CSRF token; status and JSON body."""
+    answer: JSON = page.evaluate(
+        """async ([method, path, body]) => {
+            const token = (document.cookie.match(/(?:^|; )workcoord_csrf=([^;]*)/) || [])[1] || "";
+            const response = await fetch(path, {
+                method,
+                headers: {"Content-Type": "application/json", "X-CSRF-Token": token},
+                body: body === null ? undefined : JSON.stringify(body),
+            });
+            return {status: response.status, body: await response.json()};
+        }""",
+        [method, path, body],
+    )
+    return answer
