@@ -13,21 +13,19 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from workcoord.api.v1 import lane_pb2
 from workcoord.client import WorkcoordClient
 
 from .harness import System, run_in_thread
-from .rest import Tenant, ok, unique_slug
+from .rest import Tenant, item_of, lane_awaiting_ship, ok, ship_it, unique_slug, work
 from .web import (
     RECONNECT_TIMEOUT_MS,
     admin_client,
     browser_session,
     controls_are_labelled,
     csrf_fetch,
-    item_of,
-    lane_awaiting_ship,
     login_url,
     make_viewer,
     no_sideways_scroll,
@@ -35,10 +33,8 @@ from .web import (
     org_page,
     same_document,
     screenshot,
-    ship_it,
     sign_in,
     tap_targets_are_big_enough,
-    work,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.xdist_group(name="e2e-web")]
@@ -60,8 +56,9 @@ def decide(page: Page, verb: str, item_id: str, text: str = "") -> None:
     expect(dialog).to_be_hidden()
 
 
-def state_of(page: Page, item_id: str) -> str:
-    return str(page.locator(f"#item-{item_id}").get_attribute("data-state"))
+def waiting_approval(page: Page, item_id: str) -> Locator:
+    """The item's Approve button in "Waiting on you" (not the one in its lane)."""
+    return page.locator(f'[id^="attention-"] [data-decision="approve"][data-item="{item_id}"]')
 
 
 def test_anonymous_visitors_are_sent_to_sign_in(
@@ -70,12 +67,13 @@ def test_anonymous_visitors_are_sent_to_sign_in(
     context, watched = open_page(browser)
     page = watched.page
     try:
+        headers: dict[str, str] = {}
         for path in ("/", f"/o/{tenant.org_slug}/work-coordinator", "/admin/work-coordinator"):
             response = page.goto(f"{system.gateway_url}{path}")
             assert response is not None
             assert page.url == f"{system.gateway_url}/sign-in", path
             assert tenant.coordinator_id not in page.content()
-        headers = response.headers
+            headers = response.headers
         assert "script-src 'self'" in headers["content-security-policy"]
         assert "frame-ancestors 'none'" in headers["content-security-policy"]
         assert headers["x-content-type-options"] == "nosniff"
@@ -113,8 +111,7 @@ def test_admin_approves_a_ship_and_watches_the_lane_go_live(
         expect(page.locator(f"#lane-{lane['laneId']}")).to_be_visible()
         expect(page.locator(".live")).to_have_attribute("data-state", "live")
         origin = page.evaluate("performance.timeOrigin")
-        attention = page.locator(f'[id^="attention-"] [data-decision="approve"][data-item="{ship["itemId"]}"]')
-        expect(attention).to_be_visible()
+        expect(waiting_approval(page, ship["itemId"])).to_be_visible()
         no_sideways_scroll(page)
         tap_targets_are_big_enough(page)
         controls_are_labelled(page)
@@ -310,7 +307,9 @@ def test_deny_retry_resume_resolve_and_the_apis_message(
         resolved = next(action for action in actions if action["actionId"] == action_id)
         assert resolved["state"] == "RESOLVED"
         assert resolved["resolution"] == "closed it by hand"
-        expect(page.locator(f'[data-decision="resolve"][data-action="{action_id}"]')).to_have_count(0)
+        expect(page.locator(f'[data-decision="resolve"][data-action="{action_id}"]')).to_have_count(
+            0
+        )
         watched.assert_clean()
     finally:
         context.close()
@@ -328,7 +327,7 @@ def test_on_a_phone_sign_in_see_what_waits_approve_and_watch_it_go_live(
     try:
         page.goto(login_url(system))
         page.goto(org_page(system, tenant))
-        approve = page.locator(f'[id^="attention-"] [data-decision="approve"][data-item="{ship["itemId"]}"]')
+        approve = waiting_approval(page, ship["itemId"])
         expect(approve).to_be_visible()
         expect(page.locator(".live")).to_have_attribute("data-state", "live")
         origin = page.evaluate("performance.timeOrigin")

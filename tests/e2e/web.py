@@ -14,10 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    Page,
+    Playwright,
+    ViewportSize,
+    sync_playwright,
+)
 
 from .harness import System
-from .rest import JSON, Tenant, ok, run_identity
+from .rest import JSON, Tenant, ok
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -29,8 +36,8 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-DESKTOP = {"width": 1280, "height": 900}
-PHONE = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 # Generous: the machine is shared and slow at times; nothing here waits for a fixed time.
 UI_TIMEOUT_MS = 20_000
 RECONNECT_TIMEOUT_MS = 45_000
@@ -133,47 +140,6 @@ def make_viewer(system: System, org_slug: str) -> str:
 
 def org_page(system: System, tenant: Tenant) -> str:
     return f"{system.gateway_url}/o/{tenant.org_slug}/work-coordinator"
-
-
-# --------------------------------------------------------------------------- lanes over REST
-
-
-def work(tenant: Tenant, worker_class: str) -> list[JSON]:
-    """Lease (and start at once) everything ready for ``worker_class``."""
-    return tenant.lease(worker_class, runIdentity=run_identity(agentId=f"agent-{worker_class}"))
-
-
-def lane_awaiting_ship(tenant: Tenant, title: str, **extra: Any) -> JSON:
-    """A STANDARD lane built and reviewed: its SHIP waits for a human's approval."""
-    lane = tenant.create_lane({"title": title, "template": "STANDARD", **extra})
-    for lease in work(tenant, "codex"):
-        tenant.complete(lease, "built")
-    for lease in work(tenant, "claude"):
-        ok(tenant.lease_call(lease, "complete", evidence={"summary": "ok", "verdict": "PASS"}))
-    shipped = tenant.lane(lane["laneId"])
-    ship = item_of(shipped, "SHIP")
-    assert ship["state"] == "AWAITING_APPROVAL", shipped
-    return shipped
-
-
-def ship_it(tenant: Tenant) -> None:
-    """The machine worker completes everything ready for it (a SHIP with a receipt), as many
-    rounds as its class capacity takes."""
-    receipt = {"environment": "prod", "version": "1.4.2", "url": "https://example.test/r/1"}
-    shipped = 0
-    while leases := work(tenant, "machine"):
-        for lease in leases:
-            evidence = {"summary": "shipped", "receipt": receipt}
-            ok(tenant.lease_call(lease, "complete", evidence=evidence))
-            shipped += 1
-    assert shipped, "nothing to ship"
-
-
-def item_of(lane: JSON, kind: str) -> JSON:
-    items = [item for item in lane["items"] if item["kind"] == kind]
-    assert len(items) == 1, lane
-    found: JSON = items[0]
-    return found
 
 
 # --------------------------------------------------------------------------- page checks

@@ -173,7 +173,8 @@ class FakeAdmin(admin_pb2_grpc.AdminServiceServicer):
         if session == "ended":
             await abort_with(context, errors.Unauthenticated("the session has ended"))
         principal.platform_admin = session == "platform-admin"
-        for slug in session.removeprefix("member-of:").split(",") if "member-of:" in session else []:
+        orgs = session.removeprefix("member-of:").split(",") if "member-of:" in session else []
+        for slug in orgs:
             principal.memberships.add(org_slug=slug, role=admin_pb2.OrgMember.ORG_VIEWER)
         return admin_pb2.GetCurrentPrincipalResponse(principal=principal)
 
