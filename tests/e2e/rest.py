@@ -265,3 +265,31 @@ def item_of(lane: JSON, kind: str) -> JSON:
     assert len(items) == 1, lane
     found: JSON = items[0]
     return found
+
+
+def busy_day(tenant: Tenant) -> JSON:
+    """What a working day looks like: a lane whose SHIP waits for approval (returned), a build
+    running with progress, and a custom lane with a dead-lettered and a stopped item."""
+    awaiting = lane_awaiting_ship(tenant, "Speed up the parser", priority=5)
+    tenant.create_lane({"title": "Flaky test in CI: test_lease_expiry", "template": "STANDARD"})
+    for lease in work(tenant, "codex"):
+        ok(tenant.lease_call(lease, "heartbeat", progress="tests 40/120"))
+    tenant.create_lane(
+        {
+            "title": "Refresh the staging database",
+            "template": "CUSTOM",
+            "items": [
+                {
+                    "key": "dump",
+                    "kind": "TASK",
+                    "workerClass": "machine",
+                    "retryPolicy": {"maximumAttempts": 1},
+                },
+                {"key": "announce", "kind": "TASK", "workerClass": "agent", "needsHuman": True},
+            ],
+        }
+    )
+    for lease in work(tenant, "machine"):
+        error = {"message": "pg_dump: connection refused", "retryable": False}
+        ok(tenant.lease_call(lease, "fail", error=error))
+    return awaiting

@@ -19,7 +19,16 @@ from workcoord.api.v1 import lane_pb2
 from workcoord.client import WorkcoordClient
 
 from .harness import System, run_in_thread
-from .rest import Tenant, item_of, lane_awaiting_ship, ok, ship_it, unique_slug, work
+from .rest import (
+    Tenant,
+    busy_day,
+    item_of,
+    lane_awaiting_ship,
+    ok,
+    ship_it,
+    unique_slug,
+    work,
+)
 from .web import (
     RECONNECT_TIMEOUT_MS,
     admin_client,
@@ -94,7 +103,7 @@ def test_anonymous_visitors_are_sent_to_sign_in(
 def test_admin_approves_a_ship_and_watches_the_lane_go_live(
     system: System, tenant: Tenant, browser: Browser
 ) -> None:
-    lane = lane_awaiting_ship(tenant, "Speed up the parser")
+    lane = busy_day(tenant)
     ship = item_of(lane, "SHIP")
     context, watched = open_page(browser)
     page = watched.page
@@ -115,7 +124,8 @@ def test_admin_approves_a_ship_and_watches_the_lane_go_live(
         no_sideways_scroll(page)
         tap_targets_are_big_enough(page)
         controls_are_labelled(page)
-        screenshot(page, "org-desktop-awaiting-approval", full_page=True)
+        screenshot(page, "org-desktop-awaiting-approval")
+        screenshot(page, "org-desktop-full", full_page=True)
 
         decide(page, "approve", ship["itemId"], "ship it")
         assert tenant.item(lane["laneId"], ship["itemId"])["state"] == "QUEUED"
@@ -318,10 +328,8 @@ def test_deny_retry_resume_resolve_and_the_apis_message(
 def test_on_a_phone_sign_in_see_what_waits_approve_and_watch_it_go_live(
     system: System, tenant: Tenant, browser: Browser
 ) -> None:
-    lane = lane_awaiting_ship(tenant, "Ship from a phone")
+    lane = busy_day(tenant)
     ship = item_of(lane, "SHIP")
-    tenant.create_lane({"title": "Still building", "template": "STANDARD"})
-    work(tenant, "codex")
     context, watched = open_page(browser, phone=True)
     page = watched.page
     try:

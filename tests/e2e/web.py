@@ -20,6 +20,7 @@ from playwright.sync_api import (
     Page,
     Playwright,
     ViewportSize,
+    expect,
     sync_playwright,
 )
 
@@ -39,8 +40,9 @@ CHROMIUM_ARGS = [
 DESKTOP: ViewportSize = {"width": 1280, "height": 900}
 PHONE: ViewportSize = {"width": 390, "height": 844}
 # Generous: the machine is shared and slow at times; nothing here waits for a fixed time.
-UI_TIMEOUT_MS = 20_000
-RECONNECT_TIMEOUT_MS = 45_000
+UI_TIMEOUT_MS = 30_000
+RECONNECT_TIMEOUT_MS = 60_000
+expect.set_options(timeout=UI_TIMEOUT_MS)
 ARTIFACTS = Path(os.environ.get("WORKCOORD_TEST_ARTIFACTS", "test-artifacts")) / "web"
 
 # Every element a person taps or tabs to.

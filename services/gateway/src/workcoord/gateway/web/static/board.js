@@ -64,6 +64,14 @@ function decided(ctx) {
   return () => ctx.refresh();
 }
 
+/** After a decision taken in "Waiting on you": follow the lane it moved, to watch it go on. */
+function decidedAndFollowed(ctx, laneId) {
+  return () => {
+    ctx.followLane(laneId);
+    return ctx.refresh();
+  };
+}
+
 // --- needs a human ------------------------------------------------------------------------
 
 function askItem(ctx, lane, item) {
@@ -81,7 +89,9 @@ function askItem(ctx, lane, item) {
     detail = [words(item.deadLetterReason), item.lastError?.message].filter(Boolean).join(" — ");
   }
   const decisions = ctx.canDecide
-    ? itemDecisions(item).map((verb) => itemButton(ctx.cid, lane, item, verb, { onDone: decided(ctx) }))
+    ? itemDecisions(item).map((verb) =>
+        itemButton(ctx.cid, lane, item, verb, { onDone: decidedAndFollowed(ctx, lane.laneId) }),
+      )
     : [];
   return h(
     "li",
@@ -138,10 +148,13 @@ function askEscalation(ctx, escalation) {
 /** Approvals, stopped and dead-lettered items, open pending actions and escalations. */
 export function renderAttention(ctx, view) {
   const asks = [];
-  for (const lane of view.lanes || []) {
-    if (lane.state !== "ACTIVE") continue;
-    for (const item of lane.items || []) {
-      if (["AWAITING_APPROVAL", "STOPPED", "DEAD"].includes(item.state)) asks.push(askItem(ctx, lane, item));
+  // Approvals first: they are what most often waits on a person.
+  for (const wanted of ["AWAITING_APPROVAL", "STOPPED", "DEAD"]) {
+    for (const lane of view.lanes || []) {
+      if (lane.state !== "ACTIVE") continue;
+      for (const item of lane.items || []) {
+        if (item.state === wanted) asks.push(askItem(ctx, lane, item));
+      }
     }
   }
   for (const action of view.pendingActions || []) {
@@ -276,7 +289,12 @@ function laneCard(ctx, lane) {
 export function renderLanes(ctx, view) {
   const lanes = view.lanes || [];
   const now = Date.now();
-  const active = lanes.filter((lane) => lane.state === "ACTIVE");
+  // Higher priority first among active lanes; otherwise the view's order (newest first).
+  const active = lanes
+    .filter((lane) => lane.state === "ACTIVE")
+    .map((lane, index) => ({ lane, index }))
+    .sort((a, b) => (b.lane.priority || 0) - (a.lane.priority || 0) || a.index - b.index)
+    .map(({ lane }) => lane);
   const recent = lanes.filter((lane) => lane.state !== "ACTIVE" && now - Date.parse(lane.updateTime) < RECENT_MS);
   const older = lanes.filter((lane) => lane.state !== "ACTIVE" && !recent.includes(lane));
   const body = [];

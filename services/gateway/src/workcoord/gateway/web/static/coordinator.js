@@ -19,6 +19,9 @@ const LIVE_WORDS = {
   reconnecting: "Reconnecting…",
   refused: "Live updates refused",
 };
+// How long the page keeps a lane a person just decided on in view as it moves (it may change
+// place when it goes live: finished lanes come after active ones).
+const FOLLOW_MS = 5 * 60 * 1000;
 const ANNOUNCED = new Set(["LANE_LIVE", "APPROVAL_REQUESTED", "ITEM_DEAD_LETTERED", "LANE_CLOSED_OUT", "ITEM_STOPPED"]);
 
 /**
@@ -48,7 +51,9 @@ export function mountCoordinator(host, { coordinator, canDecide }) {
     refresh,
     toggleWhy,
     showDigest,
+    followLane,
   };
+  let followed = null;
   let closed = false;
   let reading = null;
   let again = false;
@@ -94,6 +99,26 @@ export function mountCoordinator(host, { coordinator, canDecide }) {
       reading = null;
     });
     return reading;
+  }
+
+  /** Keep ``laneId`` in view for a while: when its state changes, scroll to it. */
+  function followLane(laneId) {
+    followed = { laneId, until: Date.now() + FOLLOW_MS, state: null };
+  }
+
+  function keepFollowedInView() {
+    if (!followed || Date.now() > followed.until) {
+      followed = null;
+      return;
+    }
+    const lane = ctx.lanes.get(followed.laneId);
+    const card = document.getElementById(`lane-${followed.laneId}`);
+    if (!lane || !card || lane.state === followed.state) return;
+    followed.state = lane.state;
+    const box = card.getBoundingClientRect();
+    if (box.top < 0 || box.bottom > window.innerHeight) {
+      card.scrollIntoView({ block: "start", behavior: "smooth" });
+    }
   }
 
   async function refreshWhys() {
@@ -241,6 +266,7 @@ export function mountCoordinator(host, { coordinator, canDecide }) {
     }
     fill(host, parts);
     ctx.flash.clear();
+    keepFollowedInView();
     if (focusKey) host.querySelector(`[data-key="${CSS.escape(focusKey)}"]`)?.focus();
   }
 

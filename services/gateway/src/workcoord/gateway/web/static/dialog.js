@@ -98,6 +98,7 @@ export function confirmAction({ title, body, confirmLabel, tone = "primary", fie
       }
     };
     parts.element.showModal();
-    (field ? parts.text : parts.go).focus();
+    // Straight to the text only when it is required (on a phone focus opens the keyboard).
+    (field?.required ? parts.text : parts.go).focus();
   });
 }
