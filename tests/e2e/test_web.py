@@ -35,6 +35,7 @@ from .web import (
     browser_session,
     controls_are_labelled,
     csrf_fetch,
+    global_parent_of,
     login_url,
     make_viewer,
     no_sideways_scroll,
@@ -44,6 +45,7 @@ from .web import (
     screenshot,
     sign_in,
     tap_targets_are_big_enough,
+    text_has_contrast,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.xdist_group(name="e2e-web")]
@@ -105,15 +107,22 @@ def test_admin_approves_a_ship_and_watches_the_lane_go_live(
 ) -> None:
     lane = busy_day(tenant)
     ship = item_of(lane, "SHIP")
+    grant = global_parent_of(system, tenant)
     context, watched = open_page(browser)
     page = watched.page
     try:
         sign_in(page, system)
-        # A platform admin lands on the admin page, which lists this coordinator.
+        # A platform admin lands on the admin page: every coordinator with its health, the
+        # switch, recovery, and GLOBAL with the grants its children gave it.
         expect(page).to_have_url(f"{system.gateway_url}/admin/work-coordinator")
         card = page.locator(f'[data-coordinator="{tenant.coordinator_id}"]')
-        expect(card).to_be_visible()
+        expect(card).to_contain_text("3 wait on a human")
         expect(page.get_by_text("Coordination is on")).to_be_visible()
+        expect(page.locator("#recovery")).to_contain_text("Leader:")
+        grants = page.locator("#global")
+        expect(grants).to_contain_text(tenant.coordinator["displayName"])
+        expect(grants).to_contain_text("summary")
+        assert grant["live"] is True
         screenshot(page, "admin-desktop", full_page=True)
         card.get_by_role("link", name="Org page").click()
 
@@ -124,8 +133,19 @@ def test_admin_approves_a_ship_and_watches_the_lane_go_live(
         no_sideways_scroll(page)
         tap_targets_are_big_enough(page)
         controls_are_labelled(page)
+        text_has_contrast(page)
         screenshot(page, "org-desktop-awaiting-approval")
         screenshot(page, "org-desktop-full", full_page=True)
+
+        # By keyboard: Enter opens the confirmation, Escape leaves it, nothing changed.
+        waiting_approval(page, ship["itemId"]).focus()
+        page.keyboard.press("Enter")
+        dialog = page.locator("dialog.confirm")
+        expect(dialog).to_be_visible()
+        expect(dialog.locator('button[type="submit"]')).to_be_focused()
+        page.keyboard.press("Escape")
+        expect(dialog).to_be_hidden()
+        assert tenant.item(lane["laneId"], ship["itemId"])["state"] == "AWAITING_APPROVAL"
 
         decide(page, "approve", ship["itemId"], "ship it")
         assert tenant.item(lane["laneId"], ship["itemId"])["state"] == "QUEUED"
@@ -342,6 +362,7 @@ def test_on_a_phone_sign_in_see_what_waits_approve_and_watch_it_go_live(
         no_sideways_scroll(page)
         tap_targets_are_big_enough(page)
         controls_are_labelled(page)
+        text_has_contrast(page)
         screenshot(page, "org-phone-awaiting-approval")
         screenshot(page, "org-phone-full", full_page=True)
 

@@ -10,6 +10,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,35 @@ def make_viewer(system: System, org_slug: str) -> str:
     return user_id
 
 
+def global_parent_of(system: System, tenant: Tenant) -> JSON:
+    """The installation's GLOBAL work coordinator (made if missing), named by the tenant's
+    coordinator as its parent with a live SUMMARY grant; the grant."""
+    with admin_client(system) as admin:
+        listed = ok(admin.get("/v1/work-coordinators", params={"pageSize": 500}))
+        found = [c for c in listed.get("workCoordinators", []) if c["scope"] == "GLOBAL"]
+        if not found:
+            made = admin.post(
+                "/v1/work-coordinators", json={"scope": "GLOBAL", "displayName": "Platform"}
+            )
+            assert made.status_code in (200, 409), made.text  # 409: another test made it first
+            listed = ok(admin.get("/v1/work-coordinators", params={"pageSize": 500}))
+            found = [c for c in listed["workCoordinators"] if c["scope"] == "GLOBAL"]
+        parent = found[0]["coordinatorId"]
+        ok(admin.patch(tenant.base, json={"parentCoordinatorId": parent}))
+        expire = (datetime.now(UTC) + timedelta(days=7)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        grant: JSON = ok(
+            admin.post(
+                f"{tenant.base}/grants",
+                json={
+                    "parentCoordinatorId": parent,
+                    "permissions": ["SUMMARY"],
+                    "expireTime": expire,
+                },
+            )
+        )
+    return grant
+
+
 def org_page(system: System, tenant: Tenant) -> str:
     return f"{system.gateway_url}/o/{tenant.org_slug}/work-coordinator"
 
@@ -199,6 +229,51 @@ def controls_are_labelled(page: Page) -> None:
         INTERACTIVE,
     )
     assert not unnamed, f"controls without a name: {unnamed}"
+
+
+def text_has_contrast(page: Page, minimum: float = 4.5) -> None:
+    """Every visible piece of text is at least ``minimum``:1 against its background (WCAG AA
+    for normal text), its colours as computed by the browser."""
+    poor = page.evaluate(
+        """(minimum) => {
+            const rgb = (text) => (text.match(/[\\d.]+/g) || []).map(Number);
+            const luminance = ([r, g, b]) => {
+                const channel = (v) => {
+                    v /= 255;
+                    return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+                };
+                return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
+            };
+            const background = (element) => {
+                for (let node = element; node; node = node.parentElement) {
+                    const color = rgb(getComputedStyle(node).backgroundColor);
+                    if (color.length === 3 || color[3] === 1) return color.slice(0, 3);
+                    if (color[3] > 0.5) return color.slice(0, 3);
+                }
+                return [255, 255, 255];
+            };
+            const found = [];
+            const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+            for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+                const element = text.parentElement;
+                if (!text.textContent.trim() || !element.getClientRects().length) continue;
+                const skipped = "[disabled], dialog:not([open]), .visually-hidden, .skip-link";
+                if (element.closest(skipped)) continue;
+                const style = getComputedStyle(element);
+                const size = parseFloat(style.fontSize);
+                if (style.visibility === "hidden" || size < 1) continue;
+                const fore = luminance(rgb(style.color).slice(0, 3));
+                const back = luminance(background(element));
+                const ratio = (Math.max(fore, back) + 0.05) / (Math.min(fore, back) + 0.05);
+                if (ratio < minimum) {
+                    found.push(`${text.textContent.trim().slice(0, 30)}: ${ratio.toFixed(2)}`);
+                }
+            }
+            return [...new Set(found)];
+        }""",
+        minimum,
+    )
+    assert not poor, f"text under {minimum}:1 contrast: {poor}"
 
 
 def screenshot(page: Page, name: str, *, full_page: bool = False) -> Path:

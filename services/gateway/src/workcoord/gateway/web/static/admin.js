@@ -10,6 +10,9 @@ import { mainElement, message, topbar, whoAmI } from "./layout.js";
 
 const OVERVIEW_REFRESH_MS = 20000;
 const HEALTH_READS_AT_ONCE = 4;
+// Lanes read per coordinator for its health: active lanes come first in a view.
+const HEALTH_LANES = 100;
+const HUMAN_STATES = new Set(["AWAITING_APPROVAL", "STOPPED", "DEAD"]);
 
 const state = {
   settings: null,
@@ -42,7 +45,9 @@ async function load() {
   const children = global ? state.coordinators.filter((c) => c.parentCoordinatorId === global.coordinatorId) : [];
   await inBatches(state.coordinators, HEALTH_READS_AT_ONCE, async (coordinator) => {
     try {
-      const view = await api(coordinatorPath(coordinator.coordinatorId, "view"), { params: { pageSize: 1 } });
+      const view = await api(coordinatorPath(coordinator.coordinatorId, "view"), {
+        params: { pageSize: HEALTH_LANES },
+      });
       state.health.set(coordinator.coordinatorId, { view });
     } catch (error) {
       state.health.set(coordinator.coordinatorId, { error: error.message });
@@ -73,8 +78,14 @@ function health(coordinator) {
   const view = found.view || {};
   const escalations = (view.escalations || []).filter((e) => e.open).length;
   const pending = (view.pendingActions || []).filter((a) => a.state === "OPEN").length;
-  if (escalations || pending) {
+  let waiting = 0;
+  for (const lane of view.lanes || []) {
+    if (lane.state !== "ACTIVE") continue;
+    waiting += (lane.items || []).filter((item) => HUMAN_STATES.has(item.state)).length;
+  }
+  if (escalations || pending || waiting) {
     const parts = [];
+    if (waiting) parts.push(`${waiting}${view.nextPageToken ? "+" : ""} wait on a human`);
     if (escalations) parts.push(`${escalations} escalated`);
     if (pending) parts.push(`${pending} pending`);
     return ["warn", parts.join(", ")];
@@ -134,7 +145,7 @@ function recoveryTile() {
       "ul",
       { class: "list small" },
       h("li", {}, h("strong", {}, "Leader: "), status.leaderId || "none", status.leader ? " (this replica)" : ""),
-      h("li", {}, h("strong", {}, "Leadership until: "), when(status.leadershipExpireTime) || "—"),
+      h("li", {}, h("strong", {}, "Leadership lease ends: "), when(status.leadershipExpireTime) || "—"),
       h("li", {}, h("strong", {}, "Last full pass: "), when(status.lastPassTime) || "none yet", ` · every ${status.interval || "?"}`),
       h("li", {}, h("strong", {}, "Passes since start: "), String(status.passesTotal || 0)),
       status.lastError ? h("li", { role: "alert" }, h("strong", {}, "Last error: "), status.lastError) : null,
@@ -217,7 +228,7 @@ function grantsTile() {
                   badge(grant.live ? "ok" : "bad", grant.live ? "live" : grant.revokeTime ? "revoked" : "expired"),
                   " ",
                   (grant.permissions || []).map(words).join(", "),
-                  " · until ",
+                  " · expires ",
                   when(grant.expireTime),
                 ),
               ),
@@ -235,14 +246,12 @@ function grantsTile() {
 }
 
 let mounted = null;
-let openedId = "";
 const overview = h("div", { class: "stack" });
 const panel = h("section", { id: "panel", "aria-label": "Selected work coordinator" });
 
 function open(coordinator, scroll = true) {
   mounted?.close();
-  openedId = coordinator.coordinatorId;
-  history.replaceState(null, "", `#c=${encodeURIComponent(openedId)}`);
+  history.replaceState(null, "", `#c=${encodeURIComponent(coordinator.coordinatorId)}`);
   mounted = mountCoordinator(panel, { coordinator, canDecide: true });
   if (scroll) panel.scrollIntoView({ behavior: "smooth", block: "start" });
 }
