@@ -145,7 +145,13 @@ async def test_sign_in_offers_oidc_only_when_configured(
         transport=httpx.ASGITransport(app=app), base_url="http://gateway"
     ) as with_oidc:
         page = await with_oidc.get("/sign-in")
+        # A callback the gateway refuses (no flow cookie) lands a browser back on sign-in.
+        refused = await with_oidc.get("/login/oidc/callback?code=c&state=s", headers=HTML)
+        program = await with_oidc.get("/login/oidc/callback?code=c&state=s")
     assert 'href="/login/oidc"' in page.text
+    assert refused.status_code == 303
+    assert refused.headers["location"] == "/sign-in?error=refused"
+    assert program.status_code == 401
 
 
 def test_the_pages_have_no_inline_script_style_or_remote_resource() -> None:

@@ -9,8 +9,9 @@
   of data they show comes from the API, with the caller's session, so an anonymous request
   never sees any; without a session cookie they redirect to ``/sign-in``.
 - ``/ui/<file>``: the pages' scripts and styles (:mod:`workcoord.gateway.web.assets`).
-- ``GET /login`` from a browser: a refused code lands on ``/sign-in`` with a message instead
-  of the API's JSON (programs, which do not ask for HTML, still get the Status).
+- ``GET /login`` and ``/login/oidc/callback`` from a browser: a refusal lands on ``/sign-in``
+  with a message instead of the API's JSON (programs, which do not ask for HTML, still get the
+  Status).
 
 The gateway still decides nothing: who may see or do what is the coordinator's answer to the
 API calls the pages make.
@@ -30,7 +31,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workcoord.api.v1 import admin_pb2
-from workcoord.gateway.oidc import OIDC_LOGIN_PATH, OidcLogin
+from workcoord.gateway.oidc import OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH, OidcLogin
 from workcoord.gateway.session import LOGIN_PATH
 from workcoord.gateway.upstream import SESSION_COOKIE, Upstreams, forwarded_metadata
 from workcoord.gateway.web.assets import ASSET_PREFIX, Assets, page_headers
@@ -49,7 +50,11 @@ _SIGN_IN_ERRORS = {
     "Ask for a new one (workcoord dev prints one each time it starts).",
     "unavailable": "The service is not answering right now. Try again in a moment.",
     "signed-out": "You are signed out.",
+    "refused": "Your organization's sign-in did not let you in here. If you should have "
+    "access, ask an admin to add you.",
 }
+# Sign-in endpoints whose refusals a browser sees as the sign-in page with this message.
+_SIGN_IN_FAILURES = {LOGIN_PATH: "expired", OIDC_CALLBACK_PATH: "refused"}
 
 
 def org_page(slug: str) -> str:
@@ -85,8 +90,9 @@ class WebPages:
             await self.api(scope, receive, send)
             return
         path = _path(scope)
-        if path == LOGIN_PATH and _wants_html(scope):
-            await self.api(scope, receive, _login_failures_to_sign_in(send))
+        refused_as = _SIGN_IN_FAILURES.get(path)
+        if refused_as is not None and _wants_html(scope):
+            await self.api(scope, receive, _failures_to_sign_in(send, refused_as))
             return
         handler = self._handler(path)
         if handler is None:
@@ -200,15 +206,16 @@ def _redirect(location: str) -> Response:
     return RedirectResponse(location, status_code=303, headers={"Cache-Control": "no-store"})
 
 
-def _login_failures_to_sign_in(send: Send) -> Send:
-    """Wrap ``send`` so that a refused ``/login`` becomes a redirect to the sign-in page."""
+def _failures_to_sign_in(send: Send, refused_as: str) -> Send:
+    """Wrap ``send`` so that a refused sign-in becomes a redirect to the sign-in page, which
+    says why (``refused_as``, or that the service is unavailable)."""
     replaced = False
 
     async def wrapped(message: Message) -> None:
         nonlocal replaced
         if message["type"] == "http.response.start" and message["status"] >= 400:
             replaced = True
-            error = "unavailable" if message["status"] >= 500 else "expired"
+            error = "unavailable" if message["status"] >= 500 else refused_as
             headers: list[tuple[bytes, bytes]] = [
                 (b"location", f"{SIGN_IN_PAGE}?error={error}".encode()),
                 (b"cache-control", b"no-store"),
