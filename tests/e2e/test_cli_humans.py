@@ -340,6 +340,7 @@ def test_watch_prints_one_line_per_event_and_resumes_by_revision(
     finally:
         code = watching.interrupt()
     assert code == 130, watching.errors
+    assert not any("Traceback" in line for line in watching.errors), watching.errors
 
     # --since replays the same events, as JSON, and --max-events stops the watch.
     count = len(revisions)

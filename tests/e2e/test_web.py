@@ -304,6 +304,13 @@ def test_deny_retry_resume_resolve_and_the_apis_message(
         assert tenant.item(custom["laneId"], dump["itemId"])["state"] == "QUEUED"
         decide(page, "resume", announce["itemId"])
         assert tenant.item(custom["laneId"], announce["itemId"])["state"] == "QUEUED"
+        # Cancelling a queued item is in its "why" panel, next to what holds it.
+        row = page.locator(f"#item-{announce['itemId']}")
+        expect(row).to_have_attribute("data-state", "QUEUED")
+        row.get_by_role("button", name="Why?").click()
+        expect(row.locator(".why")).to_contain_text("Gates")
+        decide(page, "cancel", announce["itemId"], "not needed after all")
+        assert tenant.item(custom["laneId"], announce["itemId"])["state"] == "CANCELLED"
 
         # A refusal shows the API's own message, and the dialog stays open.
         ship = item_of(approved_elsewhere, "SHIP")
