@@ -153,3 +153,72 @@ def contains_key(document: Any, name: str) -> bool:
     if isinstance(document, list):
         return any(contains_key(v, name) for v in document)
     return False
+
+
+# --------------------------------------------------------------------------- decisions ahead
+
+
+def work(tenant: Tenant, worker_class: str) -> list[JSON]:
+    """Lease (and start at once) everything ready for ``worker_class``."""
+    return tenant.lease(worker_class, runIdentity=run_identity(agentId=f"agent-{worker_class}"))
+
+
+def lane_awaiting_ship(tenant: Tenant, title: str, **extra: Any) -> JSON:
+    """A STANDARD lane built and reviewed: its SHIP waits for a human's approval."""
+    lane = tenant.create_lane({"title": title, "template": "STANDARD", **extra})
+    for lease in work(tenant, "codex"):
+        tenant.complete(lease, "built")
+    for lease in work(tenant, "claude"):
+        ok(tenant.lease_call(lease, "complete", evidence={"summary": "ok", "verdict": "PASS"}))
+    shipped = tenant.lane(lane["laneId"])
+    ship = item_of(shipped, "SHIP")
+    assert ship["state"] == "AWAITING_APPROVAL", shipped
+    return shipped
+
+
+def ship_it(tenant: Tenant) -> None:
+    """The machine worker completes everything ready for it (a SHIP with a receipt), as many
+    rounds as its class capacity takes."""
+    receipt = {"environment": "prod", "version": "1.4.2", "url": "https://example.test/r/1"}
+    shipped = 0
+    while leases := work(tenant, "machine"):
+        for lease in leases:
+            evidence = {"summary": "shipped", "receipt": receipt}
+            ok(tenant.lease_call(lease, "complete", evidence=evidence))
+            shipped += 1
+    assert shipped, "nothing to ship"
+
+
+def item_of(lane: JSON, kind: str) -> JSON:
+    items = [item for item in lane["items"] if item["kind"] == kind]
+    assert len(items) == 1, lane
+    found: JSON = items[0]
+    return found
+
+
+def busy_day(tenant: Tenant) -> JSON:
+    """What a working day looks like: a lane whose SHIP waits for approval (returned), a build
+    running with progress, and a custom lane with a dead-lettered and a stopped item."""
+    awaiting = lane_awaiting_ship(tenant, "Speed up the parser", priority=5)
+    tenant.create_lane({"title": "Flaky test in CI: test_lease_expiry", "template": "STANDARD"})
+    for lease in work(tenant, "codex"):
+        ok(tenant.lease_call(lease, "heartbeat", progress="tests 40/120"))
+    tenant.create_lane(
+        {
+            "title": "Refresh the staging database",
+            "template": "CUSTOM",
+            "items": [
+                {
+                    "key": "dump",
+                    "kind": "TASK",
+                    "workerClass": "machine",
+                    "retryPolicy": {"maximumAttempts": 1},
+                },
+                {"key": "announce", "kind": "TASK", "workerClass": "agent", "needsHuman": True},
+            ],
+        }
+    )
+    for lease in work(tenant, "machine"):
+        error = {"message": "pg_dump: connection refused", "retryable": False}
+        ok(tenant.lease_call(lease, "fail", error=error))
+    return awaiting

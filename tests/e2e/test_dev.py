@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.support.processes import free_port, service_env, workcoord_command
@@ -144,6 +145,29 @@ def announced_token(output: str) -> str:
     return match.group(1)
 
 
+def assert_login_url_opens_the_admin_page(dev: DevProcess) -> None:
+    """The printed one-time login URL sets the session, and ``/`` then sends the bootstrap
+    admin to the admin page (a page, not a 404)."""
+    match = re.search(r"^web UI login\s+(\S+)", dev.output(), re.MULTILINE)
+    assert match, dev.output()
+    with httpx.Client(timeout=30.0) as browser:
+        signed_in = browser.get(match.group(1), headers={"Accept": "text/html"})
+        assert signed_in.status_code == 303 and signed_in.headers["location"] == "/"
+        session = signed_in.cookies["workcoord_session"]
+        # Sent by hand: httpx's cookie jar keeps no cookie for a bare IP address.
+        home = browser.get(
+            f"{dev.gateway_url}/", headers={"Cookie": f"workcoord_session={session}"}
+        )
+        assert home.status_code == 303, home.text
+        assert home.headers["location"] == "/admin/work-coordinator"
+        page = browser.get(
+            f"{dev.gateway_url}/admin/work-coordinator",
+            headers={"Cookie": f"workcoord_session={session}"},
+        )
+        assert page.status_code == 200
+        assert page.headers["content-type"].startswith("text/html")
+
+
 def test_dev_runs_everything_and_keeps_its_state(dev: DevProcess) -> None:
     dev.start()
     dev.wait_for_line(READY_LINE)
@@ -153,6 +177,8 @@ def test_dev_runs_everything_and_keeps_its_state(dev: DevProcess) -> None:
     assert token_file.read_text().strip() == token
     assert token_file.stat().st_mode & 0o777 == 0o600
     assert (dev.state_dir / "workcoord.db").is_file()
+    assert f"export WORKCOORD_ADDRESS=127.0.0.1:{dev.coordinator_port} " in dev.output()
+    assert_login_url_opens_the_admin_page(dev)
 
     admin = rest_client(dev.gateway_url, token)
     with admin:

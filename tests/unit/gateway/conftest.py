@@ -30,6 +30,8 @@ from workcoord.api.v1 import (
     lane_pb2_grpc,
     recovery_pb2,
     recovery_pb2_grpc,
+    session_pb2,
+    session_pb2_grpc,
     work_coordinator_pb2,
     work_coordinator_pb2_grpc,
     worker_pb2,
@@ -168,6 +170,14 @@ class FakeAdmin(admin_pb2_grpc.AdminServiceServicer):
     ) -> admin_pb2.GetCurrentPrincipalResponse:
         await self.recorder.record("GetCurrentPrincipal", request, context)
         principal = admin_pb2.Principal(kind=admin_pb2.Principal.USER, name="user:ops")
+        # The web pages' tests choose who is signed in by the session they send.
+        session = self.recorder.last("GetCurrentPrincipal").metadata.get("x-workcoord-session", "")
+        if session == "ended":
+            await abort_with(context, errors.Unauthenticated("the session has ended"))
+        principal.platform_admin = session == "platform-admin"
+        orgs = session.removeprefix("member-of:").split(",") if "member-of:" in session else []
+        for slug in orgs:
+            principal.memberships.add(org_slug=slug, role=admin_pb2.OrgMember.ORG_VIEWER)
         return admin_pb2.GetCurrentPrincipalResponse(principal=principal)
 
     async def UpdateSettings(
@@ -229,6 +239,24 @@ class FakeRecovery(recovery_pb2_grpc.RecoveryServiceServicer):
         return recovery_pb2.MaintainResponse(report=report)
 
 
+class FakeSessions(session_pb2_grpc.SessionServiceServicer):
+    """Login codes as the coordinator answers them: a missing code breaks its field rule, and
+    this fake knows no code at all."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+
+    async def ExchangeLoginCode(
+        self, request: session_pb2.ExchangeLoginCodeRequest, context: Context
+    ) -> session_pb2.ExchangeLoginCodeResponse:
+        await self.recorder.record("ExchangeLoginCode", request, context)
+        if not request.code:
+            await abort_with(context, errors.InvalidArgument.single("code", "is required"))
+        await abort_with(
+            context, errors.Unauthenticated("the login code is unknown, used or expired")
+        )
+
+
 @dataclass
 class Upstream:
     """The fake upstream server."""
@@ -252,6 +280,7 @@ async def upstream() -> AsyncIterator[Upstream]:
     )
     feed_pb2_grpc.add_FeedServiceServicer_to_server(FakeFeed(recorder), server)
     recovery_pb2_grpc.add_RecoveryServiceServicer_to_server(FakeRecovery(recorder), server)  # type: ignore[abstract]
+    session_pb2_grpc.add_SessionServiceServicer_to_server(FakeSessions(recorder), server)  # type: ignore[abstract]
     health_servicer = health.aio.HealthServicer()
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

@@ -71,6 +71,7 @@ class FakeCoordinatorState:
     failures: dict[str, WorkcoordError] = field(default_factory=dict)
     principals: dict[str, admin_pb2.Principal] = field(default_factory=_principals)
     runs: list[tuple[str, str]] = field(default_factory=list)  # (coordinator id, authorization)
+    forwarded: list[dict[str, str]] = field(default_factory=list)  # credentials per run
     leadership: dict[str, LeadershipRow] = field(default_factory=dict)
     acquire_calls: list[str] = field(default_factory=list)
     release_calls: list[str] = field(default_factory=list)
@@ -78,7 +79,8 @@ class FakeCoordinatorState:
 
     def principal(self, context: _Context) -> admin_pb2.Principal:
         for key, value in context.invocation_metadata() or ():
-            if key == "authorization" and isinstance(value, str):
+            # A browser session (as the gateway forwards it) names the same principals here.
+            if key in ("authorization", "x-workcoord-session") and isinstance(value, str):
                 token = value.removeprefix("Bearer ")
                 principal = self.principals.get(token)
                 if principal is not None:
@@ -118,6 +120,13 @@ class FakeMaintenance(maintenance_pb2_grpc.MaintenanceServiceServicer):
         if principal.kind == admin_pb2.Principal.WORK_KEY:
             raise PermissionDenied("work keys cannot run maintenance")
         self.state.runs.append((request.coordinator_id, self.state.authorization(context)))
+        self.state.forwarded.append(
+            {
+                key: str(value)
+                for key, value in context.invocation_metadata() or ()
+                if key in ("authorization", "x-workcoord-session", "x-workcoord-csrf")
+            }
+        )
         failure = self.state.failures.get(request.coordinator_id)
         if failure is not None:
             raise failure

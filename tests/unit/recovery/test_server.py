@@ -112,6 +112,25 @@ async def test_maintain_forwards_the_callers_credential(
     assert state.runs[-1] == ("beta", f"Bearer {ORG_ADMIN_TOKEN}")
 
 
+async def test_a_browser_session_is_forwarded_with_its_csrf_token(
+    stub: RecoveryServiceAsyncStub, state: FakeCoordinatorState
+) -> None:
+    # What the gateway sends for a signed-in browser: the session and its CSRF token.
+    browser = (("x-workcoord-session", ADMIN_TOKEN), ("x-workcoord-csrf", "csrf-1"))
+    await stub.Maintain(recovery_pb2.MaintainRequest(coordinator_id="beta"), metadata=browser)
+    assert state.forwarded[-1] == {"x-workcoord-session": ADMIN_TOKEN, "x-workcoord-csrf": "csrf-1"}
+    status = await stub.GetRecoveryStatus(
+        recovery_pb2.GetRecoveryStatusRequest(), metadata=browser[:1]
+    )
+    assert status.status.leader
+    # A bearer credential wins over a session: only the bearer is forwarded.
+    await stub.Maintain(
+        recovery_pb2.MaintainRequest(coordinator_id="beta"),
+        metadata=(*_auth(ORG_ADMIN_TOKEN), *browser),
+    )
+    assert state.forwarded[-1] == {"authorization": f"Bearer {ORG_ADMIN_TOKEN}"}
+
+
 async def test_maintain_records_the_pass_in_status(
     stub: RecoveryServiceAsyncStub, state: FakeCoordinatorState
 ) -> None:

@@ -17,6 +17,7 @@ from typing import Any, TextIO, TypedDict, TypeVar
 from google.protobuf import json_format, timestamp_pb2
 from google.protobuf.message import Message
 
+from workcoord.cli import output as output_module
 from workcoord.client.client import DEFAULT_ADDRESS, WorkcoordClient
 from workcoord.kit.errors import WorkcoordError
 
@@ -151,7 +152,7 @@ def run_client_command(
         async with client_from_args(args) as client:
             return await body(client)
 
-    return run_and_report(go, print_result=True)
+    return run_and_report(go, print_result=True, output=getattr(args, "output", "json"))
 
 
 def run_call(
@@ -167,9 +168,13 @@ def run_call(
 
 
 def run_and_report(
-    go: Callable[[], Awaitable[Message | None]], *, print_result: bool = True
+    go: Callable[[], Awaitable[Message | None]],
+    *,
+    print_result: bool = True,
+    output: str = "json",
 ) -> int:
-    """Run the coroutine function ``go``; print its message; turn errors into exit codes."""
+    """Run the coroutine function ``go``; print its message (``output``: json or table); turn
+    errors into exit codes."""
 
     async def main() -> Message | None:
         return await go()
@@ -183,7 +188,7 @@ def run_and_report(
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
     if print_result and result is not None:
-        print_message(result)
+        output_module.print_result(result, output)
     return EXIT_OK
 
 

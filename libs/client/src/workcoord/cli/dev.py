@@ -341,7 +341,9 @@ def _announce(config: dict[str, Any], state: DevState, options: DevOptions, out:
             else []
         ),
         "",
-        "use it:  export WORKCOORD_TOKEN=<admin token>; workcoord admin orgs list",
+        f"use it:  export WORKCOORD_ADDRESS={config['coordinator_address']} "
+        "WORKCOORD_TOKEN=<admin token>; workcoord admin orgs list",
+        f"web UI:  open {config['gateway_url']}/ (sign in with the one-time login URL above)",
     ]
     print("\n".join(lines), file=out)
     if options.print_config_json:

@@ -1,4 +1,5 @@
-"""``workcoord lane``: create a lane from a JSON file, get one, list them."""
+"""``workcoord lane``: create a lane from a JSON file, get one, list them (pause, resume and
+cancel: :mod:`workcoord.cli.items`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from workcoord.cli.common import (
     paging,
     run_call,
 )
+from workcoord.cli.items import register_lane_decisions
+from workcoord.cli.output import add_output_flag
 
 __all__ = ["register"]
 
@@ -19,7 +22,7 @@ _STATES = [v.name for v in lane_pb2.Lane.State.DESCRIPTOR.values if v.number]
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``lane create|get|list``."""
+    """Add ``lane create|get|list|pause|resume|cancel``."""
     lane = commands.add_parser("lane", help="lanes: durable units of work")
     sub = lane.add_subparsers(dest="lane_command", metavar="COMMAND", required=True)
 
@@ -41,7 +44,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_paging_flags(list_)
     list_.set_defaults(handler=_list)
 
+    for parser in (create, get, list_):
+        add_output_flag(parser)
     add_client_flags((create, get, list_), coordinator=True)
+    register_lane_decisions(sub)
 
 
 def _create(args: argparse.Namespace) -> int:

@@ -10,7 +10,20 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from workcoord.cli import admin, completion, db, dev, lane, mcp, reads, serve, worker
+from workcoord.cli import (
+    admin,
+    completion,
+    coordinators,
+    db,
+    dev,
+    items,
+    lane,
+    mcp,
+    reads,
+    serve,
+    watch,
+    worker,
+)
 from workcoord.cli.common import EXIT_ERROR, CliError, Handler, print_error
 from workcoord.kit.errors import WorkcoordError
 
@@ -27,7 +40,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (dev, serve, db, admin, lane, reads, worker, mcp, completion):
+    for module in (
+        dev,
+        serve,
+        db,
+        admin,
+        coordinators,
+        lane,
+        items,
+        reads,
+        watch,
+        worker,
+        mcp,
+        completion,
+    ):
         module.register(commands)
     return parser
 

@@ -6,6 +6,7 @@ import argparse
 
 from workcoord.api.v1 import work_coordinator_pb2
 from workcoord.cli.common import add_client_flags, add_paging_flags, paging, run_call
+from workcoord.cli.output import add_output_flag
 
 __all__ = ["register"]
 
@@ -29,6 +30,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_paging_flags(events)
     events.set_defaults(handler=_events)
 
+    for parser in (view, why, events):
+        add_output_flag(parser)
     add_client_flags((view, why, events), coordinator=True)
 
 

@@ -41,6 +41,7 @@ from workcoord.gateway.routes import Route, RouteTable, load_routes
 from workcoord.gateway.session import LOGIN_PATH, login
 from workcoord.gateway.transcode import build_request, parse_json_body, response_to_json
 from workcoord.gateway.upstream import Upstreams, forwarded_metadata
+from workcoord.gateway.web import WebPages
 from workcoord.kit.descriptors import call_deadline_seconds
 from workcoord.kit.errors import Code, TooLarge, WorkcoordError
 from workcoord.kit.settings import GatewaySettings
@@ -66,8 +67,9 @@ def build_app(settings: GatewaySettings, channels: Upstreams | None = None) -> S
     )
     app = Starlette(lifespan=mcp.lifespan_around(gateway.lifespan))
     # No Starlette routes: the gateway answers every path itself (a path pattern would not
-    # even match a decoded newline and answer a plain-text 404); /mcp is the MCP SDK's.
-    app.router.default = mcp.in_front_of(gateway)
+    # even match a decoded newline and answer a plain-text 404). In front of the API: /mcp (the
+    # MCP SDK's), then the web pages and their assets.
+    app.router.default = mcp.in_front_of(WebPages(gateway, gateway))
     return app
 
 

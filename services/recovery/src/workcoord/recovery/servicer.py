@@ -1,7 +1,8 @@
 """``RecoveryService``: run a pass now (``Maintain``) and report status (``GetRecoveryStatus``).
 
-Authorization is the coordinator's: ``Maintain`` forwards the caller's credential to
-``RunMaintenance`` and ``GetRecoveryStatus`` asks ``GetCurrentPrincipal`` who the caller is.
+Authorization is the coordinator's: ``Maintain`` forwards the caller's credential (a bearer
+credential or a browser session) to ``RunMaintenance`` and ``GetRecoveryStatus`` asks
+``GetCurrentPrincipal`` who the caller is.
 """
 
 from __future__ import annotations

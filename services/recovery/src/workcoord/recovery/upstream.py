@@ -1,7 +1,8 @@
 """Talking to the coordinator on a caller's behalf: credentials in, upstream errors back out.
 
-The recovery service decides no authorization itself: it forwards the caller's bearer
-credential and answers with whatever status the coordinator answered, details included.
+The recovery service decides no authorization itself: it forwards the caller's credential (the
+``authorization`` metadata, or a browser session the gateway forwarded with its CSRF token) and
+answers with whatever status the coordinator answered, details included.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from grpc_status import rpc_status
 
 from workcoord.kit.errors import Unauthenticated
 from workcoord.kit.status import status_from_trailer
-from workcoord.kit.wire import bearer_metadata, call_credentials
+from workcoord.kit.wire import CSRF_KEY, SESSION_KEY, bearer_metadata, call_credentials
 
 __all__ = [
     "abort_with_upstream",
@@ -23,11 +24,15 @@ __all__ = [
 
 
 def caller_metadata(context: grpc.aio.ServicerContext[Any, Any]) -> tuple[tuple[str, str], ...]:
-    """The caller's bearer credential as metadata to forward; UNAUTHENTICATED without one."""
-    secret = call_credentials(context.invocation_metadata()).bearer
-    if secret is None:
-        raise Unauthenticated("missing credential: send authorization")
-    return bearer_metadata(secret)
+    """Who the caller is, as metadata to forward unchanged: its bearer credential, or else the
+    browser session the gateway forwarded (with its CSRF token); UNAUTHENTICATED with neither."""
+    credentials = call_credentials(context.invocation_metadata())
+    if credentials.bearer is not None:
+        return bearer_metadata(credentials.bearer)
+    if credentials.session is not None:
+        session = ((SESSION_KEY, credentials.session),)
+        return session + (((CSRF_KEY, credentials.csrf),) if credentials.csrf else ())
+    raise Unauthenticated("missing credential: send authorization")
 
 
 async def abort_with_upstream(

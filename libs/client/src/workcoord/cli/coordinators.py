@@ -1,0 +1,239 @@
+"""``workcoord coordinators create|list|get|update``, ``workcoord digest [DAY]`` and
+``workcoord pending-actions list|resolve``: work coordinators and what their humans owe."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+
+from google.protobuf import field_mask_pb2
+from google.protobuf.message import Message
+
+from workcoord.api.v1 import work_coordinator_pb2
+from workcoord.cli.common import (
+    EXIT_USAGE,
+    CliError,
+    add_connection_flags,
+    add_coordinator_flag,
+    load_message,
+    parse_bool,
+    run_client_command,
+)
+from workcoord.cli.output import add_output_flag
+from workcoord.client.client import WorkcoordClient
+
+__all__ = ["register"]
+
+WorkCoordinator = work_coordinator_pb2.WorkCoordinator
+_SCOPES = {"ORG": WorkCoordinator.ORG, "GLOBAL": WorkCoordinator.GLOBAL}
+_ACTION_STATES = [
+    v.name for v in work_coordinator_pb2.PendingAction.State.DESCRIPTOR.values if v.number
+]
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``coordinators``, ``digest`` and ``pending-actions``."""
+    _register_coordinators(commands)
+
+    digest = commands.add_parser("digest", help="the digest of one UTC day (default today)")
+    digest.add_argument("day", nargs="?", default=None, metavar="DAY", help="YYYY-MM-DD (UTC)")
+    digest.set_defaults(handler=_digest)
+
+    actions = commands.add_parser("pending-actions", help="owned follow-ups (ticket closures)")
+    sub = actions.add_subparsers(dest="actions_command", metavar="COMMAND", required=True)
+    list_ = sub.add_parser("list", help="list pending actions")
+    list_.add_argument("--state", choices=_ACTION_STATES, default=None)
+    _add_paging(list_)
+    list_.set_defaults(handler=_actions_list)
+    resolve = sub.add_parser("resolve", help="resolve a pending action by hand")
+    resolve.add_argument("action_id", metavar="ACTION_ID")
+    resolve.add_argument("--resolution", required=True, help="how it was resolved")
+    resolve.set_defaults(handler=_actions_resolve)
+
+    for parser in (digest, list_, resolve):
+        add_output_flag(parser)
+        add_coordinator_flag(parser)
+        add_connection_flags(parser)
+
+
+def _register_coordinators(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    coordinators = commands.add_parser("coordinators", help="work coordinators (the queues)")
+    sub = coordinators.add_subparsers(dest="coordinators_command", metavar="COMMAND", required=True)
+
+    create = sub.add_parser("create", help="create a work coordinator")
+    create.add_argument(
+        "--file", default=None, help="proto3 JSON of the WorkCoordinator; flags override it"
+    )
+    create.add_argument("--scope", choices=sorted(_SCOPES), default=None, help="default ORG")
+    create.add_argument("--org", dest="org_slug", default=None, help="the org's slug (ORG scope)")
+    _add_settable(create)
+    create.add_argument("--request-id", default="", help="idempotency key")
+    create.set_defaults(handler=_create)
+
+    list_ = sub.add_parser("list", help="list the work coordinators you may read")
+    list_.add_argument("--org", dest="org_slug", default="", help="only this org's")
+    _add_paging(list_)
+    list_.set_defaults(handler=_list)
+
+    get = sub.add_parser("get", help="show a work coordinator")
+    get.add_argument("coordinator_id", metavar="ID")
+    get.set_defaults(handler=_get)
+
+    update = sub.add_parser("update", help="change a work coordinator (only the given fields)")
+    update.add_argument("coordinator_id", metavar="ID")
+    _add_settable(update)
+    update.add_argument("--enabled", type=parse_bool, default=None, help="true or false")
+    update.add_argument("--etag", default="", help="refuse the change if it moved since")
+    update.set_defaults(handler=_update)
+
+    for parser in (create, list_, get, update):
+        add_output_flag(parser)
+        add_connection_flags(parser)
+
+
+def _add_settable(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--display-name", default=None)
+    parser.add_argument("--digest-owner", default=None, help="a user id or email")
+    parser.add_argument(
+        "--capacity",
+        action="append",
+        default=None,
+        metavar="CLASS=N",
+        help="a worker class's capacity (repeat for several; on update it replaces the map)",
+    )
+    parser.add_argument("--parent", dest="parent_id", default=None, help="parent (GLOBAL) id")
+
+
+def _add_paging(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--page-size", type=int, default=0)
+    parser.add_argument("--page-token", default="")
+
+
+def _capacity(pairs: list[str]) -> dict[str, int]:
+    capacity: dict[str, int] = {}
+    for pair in pairs:
+        name, sep, number = pair.partition("=")
+        if not sep or not name or not number.strip().isdigit():
+            raise CliError(f"--capacity {pair!r}: expected CLASS=N", EXIT_USAGE)
+        capacity[name.strip()] = int(number)
+    return capacity
+
+
+def _apply(args: argparse.Namespace, coordinator: WorkCoordinator) -> list[str]:
+    """Copy the flags given into ``coordinator``; the names of the fields set."""
+    changed: list[str] = []
+    if args.display_name is not None:
+        coordinator.display_name = args.display_name
+        changed.append("display_name")
+    if args.digest_owner is not None:
+        coordinator.digest_owner = args.digest_owner
+        changed.append("digest_owner")
+    if args.capacity is not None:
+        coordinator.class_capacity.clear()
+        coordinator.class_capacity.update(_capacity(args.capacity))
+        changed.append("class_capacity")
+    if args.parent_id is not None:
+        coordinator.parent_coordinator_id = args.parent_id
+        changed.append("parent_coordinator_id")
+    if getattr(args, "enabled", None) is not None:
+        coordinator.enabled = args.enabled
+        changed.append("enabled")
+    return changed
+
+
+def _create(args: argparse.Namespace) -> int:
+    coordinator = WorkCoordinator()
+    if args.file:
+        load_message(args.file, coordinator)
+    _apply(args, coordinator)
+    if args.scope is not None:
+        coordinator.scope = _SCOPES[args.scope]
+    elif not coordinator.scope:
+        coordinator.scope = WorkCoordinator.ORG
+    if args.org_slug is not None:
+        coordinator.org_slug = args.org_slug
+
+    async def body(client: WorkcoordClient) -> Message:
+        return await client.coordinators.CreateWorkCoordinator(
+            work_coordinator_pb2.CreateWorkCoordinatorRequest(
+                work_coordinator=coordinator, request_id=args.request_id
+            )
+        )
+
+    return run_client_command(args, body)
+
+
+def _list(args: argparse.Namespace) -> int:
+    async def body(client: WorkcoordClient) -> Message:
+        return await client.coordinators.ListWorkCoordinators(
+            work_coordinator_pb2.ListWorkCoordinatorsRequest(
+                org_slug=args.org_slug, page_size=args.page_size, page_token=args.page_token
+            )
+        )
+
+    return run_client_command(args, body)
+
+
+def _get(args: argparse.Namespace) -> int:
+    async def body(client: WorkcoordClient) -> Message:
+        return await client.coordinators.GetWorkCoordinator(
+            work_coordinator_pb2.GetWorkCoordinatorRequest(coordinator_id=args.coordinator_id)
+        )
+
+    return run_client_command(args, body)
+
+
+def _update(args: argparse.Namespace) -> int:
+    coordinator = WorkCoordinator(etag=args.etag)
+    changed = _apply(args, coordinator)
+    if not changed:
+        raise CliError("nothing to change: give at least one field flag", EXIT_USAGE)
+
+    async def body(client: WorkcoordClient) -> Message:
+        return await client.coordinators.UpdateWorkCoordinator(
+            work_coordinator_pb2.UpdateWorkCoordinatorRequest(
+                coordinator_id=args.coordinator_id,
+                work_coordinator=coordinator,
+                update_mask=field_mask_pb2.FieldMask(paths=changed),
+            )
+        )
+
+    return run_client_command(args, body)
+
+
+def _digest(args: argparse.Namespace) -> int:
+    day = args.day or datetime.now(UTC).strftime("%Y-%m-%d")
+
+    async def body(client: WorkcoordClient) -> Message:
+        return await client.coordinators.GetDigest(
+            work_coordinator_pb2.GetDigestRequest(coordinator_id=args.coordinator_id, day=day)
+        )
+
+    return run_client_command(args, body)
+
+
+def _actions_list(args: argparse.Namespace) -> int:
+    async def body(client: WorkcoordClient) -> Message:
+        return await client.coordinators.ListPendingActions(
+            work_coordinator_pb2.ListPendingActionsRequest(
+                coordinator_id=args.coordinator_id,
+                state=args.state,
+                page_size=args.page_size,
+                page_token=args.page_token,
+            )
+        )
+
+    return run_client_command(args, body)
+
+
+def _actions_resolve(args: argparse.Namespace) -> int:
+    async def body(client: WorkcoordClient) -> Message:
+        return await client.coordinators.ResolvePendingAction(
+            work_coordinator_pb2.ResolvePendingActionRequest(
+                coordinator_id=args.coordinator_id,
+                action_id=args.action_id,
+                resolution=args.resolution,
+            )
+        )
+
+    return run_client_command(args, body)

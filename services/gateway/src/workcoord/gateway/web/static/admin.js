@@ -1,0 +1,298 @@
+// /admin/work-coordinator: for verified platform admins. The platform switch, recovery (leader,
+// last passes), every work coordinator across orgs with its health, GLOBAL and the grants
+// children gave it; any coordinator opens below, live.
+
+import { api, coordinatorPath, listAll } from "./api.js";
+import { mountCoordinator } from "./coordinator.js";
+import { confirmAction } from "./dialog.js";
+import { badge, count, fill, h, section, toast, when, words } from "./dom.js";
+import { mainElement, message, topbar, whoAmI } from "./layout.js";
+
+const OVERVIEW_REFRESH_MS = 20000;
+const HEALTH_READS_AT_ONCE = 4;
+// Lanes read per coordinator for its health: active lanes come first in a view.
+const HEALTH_LANES = 100;
+const HUMAN_STATES = new Set(["AWAITING_APPROVAL", "STOPPED", "DEAD"]);
+
+const state = {
+  settings: null,
+  recovery: null,
+  recoveryError: "",
+  coordinators: [],
+  health: new Map(),
+  grants: new Map(),
+  error: "",
+};
+
+async function inBatches(values, size, work) {
+  for (let start = 0; start < values.length; start += size) {
+    await Promise.all(values.slice(start, start + size).map(work));
+  }
+}
+
+async function load() {
+  const [settings, recovery, coordinators] = await Promise.allSettled([
+    api("/v1/settings"),
+    api("/v1/recovery/status"),
+    listAll("/v1/work-coordinators", "workCoordinators"),
+  ]);
+  state.settings = settings.status === "fulfilled" ? settings.value : null;
+  state.recovery = recovery.status === "fulfilled" ? recovery.value : null;
+  state.recoveryError = recovery.status === "rejected" ? recovery.reason.message : "";
+  state.error = coordinators.status === "rejected" ? coordinators.reason.message : "";
+  state.coordinators = coordinators.status === "fulfilled" ? coordinators.value : [];
+  const global = state.coordinators.find((c) => c.scope === "GLOBAL");
+  const children = global ? state.coordinators.filter((c) => c.parentCoordinatorId === global.coordinatorId) : [];
+  await inBatches(state.coordinators, HEALTH_READS_AT_ONCE, async (coordinator) => {
+    try {
+      const view = await api(coordinatorPath(coordinator.coordinatorId, "view"), {
+        params: { pageSize: HEALTH_LANES },
+      });
+      state.health.set(coordinator.coordinatorId, { view });
+    } catch (error) {
+      state.health.set(coordinator.coordinatorId, { error: error.message });
+    }
+  });
+  await inBatches(children, HEALTH_READS_AT_ONCE, async (child) => {
+    try {
+      const answer = await api(coordinatorPath(child.coordinatorId, "grants"), { params: { pageSize: 500 } });
+      state.grants.set(child.coordinatorId, answer.grants || []);
+    } catch (error) {
+      state.grants.set(child.coordinatorId, { error: error.message });
+    }
+  });
+}
+
+function lastPass(coordinatorId) {
+  return (state.recovery?.coordinators || []).find((pass) => pass.coordinatorId === coordinatorId);
+}
+
+/** A word and a tone for a coordinator's health. */
+function health(coordinator) {
+  const found = state.health.get(coordinator.coordinatorId) || {};
+  const pass = lastPass(coordinator.coordinatorId);
+  if (state.settings?.workCoordinatorEnabled === false) return ["bad", "platform switched off"];
+  if (coordinator.enabled === false) return ["bad", "switched off"];
+  if (found.error) return ["bad", found.error];
+  if (pass?.error) return ["bad", `recovery failing: ${pass.error}`];
+  const view = found.view || {};
+  const escalations = (view.escalations || []).filter((e) => e.open).length;
+  const pending = (view.pendingActions || []).filter((a) => a.state === "OPEN").length;
+  let waiting = 0;
+  for (const lane of view.lanes || []) {
+    if (lane.state !== "ACTIVE") continue;
+    waiting += (lane.items || []).filter((item) => HUMAN_STATES.has(item.state)).length;
+  }
+  if (escalations || pending || waiting) {
+    const parts = [];
+    if (waiting) parts.push(`${waiting}${view.nextPageToken ? "+" : ""} wait on a human`);
+    if (escalations) parts.push(`${escalations} escalated`);
+    if (pending) parts.push(`${pending} pending`);
+    return ["warn", parts.join(", ")];
+  }
+  return ["ok", "healthy"];
+}
+
+function switchTile() {
+  const enabled = state.settings?.workCoordinatorEnabled !== false;
+  const button = h(
+    "button",
+    {
+      type: "button",
+      class: enabled ? "danger" : "primary",
+      dataset: { decision: "platform-switch" },
+      onclick: async () => {
+        const done = await confirmAction({
+          title: enabled ? "Switch coordination off everywhere?" : "Switch coordination back on?",
+          body: h(
+            "p",
+            {},
+            enabled
+              ? "Every work call, MCP and the feeds answer COORDINATION_DISABLED and recovery passes stop, on every work coordinator. Nothing is lost; administration stays available."
+              : "Work calls, feeds and recovery passes resume on every enabled work coordinator.",
+          ),
+          confirmLabel: enabled ? "Switch off" : "Switch on",
+          tone: enabled ? "danger" : "primary",
+          field: null,
+          perform: () => api("/v1/settings", { method: "PATCH", body: { workCoordinatorEnabled: !enabled } }),
+        });
+        if (done) {
+          toast(enabled ? "Coordination switched off" : "Coordination switched on");
+          refreshOverview();
+        }
+      },
+    },
+    enabled ? "Switch off" : "Switch on",
+  );
+  return section(
+    "Platform switch",
+    { id: "switch" },
+    h("p", { class: "switch-state" }, enabled ? "Coordination is on" : "Coordination is OFF"),
+    state.settings?.updateTime ? h("p", { class: "hint" }, "changed ", when(state.settings.updateTime)) : null,
+    h("div", { class: "actions" }, button),
+  );
+}
+
+function recoveryTile() {
+  const status = state.recovery;
+  if (!status) {
+    return section("Recovery", { id: "recovery" }, h("p", { role: "alert" }, state.recoveryError || "Unknown."));
+  }
+  return section(
+    ["Recovery ", badge(status.leaderId ? "ok" : "bad", status.leaderId ? "led" : "no leader")],
+    { id: "recovery" },
+    h(
+      "ul",
+      { class: "list small" },
+      h("li", {}, h("strong", {}, "Leader: "), status.leaderId || "none", status.leader ? " (this replica)" : ""),
+      h("li", {}, h("strong", {}, "Leadership lease ends: "), when(status.leadershipExpireTime) || "—"),
+      h("li", {}, h("strong", {}, "Last full pass: "), when(status.lastPassTime) || "none yet", ` · every ${status.interval || "?"}`),
+      h("li", {}, h("strong", {}, "Passes since start: "), String(status.passesTotal || 0)),
+      status.lastError ? h("li", { role: "alert" }, h("strong", {}, "Last error: "), status.lastError) : null,
+    ),
+  );
+}
+
+function coordinatorCard(coordinator, open) {
+  const [tone, text] = health(coordinator);
+  const view = state.health.get(coordinator.coordinatorId)?.view;
+  const inUse = (view?.capacity || []).reduce((sum, usage) => sum + (usage.inUse || 0), 0);
+  const capacity = (view?.capacity || []).reduce((sum, usage) => sum + (usage.capacity || 0), 0);
+  const pass = lastPass(coordinator.coordinatorId);
+  return h(
+    "li",
+    { class: "card tile", dataset: { coordinator: coordinator.coordinatorId } },
+    h(
+      "h3",
+      {},
+      coordinator.displayName || coordinator.coordinatorId,
+      badge(coordinator.scope === "GLOBAL" ? "warn" : "neutral", coordinator.scope === "GLOBAL" ? "global" : coordinator.orgSlug),
+    ),
+    h("p", {}, badge(tone, text)),
+    h(
+      "div",
+      { class: "meta" },
+      h("span", {}, `revision ${coordinator.revision || 0}`),
+      view ? h("span", {}, `${inUse} / ${capacity} slots in use`) : null,
+      h("span", {}, "last pass ", pass ? when(pass.passTime) : "none yet"),
+    ),
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "button", class: "primary", onclick: () => open(coordinator) }, "Open here"),
+      coordinator.scope === "ORG"
+        ? h(
+            "a",
+            {
+              class: "button",
+              href: `/o/${encodeURIComponent(coordinator.orgSlug)}/work-coordinator#c=${encodeURIComponent(coordinator.coordinatorId)}`,
+            },
+            "Org page",
+          )
+        : null,
+    ),
+  );
+}
+
+function grantsTile() {
+  const global = state.coordinators.find((c) => c.scope === "GLOBAL");
+  if (!global) {
+    return section(
+      "GLOBAL and its grants",
+      { id: "global" },
+      h("p", { class: "empty" }, "No GLOBAL work coordinator yet (workcoord coordinators create --scope GLOBAL)."),
+    );
+  }
+  const children = state.coordinators.filter((c) => c.parentCoordinatorId === global.coordinatorId);
+  const rows = [];
+  for (const child of children) {
+    const grants = state.grants.get(child.coordinatorId);
+    if (grants?.error) {
+      rows.push(h("li", {}, h("strong", {}, child.displayName || child.coordinatorId), ": ", grants.error));
+      continue;
+    }
+    const list = (grants || []).filter((grant) => grant.parentCoordinatorId === global.coordinatorId);
+    rows.push(
+      h(
+        "li",
+        {},
+        h("div", { class: "row" }, h("strong", {}, child.displayName || child.coordinatorId), badge("neutral", child.orgSlug)),
+        list.length
+          ? h(
+              "ul",
+              { class: "holders" },
+              list.map((grant) =>
+                h(
+                  "li",
+                  {},
+                  badge(grant.live ? "ok" : "bad", grant.live ? "live" : grant.revokeTime ? "revoked" : "expired"),
+                  " ",
+                  (grant.permissions || []).map(words).join(", "),
+                  " · expires ",
+                  when(grant.expireTime),
+                ),
+              ),
+            )
+          : h("p", { class: "muted small" }, "No grant: GLOBAL can see nothing of it."),
+      ),
+    );
+  }
+  return section(
+    ["GLOBAL and its grants", count(children.length)],
+    { id: "global" },
+    h("p", {}, global.displayName || global.coordinatorId, " · ", badge(...health(global))),
+    rows.length ? h("ul", { class: "list" }, rows) : h("p", { class: "empty" }, "No org work coordinator names GLOBAL as its parent."),
+  );
+}
+
+let mounted = null;
+const overview = h("div", { class: "stack" });
+const panel = h("section", { id: "panel", "aria-label": "Selected work coordinator" });
+
+function open(coordinator, scroll = true) {
+  mounted?.close();
+  history.replaceState(null, "", `#c=${encodeURIComponent(coordinator.coordinatorId)}`);
+  mounted = mountCoordinator(panel, { coordinator, canDecide: true });
+  if (scroll) panel.scrollIntoView({ behavior: "smooth", block: "start" });
+}
+
+function renderOverview() {
+  const list = state.coordinators;
+  fill(
+    overview,
+    state.error ? h("div", { class: "banner error", role: "alert" }, state.error) : null,
+    h("div", { class: "tiles" }, switchTile(), recoveryTile(), grantsTile()),
+    h(
+      "section",
+      { "aria-labelledby": "all-title", class: "stack" },
+      h("div", { class: "section-head" }, h("h2", { id: "all-title" }, "Every work coordinator", count(list.length))),
+      list.length
+        ? h("ul", { class: "tiles" }, list.map((coordinator) => coordinatorCard(coordinator, open)))
+        : h("p", { class: "empty" }, "No work coordinator yet."),
+    ),
+  );
+}
+
+async function refreshOverview() {
+  await load();
+  renderOverview();
+}
+
+async function main() {
+  const me = await whoAmI();
+  topbar(me, "Platform admin");
+  if (!me.platformAdmin) {
+    message("For platform admins", "This page is for verified platform admins.", { href: "/", text: "Go to your page" });
+    return;
+  }
+  mainElement().append(h("h1", { class: "visually-hidden" }, "Platform admin"), overview, panel);
+  await refreshOverview();
+  const wanted = /(?:^#|&)c=([^&]+)/.exec(location.hash);
+  const first = wanted && state.coordinators.find((c) => c.coordinatorId === decodeURIComponent(wanted[1]));
+  if (first) open(first, false);
+  setInterval(() => {
+    if (document.visibilityState === "visible" && !document.querySelector("dialog[open]")) refreshOverview();
+  }, OVERVIEW_REFRESH_MS);
+}
+
+main().catch((error) => message("Something went wrong", error.message));

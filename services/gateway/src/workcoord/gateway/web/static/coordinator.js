@@ -1,0 +1,293 @@
+// One work coordinator, live: the view at a revision, kept current by the feed.
+//
+// The page renders GET …/view, then follows …/ws?since=<that revision>. A delta means the view
+// moved: it is read again (one read at a time; deltas arriving meanwhile cause one more read),
+// so what is shown is always a consistent view at one revision. A snapshot (first connection
+// after a long gap, or after a resync) is rendered as it comes.
+
+import { api, coordinatorPath } from "./api.js";
+import { indexLeases, itemName, renderAttention, renderLanes } from "./board.js";
+import { badge, fill, h, toast, utcDay } from "./dom.js";
+import { follow } from "./feed.js";
+import { renderCapacity, renderDigest, renderWorkers } from "./side.js";
+
+const VIEW_PAGE = 500;
+const CLOCK_TICK_MS = 30000;
+const LIVE_WORDS = {
+  connecting: "Connecting…",
+  live: "Live",
+  reconnecting: "Reconnecting…",
+  refused: "Live updates refused",
+};
+// How long the page keeps a lane a person just decided on in view as it moves (it may change
+// place when it goes live: finished lanes come after active ones).
+const FOLLOW_MS = 5 * 60 * 1000;
+const ANNOUNCED = new Set(["LANE_LIVE", "APPROVAL_REQUESTED", "ITEM_DEAD_LETTERED", "LANE_CLOSED_OUT", "ITEM_STOPPED"]);
+
+/**
+ * Render ``coordinator`` into ``host`` and keep it live. ``canDecide``: draw decision buttons.
+ * Returns ``{close()}``.
+ */
+export function mountCoordinator(host, { coordinator, canDecide }) {
+  const cid = coordinator.coordinatorId;
+  const ctx = {
+    cid,
+    canDecide,
+    coordinator,
+    view: null,
+    revision: null,
+    liveState: "connecting",
+    liveDetail: "",
+    error: "",
+    why: new Map(),
+    flash: new Set(),
+    showOlder: false,
+    digestDay: utcDay(),
+    digest: null,
+    digestError: "",
+    lanes: new Map(),
+    itemNames: new Map(),
+    index: { leases: new Map(), items: new Map() },
+    refresh,
+    toggleWhy,
+    showDigest,
+    followLane,
+  };
+  let followed = null;
+  let closed = false;
+  let reading = null;
+  let again = false;
+  const notices = [];
+
+  function accept(view, revision) {
+    const at = Number(revision ?? view.revision);
+    if (ctx.revision !== null && at < ctx.revision) return false;
+    ctx.view = view;
+    ctx.revision = at;
+    ctx.coordinator = view.workCoordinator || ctx.coordinator;
+    ctx.lanes = new Map((view.lanes || []).map((lane) => [lane.laneId, lane]));
+    ctx.index = indexLeases(view);
+    ctx.itemNames = new Map([...ctx.index.items.values()].map(({ item }) => [item.itemId, itemName(item)]));
+    return true;
+  }
+
+  async function readView() {
+    try {
+      const view = await api(coordinatorPath(cid, "view"), { params: { pageSize: VIEW_PAGE } });
+      accept(view);
+      ctx.error = "";
+    } catch (error) {
+      ctx.error = error.message;
+    }
+  }
+
+  /** Read the view again (coalescing bursts), then whatever hangs off it, then render. */
+  function refresh() {
+    if (reading) {
+      again = true;
+      return reading;
+    }
+    reading = (async () => {
+      do {
+        again = false;
+        await readView();
+      } while (again && !closed);
+      await Promise.all([refreshWhys(), ctx.digestDay === utcDay() ? readDigest() : null]);
+      render();
+      announce();
+    })().finally(() => {
+      reading = null;
+    });
+    return reading;
+  }
+
+  /** Keep ``laneId`` in view for a while: when its state changes, scroll to it. */
+  function followLane(laneId) {
+    followed = { laneId, until: Date.now() + FOLLOW_MS, state: null };
+  }
+
+  function keepFollowedInView() {
+    if (!followed || Date.now() > followed.until) {
+      followed = null;
+      return;
+    }
+    const lane = ctx.lanes.get(followed.laneId);
+    const card = document.getElementById(`lane-${followed.laneId}`);
+    if (!lane || !card || lane.state === followed.state) return;
+    followed.state = lane.state;
+    const box = card.getBoundingClientRect();
+    if (box.top < 0 || box.bottom > window.innerHeight) {
+      card.scrollIntoView({ block: "start", behavior: "smooth" });
+    }
+  }
+
+  async function refreshWhys() {
+    await Promise.all([...ctx.why.keys()].map((key) => readWhy(key)));
+  }
+
+  async function readWhy(key) {
+    const [kind, id] = key.split(":");
+    try {
+      const params = kind === "lane" ? { laneId: id } : { itemId: id };
+      const data = await api(coordinatorPath(cid, "why"), { params });
+      if (ctx.why.has(key)) ctx.why.set(key, { data });
+    } catch (error) {
+      if (ctx.why.has(key)) ctx.why.set(key, { error: error.message });
+    }
+  }
+
+  async function toggleWhy(key) {
+    if (ctx.why.has(key)) {
+      ctx.why.delete(key);
+      render();
+      return;
+    }
+    ctx.why.set(key, {});
+    render();
+    await readWhy(key);
+    render();
+  }
+
+  async function readDigest() {
+    const day = ctx.digestDay;
+    try {
+      const digest = await api(coordinatorPath(cid, "digests", day));
+      if (ctx.digestDay === day) {
+        ctx.digest = digest;
+        ctx.digestError = "";
+      }
+    } catch (error) {
+      if (ctx.digestDay === day) ctx.digestError = error.message;
+    }
+  }
+
+  async function showDigest(day) {
+    ctx.digestDay = day;
+    ctx.digest = null;
+    ctx.digestError = "";
+    render();
+    await readDigest();
+    render();
+  }
+
+  function onFrame(frame) {
+    if (frame.type === "snapshot") {
+      if (accept(frame.view || {}, frame.revision)) {
+        render();
+        refreshWhys().then(render);
+      }
+    } else if (frame.type === "delta") {
+      for (const event of frame.events || []) {
+        if (event.laneId) ctx.flash.add(event.laneId);
+        if (ANNOUNCED.has(event.type)) notices.push(event);
+      }
+      if (Number(frame.toRevision) > (ctx.revision ?? -1)) refresh();
+    } else if (frame.type === "ping") {
+      if (Number(frame.revision) > (ctx.revision ?? -1)) refresh();
+    }
+  }
+
+  function announce() {
+    if (document.visibilityState !== "visible") {
+      notices.length = 0;
+      return;
+    }
+    for (const event of notices.splice(0)) {
+      const lane = ctx.lanes.get(event.laneId);
+      const title = lane ? `“${lane.title}”` : "A lane";
+      const item = ctx.index.items.get(event.itemId)?.item;
+      const name = item ? itemName(item) : "an item";
+      const text = {
+        LANE_LIVE: `${title} is live`,
+        APPROVAL_REQUESTED: `${title}: ${name} waits for approval`,
+        ITEM_DEAD_LETTERED: `${title}: ${name} was dead-lettered`,
+        LANE_CLOSED_OUT: `${title} closed out for a human`,
+        ITEM_STOPPED: `${title}: ${name} stopped for a human`,
+      }[event.type];
+      if (text) toast(text, { error: event.type === "ITEM_DEAD_LETTERED" });
+    }
+  }
+
+  function onStatus(state, detail) {
+    ctx.liveState = state;
+    ctx.liveDetail = detail || "";
+    const pill = host.querySelector(".live");
+    if (pill) updatePill(pill);
+    // A refused feed often means a session that ended: a read says which (401 → sign in).
+    if (state === "refused") refresh();
+  }
+
+  function updatePill(pill) {
+    pill.dataset.state = ctx.liveState;
+    const words = LIVE_WORDS[ctx.liveState] || ctx.liveState;
+    pill.textContent = ctx.revision === null ? words : `${words} · revision ${ctx.revision}`;
+    pill.title = ctx.liveDetail;
+  }
+
+  function head() {
+    const coordinatorNow = ctx.coordinator;
+    const pill = h("span", { class: "live", role: "status", "aria-live": "polite" });
+    updatePill(pill);
+    return h(
+      "div",
+      { class: "coord-head" },
+      h("h2", {}, coordinatorNow.displayName || coordinatorNow.coordinatorId),
+      badge(coordinatorNow.scope === "GLOBAL" ? "warn" : "neutral", coordinatorNow.scope === "GLOBAL" ? "global" : coordinatorNow.orgSlug),
+      coordinatorNow.enabled === false ? badge("bad", "switched off") : null,
+      ctx.canDecide ? null : badge("neutral", "read only"),
+      pill,
+    );
+  }
+
+  function render() {
+    if (closed) return;
+    const focusKey = host.contains(document.activeElement)
+      ? document.activeElement.closest("[data-key], [id]")?.getAttribute("data-key") || null
+      : null;
+    const parts = [head()];
+    if (ctx.error) parts.push(h("div", { class: "banner error", role: "alert" }, ctx.error));
+    if (ctx.view) {
+      parts.push(
+        h(
+          "div",
+          { class: "board" },
+          h("div", { class: "board-main" }, renderAttention(ctx, ctx.view), renderLanes(ctx, ctx.view)),
+          h(
+            "div",
+            { class: "board-side" },
+            renderCapacity(ctx, ctx.view),
+            renderWorkers(ctx, ctx.view),
+            renderDigest(ctx),
+          ),
+        ),
+      );
+    } else if (!ctx.error) {
+      parts.push(h("p", { class: "empty" }, "Loading…"));
+    }
+    fill(host, parts);
+    ctx.flash.clear();
+    keepFollowedInView();
+    if (focusKey) host.querySelector(`[data-key="${CSS.escape(focusKey)}"]`)?.focus();
+  }
+
+  const ticker = setInterval(() => {
+    if (document.visibilityState === "visible" && !document.querySelector("dialog[open]")) render();
+  }, CLOCK_TICK_MS);
+
+  let feed = null;
+  render();
+  Promise.all([readView(), readDigest()]).then(() => {
+    render();
+    if (closed) return;
+    feed = follow(cid, { since: () => ctx.revision, onFrame, onStatus });
+  });
+
+  return {
+    close() {
+      closed = true;
+      clearInterval(ticker);
+      feed?.close();
+    },
+    refresh,
+  };
+}
