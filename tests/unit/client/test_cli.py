@@ -190,7 +190,7 @@ def test_scripted_worker_commands(
     assert "(cause: expired)" in err
 
 
-@pytest.mark.parametrize("argv", [["mcp"], ["worker", "run", "--class", "c", "--", "true"]])
+@pytest.mark.parametrize("argv", [["mcp"]])
 def test_later_commands_say_not_implemented(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:

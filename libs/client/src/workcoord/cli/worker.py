@@ -17,12 +17,12 @@ from workcoord.api.v1 import lane_pb2, worker_pb2
 from workcoord.cli.common import (
     EXIT_USAGE,
     CliError,
-    Handler,
     add_connection_flags,
     add_coordinator_flag,
     load_message,
     run_client_command,
 )
+from workcoord.cli.supervisor import register_run
 from workcoord.client.client import WorkcoordClient
 from workcoord.client.worker import LeaseHandle, Worker, run_identity_here
 
@@ -95,17 +95,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         _add_worker_flags(parser)
         add_connection_flags(parser)
 
-    run = sub.add_parser("run", help="foreground supervisor (not implemented yet)")
-    run.add_argument("--class", dest="worker_class")
-    run.add_argument("command", nargs=argparse.REMAINDER)
-    run.set_defaults(handler=_not_implemented("worker run"))
-
-
-def _not_implemented(name: str) -> Handler:
-    def handler(args: argparse.Namespace) -> int:
-        raise CliError(f"workcoord {name} is not implemented yet", EXIT_USAGE)
-
-    return handler
+    register_run(sub)
 
 
 def _add_worker_flags(parser: argparse.ArgumentParser) -> None:
