@@ -30,7 +30,6 @@ import re
 import shutil
 import signal
 import socket
-import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -60,9 +59,13 @@ from workcoord.kit.validation import validate
 
 __all__ = [
     "EXIT_LEASE_LOST",
+    "AttemptFiles",
+    "Reporter",
     "Supervisor",
     "SupervisorConfig",
+    "attempt_files",
     "child_environment",
+    "command_outcome",
     "config_from_args",
     "default_worker_id",
     "inputs_document",
@@ -77,6 +80,7 @@ WORKTREE_REFUSED = "WORKTREE_REFUSED"
 # Credentials never reach the command: these by name, and any variable holding the credential.
 _SECRET_NAME = re.compile(r"^WORKCOORD_.*(TOKEN|KEY|SECRET)", re.IGNORECASE)
 _WORKER_ID_CHARS = re.compile(r"[^A-Za-z0-9._:@-]")
+_STDERR_FD = 2  # the process's own, whatever sys.stderr was replaced by
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,7 +331,10 @@ def _whole_numbers(value: object) -> object:
 
 
 @dataclass(frozen=True, slots=True)
-class _AttemptFiles:
+class AttemptFiles:
+    """The files of one attempt: the inputs written for the command, the evidence and the
+    checkpoint it may leave behind."""
+
     directory: Path
     inputs: Path
     evidence: Path
@@ -335,11 +342,11 @@ class _AttemptFiles:
 
 
 @contextlib.contextmanager
-def _attempt_files(item: worker_pb2.LeasedItem) -> Iterator[_AttemptFiles]:
+def attempt_files(item: worker_pb2.LeasedItem) -> Iterator[AttemptFiles]:
     """A private folder (0700) outside the worktree with the inputs file; removed afterwards."""
     directory = Path(tempfile.mkdtemp(prefix="workcoord-attempt-"))
     try:
-        files = _AttemptFiles(
+        files = AttemptFiles(
             directory,
             directory / "inputs.json",
             directory / "evidence.json",
@@ -432,11 +439,11 @@ class Supervisor:
         await assignment.start(identity)
         if assignment.stopping.is_set():
             return Released("worker stopping before the command started")
-        with _attempt_files(assignment.item) as files:
+        with attempt_files(assignment.item) as files:
             return await self._run_command(assignment, choice.path, branch, files)
 
     async def _run_command(
-        self, assignment: Assignment, worktree: str, branch: str, files: _AttemptFiles
+        self, assignment: Assignment, worktree: str, branch: str, files: AttemptFiles
     ) -> Outcome:
         config = self.config
         item = assignment.item
@@ -455,7 +462,7 @@ class Supervisor:
             },
         )
         # With --json, stdout carries only the supervisor's lines: the command writes to stderr.
-        stdout = sys.stderr.fileno() if config.json_output else None
+        stdout = _STDERR_FD if config.json_output else None
         try:
             group = await ProcessGroup.spawn(config.command, cwd=worktree, env=env, stdout=stdout)
         except OSError as exc:
@@ -476,7 +483,7 @@ class Supervisor:
         leftovers = await group.stop(config.kill_grace) if group.members() else []
         if leftovers:
             self.reporter.emit("killed", lease=assignment.lease_id, pids=leftovers)
-        return self._outcome(status, stopped_by, files)
+        return command_outcome(Path(config.command[0]).name, status, stopped_by, files)
 
     async def _supervise(self, group: ProcessGroup, assignment: Assignment) -> tuple[int, int]:
         """Wait for the command; on a drain forward the signal, then kill after the grace.
@@ -500,19 +507,22 @@ class Supervisor:
             self.reporter.emit("killed", lease=assignment.lease_id, pgid=group.pgid)
         return await exited, forwarded
 
-    def _outcome(self, status: int, stopped_by: int, files: _AttemptFiles) -> Outcome:
-        name = Path(self.config.command[0]).name
-        if _nonempty(files.checkpoint):
-            return _checkpoint_outcome(files.checkpoint)
-        if stopped_by and status != 0:
-            return Released(f"stopped by {_name(stopped_by)} before {name} finished")
-        if status == 0:
-            if _nonempty(files.evidence):
-                return _evidence_outcome(files.evidence)
-            return Completed(lane_pb2.Evidence(summary=f"{name} exited 0"))
-        if status < 0:
-            return Failed(f"{name} was killed by {_name(-status)}", error_type="SIGNAL")
-        return Failed(f"{name} exited with status {status}", error_type="EXIT_STATUS")
+
+def command_outcome(program: str, status: int, stopped_by: int, files: AttemptFiles) -> Outcome:
+    """What the command's end means for the attempt: its checkpoint file first; a drain that
+    stopped it early releases; exit 0 completes (with its evidence file, or a summary);
+    anything else fails with the status. Malformed files fail, not retryable."""
+    if _nonempty(files.checkpoint):
+        return _checkpoint_outcome(files.checkpoint)
+    if stopped_by and status != 0:
+        return Released(f"stopped by {_name(stopped_by)} before {program} finished")
+    if status == 0:
+        if _nonempty(files.evidence):
+            return _evidence_outcome(files.evidence)
+        return Completed(lane_pb2.Evidence(summary=f"{program} exited 0"))
+    if status < 0:
+        return Failed(f"{program} was killed by {_name(-status)}", error_type="SIGNAL")
+    return Failed(f"{program} exited with status {status}", error_type="EXIT_STATUS")
 
 
 def _text(value: object) -> str:

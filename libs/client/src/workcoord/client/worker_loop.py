@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from workcoord.api.v1 import lane_pb2, worker_pb2
 from workcoord.client.retries import (
@@ -31,9 +31,6 @@ from workcoord.client.retries import (
     new_request_id,
 )
 from workcoord.kit.errors import Code, LeaseLost, WorkcoordError, WorkerFenced
-
-if TYPE_CHECKING:
-    from workcoord.client.worker import Worker
 
 __all__ = [
     "Assignment",
@@ -47,6 +44,7 @@ __all__ = [
     "LoopReport",
     "Outcome",
     "Released",
+    "WorkerCalls",
     "WorkerLoop",
 ]
 
@@ -58,6 +56,50 @@ SYSTEM_CLOCK = RetryClock()
 _MAX_MESSAGE = 4096
 # A recovery Lease after a cancelled long-poll must not hold up shutdown for long.
 _RECOVERY_TIMEOUT_SECONDS = 5.0
+
+
+class WorkerCalls(Protocol):
+    """The calls the loop makes: :class:`~workcoord.client.worker.Worker` has them all (the
+    seam where the loop's tests put a scripted worker)."""
+
+    @property
+    def worker_class(self) -> str: ...
+
+    async def lease(
+        self,
+        *,
+        max_items: int = 1,
+        lease_seconds: int = 30,
+        wait_seconds: int = 0,
+        run_identity: lane_pb2.RunIdentity | None = None,
+        rpc_timeout_seconds: float | None = None,
+        request_id: str | None = None,
+    ) -> list[worker_pb2.Lease]: ...
+
+    async def start(
+        self, lease: worker_pb2.Lease, run_identity: lane_pb2.RunIdentity
+    ) -> object: ...
+
+    async def heartbeat(self, lease: worker_pb2.Lease, progress: str = "") -> object: ...
+
+    async def complete(
+        self, lease: worker_pb2.Lease, evidence: lane_pb2.Evidence | None = None
+    ) -> object: ...
+
+    async def fail(
+        self,
+        lease: worker_pb2.Lease,
+        message: str,
+        *,
+        error_type: str = "",
+        retryable: bool = True,
+    ) -> object: ...
+
+    async def checkpoint(
+        self, lease: worker_pb2.Lease, checkpoint: lane_pb2.Checkpoint
+    ) -> object: ...
+
+    async def release(self, lease: worker_pb2.Lease, reason: str = "") -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +217,7 @@ class Assignment:
 
     def __init__(
         self,
-        worker: Worker,
+        worker: WorkerCalls,
         lease: worker_pb2.Lease,
         stopping: asyncio.Event,
         timer: _LeaseTimer,
@@ -232,7 +274,7 @@ class WorkerLoop:
 
     def __init__(
         self,
-        worker: Worker,
+        worker: WorkerCalls,
         handler: Handler,
         options: LoopOptions | None = None,
         *,
@@ -370,9 +412,16 @@ class WorkerLoop:
                     await task
 
     def _lost(self, assignment: Assignment) -> None:
+        """Report the loss and raise it, as :class:`LeaseLost` whatever refused the lease."""
         lost = assignment.lost
         assert lost is not None
         cause = lost.metadata.get("cause") or lost.reason
+        raised = lost
+        if not isinstance(lost, LeaseLost):
+            raised = LeaseLost.rebuild(
+                f"lease lost: {lost.reason}: {lost.message}",
+                metadata={**lost.metadata, "cause": cause},
+            )
         self.emit(
             LoopEvent(
                 "lease_lost",
@@ -383,7 +432,9 @@ class WorkerLoop:
             )
         )
         self.report.outcomes["lease_lost"] = self.report.outcomes.get("lease_lost", 0) + 1
-        raise lost
+        if raised is lost:
+            raise lost
+        raise raised from lost
 
     async def _run_handler(self, assignment: Assignment) -> Outcome:
         identity = self.options.run_identity
