@@ -6,11 +6,9 @@ import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
-
-from .harness import System
 
 JSON = dict[str, Any]
 
@@ -179,7 +177,17 @@ def unique_slug(prefix: str = "org") -> str:
     return f"{prefix}-{secrets.token_hex(4)}"
 
 
-def make_tenant(system: System, slug: str | None = None) -> Tenant:
+class Gateway(Protocol):
+    """Where a tenant is made: the gateway and the bootstrap admin's token."""
+
+    @property
+    def gateway_url(self) -> str: ...
+
+    @property
+    def admin_token(self) -> str: ...
+
+
+def make_tenant(system: Gateway, slug: str | None = None) -> Tenant:
     """A new org, its ORG work coordinator and a READ/LEASE/WRITE work key, over REST."""
     slug = slug or unique_slug()
     admin = httpx.Client(
