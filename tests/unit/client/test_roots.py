@@ -235,6 +235,11 @@ def test_a_detached_head_is_named_by_its_commit(checkout: Path) -> None:
     assert current_branch(str(checkout)) == f"detached@{sha}"
 
 
+def test_a_branch_without_a_commit_yet(tmp_path: Path) -> None:
+    _git(tmp_path, "init", "-q", "-b", "new-work")
+    assert current_branch(str(tmp_path)) == "new-work"
+
+
 def test_a_plain_folder_has_no_branch(tmp_path: Path) -> None:
     assert current_branch(str(tmp_path)) is None
 

@@ -171,18 +171,29 @@ def git_read(directory: str, *args: str) -> str:
 
 def current_branch(directory: str) -> str | None:
     """The branch checked out at ``directory`` (``detached@<sha>`` on a detached HEAD), or
-    None when it is not inside a git work tree."""
+    None when it is not inside a git work tree. One git call in the usual case."""
+    try:
+        inside, _, head = git_read(
+            directory, "rev-parse", "--is-inside-work-tree", "--abbrev-ref", "HEAD"
+        ).partition("\n")
+    except GitReadError:
+        return _unborn_branch(directory)  # or no work tree at all
+    if inside != "true":
+        return None
+    if head != "HEAD":
+        return head
+    try:
+        return "detached@" + git_read(directory, "rev-parse", "--short=12", "HEAD")
+    except GitReadError:
+        return None
+
+
+def _unborn_branch(directory: str) -> str | None:
+    """The branch of a work tree without a commit yet (HEAD names no object)."""
     try:
         if git_read(directory, "rev-parse", "--is-inside-work-tree") != "true":
             return None
-    except GitReadError:
-        return None
-    try:
         return git_read(directory, "symbolic-ref", "--quiet", "--short", "HEAD")
-    except GitReadError:
-        pass
-    try:
-        return "detached@" + git_read(directory, "rev-parse", "--short=12", "HEAD")
     except GitReadError:
         return None
 
