@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +41,23 @@ def _lines(stream: Any, into: queue.Queue[str]) -> None:
         into.put(line.rstrip("\n"))
 
 
-def _wait_line(lines: queue.Queue[str], want: str, timeout: float = 120.0) -> str:
+def _wait_line(lines: queue.Queue[str], want: str, timeout: float = 120.0) -> list[str]:
+    """Every line up to and including the first holding ``want``."""
     deadline = time.monotonic() + timeout
+    seen = []
     while True:
-        line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
-        if want in line:
-            return line
+        seen.append(lines.get(timeout=max(0.01, deadline - time.monotonic())))
+        if want in seen[-1]:
+            return seen
+
+
+def _stage_times(lines: list[str]) -> dict[str, float]:
+    """event → its time (seconds since the epoch) among the supervisor's JSON lines."""
+    times: dict[str, float] = {}
+    for line in lines:
+        event = json.loads(line)
+        times.setdefault(event["event"], datetime.fromisoformat(event["time"]).timestamp())
+    return times
 
 
 def _start(command: list[str], env: dict[str, str], cwd: Path | None = None) -> Running:
@@ -81,7 +92,7 @@ class Running:
                 self.process.kill()
 
 
-def sample(args: argparse.Namespace, folder: Path) -> list[float]:
+def sample(args: argparse.Namespace, folder: Path) -> tuple[list[float], dict[str, list[float]]]:
     ports = [common.free_port() for _ in range(3)]
     token = "wcadm_bench_" + common.suffix() * 4
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKCOORD_")}
@@ -139,8 +150,9 @@ async def _samples(
     tenant: common.Tenant,
     supervisor: Running,
     starts: Path,
-) -> list[float]:
+) -> tuple[list[float], dict[str, list[float]]]:
     latencies: list[float] = []
+    stages: dict[str, list[float]] = {"leased": [], "started": [], "running": []}
     async with common.client(address, tenant.key_secret) as creator:
         for index in range(args.samples):
             await asyncio.sleep(args.settle_ms / 1000.0)  # back in its long poll
@@ -151,15 +163,18 @@ async def _samples(
                 )
             )
             ready = created.lane.items[0].create_time.ToDatetime(tzinfo=UTC).timestamp()
-            await asyncio.to_thread(_wait_line, supervisor.lines, '"event":"completed"')
+            lines = await asyncio.to_thread(_wait_line, supervisor.lines, '"event":"completed"')
             started = float((await asyncio.to_thread(starts.read_text)).split()[index])
             latencies.append((started - ready) * 1000.0)
-    return latencies
+            times = _stage_times(lines)
+            for stage, values in stages.items():
+                values.append((times[stage] - ready) * 1000.0)
+    return latencies, stages
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="workcoord-bench-") as folder:
-        latencies = sample(args, Path(folder))
+        latencies, stages = sample(args, Path(folder))
     summary = {
         "p50_ms": round(common.percentile(latencies, 0.50), 1),
         "p90_ms": round(common.percentile(latencies, 0.90), 1),
@@ -167,9 +182,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "min_ms": round(min(latencies), 1),
         "samples": len(latencies),
     }
+    # Where the time goes: the supervisor's own lines (leased: the Lease reply arrived;
+    # started: Start answered; running: the command was spawned), from the same createTime.
+    stage_p50 = {stage: round(common.median(values), 1) for stage, values in stages.items()}
     common.print_table(
         "worker run: item ready (createTime) -> command started (ms), workcoord dev",
-        ["samples", "p50", "p90", "min", "max"],
+        ["samples", "p50", "p90", "min", "max", "p50 leased", "p50 started", "p50 spawned"],
         [
             [
                 summary["samples"],
@@ -177,12 +195,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 summary["p90_ms"],
                 summary["min_ms"],
                 summary["max_ms"],
+                stage_p50["leased"],
+                stage_p50["started"],
+                stage_p50["running"],
             ]
         ],
     )
     figures: dict[str, Any] = {
         "params": {"samples": args.samples, "settle_ms": args.settle_ms, "backend": "dev"},
         "summary": summary,
+        "stages_p50_ms": stage_p50,
         "latencies_ms": [round(v, 2) for v in latencies],
     }
     if not args.no_record:

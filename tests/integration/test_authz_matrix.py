@@ -42,6 +42,7 @@ from tests.integration.tenancy.world import (
     new_user,
     set_parent,
 )
+from tests.support import pending
 from tests.support.databases import PostgresDatabases, delete_redis_keys
 from tests.support.harness import (
     ALL_CAPABILITIES,
@@ -199,11 +200,9 @@ EXPECTED: dict[str, str] = {
 # decide; tests/e2e/test_grpc.py drives it end to end.
 OTHER_PROCESS = {"RecoveryService"}
 
-# SERVER SIDE PENDING: methods of the contract whose coordinator side has not landed yet. The
-# coordinator answers them UNIMPLEMENTED for every credential (checked below, so an entry can
-# never hide a method that already does something). Whoever implements one removes it here and
-# gives it a row in EXPECTED and a request builder in BUILDERS.
-SERVER_SIDE_PENDING = {"WorkerService/ForgetWorker"}
+# Methods whose coordinator side has not landed yet (tests/support/pending.py): no row; checked
+# to answer UNIMPLEMENTED for every credential instead.
+SERVER_SIDE_PENDING = pending.SERVER_SIDE_PENDING
 
 API_MODULES = (
     admin_pb2,

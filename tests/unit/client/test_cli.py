@@ -162,6 +162,11 @@ def test_scripted_worker_commands(
     code, out, _ = _run(capsys, "worker", "lease", "--class", "machine", "--max-items", "3")
     assert code == 0
     assert json.loads(out)["leases"][0]["leaseToken"] == "wcl_token"
+    sent, _ = coordinator.recorded.last("Lease")
+    assert isinstance(sent, worker_pb2.LeaseRequest) and sent.request_id  # always one
+    _run(capsys, "worker", "lease", "--class", "machine", "--request-id", "retry-1")
+    again, _ = coordinator.recorded.last("Lease")
+    assert isinstance(again, worker_pb2.LeaseRequest) and again.request_id == "retry-1"
 
     code, _, err = _run(capsys, "worker", "heartbeat", "lease-1")
     assert code == 2 and "WORKCOORD_LEASE_TOKEN" in err

@@ -40,6 +40,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     lease.add_argument("--lease-seconds", type=int, default=30)
     lease.add_argument("--wait-seconds", type=int, default=0, help="long-poll up to this long")
     lease.add_argument(
+        "--request-id",
+        default=None,
+        help="send the same id again to retry a call whose reply was lost (default: a new one)",
+    )
+    lease.add_argument(
         "--start", action="store_true", help="start at once with the run identity below"
     )
     _add_identity_flags(lease)
@@ -187,6 +192,7 @@ def _lease(args: argparse.Namespace) -> int:
             lease_seconds=args.lease_seconds,
             wait_seconds=args.wait_seconds,
             run_identity=identity,
+            request_id=args.request_id,
         )
         return worker_pb2.LeaseResponse(leases=leases)
 
