@@ -206,6 +206,7 @@ def start_supervisor(
     *args: str,
     roots: list[str] | None = None,
     lease_seconds: int = 15,
+    command: list[str] | None = None,
 ) -> SupervisorProcess:
     """``workcoord worker run --json`` for ``worker_class`` in ``cwd``, running the command of
     :mod:`.supervised_command` (which reports into ``report_dir``)."""
@@ -239,7 +240,7 @@ def start_supervisor(
                 "2",
                 *args,
                 "--",
-                *COMMAND,
+                *(command or COMMAND),
             ],
             cwd=cwd,
             env=env,

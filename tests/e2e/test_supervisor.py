@@ -20,6 +20,7 @@ from .harness import System
 from .rest import JSON, Tenant, make_tenant, ok
 from .supervisors import (
     DevTarget,
+    SupervisorProcess,
     Target,
     git_checkout,
     gone,
@@ -277,13 +278,12 @@ def test_a_command_that_finishes_on_sigterm_is_judged_by_its_end(
 
 
 def test_a_fleet_runs_the_standard_workflow_through_evidence_files(
-    system: System, workdir: tuple[Path, Path]
+    target: Target, tenant: Tenant, workdir: tuple[Path, Path]
 ) -> None:
     """One supervisor per class, no code of their own: BUILD, a REVIEW that FAILs with findings,
     FIX, a REVIEW that PASSes, SHIP (after a human's approval) with its receipt: LIVE."""
     checkout, report_dir = workdir
-    tenant = make_tenant(system)
-    fleet = []
+    fleet: list[SupervisorProcess] = []
     try:
         lane = tenant.create_lane(
             {
@@ -295,7 +295,7 @@ def test_a_fleet_runs_the_standard_workflow_through_evidence_files(
         )
         fleet = [
             start_supervisor(
-                system_target(system),
+                target,
                 tenant.key["secret"],
                 tenant.coordinator_id,
                 worker_class,
@@ -329,23 +329,14 @@ def test_a_fleet_runs_the_standard_workflow_through_evidence_files(
     finally:
         for supervisor in fleet:
             supervisor.kill()
-        tenant.close()
-
-
-def system_target(system: System) -> Target:
-    return Target(
-        "services",
-        system.gateway_url,
-        system.coordinator_address,
-        system.admin_token,
-        system.advance_clock,
-    )
 
 
 # --------------------------------------------------------------------------- roots
 
 
-def test_repository_roots(system: System, tmp_path: Path, workdir: tuple[Path, Path]) -> None:
+def test_repository_roots(
+    target: Target, tenant: Tenant, tmp_path: Path, workdir: tuple[Path, Path]
+) -> None:
     """Inside a root it runs there; outside, through a symlink escaping a root, in a sibling
     whose name only starts like a root, or in a folder that is no checkout, it refuses without
     running anything: not retryable, WORKTREE_REFUSED, naming the path."""
@@ -357,41 +348,69 @@ def test_repository_roots(system: System, tmp_path: Path, workdir: tuple[Path, P
     sibling = git_checkout(base / "srv" / "lanes2" / "x", "main")
     (root / "escape").symlink_to(outside)
     (root / "plain").mkdir()
-    tenant = make_tenant(system)
     refused = {"outside": outside, "escape": root / "escape", "sibling": sibling}
+    lane = custom_lane(
+        tenant,
+        task("inside", mode="plain", worktree=str(inside)),
+        *(task(key, mode="plain", worktree=str(path)) for key, path in refused.items()),
+        task("plain", mode="plain", worktree=str(root / "plain")),
+    )
+    supervisor = start_supervisor(
+        target,
+        tenant.key["secret"],
+        tenant.coordinator_id,
+        "machine",
+        checkout,
+        report_dir,
+        roots=[str(root)],
+    )
     try:
-        lane = custom_lane(
-            tenant,
-            task("inside", mode="plain", worktree=str(inside)),
-            *(task(key, mode="plain", worktree=str(path)) for key, path in refused.items()),
-            task("plain", mode="plain", worktree=str(root / "plain")),
-        )
-        supervisor = start_supervisor(
-            system_target(system), tenant.key["secret"], tenant.coordinator_id, "machine",
-            checkout, report_dir, roots=[str(root)],
-        )  # fmt: skip
-        try:
-            outcomes = supervisor.wait_for_outcomes(len(lane["items"]))
-            assert sorted(o["event"] for o in outcomes) == ["completed"] + ["failed"] * 4
-            supervisor.process.send_signal(signal.SIGTERM)
-            assert supervisor.wait_exit() == 0, supervisor.output()
-        finally:
-            supervisor.kill()
-
-        ran = item_of(tenant, lane, "inside")
-        assert ran["state"] == "SUCCEEDED"
-        identity = ran["attempts"][0]["runIdentity"]
-        assert (identity["worktreePath"], identity["branch"]) == (str(inside), "lane/parser")
-        assert wait_for_report(report_dir, ran["itemId"])["cwd"] == str(inside)
-
-        for key, path in [*refused.items(), ("plain", root / "plain")]:
-            item = item_of(tenant, lane, key)
-            assert (item["state"], item["deadLetterReason"]) == ("DEAD", "NON_RETRYABLE"), key
-            [attempt] = item["attempts"]
-            assert attempt["error"]["type"] == "WORKTREE_REFUSED"
-            assert attempt["error"].get("retryable", False) is False  # proto3 JSON omits false
-            assert json.dumps(str(path)) in attempt["error"]["message"]
-            assert "runIdentity" not in attempt  # refused before it started
-        assert [path.name for path in reports(report_dir)] == [f"{ran['itemId']}-1.json"]
+        outcomes = supervisor.wait_for_outcomes(len(lane["items"]))
+        assert sorted(o["event"] for o in outcomes) == ["completed"] + ["failed"] * 4
+        supervisor.process.send_signal(signal.SIGTERM)
+        assert supervisor.wait_exit() == 0, supervisor.output()
     finally:
-        tenant.close()
+        supervisor.kill()
+
+    ran = item_of(tenant, lane, "inside")
+    assert ran["state"] == "SUCCEEDED"
+    identity = ran["attempts"][0]["runIdentity"]
+    assert (identity["worktreePath"], identity["branch"]) == (str(inside), "lane/parser")
+    assert wait_for_report(report_dir, ran["itemId"])["cwd"] == str(inside)
+
+    for key, path in [*refused.items(), ("plain", root / "plain")]:
+        item = item_of(tenant, lane, key)
+        assert (item["state"], item["deadLetterReason"]) == ("DEAD", "NON_RETRYABLE"), key
+        [attempt] = item["attempts"]
+        assert attempt["error"]["type"] == "WORKTREE_REFUSED"
+        assert attempt["error"].get("retryable", False) is False  # proto3 JSON omits false
+        assert json.dumps(str(path)) in attempt["error"]["message"]
+        assert "runIdentity" not in attempt  # refused before it started
+    assert [path.name for path in reports(report_dir)] == [f"{ran['itemId']}-1.json"]
+
+
+def test_a_plain_shell_command(target: Target, tenant: Tenant, workdir: tuple[Path, Path]) -> None:
+    """``--once`` with nothing but ``sh``: the evidence file written by a shell one-liner."""
+    checkout, report_dir = workdir
+    lane = custom_lane(tenant, task("sh"))
+    script = (
+        'branch=$(git branch --show-current) && printf \'{"summary": "%s on %s"}\' '
+        '"$WORKCOORD_ITEM_KIND" "$branch" > "$WORKCOORD_EVIDENCE_FILE"'
+    )
+    supervisor = start_supervisor(
+        target,
+        tenant.key["secret"],
+        tenant.coordinator_id,
+        "machine",
+        checkout,
+        report_dir,
+        "--once",
+        command=["sh", "-c", script],
+    )
+    try:
+        assert supervisor.wait_exit() == 0, supervisor.output()
+    finally:
+        supervisor.kill()
+    done = item_of(tenant, lane, "sh")
+    assert (done["state"], done["evidence"]["summary"]) == ("SUCCEEDED", "TASK on fix/parser")
+    assert supervisor.kinds()[-2:] == ["completed", "exit"]
