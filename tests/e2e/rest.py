@@ -5,13 +5,11 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
 from tests.support.rest import JSON, ok, rest_client, run_identity
-
-from .harness import System
 
 # The README's example lane: a and b run in parallel, c waits for both and holds an exclusive key.
 EXAMPLE_LANE: JSON = {
@@ -120,7 +118,17 @@ def unique_slug(prefix: str = "org") -> str:
     return f"{prefix}-{secrets.token_hex(4)}"
 
 
-def make_tenant(system: System, slug: str | None = None) -> Tenant:
+class Gateway(Protocol):
+    """Where a tenant is made: the gateway and the bootstrap admin's token."""
+
+    @property
+    def gateway_url(self) -> str: ...
+
+    @property
+    def admin_token(self) -> str: ...
+
+
+def make_tenant(system: Gateway, slug: str | None = None) -> Tenant:
     """A new org, its ORG work coordinator and a READ/LEASE/WRITE work key, over REST."""
     slug = slug or unique_slug()
     admin = rest_client(system.gateway_url, system.admin_token)

@@ -162,6 +162,11 @@ def test_scripted_worker_commands(
     code, out, _ = _run(capsys, "worker", "lease", "--class", "machine", "--max-items", "3")
     assert code == 0
     assert json.loads(out)["leases"][0]["leaseToken"] == "wcl_token"
+    sent, _ = coordinator.recorded.last("Lease")
+    assert isinstance(sent, worker_pb2.LeaseRequest) and sent.request_id  # always one
+    _run(capsys, "worker", "lease", "--class", "machine", "--request-id", "retry-1")
+    again, _ = coordinator.recorded.last("Lease")
+    assert isinstance(again, worker_pb2.LeaseRequest) and again.request_id == "retry-1"
 
     code, _, err = _run(capsys, "worker", "heartbeat", "lease-1")
     assert code == 2 and "WORKCOORD_LEASE_TOKEN" in err
@@ -188,15 +193,6 @@ def test_scripted_worker_commands(
     assert code == 1
     assert "error: LEASE_LOST: lease lost: expired" in err
     assert "(cause: expired)" in err
-
-
-@pytest.mark.parametrize("argv", [["worker", "run", "--class", "c", "--", "true"]])
-def test_later_commands_say_not_implemented(
-    argv: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, _, err = _run(capsys, *argv)
-    assert code == 2
-    assert "not implemented yet" in err
 
 
 def test_mcp_without_a_credential_is_a_usage_error_and_writes_nothing_to_stdout(

@@ -74,6 +74,11 @@ async def test_worker_calls_carry_lease_and_token(coordinator: FakeCoordinator) 
         request, _ = coordinator.recorded.last("Lease")
         assert isinstance(request, worker_pb2.LeaseRequest)
         assert (request.worker_id, request.worker_class, request.max_items) == ("w1", "machine", 5)
+        assert len(request.request_id) == 32  # a fresh random id on every call
+        await worker.lease(request_id="retry-7")
+        again, _ = coordinator.recorded.last("Lease")
+        assert isinstance(again, worker_pb2.LeaseRequest) and again.request_id == "retry-7"
+        assert again.request_id != request.request_id
 
         identity = run_identity_here("agent-7", "codex", "fleet-bot", "/srv/x", "fix/x")
         await worker.start(leases[0], identity)

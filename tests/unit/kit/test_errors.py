@@ -25,6 +25,7 @@ TABLE = [
     (errors.EtagMismatch, "ETAG_MISMATCH", Code.ABORTED, 409),
     (errors.AlreadyExists, "ALREADY_EXISTS", Code.ALREADY_EXISTS, 409),
     (errors.IllegalTransition, "ILLEGAL_TRANSITION", Code.FAILED_PRECONDITION, 400),
+    (errors.WorkerFenced, "WORKER_FENCED", Code.FAILED_PRECONDITION, 400),
     (errors.CoordinationDisabled, "COORDINATION_DISABLED", Code.UNAVAILABLE, 503),
     (errors.PoolFull, "POOL_FULL", Code.RESOURCE_EXHAUSTED, 429),
     (errors.TooLarge, "TOO_LARGE", Code.RESOURCE_EXHAUSTED, 429),

@@ -18,12 +18,12 @@ from workcoord.api.v1 import lane_pb2, worker_pb2
 from workcoord.cli.common import (
     EXIT_USAGE,
     CliError,
-    Handler,
     add_connection_flags,
     add_coordinator_flag,
     load_message,
     run_call,
 )
+from workcoord.cli.supervisor import register_run
 from workcoord.client.worker import LeaseHandle, Worker, run_identity_here
 
 __all__ = ["register"]
@@ -39,6 +39,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     lease.add_argument("--max-items", type=int, default=1)
     lease.add_argument("--lease-seconds", type=int, default=30)
     lease.add_argument("--wait-seconds", type=int, default=0, help="long-poll up to this long")
+    lease.add_argument(
+        "--request-id",
+        default=None,
+        help="send the same id again to retry a call whose reply was lost (default: a new one)",
+    )
     lease.add_argument(
         "--start", action="store_true", help="start at once with the run identity below"
     )
@@ -95,17 +100,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         _add_worker_flags(parser)
         add_connection_flags(parser)
 
-    run = sub.add_parser("run", help="foreground supervisor (not implemented yet)")
-    run.add_argument("--class", dest="worker_class")
-    run.add_argument("command", nargs=argparse.REMAINDER)
-    run.set_defaults(handler=_not_implemented("worker run"))
-
-
-def _not_implemented(name: str) -> Handler:
-    def handler(args: argparse.Namespace) -> int:
-        raise CliError(f"workcoord {name} is not implemented yet", EXIT_USAGE)
-
-    return handler
+    register_run(sub)
 
 
 def _add_worker_flags(parser: argparse.ArgumentParser) -> None:
@@ -203,6 +198,7 @@ def _lease(args: argparse.Namespace) -> int:
             lease_seconds=args.lease_seconds,
             wait_seconds=args.wait_seconds,
             run_identity=identity,
+            request_id=args.request_id,
         )
         return worker_pb2.LeaseResponse(leases=leases)
 

@@ -7,17 +7,28 @@ worker must stop.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypedDict
 
 from workcoord.api.v1 import lane_pb2, worker_pb2
 from workcoord.client.client import WorkcoordClient
+from workcoord.client.retries import new_request_id
+from workcoord.client.worker_loop import Handler, LoopEvent, LoopOptions, LoopReport, WorkerLoop
 
-__all__ = ["LeaseHandle", "LeaseRef", "Worker", "process_start_time", "run_identity_here"]
+__all__ = [
+    "LeaseHandle",
+    "LeaseRef",
+    "Worker",
+    "new_request_id",
+    "process_start_time",
+    "run_identity_here",
+]
 
 # Fallback for platforms without /proc: close to (never before) the real start.
 _IMPORT_TIME = datetime.now(UTC)
@@ -108,6 +119,22 @@ class Worker:
         self.worker_id = worker_id
         self.worker_class = worker_class
 
+    async def run(
+        self,
+        handler: Handler,
+        options: LoopOptions | None = None,
+        *,
+        stop: asyncio.Event | None = None,
+        on_event: Callable[[LoopEvent], None] | None = None,
+    ) -> LoopReport:
+        """Lease, start, heartbeat and finish one item at a time around ``handler`` until
+        ``stop`` is set (see :mod:`workcoord.client.worker_loop`).
+
+        Raises :class:`~workcoord.kit.errors.LeaseLost` once the handler of a lost lease has
+        been cancelled: nothing more is written for that lease.
+        """
+        return await WorkerLoop(self, handler, options, stop=stop, on_event=on_event).run()
+
     async def lease(
         self,
         *,
@@ -116,10 +143,13 @@ class Worker:
         wait_seconds: int = 0,
         run_identity: lane_pb2.RunIdentity | None = None,
         rpc_timeout_seconds: float | None = None,
+        request_id: str | None = None,
     ) -> list[worker_pb2.Lease]:
         """Lease up to ``max_items`` ready items (long-polling up to ``wait_seconds``).
 
         With ``run_identity`` the leases start at once (RUNNING). An empty list means no work.
+        ``request_id`` makes a retry return the leases of a call whose reply was lost: pass
+        the same id to retry, or none for a fresh random one.
         """
         request = worker_pb2.LeaseRequest(
             coordinator_id=self.coordinator_id,
@@ -129,6 +159,7 @@ class Worker:
             lease_seconds=lease_seconds,
             wait_seconds=wait_seconds,
             run_identity=run_identity,
+            request_id=request_id or new_request_id(),
         )
         # A long poll may legitimately take wait_seconds; leave room for the round trip.
         deadline = rpc_timeout_seconds if rpc_timeout_seconds is not None else wait_seconds + 30.0

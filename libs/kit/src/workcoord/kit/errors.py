@@ -36,6 +36,7 @@ __all__ = [
     "Unimplemented",
     "Violations",
     "WorkcoordError",
+    "WorkerFenced",
     "error_class_for_reason",
     "http_status_for",
 ]
@@ -266,6 +267,15 @@ class IllegalTransition(WorkcoordError):
     default_message = "illegal transition"
 
 
+class WorkerFenced(WorkcoordError):
+    """The worker is fenced (a malformed placement on one of its active attempts): it leases
+    nothing until the placement is corrected or that attempt's lease expires."""
+
+    code = Code.FAILED_PRECONDITION
+    reason = "WORKER_FENCED"
+    default_message = "worker fenced: a malformed placement on one of its active attempts"
+
+
 class CoordinationDisabled(WorkcoordError):
     """The platform or work coordinator switch is off."""
 
@@ -317,6 +327,7 @@ _BY_REASON: dict[str, type[WorkcoordError]] = {
         EtagMismatch,
         AlreadyExists,
         IllegalTransition,
+        WorkerFenced,
         CoordinationDisabled,
         PoolFull,
         TooLarge,

@@ -58,6 +58,9 @@ class Event(_message.Message):
         GRANT_CREATED: _ClassVar[Event.Type]
         GRANT_REVOKED: _ClassVar[Event.Type]
         PARENT_ACTION: _ClassVar[Event.Type]
+        WORKER_FENCED: _ClassVar[Event.Type]
+        WORKER_UNFENCED: _ClassVar[Event.Type]
+        WORKER_FORGOTTEN: _ClassVar[Event.Type]
     TYPE_UNSPECIFIED: Event.Type
     COORDINATOR_CREATED: Event.Type
     COORDINATOR_UPDATED: Event.Type
@@ -102,6 +105,9 @@ class Event(_message.Message):
     GRANT_CREATED: Event.Type
     GRANT_REVOKED: Event.Type
     PARENT_ACTION: Event.Type
+    WORKER_FENCED: Event.Type
+    WORKER_UNFENCED: Event.Type
+    WORKER_FORGOTTEN: Event.Type
     REVISION_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]

@@ -164,6 +164,7 @@ class Gate(_message.Message):
         PLACEMENT: _ClassVar[Gate.Kind]
         NOBODY_ASKING: _ClassVar[Gate.Kind]
         STOPPED: _ClassVar[Gate.Kind]
+        FENCED: _ClassVar[Gate.Kind]
     KIND_UNSPECIFIED: Gate.Kind
     DISABLED: Gate.Kind
     PAUSED: Gate.Kind
@@ -176,6 +177,7 @@ class Gate(_message.Message):
     PLACEMENT: Gate.Kind
     NOBODY_ASKING: Gate.Kind
     STOPPED: Gate.Kind
+    FENCED: Gate.Kind
     GATE_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     SINCE_FIELD_NUMBER: _ClassVar[int]

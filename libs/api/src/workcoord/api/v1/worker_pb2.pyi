@@ -16,7 +16,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Worker(_message.Message):
-    __slots__ = ("worker_id", "worker_class", "capabilities", "toolchains", "labels", "cpu_count", "memory_bytes", "disk_bytes", "observe_time", "create_time", "principal", "active_leases")
+    __slots__ = ("worker_id", "worker_class", "capabilities", "toolchains", "labels", "cpu_count", "memory_bytes", "disk_bytes", "observe_time", "create_time", "principal", "active_leases", "fence")
     class ToolchainsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +43,7 @@ class Worker(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_LEASES_FIELD_NUMBER: _ClassVar[int]
+    FENCE_FIELD_NUMBER: _ClassVar[int]
     worker_id: str
     worker_class: str
     capabilities: _containers.RepeatedScalarFieldContainer[str]
@@ -55,7 +56,26 @@ class Worker(_message.Message):
     create_time: _timestamp_pb2.Timestamp
     principal: str
     active_leases: int
-    def __init__(self, worker_id: _Optional[str] = ..., worker_class: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., toolchains: _Optional[_Mapping[str, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., cpu_count: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., observe_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal: _Optional[str] = ..., active_leases: _Optional[int] = ...) -> None: ...
+    fence: WorkerFence
+    def __init__(self, worker_id: _Optional[str] = ..., worker_class: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., toolchains: _Optional[_Mapping[str, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., cpu_count: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., observe_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal: _Optional[str] = ..., active_leases: _Optional[int] = ..., fence: _Optional[_Union[WorkerFence, _Mapping]] = ...) -> None: ...
+
+class WorkerFence(_message.Message):
+    __slots__ = ("reason", "lease_id", "item_id", "lane_id", "exclusive", "since", "expire_time")
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    LANE_ID_FIELD_NUMBER: _ClassVar[int]
+    EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    lease_id: str
+    item_id: str
+    lane_id: str
+    exclusive: _containers.RepeatedScalarFieldContainer[str]
+    since: _timestamp_pb2.Timestamp
+    expire_time: _timestamp_pb2.Timestamp
+    def __init__(self, reason: _Optional[str] = ..., lease_id: _Optional[str] = ..., item_id: _Optional[str] = ..., lane_id: _Optional[str] = ..., exclusive: _Optional[_Iterable[str]] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class LeasedItem(_message.Message):
     __slots__ = ("item_id", "lane_id", "key", "kind", "worker_class", "title", "brief", "inputs", "placement", "exclusive_key", "continues_lease_id", "checkpoint", "action_classes")
@@ -135,8 +155,22 @@ class ListWorkersResponse(_message.Message):
     next_page_token: str
     def __init__(self, workers: _Optional[_Iterable[_Union[Worker, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class ForgetWorkerRequest(_message.Message):
+    __slots__ = ("coordinator_id", "worker_id")
+    COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    coordinator_id: str
+    worker_id: str
+    def __init__(self, coordinator_id: _Optional[str] = ..., worker_id: _Optional[str] = ...) -> None: ...
+
+class ForgetWorkerResponse(_message.Message):
+    __slots__ = ("worker",)
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    worker: Worker
+    def __init__(self, worker: _Optional[_Union[Worker, _Mapping]] = ...) -> None: ...
+
 class LeaseRequest(_message.Message):
-    __slots__ = ("coordinator_id", "worker_id", "worker_class", "max_items", "lease_seconds", "wait_seconds", "run_identity")
+    __slots__ = ("coordinator_id", "worker_id", "worker_class", "max_items", "lease_seconds", "wait_seconds", "run_identity", "request_id")
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     WORKER_CLASS_FIELD_NUMBER: _ClassVar[int]
@@ -144,6 +178,7 @@ class LeaseRequest(_message.Message):
     LEASE_SECONDS_FIELD_NUMBER: _ClassVar[int]
     WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     RUN_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: str
     worker_id: str
     worker_class: str
@@ -151,7 +186,8 @@ class LeaseRequest(_message.Message):
     lease_seconds: int
     wait_seconds: int
     run_identity: _lane_pb2.RunIdentity
-    def __init__(self, coordinator_id: _Optional[str] = ..., worker_id: _Optional[str] = ..., worker_class: _Optional[str] = ..., max_items: _Optional[int] = ..., lease_seconds: _Optional[int] = ..., wait_seconds: _Optional[int] = ..., run_identity: _Optional[_Union[_lane_pb2.RunIdentity, _Mapping]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, coordinator_id: _Optional[str] = ..., worker_id: _Optional[str] = ..., worker_class: _Optional[str] = ..., max_items: _Optional[int] = ..., lease_seconds: _Optional[int] = ..., wait_seconds: _Optional[int] = ..., run_identity: _Optional[_Union[_lane_pb2.RunIdentity, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class LeaseResponse(_message.Message):
     __slots__ = ("leases",)

@@ -46,6 +46,11 @@ class WorkerServiceStub:
                 request_serializer=workcoord_dot_api_dot_v1_dot_worker__pb2.ListWorkersRequest.SerializeToString,
                 response_deserializer=workcoord_dot_api_dot_v1_dot_worker__pb2.ListWorkersResponse.FromString,
                 _registered_method=True)
+        self.ForgetWorker = channel.unary_unary(
+                '/workcoord.api.v1.WorkerService/ForgetWorker',
+                request_serializer=workcoord_dot_api_dot_v1_dot_worker__pb2.ForgetWorkerRequest.SerializeToString,
+                response_deserializer=workcoord_dot_api_dot_v1_dot_worker__pb2.ForgetWorkerResponse.FromString,
+                _registered_method=True)
         self.Lease = channel.unary_unary(
                 '/workcoord.api.v1.WorkerService/Lease',
                 request_serializer=workcoord_dot_api_dot_v1_dot_worker__pb2.LeaseRequest.SerializeToString,
@@ -102,6 +107,14 @@ class WorkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ForgetWorker(self, request, context):
+        """Forgets a worker that holds no live lease (a human decision: admins only). Its record,
+        observations and any fence go; the id may register again later as a new worker.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Lease(self, request, context):
         """Leases up to max_items ready items of the worker's class, priority first then FIFO.
         With wait_seconds it long-polls and returns as soon as work is ready (no leases: nothing
@@ -109,6 +122,7 @@ class WorkerServiceServicer:
         write of the attempt (start, heartbeat, checkpoint, complete, fail, release) presents it,
         and is refused with LEASE_LOST once the lease expired or is no longer the item's live
         attempt. Record the run identity before running anything: here (run_identity) or by Start.
+        A fenced worker is refused with WORKER_FENCED (FAILED_PRECONDITION) until its fence lifts.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -176,6 +190,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.ListWorkers,
                     request_deserializer=workcoord_dot_api_dot_v1_dot_worker__pb2.ListWorkersRequest.FromString,
                     response_serializer=workcoord_dot_api_dot_v1_dot_worker__pb2.ListWorkersResponse.SerializeToString,
+            ),
+            'ForgetWorker': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForgetWorker,
+                    request_deserializer=workcoord_dot_api_dot_v1_dot_worker__pb2.ForgetWorkerRequest.FromString,
+                    response_serializer=workcoord_dot_api_dot_v1_dot_worker__pb2.ForgetWorkerResponse.SerializeToString,
             ),
             'Lease': grpc.unary_unary_rpc_method_handler(
                     servicer.Lease,
@@ -269,6 +288,33 @@ class WorkerService:
             '/workcoord.api.v1.WorkerService/ListWorkers',
             workcoord_dot_api_dot_v1_dot_worker__pb2.ListWorkersRequest.SerializeToString,
             workcoord_dot_api_dot_v1_dot_worker__pb2.ListWorkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForgetWorker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workcoord.api.v1.WorkerService/ForgetWorker',
+            workcoord_dot_api_dot_v1_dot_worker__pb2.ForgetWorkerRequest.SerializeToString,
+            workcoord_dot_api_dot_v1_dot_worker__pb2.ForgetWorkerResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -39,6 +39,10 @@ class WorkerServiceStub:
     """Registers a worker or records a new observation of it."""
     ListWorkers: _grpc.UnaryUnaryMultiCallable[_worker_pb2.ListWorkersRequest, _worker_pb2.ListWorkersResponse]
     """Lists workers."""
+    ForgetWorker: _grpc.UnaryUnaryMultiCallable[_worker_pb2.ForgetWorkerRequest, _worker_pb2.ForgetWorkerResponse]
+    """Forgets a worker that holds no live lease (a human decision: admins only). Its record,
+    observations and any fence go; the id may register again later as a new worker.
+    """
     Lease: _grpc.UnaryUnaryMultiCallable[_worker_pb2.LeaseRequest, _worker_pb2.LeaseResponse]
     """Leases up to max_items ready items of the worker's class, priority first then FIFO.
     With wait_seconds it long-polls and returns as soon as work is ready (no leases: nothing
@@ -46,6 +50,7 @@ class WorkerServiceStub:
     write of the attempt (start, heartbeat, checkpoint, complete, fail, release) presents it,
     and is refused with LEASE_LOST once the lease expired or is no longer the item's live
     attempt. Record the run identity before running anything: here (run_identity) or by Start.
+    A fenced worker is refused with WORKER_FENCED (FAILED_PRECONDITION) until its fence lifts.
     """
     Start: _grpc.UnaryUnaryMultiCallable[_worker_pb2.StartRequest, _worker_pb2.StartResponse]
     """Starts a leased attempt with its run identity: LEASED becomes RUNNING. Call it before the
@@ -84,6 +89,10 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     """Registers a worker or records a new observation of it."""
     ListWorkers: _aio.UnaryUnaryMultiCallable[_worker_pb2.ListWorkersRequest, _worker_pb2.ListWorkersResponse]  # type: ignore[assignment]
     """Lists workers."""
+    ForgetWorker: _aio.UnaryUnaryMultiCallable[_worker_pb2.ForgetWorkerRequest, _worker_pb2.ForgetWorkerResponse]  # type: ignore[assignment]
+    """Forgets a worker that holds no live lease (a human decision: admins only). Its record,
+    observations and any fence go; the id may register again later as a new worker.
+    """
     Lease: _aio.UnaryUnaryMultiCallable[_worker_pb2.LeaseRequest, _worker_pb2.LeaseResponse]  # type: ignore[assignment]
     """Leases up to max_items ready items of the worker's class, priority first then FIFO.
     With wait_seconds it long-polls and returns as soon as work is ready (no leases: nothing
@@ -91,6 +100,7 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     write of the attempt (start, heartbeat, checkpoint, complete, fail, release) presents it,
     and is refused with LEASE_LOST once the lease expired or is no longer the item's live
     attempt. Record the run identity before running anything: here (run_identity) or by Start.
+    A fenced worker is refused with WORKER_FENCED (FAILED_PRECONDITION) until its fence lifts.
     """
     Start: _aio.UnaryUnaryMultiCallable[_worker_pb2.StartRequest, _worker_pb2.StartResponse]  # type: ignore[assignment]
     """Starts a leased attempt with its run identity: LEASED becomes RUNNING. Call it before the
@@ -140,6 +150,16 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         """Lists workers."""
 
     @_abc_1.abstractmethod
+    def ForgetWorker(
+        self,
+        request: _worker_pb2.ForgetWorkerRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_worker_pb2.ForgetWorkerResponse, _abc.Awaitable[_worker_pb2.ForgetWorkerResponse]]:
+        """Forgets a worker that holds no live lease (a human decision: admins only). Its record,
+        observations and any fence go; the id may register again later as a new worker.
+        """
+
+    @_abc_1.abstractmethod
     def Lease(
         self,
         request: _worker_pb2.LeaseRequest,
@@ -151,6 +171,7 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         write of the attempt (start, heartbeat, checkpoint, complete, fail, release) presents it,
         and is refused with LEASE_LOST once the lease expired or is no longer the item's live
         attempt. Record the run identity before running anything: here (run_identity) or by Start.
+        A fenced worker is refused with WORKER_FENCED (FAILED_PRECONDITION) until its fence lifts.
         """
 
     @_abc_1.abstractmethod

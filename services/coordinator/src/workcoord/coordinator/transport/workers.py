@@ -4,6 +4,7 @@ checkpoint, complete, fail or release their leases."""
 from __future__ import annotations
 
 from workcoord.api.v1 import worker_pb2, worker_pb2_grpc
+from workcoord.kit.errors import Unimplemented
 
 from . import mapping as m
 from .base import Context, EngineServicer
@@ -107,3 +108,9 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
             p, request.coordinator_id, request.lease_id, request.lease_token, request.reason
         )
         return worker_pb2.ReleaseResponse(attempt=m.attempt_to_pb(attempt))
+
+    async def ForgetWorker(
+        self, request: worker_pb2.ForgetWorkerRequest, context: Context
+    ) -> worker_pb2.ForgetWorkerResponse:
+        # In the contract; the coordinator's side lands next (tests/support/pending.py).
+        raise Unimplemented("ForgetWorker is not served by this coordinator yet")

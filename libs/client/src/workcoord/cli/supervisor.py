@@ -1,0 +1,587 @@
+"""``workcoord worker run``: the foreground supervisor, one item at a time.
+
+For each item it leases (long-polling) it chooses the worktree (:mod:`.roots`), records the run
+identity from the machine itself — its own pid, the real hostname, the canonical worktree, the
+checkout's branch, its start time — and only then spawns the command in its own process group
+(:mod:`.process_group`), in that worktree, with the item's ids, inputs file, evidence file and
+checkpoint file in its environment and never the lease token or the credential. The loop of
+:meth:`Worker.run` heartbeats every third of the lease and writes the outcome:
+
+- a checkpoint file left behind (≤ 8 KiB, the API's rules) ends the attempt with it;
+- exit 0 completes with the evidence file (proto3 JSON of ``Evidence``) or a plain summary;
+- a non-zero exit or a signal fails the attempt with that status (retryable);
+- a worktree outside the trusted directories fails it, not retryable: ``WORKTREE_REFUSED``.
+
+``LEASE_LOST`` of any cause: SIGTERM to the group, SIGKILL after ``--kill-grace``, nothing more
+written, exit 3. SIGINT/SIGTERM: forwarded to the group; a command still running after the
+grace period is killed and its lease released (no attempt burned); a second signal kills at
+once. Exit codes: 0 stopped or done, 1 the coordinator refused, 2 usage, 3 lease lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from google.protobuf import json_format
+
+from workcoord.api.v1 import lane_pb2, worker_pb2
+from workcoord.cli import roots as roots_module
+from workcoord.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, print_error
+from workcoord.cli.process_group import ProcessGroup
+from workcoord.client.client import DEFAULT_ADDRESS, WorkcoordClient
+from workcoord.client.worker import Worker, run_identity_here
+from workcoord.client.worker_loop import (
+    Assignment,
+    Checkpointed,
+    Completed,
+    Failed,
+    LoopEvent,
+    LoopOptions,
+    Outcome,
+    Released,
+)
+from workcoord.kit.errors import LeaseLost, WorkcoordError
+from workcoord.kit.validation import validate
+
+__all__ = [
+    "EXIT_LEASE_LOST",
+    "AttemptFiles",
+    "Reporter",
+    "Supervisor",
+    "SupervisorConfig",
+    "attempt_files",
+    "child_environment",
+    "command_outcome",
+    "config_from_args",
+    "default_worker_id",
+    "inputs_document",
+    "register_run",
+]
+
+EXIT_LEASE_LOST = 3
+
+CHECKPOINT_MAX_BYTES = 8192  # CheckpointRequest.checkpoint's max_bytes
+EVIDENCE_MAX_FILE_BYTES = 1024 * 1024
+WORKTREE_REFUSED = "WORKTREE_REFUSED"
+# Credentials never reach the command: these by name, and any variable holding the credential.
+_SECRET_NAME = re.compile(r"^WORKCOORD_.*(TOKEN|KEY|SECRET)", re.IGNORECASE)
+_WORKER_ID_CHARS = re.compile(r"[^A-Za-z0-9._:@-]")
+_STDERR_FD = 2  # the process's own, whatever sys.stderr was replaced by
+
+
+@dataclass(frozen=True, slots=True)
+class SupervisorConfig:
+    """Everything ``worker run`` was told, checked."""
+
+    address: str
+    token: str | None
+    coordinator_id: str
+    worker_id: str
+    worker_class: str
+    command: tuple[str, ...]
+    agent_id: str
+    engine: str
+    account: str
+    fallback_branch: str
+    own_directory: str
+    roots: tuple[str, ...]
+    lease_seconds: int = 30
+    wait_seconds: int = 30
+    once: bool = False
+    kill_grace: float = 10.0
+    json_output: bool = False
+
+
+def register_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``worker run``."""
+    run = sub.add_parser(
+        "run",
+        help="foreground supervisor: lease, run COMMAND per item, heartbeat, finish",
+        description="Lease one item at a time and run COMMAND for it in its own process group.",
+    )
+    run.add_argument(
+        "--coordinator",
+        dest="coordinator_id",
+        metavar="ID",
+        default=os.environ.get("WORKCOORD_COORDINATOR_ID") or None,
+        help="work coordinator id (env WORKCOORD_COORDINATOR_ID)",
+    )
+    run.add_argument("--class", dest="worker_class", metavar="CLASS", required=True)
+    run.add_argument(
+        "--worker-id",
+        default=os.environ.get("WORKCOORD_WORKER_ID") or None,
+        help="env WORKCOORD_WORKER_ID; default: host, class and a hash of this directory",
+    )
+    run.add_argument("--lease-seconds", type=_bounded(5, 300), default=30, metavar="N")
+    run.add_argument("--wait-seconds", type=_bounded(0, 60), default=30, metavar="N")
+    run.add_argument("--once", action="store_true", help="handle one item, then exit")
+    run.add_argument(
+        "--kill-grace",
+        type=_positive_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="between SIGTERM and SIGKILL (default %(default)s)",
+    )
+    run.add_argument(
+        "--branch",
+        default="",
+        help="branch to record when the worktree is not a git checkout (otherwise refused)",
+    )
+    run.add_argument("--agent-id", default=os.environ.get("WORKCOORD_AGENT_ID") or "")
+    run.add_argument("--engine", default=os.environ.get("WORKCOORD_AGENT_ENGINE") or "")
+    run.add_argument("--account", default=os.environ.get("WORKCOORD_AGENT_ACCOUNT") or "")
+    run.add_argument("--json", dest="json_output", action="store_true", help="JSON lines")
+    run.add_argument(
+        "--address",
+        default=os.environ.get("WORKCOORD_ADDRESS") or DEFAULT_ADDRESS,
+        help="coordinator gRPC address (env WORKCOORD_ADDRESS, default %(default)s)",
+    )
+    run.add_argument("--token", default=None, help="prefer env WORKCOORD_TOKEN")
+    run.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
+    run.set_defaults(handler=_run)
+
+
+def _bounded(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}")
+        return value
+
+    return parse
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = config_from_args(args, os.environ)
+    reporter = Reporter(config.json_output)
+    try:
+        return asyncio.run(Supervisor(config, reporter).main())
+    except LeaseLost as err:
+        reporter.emit("exit", detail=f"lease lost ({err.cause or err.reason}): {err.message}")
+        return EXIT_LEASE_LOST
+    except WorkcoordError as err:
+        print_error(err)
+        return EXIT_ERROR
+
+
+def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> SupervisorConfig:
+    """Check the flags and environment before anything is leased (a :class:`CliError`, exit 2,
+    naming every problem)."""
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        raise CliError("worker run: no command given (… -- COMMAND [ARGS...])", EXIT_USAGE)
+    if not args.coordinator_id:
+        raise CliError(
+            "worker run: --coordinator (or WORKCOORD_COORDINATOR_ID) is required", EXIT_USAGE
+        )
+    missing = [
+        name
+        for name, value in (
+            ("WORKCOORD_AGENT_ID (--agent-id)", args.agent_id),
+            ("WORKCOORD_AGENT_ENGINE (--engine)", args.engine),
+            ("WORKCOORD_AGENT_ACCOUNT (--account)", args.account),
+        )
+        if not value
+    ]
+    if missing:
+        raise CliError("worker run: missing " + ", ".join(missing), EXIT_USAGE)
+    if "/" not in command[0] and shutil.which(command[0]) is None:
+        raise CliError(f"worker run: command not found: {command[0]}", EXIT_USAGE)
+    try:
+        roots = roots_module.parse_roots(environ.get(roots_module.ROOTS_ENV))
+    except roots_module.RootsError as exc:
+        raise CliError(f"worker run: {exc}", EXIT_USAGE) from None
+    own = roots_module.own_directory()
+    if not args.branch and roots_module.current_branch(own) is None:
+        raise CliError(
+            f"worker run: {own} is not a git checkout; run in one or pass --branch", EXIT_USAGE
+        )
+    problems = [
+        f"{v.field}: {v.description}"
+        for v in validate(
+            run_identity_here(args.agent_id, args.engine, args.account, own, args.branch or "-")
+        )
+    ]
+    if problems:
+        raise CliError("worker run: bad run identity labels: " + "; ".join(problems), EXIT_USAGE)
+    return SupervisorConfig(
+        address=args.address,
+        token=args.token or environ.get("WORKCOORD_TOKEN") or None,
+        coordinator_id=args.coordinator_id,
+        worker_id=args.worker_id or default_worker_id(args.worker_class, own),
+        worker_class=args.worker_class,
+        command=tuple(command),
+        agent_id=args.agent_id,
+        engine=args.engine,
+        account=args.account,
+        fallback_branch=args.branch,
+        own_directory=own,
+        roots=roots,
+        lease_seconds=args.lease_seconds,
+        wait_seconds=args.wait_seconds,
+        once=args.once,
+        kill_grace=args.kill_grace,
+        json_output=args.json_output,
+    )
+
+
+def default_worker_id(worker_class: str, directory: str) -> str:
+    """``<host>-<class>-<hash of the directory>``: stable across restarts of the same
+    supervisor, distinct for supervisors of the same class in different directories."""
+    host = _WORKER_ID_CHARS.sub("-", socket.gethostname().split(".")[0]) or "host"
+    digest = hashlib.sha256(directory.encode()).hexdigest()[:8]
+    worker_id = f"{host}-{worker_class}-{digest}".lstrip("._:@-")
+    return worker_id[-128:]
+
+
+def child_environment(
+    base: Mapping[str, str], credential: str | None, attempt: Mapping[str, str]
+) -> dict[str, str]:
+    """The command's environment: ``base`` without credentials, plus the attempt's variables."""
+    env = {
+        name: value
+        for name, value in base.items()
+        if not _SECRET_NAME.match(name) and not (credential and credential in value)
+    }
+    env.update(attempt)
+    return env
+
+
+class Reporter:
+    """One line per step on stdout: ``HH:MM:SS event key=value … — detail``, or JSON lines."""
+
+    def __init__(self, json_output: bool) -> None:
+        self.json_output = json_output
+
+    def emit(self, event: str, detail: str = "", **fields: object) -> None:
+        now = datetime.now(UTC)
+        shown = {key: value for key, value in fields.items() if value not in ("", None, 0)}
+        if self.json_output:
+            record: dict[str, object] = {"time": now.isoformat(), "event": event, **shown}
+            if detail:
+                record["detail"] = detail
+            line = json.dumps(record, separators=(",", ":"))
+        else:
+            parts = [
+                now.strftime("%H:%M:%S"),
+                event,
+                *(f"{k}={_text(v)}" for k, v in shown.items()),
+            ]
+            line = " ".join(parts) + (f" — {detail}" if detail else "")
+        print(line, flush=True)
+
+    def loop_event(self, event: LoopEvent) -> None:
+        item = event.item
+        self.emit(
+            event.kind,
+            event.detail,
+            lease=event.lease_id,
+            item=item.item_id if item else "",
+            lane=item.lane_id if item else "",
+            kind=lane_pb2.Item.Kind.Name(item.kind) if item and item.kind else "",
+            attempt=event.attempt,
+        )
+
+
+def inputs_document(item: worker_pb2.LeasedItem) -> dict[str, object]:
+    """The item's inputs as plain JSON (whole numbers as integers: a ``Struct`` keeps every
+    number as a double, and ``3.0`` surprises shell scripts)."""
+    document = _whole_numbers(json_format.MessageToDict(item.inputs))
+    assert isinstance(document, dict)
+    return document
+
+
+def _whole_numbers(value: object) -> object:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _whole_numbers(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(inner) for inner in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptFiles:
+    """The files of one attempt: the inputs written for the command, the evidence and the
+    checkpoint it may leave behind."""
+
+    directory: Path
+    inputs: Path
+    evidence: Path
+    checkpoint: Path
+
+
+@contextlib.contextmanager
+def attempt_files(item: worker_pb2.LeasedItem) -> Iterator[AttemptFiles]:
+    """A private folder (0700) outside the worktree with the inputs file; removed afterwards."""
+    directory = Path(tempfile.mkdtemp(prefix="workcoord-attempt-"))
+    try:
+        files = AttemptFiles(
+            directory,
+            directory / "inputs.json",
+            directory / "evidence.json",
+            directory / "checkpoint.json",
+        )
+        descriptor = os.open(files.inputs, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            json.dump(inputs_document(item), out, indent=2, sort_keys=True)
+            out.write("\n")
+        yield files
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+class Supervisor:
+    """One ``worker run``: the loop, the signals, the command of the current item."""
+
+    def __init__(self, config: SupervisorConfig, reporter: Reporter) -> None:
+        self.config = config
+        self.reporter = reporter
+        self.stop = asyncio.Event()
+        self.signals: list[int] = []
+        self.group: ProcessGroup | None = None
+
+    async def main(self) -> int:
+        """Run until stopped (or one item with ``--once``); the exit code."""
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, self._on_signal, signum)
+        config = self.config
+        options = LoopOptions(
+            lease_seconds=config.lease_seconds,
+            wait_seconds=config.wait_seconds,
+            once=config.once,
+            # The handler forwards the signal and kills after the grace itself; this is only
+            # the backstop should it hang.
+            drain_seconds=config.kill_grace + 30.0,
+        )
+        self.reporter.emit(
+            "ready",
+            coordinator=config.coordinator_id,
+            worker=config.worker_id,
+            workerClass=config.worker_class,
+            directory=config.own_directory,
+        )
+        try:
+            async with WorkcoordClient(config.address, config.token) as client:
+                worker = Worker(
+                    client, config.coordinator_id, config.worker_id, config.worker_class
+                )
+                await worker.run(self.handle, options, stop=self.stop, on_event=self._loop_event)
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+        self.reporter.emit("exit", detail="stopped" if self.signals else "done")
+        return EXIT_OK
+
+    def _loop_event(self, event: LoopEvent) -> None:
+        self.reporter.loop_event(event)
+
+    def _on_signal(self, signum: int) -> None:
+        self.signals.append(signum)
+        name = signal.Signals(signum).name
+        if len(self.signals) == 1:
+            self.reporter.emit("stopping", detail=f"{name}: finishing the current item")
+            self.stop.set()
+        elif self.group is not None:
+            self.reporter.emit("killing", pgid=self.group.pgid, detail=f"second signal {name}")
+            self.group.send(signal.SIGKILL)
+
+    async def handle(self, assignment: Assignment) -> Outcome:
+        """Run the command for one item (the handler of :meth:`Worker.run`)."""
+        config = self.config
+        inputs = inputs_document(assignment.item)
+        choice = roots_module.choose_worktree(inputs, config.own_directory, config.roots)
+        if not choice.allowed:
+            return Failed(choice.refusal, error_type=WORKTREE_REFUSED, retryable=False)
+        branch = await asyncio.to_thread(roots_module.current_branch, choice.path)
+        if branch is None:
+            if not config.fallback_branch:
+                return Failed(
+                    f"worktree {json.dumps(choice.path)} is not a git checkout",
+                    error_type=WORKTREE_REFUSED,
+                    retryable=False,
+                )
+            branch = config.fallback_branch
+        identity = run_identity_here(
+            config.agent_id, config.engine, config.account, choice.path, branch, pid=os.getpid()
+        )
+        await assignment.start(identity)
+        if assignment.stopping.is_set():
+            return Released("worker stopping before the command started")
+        with attempt_files(assignment.item) as files:
+            return await self._run_command(assignment, choice.path, branch, files)
+
+    async def _run_command(
+        self, assignment: Assignment, worktree: str, branch: str, files: AttemptFiles
+    ) -> Outcome:
+        config = self.config
+        item = assignment.item
+        env = child_environment(
+            os.environ,
+            config.token,
+            {
+                "WORKCOORD_LEASE_ID": assignment.lease_id,
+                "WORKCOORD_ITEM_ID": item.item_id,
+                "WORKCOORD_LANE_ID": item.lane_id,
+                "WORKCOORD_ITEM_KIND": lane_pb2.Item.Kind.Name(item.kind),
+                "WORKCOORD_ATTEMPT": str(assignment.attempt),
+                "WORKCOORD_INPUTS_FILE": str(files.inputs),
+                "WORKCOORD_EVIDENCE_FILE": str(files.evidence),
+                "WORKCOORD_CHECKPOINT_FILE": str(files.checkpoint),
+            },
+        )
+        # With --json, stdout carries only the supervisor's lines: the command writes to stderr.
+        stdout = _STDERR_FD if config.json_output else None
+        try:
+            group = await ProcessGroup.spawn(config.command, cwd=worktree, env=env, stdout=stdout)
+        except OSError as exc:
+            return Failed(f"cannot start {config.command[0]}: {exc}", error_type="SPAWN")
+        self.group = group
+        self.reporter.emit(
+            "running", lease=assignment.lease_id, pid=group.pid, worktree=worktree, branch=branch
+        )
+        try:
+            status, stopped_by = await self._supervise(group, assignment)
+        except asyncio.CancelledError:
+            # The lease is lost (or the drain ran out): nothing of this attempt may go on.
+            killed = await group.stop(config.kill_grace)
+            self.reporter.emit("killed", lease=assignment.lease_id, pgid=group.pgid, pids=killed)
+            raise
+        finally:
+            self.group = None
+        leftovers = await group.stop(config.kill_grace) if group.members() else []
+        if leftovers:
+            self.reporter.emit("killed", lease=assignment.lease_id, pids=leftovers)
+        return command_outcome(Path(config.command[0]).name, status, stopped_by, files)
+
+    async def _supervise(self, group: ProcessGroup, assignment: Assignment) -> tuple[int, int]:
+        """Wait for the command; on a drain forward the signal, then kill after the grace.
+        (exit status, the forwarded signal or 0)."""
+        exited = asyncio.ensure_future(group.wait())
+        stopping = asyncio.ensure_future(assignment.stopping.wait())
+        try:
+            await asyncio.wait({exited, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        if exited.done():
+            return exited.result(), 0
+        forwarded = self.signals[0] if self.signals else signal.SIGTERM
+        group.send(forwarded)
+        self.reporter.emit(
+            "forwarded", lease=assignment.lease_id, pgid=group.pgid, signal=_name(forwarded)
+        )
+        done, _ = await asyncio.wait({exited}, timeout=self.config.kill_grace)
+        if not done:
+            group.send(signal.SIGKILL)
+            self.reporter.emit("killed", lease=assignment.lease_id, pgid=group.pgid)
+        return await exited, forwarded
+
+
+def command_outcome(program: str, status: int, stopped_by: int, files: AttemptFiles) -> Outcome:
+    """What the command's end means for the attempt: its checkpoint file first; a drain that
+    stopped it early releases; exit 0 completes (with its evidence file, or a summary);
+    anything else fails with the status. Malformed files fail, not retryable."""
+    if _nonempty(files.checkpoint):
+        return _checkpoint_outcome(files.checkpoint)
+    if stopped_by and status != 0:
+        return Released(f"stopped by {_name(stopped_by)} before {program} finished")
+    if status == 0:
+        if _nonempty(files.evidence):
+            return _evidence_outcome(files.evidence)
+        return Completed(lane_pb2.Evidence(summary=f"{program} exited 0"))
+    if status < 0:
+        return Failed(f"{program} was killed by {_name(-status)}", error_type="SIGNAL")
+    return Failed(f"{program} exited with status {status}", error_type="EXIT_STATUS")
+
+
+def _text(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _checkpoint_outcome(path: Path) -> Outcome:
+    size = path.stat().st_size
+    if size > CHECKPOINT_MAX_BYTES:
+        return _bad_file("INVALID_CHECKPOINT", f"checkpoint file is {size} bytes (at most 8 KiB)")
+    checkpoint = lane_pb2.Checkpoint()
+    problem = _parse_file(path, checkpoint)
+    if not problem and checkpoint.ByteSize() > CHECKPOINT_MAX_BYTES:
+        problem = "checkpoint is over 8 KiB serialized"
+    if not problem:
+        problem = "; ".join(f"{v.field}: {v.description}" for v in validate(checkpoint))
+    if problem:
+        return _bad_file("INVALID_CHECKPOINT", f"checkpoint file: {problem}")
+    return Checkpointed(checkpoint)
+
+
+def _evidence_outcome(path: Path) -> Outcome:
+    size = path.stat().st_size
+    if size > EVIDENCE_MAX_FILE_BYTES:
+        return _bad_file("INVALID_EVIDENCE", f"evidence file is {size} bytes (at most 1 MiB)")
+    evidence = lane_pb2.Evidence()
+    problem = _parse_file(path, evidence)
+    if problem:
+        return _bad_file("INVALID_EVIDENCE", f"evidence file: {problem}")
+    return Completed(evidence)
+
+
+def _parse_file(path: Path, message: lane_pb2.Evidence | lane_pb2.Checkpoint) -> str:
+    """Fill ``message`` from proto3 JSON (unknown fields refused); the problem, or ''."""
+    try:
+        json_format.Parse(path.read_text(encoding="utf-8"), message)
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"cannot read it: {exc}"
+    except json_format.ParseError as exc:
+        return str(exc)[:1024]
+    return ""
+
+
+def _bad_file(error_type: str, message: str) -> Failed:
+    # The command's output is malformed: a retry would do the same. A human looks.
+    return Failed(message, error_type=error_type, retryable=False)
+
+
+def _nonempty(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except FileNotFoundError:
+        return False
+
+
+def _name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"

@@ -1,0 +1,616 @@
+"""``Worker.run``: a worker's whole loop around a handler — lease, start, heartbeat, finish.
+
+The loop owns the lease (the shape of temporal's activity worker): it long-polls for one item
+at a time, hands it to the handler as an :class:`Assignment`, heartbeats every third of the
+lease while the handler works, and writes the handler's :data:`Outcome`. When the lease is lost
+(``LEASE_LOST`` of any cause, a refused heartbeat, or no heartbeat answered before the lease
+would have run out by this machine's own clock) it cancels the handler, writes nothing more and
+raises the loss: expiry is never permission to keep working. Setting ``stop`` drains: no new
+lease, the handler sees ``assignment.stopping`` and has ``drain_seconds`` to finish before it is
+cancelled and its lease released (a release burns no attempt).
+
+Every call retries transient answers with backoff and jitter (:mod:`.retries`); ``Lease``
+always carries a request id, the same on every retry, so a reply lost on the way is answered
+again instead of stranding an item.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from workcoord.api.v1 import lane_pb2, worker_pb2
+from workcoord.client.retries import (
+    Backoff,
+    RetryClock,
+    call_with_retries,
+    is_transient,
+    new_request_id,
+)
+from workcoord.kit.errors import Code, LeaseLost, WorkcoordError, WorkerFenced
+
+__all__ = [
+    "Assignment",
+    "Checkpointed",
+    "Completed",
+    "Failed",
+    "Handler",
+    "HandlerResult",
+    "LoopEvent",
+    "LoopOptions",
+    "LoopReport",
+    "Outcome",
+    "Released",
+    "WorkerCalls",
+    "WorkerLoop",
+]
+
+# Worker writes retry quickly (the lease is ticking); asking for work backs off further.
+CALL_BACKOFF = Backoff()
+LEASE_BACKOFF = Backoff(initial=1.0, maximum=30.0)
+SYSTEM_CLOCK = RetryClock()
+# The longest error message the API keeps (ErrorInfo.message).
+_MAX_MESSAGE = 4096
+# A recovery Lease after a cancelled long-poll must not hold up shutdown for long.
+_RECOVERY_TIMEOUT_SECONDS = 5.0
+
+
+class WorkerCalls(Protocol):
+    """The calls the loop makes: :class:`~workcoord.client.worker.Worker` has them all (the
+    seam where the loop's tests put a scripted worker)."""
+
+    @property
+    def worker_class(self) -> str: ...
+
+    async def lease(
+        self,
+        *,
+        max_items: int = 1,
+        lease_seconds: int = 30,
+        wait_seconds: int = 0,
+        run_identity: lane_pb2.RunIdentity | None = None,
+        rpc_timeout_seconds: float | None = None,
+        request_id: str | None = None,
+    ) -> list[worker_pb2.Lease]: ...
+
+    async def start(
+        self, lease: worker_pb2.Lease, run_identity: lane_pb2.RunIdentity
+    ) -> object: ...
+
+    async def heartbeat(self, lease: worker_pb2.Lease, progress: str = "") -> object: ...
+
+    async def complete(
+        self, lease: worker_pb2.Lease, evidence: lane_pb2.Evidence | None = None
+    ) -> object: ...
+
+    async def fail(
+        self,
+        lease: worker_pb2.Lease,
+        message: str,
+        *,
+        error_type: str = "",
+        retryable: bool = True,
+    ) -> object: ...
+
+    async def checkpoint(
+        self, lease: worker_pb2.Lease, checkpoint: lane_pb2.Checkpoint
+    ) -> object: ...
+
+    async def release(self, lease: worker_pb2.Lease, reason: str = "") -> object: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """Finish successfully with ``evidence`` (a verdict for REVIEW, a receipt for SHIP)."""
+
+    evidence: lane_pb2.Evidence = field(default_factory=lane_pb2.Evidence)
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """Fail the attempt; a retryable failure requeues with backoff while attempts remain."""
+
+    message: str
+    error_type: str = ""
+    retryable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpointed:
+    """End the attempt with a checkpoint; the item requeues for a continuation."""
+
+    checkpoint: lane_pb2.Checkpoint
+
+
+@dataclass(frozen=True, slots=True)
+class Released:
+    """Give the lease back without burning an attempt."""
+
+    reason: str = ""
+
+
+Outcome = Completed | Failed | Checkpointed | Released
+# A handler may also return bare evidence (completed with it) or None (completed, no evidence).
+HandlerResult = Outcome | lane_pb2.Evidence | None
+IdentitySource = lane_pb2.RunIdentity | Callable[[worker_pb2.LeasedItem], lane_pb2.RunIdentity]
+
+
+@dataclass(frozen=True, slots=True)
+class LoopOptions:
+    """How :meth:`Worker.run` leases and how patient it is.
+
+    ``run_identity``: when set (an identity, or a function of the leased item), the loop starts
+    each lease with it before calling the handler; otherwise the handler calls
+    :meth:`Assignment.start` itself (it must, before a ``Completed`` outcome).
+    """
+
+    lease_seconds: int = 30
+    wait_seconds: int = 30
+    once: bool = False
+    drain_seconds: float = 30.0
+    run_identity: IdentitySource | None = None
+    call_backoff: Backoff = CALL_BACKOFF
+    lease_backoff: Backoff = LEASE_BACKOFF
+    clock: RetryClock = SYSTEM_CLOCK
+
+    @property
+    def heartbeat_seconds(self) -> float:
+        """Heartbeats go out every third of the lease."""
+        return self.lease_seconds / 3
+
+
+@dataclass(frozen=True, slots=True)
+class LoopEvent:
+    """Something the loop did, for a progress display. Never carries a token.
+
+    ``kind``: ``waiting``, ``leased``, ``started``, ``retrying``, ``fenced``, ``draining``,
+    ``completed``, ``failed``, ``checkpointed``, ``released``, ``refused`` (an outcome the
+    server refused, replaced by a non-retryable failure), ``uncertain`` (a retried final write
+    answered LEASE_LOST: the first try probably applied), ``lease_lost``.
+    """
+
+    kind: str
+    lease_id: str = ""
+    item: worker_pb2.LeasedItem | None = None
+    attempt: int = 0
+    detail: str = ""
+
+
+@dataclass(slots=True)
+class LoopReport:
+    """What a :meth:`Worker.run` that returned did: outcome kind → count."""
+
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def handled(self) -> int:
+        """Items handled to an outcome."""
+        return sum(self.outcomes.values())
+
+
+class _LeaseTimer:
+    """This machine's conservative idea of when the lease runs out.
+
+    The server extends a lease from the moment a heartbeat arrives, which is after it was sent,
+    so ``sent + lease_seconds`` never overestimates it (clock skew does not enter: only this
+    machine's monotonic clock is used).
+    """
+
+    def __init__(self, lease_seconds: int, clock: RetryClock, granted_at: float) -> None:
+        self._seconds = float(lease_seconds)
+        self._clock = clock
+        # The grant happened before its reply arrived: keep a margin for the way back.
+        self.deadline = granted_at + self._seconds - min(1.0, self._seconds / 10)
+
+    def extended(self, sent_at: float) -> None:
+        self.deadline = max(self.deadline, sent_at + self._seconds)
+
+    def remaining(self) -> float:
+        return self.deadline - self._clock.monotonic()
+
+
+class Assignment:
+    """One leased item, as a handler sees it."""
+
+    def __init__(
+        self,
+        worker: WorkerCalls,
+        lease: worker_pb2.Lease,
+        stopping: asyncio.Event,
+        timer: _LeaseTimer,
+        loop: WorkerLoop,
+    ) -> None:
+        self._worker = worker
+        self._lease = lease
+        self._timer = timer
+        self._loop = loop
+        self.stopping = stopping
+        """Set when the worker drains: finish (or checkpoint) soon, or be cancelled."""
+        self.progress = ""
+        """A short note (≤ 1 KiB) the next heartbeat carries."""
+        self.lost: WorkcoordError | None = None
+        """Why the lease was lost, once it was (the handler is then cancelled)."""
+        self.started = False
+
+    @property
+    def lease_id(self) -> str:
+        """The public lease id."""
+        return self._lease.lease_id
+
+    @property
+    def attempt(self) -> int:
+        """The attempt number (1-based)."""
+        return self._lease.attempt
+
+    @property
+    def item(self) -> worker_pb2.LeasedItem:
+        """The work: kind, inputs, placement, the checkpoint to continue from."""
+        return self._lease.item
+
+    @property
+    def lease(self) -> worker_pb2.Lease:
+        """The lease itself, with its secret token (for calls this class does not wrap)."""
+        return self._lease
+
+    async def start(self, identity: lane_pb2.RunIdentity) -> None:
+        """Record the run identity (LEASED → RUNNING); a retried Start is idempotent."""
+        await self._loop.call_on_lease(self, lambda: self._worker.start(self._lease, identity))
+        self.started = True
+        self._loop.emit(LoopEvent("started", self.lease_id, self.item, self.attempt))
+
+    def _lose(self, err: WorkcoordError) -> None:
+        if self.lost is None:
+            self.lost = err
+
+
+Handler = Callable[[Assignment], Awaitable[HandlerResult]]
+
+
+class WorkerLoop:
+    """The loop behind :meth:`Worker.run`; one instance per run."""
+
+    def __init__(
+        self,
+        worker: WorkerCalls,
+        handler: Handler,
+        options: LoopOptions | None = None,
+        *,
+        stop: asyncio.Event | None = None,
+        on_event: Callable[[LoopEvent], None] | None = None,
+    ) -> None:
+        self.worker = worker
+        self.handler = handler
+        self.options = options or LoopOptions()
+        self.stop = stop or asyncio.Event()
+        self._on_event = on_event
+        self.report = LoopReport()
+
+    def emit(self, event: LoopEvent) -> None:
+        """Tell the progress display (if any)."""
+        if self._on_event is not None:
+            self._on_event(event)
+
+    async def run(self) -> LoopReport:
+        """Handle items one at a time until ``stop`` is set (or one item, with ``once``).
+
+        Raises :class:`LeaseLost` (or the refusing error) when a lease is lost, after the
+        handler was cancelled; and any non-transient error ``Lease`` answers.
+        """
+        waiting_said = False
+        while not self.stop.is_set():
+            if not waiting_said:
+                self.emit(LoopEvent("waiting", detail=self.worker.worker_class))
+                waiting_said = True
+            granted = await self._next_lease()
+            if granted is None:
+                continue  # nothing ready in this poll, or stopping
+            lease, received_at = granted
+            waiting_said = False
+            await self._work(lease, received_at)
+            if self.options.once:
+                break
+        return self.report
+
+    # ------------------------------------------------------------------ leasing
+
+    async def _next_lease(self) -> tuple[worker_pb2.Lease, float] | None:
+        request_id = new_request_id()
+        clock = self.options.clock
+        poll = asyncio.ensure_future(self._lease(request_id))
+        stopping = asyncio.ensure_future(self.stop.wait())
+        try:
+            await asyncio.wait({poll, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        if not poll.done():
+            poll.cancel()
+            with contextlib.suppress(asyncio.CancelledError, WorkcoordError):
+                await poll
+            await self._recover_cancelled_poll(request_id)
+            return None
+        leases = poll.result()
+        received_at = clock.monotonic()
+        if not leases:
+            return None
+        for extra in leases[1:]:  # asked for one; never hold more than that
+            await self._release_quietly(extra, "asked for one item")
+        if self.stop.is_set():
+            await self._release_quietly(leases[0], "worker stopping")
+            return None
+        first = leases[0]
+        self.emit(LoopEvent("leased", first.lease_id, first.item, first.attempt))
+        return first, received_at
+
+    async def _lease(self, request_id: str) -> list[worker_pb2.Lease]:
+        options = self.options
+
+        def on_retry(err: WorkcoordError, delay: float) -> None:
+            kind = "fenced" if _is_fenced(err) else "retrying"
+            self.emit(LoopEvent(kind, detail=f"Lease: {err.reason}: {err.message} ({delay:.1f}s)"))
+
+        return await call_with_retries(
+            lambda: self.worker.lease(
+                max_items=1,
+                lease_seconds=options.lease_seconds,
+                wait_seconds=options.wait_seconds,
+                request_id=request_id,
+            ),
+            backoff=options.lease_backoff,
+            clock=options.clock,
+            on_retry=on_retry,
+            retry_also=_is_fenced,
+        )
+
+    async def _recover_cancelled_poll(self, request_id: str) -> None:
+        """A long-poll cancelled by shutdown may have been granted on the server with the reply
+        still on its way: ask again with the same request id (the server answers with those
+        leases) and give back whatever comes."""
+        try:
+            leases = await self.worker.lease(
+                max_items=1,
+                lease_seconds=self.options.lease_seconds,
+                wait_seconds=0,
+                request_id=request_id,
+                rpc_timeout_seconds=_RECOVERY_TIMEOUT_SECONDS,
+            )
+        except WorkcoordError:
+            return  # unreachable or refused: nothing more can be done from here
+        for lease in leases:
+            await self._release_quietly(lease, "worker stopping")
+
+    async def _release_quietly(self, lease: worker_pb2.Lease, reason: str) -> None:
+        with contextlib.suppress(WorkcoordError):
+            await self.worker.release(lease, reason)
+
+    # ------------------------------------------------------------------ one item
+
+    async def _work(self, lease: worker_pb2.Lease, received_at: float) -> None:
+        options = self.options
+        timer = _LeaseTimer(options.lease_seconds, options.clock, received_at)
+        assignment = Assignment(self.worker, lease, self.stop, timer, self)
+        handler_task = asyncio.create_task(self._run_handler(assignment))
+        heartbeats = asyncio.create_task(self._heartbeat(assignment, handler_task, timer))
+        drain = asyncio.create_task(self._drain(handler_task))
+        try:
+            await asyncio.wait({handler_task})
+            drain.cancel()
+            if assignment.lost is not None:
+                self._lost(assignment)
+            if handler_task.cancelled():
+                outcome: Outcome = Released("worker stopping")
+            else:
+                outcome = handler_task.result()
+            await self._finish(assignment, outcome)
+        finally:
+            for task in (drain, heartbeats, handler_task):
+                task.cancel()
+            for task in (drain, heartbeats, handler_task):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    def _lost(self, assignment: Assignment) -> None:
+        """Report the loss and raise it, as :class:`LeaseLost` whatever refused the lease."""
+        lost = assignment.lost
+        assert lost is not None
+        cause = lost.metadata.get("cause") or lost.reason
+        raised = lost
+        if not isinstance(lost, LeaseLost):
+            raised = LeaseLost.rebuild(
+                f"lease lost: {lost.reason}: {lost.message}",
+                metadata={**lost.metadata, "cause": cause},
+            )
+        self.emit(
+            LoopEvent(
+                "lease_lost",
+                assignment.lease_id,
+                assignment.item,
+                assignment.attempt,
+                detail=f"{cause}: {lost.message}",
+            )
+        )
+        self.report.outcomes["lease_lost"] = self.report.outcomes.get("lease_lost", 0) + 1
+        if raised is lost:
+            raise lost
+        raise raised from lost
+
+    async def _run_handler(self, assignment: Assignment) -> Outcome:
+        identity = self.options.run_identity
+        try:
+            if isinstance(identity, lane_pb2.RunIdentity):
+                await assignment.start(identity)
+            elif identity is not None:
+                await assignment.start(identity(assignment.item))
+            result = await self.handler(assignment)
+        except LeaseLost as err:
+            assignment._lose(err)
+            return Released()  # never written: the loop sees the loss first
+        except Exception as exc:  # the handler's bug or refusal becomes the attempt's failure
+            message = f"{type(exc).__name__}: {exc}"[:_MAX_MESSAGE]
+            return Failed(message, error_type=type(exc).__name__[:128], retryable=True)
+        return _as_outcome(result)
+
+    async def _heartbeat(
+        self, assignment: Assignment, handler_task: asyncio.Task[Outcome], timer: _LeaseTimer
+    ) -> None:
+        clock = self.options.clock
+        while True:
+            await clock.sleep(self.options.heartbeat_seconds)
+            sent_at = clock.monotonic()
+            try:
+                await self.call_on_lease(
+                    assignment,
+                    lambda: self.worker.heartbeat(assignment.lease, assignment.progress[:1024]),
+                )
+            except WorkcoordError as err:
+                assignment._lose(err)
+                handler_task.cancel()
+                return
+            timer.extended(sent_at)
+
+    async def call_on_lease(
+        self,
+        assignment: Assignment,
+        call: Callable[[], Awaitable[object]],
+        on_retry: Callable[[], None] | None = None,
+    ) -> None:
+        """``call()`` with retries while the lease can still be alive by this machine's clock.
+
+        Past that point the lease is lost (``expired``) whatever the server would say; any
+        non-transient refusal is raised as is. ``on_retry()`` is told before each retry.
+        """
+        timer = assignment._timer
+
+        def retrying(err: WorkcoordError, delay: float) -> None:
+            if on_retry is not None:
+                on_retry()
+            detail = f"{err.reason}: {err.message} ({delay:.1f}s)"
+            event = LoopEvent(
+                "retrying", assignment.lease_id, assignment.item, assignment.attempt, detail
+            )
+            self.emit(event)
+
+        try:
+            async with asyncio.timeout(max(0.0, timer.remaining())):
+                await call_with_retries(
+                    call,
+                    backoff=self.options.call_backoff,
+                    until=timer.deadline,
+                    clock=self.options.clock,
+                    on_retry=retrying,
+                )
+        except TimeoutError:
+            raise LeaseLost(
+                "expired", "lease lost: no call answered before the lease ran out"
+            ) from None
+        except WorkcoordError as err:
+            if is_transient(err):
+                raise LeaseLost(
+                    "expired",
+                    f"lease lost: the coordinator did not answer before the lease ran out "
+                    f"({err.reason}: {err.message})",
+                ) from err
+            raise
+
+    async def _drain(self, handler_task: asyncio.Task[Outcome]) -> None:
+        await self.stop.wait()
+        if handler_task.done():
+            return
+        self.emit(LoopEvent("draining", detail=f"{self.options.drain_seconds:g}s"))
+        _done, pending = await asyncio.wait({handler_task}, timeout=self.options.drain_seconds)
+        if pending:
+            handler_task.cancel()
+
+    async def _finish(self, assignment: Assignment, outcome: Outcome) -> None:
+        retried = False
+
+        def on_retry() -> None:
+            nonlocal retried
+            retried = True
+
+        async def write(chosen: Outcome) -> None:
+            await self.call_on_lease(
+                assignment, lambda: self._write(assignment.lease, chosen), on_retry
+            )
+
+        try:
+            await write(outcome)
+        except LeaseLost as err:
+            if retried and err.cause == "terminal":
+                # The first try most likely applied and only its reply was lost.
+                self._record(assignment, "uncertain", f"{_kind(outcome)}: {err.message}")
+                return
+            assignment._lose(err)
+            self._lost(assignment)
+        except WorkcoordError as err:
+            if isinstance(outcome, Failed | Released):
+                assignment._lose(err)
+                self._lost(assignment)
+            # The server refused the outcome itself (e.g. a REVIEW without a verdict, Complete
+            # before Start): fail the attempt for a human rather than leave it to expire.
+            refused = Failed(
+                f"{_kind(outcome)} refused: {err.message}"[:_MAX_MESSAGE],
+                error_type=err.reason,
+                retryable=False,
+            )
+            try:
+                await write(refused)
+            except WorkcoordError as again:
+                assignment._lose(again)
+                self._lost(assignment)
+            self._record(assignment, "refused", f"{_kind(outcome)}: {err.message}")
+            return
+        self._record(assignment, _kind(outcome), _detail(outcome))
+
+    def _record(self, assignment: Assignment, kind: str, detail: str) -> None:
+        self.report.outcomes[kind] = self.report.outcomes.get(kind, 0) + 1
+        self.emit(LoopEvent(kind, assignment.lease_id, assignment.item, assignment.attempt, detail))
+
+    async def _write(self, lease: worker_pb2.Lease, outcome: Outcome) -> None:
+        if isinstance(outcome, Completed):
+            await self.worker.complete(lease, outcome.evidence)
+        elif isinstance(outcome, Failed):
+            await self.worker.fail(
+                lease, outcome.message, error_type=outcome.error_type, retryable=outcome.retryable
+            )
+        elif isinstance(outcome, Checkpointed):
+            await self.worker.checkpoint(lease, outcome.checkpoint)
+        else:
+            await self.worker.release(lease, outcome.reason)
+
+
+def _is_fenced(err: WorkcoordError) -> bool:
+    return isinstance(err, WorkerFenced) or (
+        err.reason == WorkerFenced.reason and err.code == Code.FAILED_PRECONDITION
+    )
+
+
+def _as_outcome(result: HandlerResult) -> Outcome:
+    if result is None:
+        return Completed()
+    if isinstance(result, lane_pb2.Evidence):
+        return Completed(result)
+    return result
+
+
+def _kind(outcome: Outcome) -> str:
+    if isinstance(outcome, Completed):
+        return "completed"
+    if isinstance(outcome, Failed):
+        return "failed"
+    if isinstance(outcome, Checkpointed):
+        return "checkpointed"
+    return "released"
+
+
+def _detail(outcome: Outcome) -> str:
+    if isinstance(outcome, Completed):
+        return outcome.evidence.summary
+    if isinstance(outcome, Failed):
+        retry = "retryable" if outcome.retryable else "not retryable"
+        return f"{outcome.error_type or 'error'} ({retry}): {outcome.message}"
+    if isinstance(outcome, Checkpointed):
+        return outcome.checkpoint.summary
+    return outcome.reason
