@@ -16,6 +16,7 @@ from workcoord.kit.errors import AlreadyExists, Internal
 from .records import T0, attempt, item, lane, seed_coordinator, seed_lane, user
 
 SECRET_HASH = "5ec7e7" * 10 + "abcd"
+TOKEN_HASH = "70ce11" * 10 + "abcd"
 Change = Callable[[Tx], Awaitable[None]]
 
 
@@ -31,6 +32,7 @@ async def _seeded(store: Store) -> None:
         await tx.insert_user(user("usr_a", "a@acme.test"))
         await tx.insert_ticket("wc_a", Ticket("ln_a", "github", "acme/parser#12"))
         await tx.insert_work_key(_key("key_a"))
+        await tx.insert_user_token("tok_a", "usr_a", "bootstrap", TOKEN_HASH, T0, None)
         await tx.insert_attempts([attempt("ls_a", item("it_a", "ln_a"), exclusive_key="k")])
 
 
@@ -50,6 +52,9 @@ ALREADY_EXISTS: dict[str, Change] = {
     "uq_users_email": lambda tx: tx.insert_user(user("usr_b", "a@acme.test")),
     "uq_lanes_request": lambda tx: tx.insert_lane(lane("ln_b", request_id="req-1")),
     "pk_tickets": lambda tx: tx.insert_ticket("wc_a", Ticket("ln_a", "github", "acme/parser#12")),
+    "uq_user_tokens_secret_hash": lambda tx: tx.insert_user_token(
+        "tok_b", "usr_a", "again", TOKEN_HASH, T0, None
+    ),
 }
 
 INTERNAL: dict[str, Change] = {

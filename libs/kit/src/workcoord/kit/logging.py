@@ -57,6 +57,7 @@ _NOISY_LOGGERS = (
     "aiosqlite",
     "asyncio",
     "opentelemetry",
+    "mcp",
 )
 
 

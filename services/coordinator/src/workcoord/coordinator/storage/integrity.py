@@ -2,7 +2,7 @@
 
 A few unique keys are chosen by callers, so hitting one means the record already exists: an
 org's slug, a user's email, a lane's request id within its work coordinator, a ticket linked
-to a lane twice. Every other constraint (generated ids, secret hashes, foreign keys, the
+to a lane twice, the bootstrap admin's token. Every other constraint (generated ids, secret hashes, foreign keys, the
 invariants of one live attempt per item and one live holder per exclusive key, gap-free event
 revisions) can only fail through a bug: that is an internal error, logged with the
 constraint's name (never the row's values, which may hold secret hashes).
@@ -26,6 +26,9 @@ ALREADY_EXISTS: dict[str, str] = {
     "uq_users_email": "a user with this email already exists",
     "uq_lanes_request": "a lane with this request id already exists",
     "pk_tickets": "this ticket is already linked to the lane",
+    # The bootstrap admin's token is chosen by the operator (WORKCOORD_BOOTSTRAP_ADMIN_TOKEN):
+    # replicas starting together on a fresh database race to insert it.
+    "uq_user_tokens_secret_hash": "a user token with this secret already exists",
 }
 
 
