@@ -836,9 +836,9 @@ async def test_pending_methods_are_unimplemented_for_everyone(
     """Until its server side lands, a pending method changes nothing for any credential (the
     gate still turns away those without a valid one, as for every method)."""
     request = request_class()
-    for field, value in (("coordinator_id", world.child), ("worker_id", "w-pending")):
-        if field in request.DESCRIPTOR.fields_by_name:
-            setattr(request, field, value)
+    for name_, value in (("coordinator_id", world.child), ("worker_id", "w-pending")):
+        if name_ in request.DESCRIPTOR.fields_by_name:
+            setattr(request, name_, value)
     answers = {
         column: await _call(world.clients[column], name, request, response_class, False)
         for column in COLUMNS

@@ -2,10 +2,10 @@
 
 A few unique keys are chosen by callers, so hitting one means the record already exists: an
 org's slug, a user's email, a lane's request id within its work coordinator, a ticket linked
-to a lane twice, the bootstrap admin's token. Every other constraint (generated ids, secret hashes, foreign keys, the
-invariants of one live attempt per item and one live holder per exclusive key, gap-free event
-revisions) can only fail through a bug: that is an internal error, logged with the
-constraint's name (never the row's values, which may hold secret hashes).
+to a lane twice, the bootstrap admin's token. Every other constraint (generated ids, secret
+hashes, foreign keys, the invariants of one live attempt per item and one live holder per
+exclusive key, gap-free event revisions) can only fail through a bug: that is an internal
+error, logged with the constraint's name (never the row's values, which may hold secret hashes).
 
 Pure Python: the in-memory store raises through here too, so both stores answer alike.
 """
