@@ -1,21 +1,24 @@
-"""The invariant checker: design/quality.md's invariants, checked from stored state and the
-event log of one work coordinator.
+"""The invariant checker: the coordinator's safety invariants, checked from stored state and
+the event log of one work coordinator.
 
 It reads only through the :class:`~workcoord.coordinator.domain.ports.Reader` port, so it runs
 on any store (PostgreSQL, SQLite, the in-memory store): unit property tests, integration and
 contention tests and chaos runs call it after the fact and expect an empty list.
 
-Checked (numbers refer to design/quality.md):
+The invariants, numbered as in the comments below:
 
-- (1) at most one live attempt per item and per exclusive key, and the exclusive-holds table
-  names exactly the live attempts holding each key;
-- (2) live attempts per class never exceed the class capacity (statically, and by replaying
-  every grant in the event log with :func:`replay_capacity`);
-- (4) every item is terminal or held in a named state, its ``current_lease_id`` matches its
-  live attempt, a WAITING item has an unmet dependency, and lane states agree with items;
-- (5) revisions are gap-free from 1 and end at the coordinator's revision;
-- (6) events never carry lease token hashes or the given private values;
-- ``attempt_count`` equals the attempts that count against the retry budget.
+1. at most one live attempt per item and per exclusive key (and the exclusive-holds table names
+   exactly the live attempts holding each key);
+2. live attempts per class never exceed the class capacity (statically, and by replaying every
+   grant in the event log with :func:`replay_capacity`);
+3. a write with a stale lease token never changes state (a property of each call, not of
+   stored state: the fencing tests check it, not this module);
+4. every item is terminal or held in a named state, its ``current_lease_id`` matches its live
+   attempt, a WAITING item has an unmet dependency, and lane states agree with items;
+5. revisions are gap-free from 1 and end at the coordinator's revision;
+6. events never carry lease token hashes or the given private values.
+
+Also checked: ``attempt_count`` equals the attempts that count against the retry budget.
 """
 
 from __future__ import annotations

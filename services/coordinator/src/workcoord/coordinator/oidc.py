@@ -1,4 +1,4 @@
-"""OpenID Connect id_token verification (design/security.md: the coordinator decides).
+"""OpenID Connect id_token verification: the coordinator, not the gateway, decides who logs in.
 
 The gateway runs the browser's authorization-code flow and hands the coordinator the id_token
 it got from the provider's token endpoint, with the nonce of that flow. Nothing the gateway says
