@@ -1,4 +1,5 @@
-"""What a retried Lease call finds again; worker fences; forgetting a worker."""
+"""What a retried Lease call finds again (what one call granted, under its digest); worker
+fences; forgetting a worker."""
 
 from __future__ import annotations
 
@@ -46,13 +47,13 @@ async def test_a_lease_request_finds_the_attempts_of_its_latest_call(store: Stor
         assert await reader.lease_request_attempts("wc_a", "t" * 64) == []
         # Attempts granted without a request id are never found.
         assert await reader.lease_request_attempts("wc_a", "") == []
-    # The id spent and reused: only the attempts of the latest call answer.
-    ended = [replace(a, status=AttemptStatus.RELEASED, end_time=at(70)) for a in first[:2]]
+    # Spent and reused: the new grant takes the request over (the engine clears the old one's).
+    taken_over = [replace(a, lease_request="") for a in first[:2]]
     again = replace(
-        attempt("ls_3", IT_A, create_time=at(80)), lease_request="r" * 64, token_nonce="n3"
+        attempt("ls_3", IT_C, create_time=at(80)), lease_request="r" * 64, token_nonce="n3"
     )
     async with store.write("wc_a") as tx:
-        await tx.update_attempts(ended)
+        await tx.update_attempts([replace(first[2], status=AttemptStatus.RELEASED), *taken_over])
         await tx.insert_attempts([again])
     async with store.read() as reader:
         assert await reader.lease_request_attempts("wc_a", "r" * 64) == [again]

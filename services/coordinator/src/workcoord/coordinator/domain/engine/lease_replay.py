@@ -11,8 +11,8 @@ presented token must equal the stored one.
 
 A retry is answered from the attempts the first call granted, found by a digest of
 (principal, worker id, request id) stored on them, while every one of them is still live by the
-server's clock; otherwise (one ended, or the key changed since) the id is spent and the call
-leases afresh.
+server's clock; otherwise (one ended, or the key changed since) the id is spent: the call
+leases afresh, and its grant takes the digest over from the spent one's attempts.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import base64
 import hashlib
 import hmac
 import os
+from collections.abc import Sequence
 from datetime import datetime
 
 from workcoord.kit.secrets import LEASE_TOKEN_PREFIX, hash_secret, secrets_equal
@@ -64,16 +65,13 @@ def lease_request_key(principal_name: str, worker_id: str, request_id: str) -> s
 
 async def replay_lease_request(
     reader: Reader,
-    coordinator_id: str,
-    lease_request: str,
+    attempts: Sequence[Attempt],
     worker_id: str,
     key: bytes,
     now: datetime,
 ) -> list[GrantedLease] | None:
-    """The leases the call stored under ``lease_request`` granted, with their tokens, if every
-    one is still live at ``now`` (the server's time); ``None`` when there is nothing to answer
-    again."""
-    attempts = await reader.lease_request_attempts(coordinator_id, lease_request)
+    """The leases of ``attempts`` (what one call granted) with their tokens, if every one is
+    still live at ``now`` (the server's time); ``None`` when there is nothing to answer again."""
     if not attempts or not all(_held(a, worker_id, now) for a in attempts):
         return None
     tokens: dict[str, str] = {}

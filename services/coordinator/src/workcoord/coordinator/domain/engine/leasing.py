@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from dataclasses import replace
 
 from workcoord.kit.bus import Subscription
 from workcoord.kit.errors import InvalidArgument, PoolFull
@@ -150,8 +151,9 @@ class LeasingCommands(WorkerFences):
                 )
             if request_key:
                 # A retry of a call whose leases are all still live: the same answer, no write.
+                previous = await reader.lease_request_attempts(coordinator_id, request_key)
                 replayed = await replay_lease_request(
-                    reader, coordinator_id, request_key, ask.worker_id, self.lease_key, now
+                    reader, previous, ask.worker_id, self.lease_key, now
                 )
                 if replayed is not None:
                     return replayed
@@ -183,11 +185,14 @@ class LeasingCommands(WorkerFences):
             ):
                 if request_key:
                     # Under the lock: the first call may have committed since the read above.
+                    previous = await tx.lease_request_attempts(coordinator_id, request_key)
                     replayed = await replay_lease_request(
-                        tx, coordinator_id, request_key, ask.worker_id, self.lease_key, tx.now
+                        tx, previous, ask.worker_id, self.lease_key, tx.now
                     )
                     if replayed is not None:
                         return replayed
+                    if previous:  # spent: whatever this call grants takes the id over
+                        await tx.update_attempts([replace(a, lease_request="") for a in previous])
                 if not rules.ask_is_fresh(worker, now):
                     await self._note_ask(tx, coordinator_id, ask, principal, worker)
                 return await self._claim(tx, coordinator, principal, ask, worker, effects)

@@ -47,7 +47,7 @@ class AttemptsMemory(MemoryTxBase):
     async def lease_request_attempts(
         self, coordinator_id: str, lease_request: str
     ) -> list[Attempt]:
-        """The attempts the latest Lease call under ``lease_request`` granted, by lease id."""
+        """The attempts stored under ``lease_request`` (what one Lease call granted), by lease id."""
         found = [
             a
             for a in self.tables.attempts.values()
@@ -55,12 +55,7 @@ class AttemptsMemory(MemoryTxBase):
             and lease_request
             and a.lease_request == lease_request
         ]
-        if not found:
-            return []
-        latest = max(a.create_time for a in found)
-        return [
-            copied(a) for a in sorted(found, key=lambda a: a.lease_id) if a.create_time == latest
-        ]
+        return [copied(a) for a in sorted(found, key=lambda a: a.lease_id)]
 
     def _check_one_live_per_item(self, attempt: Attempt) -> None:
         """The partial unique index ``uq_attempts_one_live_per_item``."""

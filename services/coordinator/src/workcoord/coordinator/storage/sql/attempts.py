@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 
 from workcoord.coordinator.domain.model import Attempt
 
@@ -55,15 +55,15 @@ class AttemptsSql(SqlTxBase):
     async def lease_request_attempts(
         self, coordinator_id: str, lease_request: str
     ) -> list[Attempt]:
-        """The attempts the latest Lease call under ``lease_request`` granted, by lease id."""
+        """The attempts stored under ``lease_request`` (what one Lease call granted), by lease id."""
         if not lease_request:
             return []
         c = t.attempts.c
-        mine = (c.coordinator_id == coordinator_id, c.lease_request == lease_request)
-        latest = select(func.max(c.create_time)).where(*mine).scalar_subquery()
         return await self._list(
             ATTEMPTS,
-            select(t.attempts).where(*mine, c.create_time == latest).order_by(c.lease_id),
+            select(t.attempts)
+            .where(c.coordinator_id == coordinator_id, c.lease_request == lease_request)
+            .order_by(c.lease_id),
         )
 
     async def insert_attempts(self, attempts: Sequence[Attempt]) -> None:
