@@ -162,6 +162,11 @@ async def test_a_malformed_placement_on_a_live_attempt_fences_only_its_worker(
     assert list(fence.exclusive) == ["resource:gpu-0"] and "bogus" in fence.reason
     assert fence.expire_time == held.lease_expire_time
     assert not workers["w2"].HasField("fence")
+    view = await stack.admin.coordinators.GetView(
+        work_coordinator_pb2.GetViewRequest(coordinator_id=stack.cid)
+    )
+    in_view = {w.worker_id: w for w in view.view.workers}
+    assert in_view["w1"].fence == fence and not in_view["w2"].HasField("fence")
     # Reporting itself does not lift a fence.
     await stack.workers_report("w1", CLASS)
     assert (await _workers(stack))["w1"].HasField("fence")

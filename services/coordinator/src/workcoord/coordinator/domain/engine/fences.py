@@ -24,7 +24,7 @@ from ..model import Attempt, Coordinator, EventType, Item, JsonObject, NewEvent,
 from ..ports import Reader, Tx
 from ._base import EngineCore
 
-__all__ = ["FenceFound", "WorkerFences", "fence_error"]
+__all__ = ["FenceFound", "WorkerFences", "fence_error", "shown_fence"]
 
 
 class FenceFound(Exception):
@@ -68,6 +68,20 @@ def fence_for(
                 "expire_time": attempt.lease_expire_time.isoformat(),
             }
     return None
+
+
+async def shown_fence(reader: Reader, worker: Worker, now: datetime) -> JsonObject | None:
+    """The worker's fence as views show it: none once its cause is gone (even before a Lease
+    or a recovery pass lifts it), with the attempt's current expiry."""
+    if not worker.fence:
+        return None
+    attempt = await reader.get_attempt(str(worker.fence.get("lease_id", "")))
+    if attempt is None or not attempt.live or attempt.lease_expire_time <= now:
+        return None
+    item = await reader.get_item(attempt.item_id)
+    if item is None or not rules.placement_problems(item.placement):
+        return None
+    return {**worker.fence, "expire_time": attempt.lease_expire_time.isoformat()}
 
 
 def _same_cause(stored: JsonObject | None, current: JsonObject | None) -> bool:
@@ -143,19 +157,6 @@ class WorkerFences(EngineCore):
                     await self._lift(tx, coordinator, principal, worker_id, before)
                 elif await tx.get_worker(coordinator_id, worker_id) is not None:
                     await self._set(tx, coordinator, principal, worker_id, current)
-
-    async def shown_fence(self, reader: Reader, worker: Worker, now: datetime) -> JsonObject | None:
-        """The worker's fence as views show it: none once its cause is gone (even before a
-        Lease or a recovery pass lifts it), with the attempt's current expiry."""
-        if not worker.fence:
-            return None
-        attempt = await reader.get_attempt(str(worker.fence.get("lease_id", "")))
-        if attempt is None or not attempt.live or attempt.lease_expire_time <= now:
-            return None
-        item = await reader.get_item(attempt.item_id)
-        if item is None or not rules.placement_problems(item.placement):
-            return None
-        return {**worker.fence, "expire_time": attempt.lease_expire_time.isoformat()}
 
     async def forget_worker(
         self, principal: Principal, coordinator_id: str, worker_id: str

@@ -27,7 +27,7 @@ from ..model import (
 from ..ports import Tx
 from ..specs import Checkpoint, GrantedLease, LeaseAsk, Page
 from ._base import Effects, new_id
-from .fences import FenceFound, WorkerFences, fence_error
+from .fences import FenceFound, WorkerFences, fence_error, shown_fence
 from .lease_replay import derive_lease_token, lease_request_key, replay_lease_request
 from .paging import PageRequest
 
@@ -81,7 +81,7 @@ class LeasingCommands(WorkerFences):
             workers = await reader.list_workers(coordinator_id, request.after_id, request.fetch)
             now = self.clock.now()
             for worker in workers:
-                worker.fence = await self.shown_fence(reader, worker, now)
+                worker.fence = await shown_fence(reader, worker, now)
         return request.page(workers, lambda w: [w.worker_id])
 
     async def lease(

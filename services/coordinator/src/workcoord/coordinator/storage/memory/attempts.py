@@ -47,7 +47,7 @@ class AttemptsMemory(MemoryTxBase):
     async def lease_request_attempts(
         self, coordinator_id: str, lease_request: str
     ) -> list[Attempt]:
-        """The attempts stored under ``lease_request`` (what one Lease call granted), by lease id."""
+        """The attempts under ``lease_request`` (what one Lease call granted), by lease id."""
         found = [
             a
             for a in self.tables.attempts.values()

@@ -55,7 +55,7 @@ class AttemptsSql(SqlTxBase):
     async def lease_request_attempts(
         self, coordinator_id: str, lease_request: str
     ) -> list[Attempt]:
-        """The attempts stored under ``lease_request`` (what one Lease call granted), by lease id."""
+        """The attempts under ``lease_request`` (what one Lease call granted), by lease id."""
         if not lease_request:
             return []
         c = t.attempts.c
