@@ -1,9 +1,5 @@
-"""``LeaseRequest.request_id``: a retry answers the same leases. SERVER SIDE PENDING.
-
-Written ahead of the coordinator's side (see tests/support/pending.py) and marked as an expected
-failure, strictly: the day the coordinator implements it, this test passes, the strict marker
-turns that into a failure, and whoever landed it removes the marker.
-"""
+"""``LeaseRequest.request_id``: a retry answers the same leases (ids and tokens) and writes
+nothing, end to end through the SDK and the real processes."""
 
 from __future__ import annotations
 
@@ -22,7 +18,6 @@ pytestmark = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="server side pending: Lease does not yet honour request_id")
 async def test_a_retry_with_the_same_request_id_returns_the_same_leases(system: System) -> None:
     tenant = make_tenant(system)
     try:
@@ -47,5 +42,41 @@ async def test_a_retry_with_the_same_request_id_returns_the_same_leases(system: 
         ]
         assert after_first > revision
         assert tenant.revision() == after_first  # the retry wrote nothing
+    finally:
+        tenant.close()
+
+
+def test_rest_request_id_answers_the_same_leases_and_an_admin_forgets_the_worker(
+    system: System,
+) -> None:
+    tenant = make_tenant(system)
+    try:
+        tenant.create_lane(
+            {
+                "title": "retry over REST",
+                "template": "CUSTOM",
+                "items": [{"key": "a", "kind": "TASK", "workerClass": "machine"}],
+            }
+        )
+        first = tenant.lease("machine", requestId="rest-call-1")
+        after_first = tenant.revision()
+        again = tenant.lease("machine", requestId="rest-call-1")
+        assert len(first) == 1
+        assert [(x["leaseId"], x["leaseToken"]) for x in again] == [
+            (x["leaseId"], x["leaseToken"]) for x in first
+        ]
+        assert tenant.revision() == after_first
+        # A worker holding a lease is not forgotten; once it holds none, an admin may.
+        forget = f"{tenant.base}/workers/machine-1/forget"
+        refused = tenant.admin.post(forget, json={})
+        assert refused.status_code == 400, refused.text
+        assert "machine-1" in refused.text
+        assert tenant.lease_call(first[0], "release", reason="done").status_code == 200
+        assert tenant.worker.post(forget, json={}).status_code == 403  # work keys never
+        forgotten = tenant.admin.post(forget, json={})
+        assert forgotten.status_code == 200, forgotten.text
+        assert forgotten.json()["worker"]["workerId"] == "machine-1"
+        workers = tenant.admin.get(f"{tenant.base}/workers").json().get("workers", [])
+        assert [w["workerId"] for w in workers] == []
     finally:
         tenant.close()

@@ -44,7 +44,6 @@ from tests.integration.tenancy.world import (
     new_user,
     set_parent,
 )
-from tests.support import pending
 from tests.support.databases import PostgresDatabases, delete_redis_keys
 from tests.support.harness import (
     ALL_CAPABILITIES,
@@ -170,6 +169,7 @@ EXPECTED: dict[str, str] = {
     # --------------------------------------------------------------- WorkerService
     "WorkerService/ReportWorker": LEASE,
     "WorkerService/ListWorkers": READ,
+    "WorkerService/ForgetWorker": CONFIGURE,
     "WorkerService/Lease": LEASE,
     "WorkerService/Start": LEASE,
     "WorkerService/Heartbeat": LEASE,
@@ -201,10 +201,6 @@ EXPECTED: dict[str, str] = {
 # forwards the caller's credential to MaintenanceService (rows above) and lets the coordinator
 # decide; tests/e2e/test_grpc.py drives it end to end.
 OTHER_PROCESS = {"RecoveryService"}
-
-# Methods whose coordinator side has not landed yet (tests/support/pending.py): no row; checked
-# to answer UNIMPLEMENTED for every credential instead.
-SERVER_SIDE_PENDING = pending.SERVER_SIDE_PENDING
 
 API_MODULES = (
     admin_pb2,
@@ -319,6 +315,17 @@ async def _fresh_member(world: World, _column: str) -> Message:
         )
     )
     return A.RemoveOrgMemberRequest(org_slug=world.stack.org, user_id=user.user.user_id)
+
+
+async def _idle_worker(world: World, column: str) -> Message:
+    """A worker holding no lease, registered for this cell alone (forgetting it is allowed)."""
+    worker_id = f"forget-{ord(column)}-{secrets.token_hex(3)}"
+    await world.full_key.workers.ReportWorker(
+        K.ReportWorkerRequest(
+            coordinator_id=world.child, worker=K.Worker(worker_id=worker_id, worker_class="person")
+        )
+    )
+    return K.ForgetWorkerRequest(coordinator_id=world.child, worker_id=worker_id)
 
 
 async def _fresh_key(world: World, _column: str) -> Message:
@@ -585,6 +592,7 @@ BUILDERS: dict[str, Builder] = {
         )
     ),
     "WorkerService/ListWorkers": _static(lambda w, c: K.ListWorkersRequest(coordinator_id=w.child)),
+    "WorkerService/ForgetWorker": _idle_worker,
     "WorkerService/Lease": _static(
         lambda w, c: K.LeaseRequest(
             coordinator_id=w.child,
@@ -808,14 +816,12 @@ METHODS = all_methods()
 
 
 def _tabled(name: str) -> bool:
-    """Whether ``name`` has (or must have) a row: served by the coordinator and implemented."""
-    return name.split("/")[0] not in OTHER_PROCESS and name not in SERVER_SIDE_PENDING
+    """Whether ``name`` has (or must have) a row: served by the coordinator itself."""
+    return name.split("/")[0] not in OTHER_PROCESS
 
 
 def test_the_table_covers_every_method_of_the_contract() -> None:
     names = {name for name, _, _ in METHODS}
-    assert names >= SERVER_SIDE_PENDING, "a pending method that is not in the contract"
-    assert not set(EXPECTED) & SERVER_SIDE_PENDING, "a method both pending and tabled"
     served_here = {n for n in names if _tabled(n)}
     assert served_here == set(EXPECTED), (
         f"missing rows: {sorted(served_here - set(EXPECTED))}; "
@@ -823,29 +829,6 @@ def test_the_table_covers_every_method_of_the_contract() -> None:
     )
     assert set(BUILDERS) == set(EXPECTED)
     assert all(len(row) == len(COLUMNS) for row in EXPECTED.values())
-
-
-@pytest.mark.parametrize(
-    ("name", "request_class", "response_class"),
-    [row for row in METHODS if row[0] in SERVER_SIDE_PENDING],
-    ids=[name for name, _, _ in METHODS if name in SERVER_SIDE_PENDING],
-)
-async def test_pending_methods_are_unimplemented_for_everyone(
-    world: World, name: str, request_class: Any, response_class: Any
-) -> None:
-    """Until its server side lands, a pending method changes nothing for any credential (the
-    gate still turns away those without a valid one, as for every method)."""
-    request = request_class()
-    for name_, value in (("coordinator_id", world.child), ("worker_id", "w-pending")):
-        if name_ in request.DESCRIPTOR.fields_by_name:
-            setattr(request, name_, value)
-    answers = {
-        column: await _call(world.clients[column], name, request, response_class, False)
-        for column in COLUMNS
-    }
-    assert {c: e.reason if e else "allowed" for c, e in answers.items()} == {
-        c: "UNAUTHENTICATED" if c in "KE-" else "UNIMPLEMENTED" for c in COLUMNS
-    }
 
 
 @pytest.mark.parametrize(

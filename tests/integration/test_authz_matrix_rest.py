@@ -81,8 +81,6 @@ def _params() -> list[Any]:
         name = _method_name(route)
         if name.split("/")[0] in grpc_matrix.OTHER_PROCESS:
             continue  # answered by the recovery process, as in the gRPC matrix
-        if name in grpc_matrix.SERVER_SIDE_PENDING:
-            continue  # no server side yet: the gRPC matrix checks it is UNIMPLEMENTED
         if name not in EXPECTED:
             continue  # no row to compare with: test_the_routes_cover_the_grpc_matrix fails
         marks = []
@@ -232,9 +230,7 @@ def test_the_routes_cover_the_grpc_matrix() -> None:
     unknown = {
         name
         for name in routed
-        if name not in EXPECTED
-        and name.split("/")[0] not in grpc_matrix.OTHER_PROCESS
-        and name not in grpc_matrix.SERVER_SIDE_PENDING
+        if name not in EXPECTED and name.split("/")[0] not in grpc_matrix.OTHER_PROCESS
     }
     assert unknown == set(), f"routes of methods the gRPC matrix does not know: {sorted(unknown)}"
     unrouted = set(EXPECTED) - routed

@@ -138,6 +138,9 @@ class EventType(enum.StrEnum):
     ESCALATED = "ESCALATED"
     WORKER_REGISTERED = "WORKER_REGISTERED"
     WORKER_EVICTED = "WORKER_EVICTED"
+    WORKER_FENCED = "WORKER_FENCED"
+    WORKER_UNFENCED = "WORKER_UNFENCED"
+    WORKER_FORGOTTEN = "WORKER_FORGOTTEN"
     GRANT_CREATED = "GRANT_CREATED"
     GRANT_REVOKED = "GRANT_REVOKED"
     PARENT_ACTION = "PARENT_ACTION"
@@ -325,6 +328,12 @@ class Attempt:
     counted: bool = True
     exclusive_key: str = ""
     checkpoint: JsonObject | None = None
+    # Which Lease call granted it: a digest of (principal, worker id, request id), "" when the
+    # call named no request id. A retry of that call returns this attempt again while live.
+    lease_request: str = ""
+    # The random salt its lease token is derived from (never the token itself): with the
+    # server's lease-token key, a retry can hand out the same token again.
+    token_nonce: str = ""
 
     @property
     def live(self) -> bool:
@@ -346,6 +355,8 @@ class Worker:
     memory_bytes: int = 0
     disk_bytes: int = 0
     last_ask_time: datetime | None = None
+    # Set while the worker is fenced (see :class:`WorkerFence`), as its JSON form.
+    fence: JsonObject | None = None
 
 
 @dataclass(frozen=True, slots=True)

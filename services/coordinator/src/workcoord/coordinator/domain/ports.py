@@ -26,6 +26,7 @@ from .model import (
     Event,
     Item,
     ItemState,
+    JsonObject,
     Lane,
     LaneState,
     NewEvent,
@@ -116,6 +117,9 @@ class Reader(Protocol):
     async def live_exclusive_holders(
         self, coordinator_id: str, keys: Sequence[str]
     ) -> dict[str, str]: ...
+    async def lease_request_attempts(
+        self, coordinator_id: str, lease_request: str
+    ) -> list[Attempt]: ...
     async def count_ready(self, coordinator_id: str) -> dict[str, int]: ...
     async def has_ready(self, coordinator_id: str, worker_class: str, now: datetime) -> bool: ...
     async def next_not_before(
@@ -214,6 +218,10 @@ class Tx(Reader, Protocol):
     async def touch_worker_ask(
         self, coordinator_id: str, worker_id: str, worker_class: str, principal: str
     ) -> None: ...
+    async def set_worker_fence(
+        self, coordinator_id: str, worker_id: str, fence: JsonObject | None
+    ) -> None: ...
+    async def delete_worker(self, coordinator_id: str, worker_id: str) -> bool: ...
     async def evict_workers(self, coordinator_id: str, unseen_before: datetime) -> list[str]: ...
     async def acquire_leadership(
         self, name: str, holder_id: str, now: datetime, expire_time: datetime

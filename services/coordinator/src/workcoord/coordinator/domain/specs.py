@@ -260,6 +260,8 @@ class LeaseAsk:
     lease_seconds: int = 60
     wait_seconds: int = 0
     run_identity: RunIdentity | None = None
+    # Makes a retry answer the same leases (scoped to the caller and the worker); "" for none.
+    request_id: str = ""
 
 
 class Decision(enum.StrEnum):

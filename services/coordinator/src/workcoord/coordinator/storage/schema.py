@@ -287,7 +287,18 @@ attempts = Table(
     Column("exclusive_key", Text, nullable=False),
     # Private: never leaves through feeds, views, summaries or events.
     Column("checkpoint", Json),
+    # Which Lease call granted it (a digest, "" for none) and its token's salt.
+    Column("lease_request", String(64), nullable=False, server_default=text("''")),
+    Column("token_nonce", String(64), nullable=False, server_default=text("''")),
     Index("ix_attempts_item", "item_id", "attempt"),
+    # A retried Lease finds what its first call granted.
+    Index(
+        "ix_attempts_lease_request",
+        "coordinator_id",
+        "lease_request",
+        postgresql_where=text("lease_request <> ''"),
+        sqlite_where=text("lease_request <> ''"),
+    ),
     # The sweep and capacity counts: live attempts by expiry and by class.
     Index(
         "ix_attempts_live_expiry",
@@ -360,6 +371,8 @@ workers = Table(
     Column("create_time", Time, nullable=False),
     Column("observe_time", Time, nullable=False),
     Column("last_ask_time", Time),
+    # Set while the worker is fenced: why, which attempt, since and until when.
+    Column("fence", Json),
     PrimaryKeyConstraint("coordinator_id", "worker_id"),
     **_hot(80),
 )

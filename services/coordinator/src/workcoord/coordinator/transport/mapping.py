@@ -477,6 +477,7 @@ def lease_ask_from_pb(request: worker_pb2.LeaseRequest) -> LeaseAsk:
         lease_seconds=request.lease_seconds,
         wait_seconds=request.wait_seconds,
         run_identity=run_identity_from_pb(identity) if request.HasField("run_identity") else None,
+        request_id=request.request_id,
     )
 
 
@@ -536,6 +537,23 @@ def worker_to_pb(w: Worker, active_leases: int = 0) -> worker_pb2.Worker:
     )
     _set(out, "observe_time", ts(w.observe_time))
     _set(out, "create_time", ts(w.create_time))
+    if w.fence:
+        _set(out, "fence", worker_fence_to_pb(w.fence))
+    return out
+
+
+def worker_fence_to_pb(fence: JsonObject) -> worker_pb2.WorkerFence:
+    """A stored fence (see the engine's fences module) as the contract shows it."""
+    out = worker_pb2.WorkerFence(
+        reason=str(fence.get("reason", "")),
+        lease_id=str(fence.get("lease_id", "")),
+        item_id=str(fence.get("item_id", "")),
+        lane_id=str(fence.get("lane_id", "")),
+        exclusive=[str(k) for k in fence.get("exclusive") or []],
+    )
+    for name, key in (("since", "since"), ("expire_time", "expire_time")):
+        if fence.get(key):
+            _set(out, name, ts(datetime.fromisoformat(str(fence[key]))))
     return out
 
 

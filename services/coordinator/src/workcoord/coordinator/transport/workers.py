@@ -4,7 +4,6 @@ checkpoint, complete, fail or release their leases."""
 from __future__ import annotations
 
 from workcoord.api.v1 import worker_pb2, worker_pb2_grpc
-from workcoord.kit.errors import Unimplemented
 
 from . import mapping as m
 from .base import Context, EngineServicer
@@ -112,5 +111,6 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
     async def ForgetWorker(
         self, request: worker_pb2.ForgetWorkerRequest, context: Context
     ) -> worker_pb2.ForgetWorkerResponse:
-        # In the contract; the coordinator's side lands next (tests/support/pending.py).
-        raise Unimplemented("ForgetWorker is not served by this coordinator yet")
+        p = caller().principal
+        worker = await self.engine.forget_worker(p, request.coordinator_id, request.worker_id)
+        return worker_pb2.ForgetWorkerResponse(worker=m.worker_to_pb(worker))

@@ -33,6 +33,7 @@ from ..ports import Reader, Store, Tx
 from ..specs import LaneDetail, Page, PendingActionsRun
 from ..tickets import TicketTracker
 from .gates import Occupancy
+from .lease_replay import lease_token_key
 from .paging import PageRequest, iso
 
 _log = logging.getLogger("workcoord.coordinator.engine")
@@ -111,6 +112,8 @@ class EngineCore(ABC):
         self.uniform = uniform or random.random
         self.trackers: dict[str, TicketTracker] = dict(trackers or {})
         self._service_key_hash = hash_secret(service_key) if service_key else ""
+        # Lease tokens are derived with it (see lease_replay): never stored, never logged.
+        self.lease_key = lease_token_key(service_key)
         self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._worker_writes: GroupCommitter[Effects] = GroupCommitter(
@@ -288,7 +291,9 @@ class EngineCore(ABC):
         keys = sorted({k for i in items for k in rules.exclusive_keys(i)})
         holders = await reader.live_exclusive_holders(cid, keys) if keys else {}
         usage = rules.class_usage(live, coordinator.config.class_capacity)
-        return Occupancy(usage, holders, workers)
+        fenced = {w.worker_id for w in workers if w.fence}
+        fenced_leases = {a.lease_id: a.worker_id for a in live if a.worker_id in fenced}
+        return Occupancy(usage, holders, workers, fenced_leases)
 
     async def capacity_usage(
         self, reader: Reader, coordinator: Coordinator

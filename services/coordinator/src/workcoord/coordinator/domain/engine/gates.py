@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from .. import rules
@@ -17,6 +17,8 @@ class Occupancy:
     usage: rules.CapacityUsage
     holders: dict[str, str]  # exclusive key -> lease id holding it
     workers: list[Worker]
+    # Live leases of fenced workers: lease id -> worker id (their keys stay held meanwhile).
+    fenced_leases: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,9 @@ def item_gates(ctx: GateContext, item: Item) -> list[GateInfo]:
     """Which gates hold ``item``, with details and since when. Those waiting will not lift
     (nobody asking, no matching worker, a malformed placement) count toward escalation; the
     others (switch, pause, blockers, dependencies, backoff, capacity, keys) postpone it."""
-    if item.state in TERMINAL_ITEM_STATES or item.state in (ItemState.LEASED, ItemState.RUNNING):
+    if item.state in (ItemState.LEASED, ItemState.RUNNING):
+        return _active_gates(ctx, item)
+    if item.state in TERMINAL_ITEM_STATES:
         return []
     gates = lane_gates(ctx)
     if item.state == ItemState.STOPPED:
@@ -94,7 +98,19 @@ def item_gates(ctx: GateContext, item: Item) -> list[GateInfo]:
         )
     holders = ctx.occupancy.holders
     held = sorted({holders[k] for k in rules.exclusive_keys(item) if k in holders})
-    if held:
+    fenced = ctx.occupancy.fenced_leases
+    if held and all(lease in fenced for lease in held):
+        workers = ", ".join(sorted({fenced[lease] for lease in held}))
+        gates.append(
+            GateInfo(
+                "FENCED",
+                f"{', '.join(rules.exclusive_keys(item))} held by lease {', '.join(held)} of "
+                f"fenced worker {workers}",
+                since,
+                lease_ids=held,
+            )
+        )
+    elif held:
         gates.append(
             GateInfo(
                 "EXCLUSIVE",
@@ -118,7 +134,17 @@ def item_gates(ctx: GateContext, item: Item) -> list[GateInfo]:
         return gates
     same_class = [w for w in ctx.occupancy.workers if w.worker_class == item.worker_class]
     asking = [w for w in same_class if w.last_ask_time is not None and w.last_ask_time >= since]
-    if item.placement and not any(
+    able = [w for w in asking if rules.placement_matches(item.placement, w.worker_id, w)]
+    if able and all(w.fence for w in able):
+        gates.append(
+            GateInfo(
+                "FENCED",
+                "the only workers that could take it are fenced: "
+                + ", ".join(w.worker_id for w in able),
+                since,
+            )
+        )
+    elif item.placement and not any(
         rules.placement_matches(item.placement, w.worker_id, w) for w in asking
     ):
         gates.append(
@@ -139,3 +165,21 @@ def item_gates(ctx: GateContext, item: Item) -> list[GateInfo]:
             )
         )
     return gates
+
+
+def _active_gates(ctx: GateContext, item: Item) -> list[GateInfo]:
+    """A leased or running item is held by nothing, unless its worker is fenced (by this
+    attempt or another of its own): then it says so."""
+    worker_id = ctx.occupancy.fenced_leases.get(item.current_lease_id)
+    if worker_id is None:
+        return []
+    fence = next((w.fence for w in ctx.occupancy.workers if w.worker_id == worker_id), None)
+    reason = str(fence.get("reason", "")) if fence else ""
+    return [
+        GateInfo(
+            "FENCED",
+            f"its worker {worker_id} is fenced: {reason}",
+            datetime.fromisoformat(str(fence["since"])) if fence and fence.get("since") else None,
+            lease_ids=[item.current_lease_id],
+        )
+    ]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from dataclasses import replace
 
 from workcoord.kit.bus import Subscription
 from workcoord.kit.errors import InvalidArgument, PoolFull
-from workcoord.kit.secrets import hash_secret, new_secret
+from workcoord.kit.secrets import hash_secret
 
 from .. import rules
 from ..auth import Access, Principal
@@ -25,7 +26,9 @@ from ..model import (
 )
 from ..ports import Tx
 from ..specs import Checkpoint, GrantedLease, LeaseAsk, Page
-from ._base import Effects, EngineCore, new_id
+from ._base import Effects, new_id
+from .fences import FenceFound, WorkerFences, fence_error, shown_fence
+from .lease_replay import derive_lease_token, lease_request_key, replay_lease_request
 from .paging import PageRequest
 
 # Long-polls re-check the database at least this often, so a lost notification (Redis down,
@@ -34,7 +37,7 @@ BACKSTOP_POLL_SECONDS = 1.0
 CLAIM_SCAN_FACTOR = 4
 
 
-class LeasingCommands(EngineCore):
+class LeasingCommands(WorkerFences):
     """Worker registration and the Lease command."""
 
     async def report_worker(
@@ -57,6 +60,7 @@ class LeasingCommands(EngineCore):
             worker.observe_time = tx.now
             worker.create_time = existing.create_time if existing else tx.now
             worker.last_ask_time = existing.last_ask_time if existing else None
+            worker.fence = existing.fence if existing else None  # reports never lift a fence
             await tx.upsert_worker(worker)
             if existing is None:
                 registered = NewEvent(
@@ -75,6 +79,9 @@ class LeasingCommands(EngineCore):
         async with self.store.read() as reader:
             await self.coordinator_for(reader, principal, coordinator_id)
             workers = await reader.list_workers(coordinator_id, request.after_id, request.fetch)
+            now = self.clock.now()
+            for worker in workers:
+                worker.fence = await shown_fence(reader, worker, now)
         return request.page(workers, lambda w: [w.worker_id])
 
     async def lease(
@@ -133,6 +140,7 @@ class LeasingCommands(EngineCore):
     ) -> list[GrantedLease]:
         now = self.clock.now()
         worker_class = ask.worker_class
+        request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
         async with self.store.read() as reader:
             coordinator = await self.coordinator_for(
                 reader, principal, coordinator_id, access=Access.LEASE
@@ -141,6 +149,14 @@ class LeasingCommands(EngineCore):
                 raise InvalidArgument.single(
                     "worker_class", f"unknown worker class {worker_class!r}"
                 )
+            if request_key:
+                # A retry of a call whose leases are all still live: the same answer, no write.
+                previous = await reader.lease_request_attempts(coordinator_id, request_key)
+                replayed = await replay_lease_request(
+                    reader, previous, ask.worker_id, self.lease_key, now
+                )
+                if replayed is not None:
+                    return replayed
             worker = await reader.get_worker(coordinator_id, ask.worker_id)
             ready = await reader.has_ready(coordinator_id, worker_class, now)
             if ready:
@@ -155,19 +171,34 @@ class LeasingCommands(EngineCore):
                 "worker_class",
                 f"worker {ask.worker_id} is registered with class {worker.worker_class!r}",
             )
-        if not ready:
+        fenced = worker is not None and worker.fence is not None
+        if not ready and not fenced:
             if not rules.ask_is_fresh(worker, now):
                 async with self.store.write() as tx:
                     await self._note_ask(tx, coordinator_id, ask, principal, worker)
             return []
-        async with self.command(principal, coordinator_id, Access.LEASE) as (
-            tx,
-            coordinator,
-            effects,
-        ):
-            if not rules.ask_is_fresh(worker, now):
-                await self._note_ask(tx, coordinator_id, ask, principal, worker)
-            return await self._claim(tx, coordinator, principal, ask, worker, effects)
+        try:
+            async with self.command(principal, coordinator_id, Access.LEASE) as (
+                tx,
+                coordinator,
+                effects,
+            ):
+                if request_key:
+                    # Under the lock: the first call may have committed since the read above.
+                    previous = await tx.lease_request_attempts(coordinator_id, request_key)
+                    replayed = await replay_lease_request(
+                        tx, previous, ask.worker_id, self.lease_key, tx.now
+                    )
+                    if replayed is not None:
+                        return replayed
+                    if previous:  # spent: whatever this call grants takes the id over
+                        await tx.update_attempts([replace(a, lease_request="") for a in previous])
+                if not rules.ask_is_fresh(worker, now):
+                    await self._note_ask(tx, coordinator_id, ask, principal, worker)
+                return await self._claim(tx, coordinator, principal, ask, worker, effects)
+        except FenceFound as found:
+            await self.record_fence(principal, coordinator_id, found.worker_id, found.fence)
+            raise fence_error(found.worker_id, found.fence) from None
 
     async def _check_pool(self, tx: Tx, coordinator_id: str, known: Worker | None) -> None:
         """A worker not seen before is refused once the pool is full."""
@@ -197,6 +228,9 @@ class LeasingCommands(EngineCore):
         cid = coordinator.coordinator_id
         capacity = coordinator.config.class_capacity[ask.worker_class]
         live = await tx.live_attempts(cid, ask.worker_class)
+        stored_fence = worker.fence if worker is not None else None
+        if stored_fence is not None or any(a.worker_id == ask.worker_id for a in live):
+            await self.check_fence(tx, coordinator, principal, ask.worker_id, stored_fence, live)
         wanted = min(ask.max_items, capacity - len(live))
         if wanted <= 0:
             return []
@@ -213,16 +247,19 @@ class LeasingCommands(EngineCore):
             stored = previous.checkpoint if previous else None
             checkpoints[lease_id] = Checkpoint.from_json(stored) if stored is not None else None
         started = ask.run_identity is not None
+        request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
         for item in chosen:
             if item.lane_id not in lanes:
                 lane = await tx.get_lane(item.lane_id)
                 assert lane is not None
                 lanes[item.lane_id] = lane
-            token = new_secret("wcl_", self.tokens)
+            lease_id = new_id("ls")
+            nonce = self.tokens.token_urlsafe(16)
+            token = derive_lease_token(self.lease_key, lease_id, nonce)
             item.attempt_count += 1
             item.attempt_seq += 1
             attempt = Attempt(
-                lease_id=new_id("ls"),
+                lease_id=lease_id,
                 coordinator_id=cid,
                 item_id=item.item_id,
                 lane_id=item.lane_id,
@@ -239,6 +276,8 @@ class LeasingCommands(EngineCore):
                 run_identity=ask.run_identity.to_json() if ask.run_identity else None,
                 continues_lease_id=item.continues_lease_id,
                 exclusive_key=",".join(rules.exclusive_keys(item)),
+                lease_request=request_key,
+                token_nonce=nonce,
             )
             item.state = ItemState.RUNNING if started else ItemState.LEASED
             item.current_lease_id = attempt.lease_id

@@ -27,6 +27,7 @@ from ..model import (
 from ..ports import Leadership, Tx
 from ..specs import LeadershipClaim, MaintenanceReport, MaintenanceTarget, MaintenanceTargets
 from ._base import Effects, new_id
+from .fences import WorkerFences
 from .follow_ups import FollowUps
 from .gates import GateContext, item_gates
 from .transitions import Transitions
@@ -34,7 +35,7 @@ from .transitions import Transitions
 ESCALATION_BATCH = 200
 
 
-class Maintenance(Transitions, FollowUps):
+class Maintenance(Transitions, FollowUps, WorkerFences):
     """What the recovery service drives."""
 
     async def maintenance_targets(self, principal: Principal) -> MaintenanceTargets:
@@ -55,7 +56,7 @@ class Maintenance(Transitions, FollowUps):
         self, principal: Principal, coordinator_id: str, batch_size: int
     ) -> MaintenanceReport:
         """One recovery pass: expire dead leases (requeue with backoff or dead-letter, never
-        twice per item in one pass) and evict stale workers."""
+        twice per item in one pass), fence or unfence workers, and evict stale workers."""
         start = self.clock.now()
         began = self.clock.monotonic()
         report = MaintenanceReport(coordinator_id=coordinator_id, start_time=start)
@@ -84,6 +85,7 @@ class Maintenance(Transitions, FollowUps):
                 report.revision = coordinator.revision
             if len(expired) < batch:
                 break
+        await self.sweep_fences(principal, coordinator_id)
         await self._escalate(principal, coordinator_id, report)
         run = await self.run_pending_actions(principal, coordinator_id)
         report.pending_actions_attempted = run.attempted

@@ -9,6 +9,7 @@ from ..auth import Principal
 from ..model import Item, PendingActionState
 from ..specs import ClassUsage, CoordinatorView, EventPage, Explanation
 from ._base import EngineCore
+from .fences import shown_fence
 from .gates import GateContext, item_gates, lane_gates
 from .paging import PageRequest, decode_page_token, page_size
 
@@ -112,6 +113,8 @@ class Reads(EngineCore):
             )
             details = page.items
             workers = await reader.list_workers(coordinator_id, "", 10_000)
+            for worker in workers:
+                worker.fence = await shown_fence(reader, worker, self.clock.now())
             live = await reader.live_attempts(coordinator_id, None)
             queued = await reader.count_ready(coordinator_id)
             pending = await reader.list_pending_actions(

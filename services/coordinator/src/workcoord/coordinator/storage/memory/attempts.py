@@ -44,6 +44,19 @@ class AttemptsMemory(MemoryTxBase):
         holds = self.tables.holds
         return {k: holds[(coordinator_id, k)] for k in keys if (coordinator_id, k) in holds}
 
+    async def lease_request_attempts(
+        self, coordinator_id: str, lease_request: str
+    ) -> list[Attempt]:
+        """The attempts under ``lease_request`` (what one Lease call granted), by lease id."""
+        found = [
+            a
+            for a in self.tables.attempts.values()
+            if a.coordinator_id == coordinator_id
+            and lease_request
+            and a.lease_request == lease_request
+        ]
+        return [copied(a) for a in sorted(found, key=lambda a: a.lease_id)]
+
     def _check_one_live_per_item(self, attempt: Attempt) -> None:
         """The partial unique index ``uq_attempts_one_live_per_item``."""
         if attempt.status not in LIVE_ATTEMPT_STATUSES:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
-from workcoord.coordinator.domain.model import LIVE_ATTEMPT_STATUSES, Worker
+from workcoord.coordinator.domain.model import LIVE_ATTEMPT_STATUSES, JsonObject, Worker
 
 from ..records import first_sighting
 from ._base import MemoryTxBase, copied
@@ -54,6 +54,19 @@ class WorkersMemory(MemoryTxBase):
             workers[key] = dataclasses.replace(
                 existing, last_ask_time=self.now, observe_time=self.now
             )
+
+    async def set_worker_fence(
+        self, coordinator_id: str, worker_id: str, fence: JsonObject | None
+    ) -> None:
+        """Set (or, with ``None``, lift) the worker's fence; nothing if it is unknown."""
+        workers = self._w().workers
+        key = (coordinator_id, worker_id)
+        if key in workers:
+            workers[key] = dataclasses.replace(workers[key], fence=copied(fence))
+
+    async def delete_worker(self, coordinator_id: str, worker_id: str) -> bool:
+        """Forget the worker; whether it was there."""
+        return self._w().workers.pop((coordinator_id, worker_id), None) is not None
 
     async def evict_workers(self, coordinator_id: str, unseen_before: datetime) -> list[str]:
         """Remove the workers unseen since ``unseen_before`` that hold no live attempt."""

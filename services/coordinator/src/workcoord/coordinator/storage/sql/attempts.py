@@ -52,6 +52,20 @@ class AttemptsSql(SqlTxBase):
         )
         return {r.key: r.lease_id for r in rows}
 
+    async def lease_request_attempts(
+        self, coordinator_id: str, lease_request: str
+    ) -> list[Attempt]:
+        """The attempts under ``lease_request`` (what one Lease call granted), by lease id."""
+        if not lease_request:
+            return []
+        c = t.attempts.c
+        return await self._list(
+            ATTEMPTS,
+            select(t.attempts)
+            .where(c.coordinator_id == coordinator_id, c.lease_request == lease_request)
+            .order_by(c.lease_id),
+        )
+
     async def insert_attempts(self, attempts: Sequence[Attempt]) -> None:
         """Insert the attempts and their holds: a key held twice breaks the primary key of
         ``exclusive_holds`` (one live holder per exclusive key)."""

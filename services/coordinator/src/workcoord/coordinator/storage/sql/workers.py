@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, null, select, update
 
-from workcoord.coordinator.domain.model import Worker
+from workcoord.coordinator.domain.model import JsonObject, Worker
 
 from .. import schema as t
 from ..records import first_sighting
@@ -62,6 +62,23 @@ class WorkersSql(SqlTxBase):
                 index_elements=_KEY, set_={"last_ask_time": self.now, "observe_time": self.now}
             )
         )
+
+    async def set_worker_fence(
+        self, coordinator_id: str, worker_id: str, fence: JsonObject | None
+    ) -> None:
+        """Set (or, with ``None``, lift) the worker's fence; nothing if it is unknown."""
+        await self.conn.execute(
+            update(t.workers)
+            .where(_W.coordinator_id == coordinator_id, _W.worker_id == worker_id)
+            .values(fence=fence if fence is not None else null())
+        )
+
+    async def delete_worker(self, coordinator_id: str, worker_id: str) -> bool:
+        """Forget the worker; whether it was there."""
+        result = await self.conn.execute(
+            delete(t.workers).where(_W.coordinator_id == coordinator_id, _W.worker_id == worker_id)
+        )
+        return bool(result.rowcount)
 
     async def evict_workers(self, coordinator_id: str, unseen_before: datetime) -> list[str]:
         """Remove the workers unseen since ``unseen_before`` that hold no live attempt."""

@@ -1,0 +1,116 @@
+"""Lease tokens that can be handed out twice, and the retry of a Lease call.
+
+A lease token is never stored, only its hash. To let a retried Lease call (same request id,
+credential and worker) answer the very tokens of the first call, a token is not drawn at random
+but derived: ``wcl_`` + base64url(HMAC-SHA256(lease-token key, lease id + nonce)). Each attempt
+stores its random nonce; the key lives only in the coordinator's memory, derived from the
+service key every replica shares (or random per process without one). Someone holding a copy of
+the database therefore holds neither the tokens nor what is needed to make them, and a token
+still carries 256 bits no caller can guess. Verification is unchanged: the hash of the
+presented token must equal the stored one.
+
+A retry is answered from the attempts the first call granted, found by a digest of
+(principal, worker id, request id) stored on them, while every one of them is still live by the
+server's clock; otherwise (one ended, or the key changed since) the id is spent: the call
+leases afresh, and its grant takes the digest over from the spent one's attempts.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+from collections.abc import Sequence
+from datetime import datetime
+
+from workcoord.kit.secrets import LEASE_TOKEN_PREFIX, hash_secret, secrets_equal
+
+from ..model import Attempt, Item
+from ..ports import Reader
+from ..specs import Checkpoint, GrantedLease
+
+__all__ = [
+    "derive_lease_token",
+    "lease_request_key",
+    "lease_token_key",
+    "replay_lease_request",
+]
+
+_KEY_LABEL = b"workcoord lease tokens v1"
+
+
+def lease_token_key(service_key: str | None) -> bytes:
+    """The key lease tokens are derived with: from the service key all replicas share, else
+    random (a retry reaching another process, or after a restart, then leases afresh)."""
+    if service_key:
+        return hmac.new(service_key.encode("utf-8"), _KEY_LABEL, hashlib.sha256).digest()
+    return os.urandom(32)
+
+
+def derive_lease_token(key: bytes, lease_id: str, nonce: str) -> str:
+    """The lease token of attempt ``lease_id`` with its stored ``nonce`` (256 bits)."""
+    mac = hmac.new(key, f"{lease_id}\n{nonce}".encode(), hashlib.sha256).digest()
+    return LEASE_TOKEN_PREFIX + base64.urlsafe_b64encode(mac).rstrip(b"=").decode("ascii")
+
+
+def lease_request_key(principal_name: str, worker_id: str, request_id: str) -> str:
+    """What a Lease call's request id is stored under: scoped to the caller and the worker
+    (another credential or worker reusing the id never sees these leases)."""
+    if not request_id:
+        return ""
+    scoped = f"{principal_name}\n{worker_id}\n{request_id}".encode()
+    return hashlib.sha256(scoped).hexdigest()
+
+
+async def replay_lease_request(
+    reader: Reader,
+    attempts: Sequence[Attempt],
+    worker_id: str,
+    key: bytes,
+    now: datetime,
+) -> list[GrantedLease] | None:
+    """The leases of ``attempts`` (what one call granted) with their tokens, if every one is
+    still live at ``now`` (the server's time); ``None`` when there is nothing to answer again."""
+    if not attempts or not all(_held(a, worker_id, now) for a in attempts):
+        return None
+    tokens: dict[str, str] = {}
+    for attempt in attempts:
+        token = derive_lease_token(key, attempt.lease_id, attempt.token_nonce)
+        if not attempt.token_nonce or not secrets_equal(hash_secret(token), attempt.token_hash):
+            return None  # granted under another key: cannot be handed out again
+        tokens[attempt.lease_id] = token
+    granted: list[GrantedLease] = []
+    for attempt in attempts:
+        item = await reader.get_item(attempt.item_id)
+        lane = await reader.get_lane(attempt.lane_id)
+        if item is None or lane is None:
+            return None
+        granted.append(
+            GrantedLease(
+                attempt=attempt,
+                lease_token=tokens[attempt.lease_id],
+                item=item,
+                lane=lane,
+                checkpoint=await _checkpoint_of(reader, attempt),
+            )
+        )
+    # In the order the first call chose them: priority first, then FIFO.
+    granted.sort(key=lambda g: _claim_order(g.item))
+    return granted
+
+
+def _held(attempt: Attempt, worker_id: str, now: datetime) -> bool:
+    return attempt.live and attempt.lease_expire_time > now and attempt.worker_id == worker_id
+
+
+def _claim_order(item: Item) -> tuple[int, int]:
+    return (-item.priority, item.seq)
+
+
+async def _checkpoint_of(reader: Reader, attempt: Attempt) -> Checkpoint | None:
+    if not attempt.continues_lease_id:
+        return None
+    previous = await reader.get_attempt(attempt.continues_lease_id)
+    stored = previous.checkpoint if previous else None
+    return Checkpoint.from_json(stored) if stored is not None else None
