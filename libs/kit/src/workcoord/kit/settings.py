@@ -145,6 +145,16 @@ class GatewaySettings(CommonSettings):
     oidc_client_secret: SecretStr | None = None
     oidc_redirect_url: Annotated[str | None, _check_url(("http", "https"))] = None
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    # What an unauthenticated client may hold: a request's headers must arrive within the header
+    # timeout of its first byte (or of the connection opening), its body within the body timeout
+    # of its headers (else 408 and the connection closes); past the connection cap a new
+    # connection is answered 503 at once (the cap is lowered to fit the open-file limit).
+    gateway_header_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
+    gateway_body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    gateway_max_connections: int = Field(default=10_000, ge=1, le=1_000_000)
+    # Open WebSocket feeds one credential (a bearer token or a session) may hold on one gateway;
+    # the next is closed with 1013 and a reason naming the limit.
+    gateway_max_feeds_per_credential: int = Field(default=256, ge=1, le=100_000)
 
 
 class SettingsError(Exception):
