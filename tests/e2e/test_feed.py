@@ -345,7 +345,9 @@ class Socket:
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
         if cookie is not None:
+            # As a browser on the gateway's own page sends it (cookie feeds must match it).
             headers["Cookie"] = f"workcoord_session={cookie}"
+            headers["Origin"] = base_url.rstrip("/")
         connection = await connect(url, additional_headers=headers, open_timeout=10)
         return cls(connection)
 

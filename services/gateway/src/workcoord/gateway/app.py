@@ -249,6 +249,10 @@ class _Gateway:
             # Refused before the handshake: the server answers 403.
             await websocket.close(code=1008)
             return
+        if not self._origin_allowed(websocket):
+            # Refused before the handshake (403): another site's page riding the session cookie.
+            await websocket.close(code=1008)
+            return
         route = found.route
         try:
             message = build_request(
@@ -274,6 +278,26 @@ class _Gateway:
                 self._feeds[holder] = left
             else:
                 del self._feeds[holder]
+
+    def _origin_allowed(self, websocket: WebSocket) -> bool:
+        """A feed authenticated by the session cookie must come from a page of this gateway:
+        its ``Origin`` one of ``WORKCOORD_PUBLIC_ORIGINS``, or (unset) the request's own scheme
+        and Host. A bearer credential is never sent by a browser on its own, so those feeds,
+        and feeds with no cookie at all, are not checked."""
+        if websocket.headers.get("authorization") or not websocket.cookies.get(SESSION_COOKIE):
+            return True
+        origin = websocket.headers.get("origin", "").strip().lower().rstrip("/")
+        if not origin:
+            return False
+        allowed = self.settings.public_origins
+        if not allowed:
+            scheme = "https" if websocket.url.scheme in ("wss", "https") else "http"
+            host = websocket.headers.get("host", "").strip().lower()
+            allowed = [f"{scheme}://{host}"] if host else []
+        if origin in allowed:
+            return True
+        _log.warning("cookie-authenticated feed refused: origin %r is not this gateway's", origin)
+        return False
 
     async def _feed(self, websocket: WebSocket, route: Route, message: _message.Message) -> None:
         upstreams = self.upstreams

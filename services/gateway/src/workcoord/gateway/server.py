@@ -155,6 +155,9 @@ async def start_gateway(
         lifespan="on",
         access_log=False,
         server_header=False,
+        # X-Forwarded-Proto/-For only from the configured proxies (an Ingress's pods).
+        proxy_headers=True,
+        forwarded_allow_ips=list(settings.trusted_proxies),
         # Feed clients send nothing the gateway reads; a large incoming message is abuse.
         ws_max_size=_WS_MAX_INCOMING_BYTES,
         # Compressing every feed frame once per socket cost the gateway more CPU than anything
