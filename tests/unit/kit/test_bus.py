@@ -49,7 +49,7 @@ async def test_in_process_wakes_a_waiting_subscriber() -> None:
         waiter = asyncio.create_task(sub.next(5))
         await asyncio.sleep(0)
         await bus.publish(Notification(cid, 7))
-        assert await asyncio.wait_for(waiter, 1) == Notification(cid, 7)
+        assert await asyncio.wait_for(waiter, _PATIENCE_SECONDS) == Notification(cid, 7)
 
 
 async def test_in_process_drops_oldest_when_full() -> None:
