@@ -17,9 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tests.support.processes import free_port, http_ready, service_env, workcoord_command
-
-from .harness import CLOCK_SETTLE_SECONDS
+from tests.support.processes import (
+    STOP_TIMEOUT_SECONDS,
+    free_port,
+    http_ready,
+    service_env,
+    workcoord_command,
+)
 
 COMMAND = [sys.executable, str(Path(__file__).with_name("supervised_command.py"))]
 WAIT_SECONDS = 120.0
@@ -100,14 +104,13 @@ class DevTarget:
         self.offset += seconds
         temporary = self.clock_file.with_suffix(".tmp")
         temporary.write_text(f"{self.offset}\n")
-        os.replace(temporary, self.clock_file)
-        time.sleep(CLOCK_SETTLE_SECONDS)  # the clock re-reads its file at most every 50 ms
+        os.replace(temporary, self.clock_file)  # seen by the service's next clock reading
 
     def stop(self) -> int:
         assert self.process is not None
         self.process.send_signal(signal.SIGINT)
         try:
-            return self.process.wait(30)
+            return self.process.wait(STOP_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()

@@ -17,7 +17,13 @@ from typing import Any
 
 import pytest
 
-from tests.support.processes import run_in_thread, service_env, workcoord_command
+from tests.support.processes import (
+    STOP_TIMEOUT_SECONDS,
+    WAIT_SECONDS,
+    run_in_thread,
+    service_env,
+    workcoord_command,
+)
 from tests.support.rest import items_by_key, ok
 from workcoord.cli.main import main
 
@@ -33,7 +39,7 @@ from .rest import (
 
 pytestmark = [pytest.mark.e2e]
 
-LINE_TIMEOUT_SECONDS = 60.0
+LINE_TIMEOUT_SECONDS = WAIT_SECONDS
 
 
 def cli(system: System, token: str, *argv: str) -> tuple[int, str, str]:
@@ -312,7 +318,7 @@ class Watching:
 
     def interrupt(self) -> int:
         self.process.send_signal(signal.SIGINT)
-        return self.process.wait(timeout=30)
+        return self.process.wait(timeout=STOP_TIMEOUT_SECONDS)
 
 
 def test_watch_prints_one_line_per_event_and_resumes_by_revision(
@@ -348,6 +354,6 @@ def test_watch_prints_one_line_per_event_and_resumes_by_revision(
         system, key, "--coordinator", cid, "--since", str(start), "--max-events", str(count)
     )
     events = [json.loads(replay.next_line()) for _ in range(count)]
-    assert replay.process.wait(timeout=60) == 0
+    assert replay.process.wait(timeout=STOP_TIMEOUT_SECONDS) == 0
     assert [int(event["revision"]) for event in events] == revisions
     assert events[0]["type"] == "LANE_CREATED"

@@ -8,6 +8,7 @@ import time
 
 import httpx
 
+from tests.support.processes import WAIT_SECONDS
 from tests.support.rest import JSON, bearer, items_by_key, ok, run_identity
 
 from .harness import ON_THE_SYSTEM, System
@@ -54,7 +55,7 @@ class LaneWriter(threading.Thread):
                 else:
                     self.unexpected.append(f"{response.status_code} {response.text}")
 
-    def wait_for(self, count: int, timeout: float = 30.0) -> None:
+    def wait_for(self, count: int, timeout: float = WAIT_SECONDS) -> None:
         deadline = time.monotonic() + timeout
         while len(self.acknowledged) < count:
             assert time.monotonic() < deadline, (self.acknowledged, self.refused, self.unexpected)

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.processes import free_port, service_env, workcoord_command
+from tests.support.processes import STOP_TIMEOUT_SECONDS, free_port, service_env, workcoord_command
 from tests.support.rest import items_by_key, ok, rest_client, run_identity
 
 from .harness import READY_TIMEOUT_SECONDS
@@ -25,7 +25,6 @@ from .rest import EXAMPLE_LANE
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(name="e2e-dev")]
 
 READY_LINE = "workcoord dev: ready"
-STOP_TIMEOUT_SECONDS = 15.0
 
 
 @dataclass

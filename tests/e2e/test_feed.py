@@ -47,7 +47,7 @@ pytestmark = [pytest.mark.xdist_group(name="e2e-feed"), pytest.mark.pg, pytest.m
 _T = TypeVar("_T")
 PING_SECONDS = 0.5
 POLL_SECONDS = 0.5
-WAIT_SECONDS = 15.0
+WAIT_SECONDS = 120.0  # a hang guard: every wait below returns as soon as its condition holds
 
 
 # --------------------------------------------------------------------------- the system
@@ -86,7 +86,7 @@ class PrivateRedis:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         while not self.ping():
             assert time.monotonic() < deadline, "private redis-server did not start"
             time.sleep(0.05)
@@ -345,7 +345,9 @@ class Socket:
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
         if cookie is not None:
+            # As a browser on the gateway's own page sends it (cookie feeds must match it).
             headers["Cookie"] = f"workcoord_session={cookie}"
+            headers["Origin"] = base_url.rstrip("/")
         connection = await connect(url, additional_headers=headers, open_timeout=10)
         return cls(connection)
 

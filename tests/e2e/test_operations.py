@@ -291,7 +291,7 @@ def _metrics(client: httpx.Client) -> dict[str, float]:
 
 
 def _wait_metrics(
-    client: httpx.Client, expected: dict[str, float], limit: float = 60.0
+    client: httpx.Client, expected: dict[str, float], limit: float = 120.0
 ) -> dict[str, float]:
     """Scrape until every expected sample has its value (the queue is sampled every second)."""
     deadline = time.monotonic() + limit

@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from tests.support.databases import delete_redis_keys
 from tests.support.harness import all_events, create_coordinator, create_work_key, identity
 from tests.support.processes import (
+    READY_TIMEOUT_SECONDS,
     ServiceProcess,
     free_port,
     grpc_serving,
@@ -46,15 +47,15 @@ from workcoord.client import WorkcoordClient
 from workcoord.kit.clock import SystemClock
 from workcoord.kit.errors import LeaseLost
 
-pytestmark = [pytest.mark.pg, pytest.mark.redis, pytest.mark.timeout(180)]
+# The run takes about 15 s on a quiet 2-core machine; nothing here is bound by time (the
+# pytest timeout only ends a hang), so a loaded machine makes it slower, never failing.
+pytestmark = [pytest.mark.pg, pytest.mark.redis, pytest.mark.timeout(1800)]
 
 CAPACITY = {"machine": 3, "agent": 2}
 ITEMS = 100
 LANE_SIZE = 40
 WORKERS = 40
 EXCLUSIVE_KEYS = ["repo:alpha", "repo:beta", "repo:gamma"]
-# About 15 s on a quiet 2-core machine; the bound leaves room for a busy one.
-WALL_SECONDS = 60.0
 
 LIVE_BY_CLASS = text(
     "SELECT worker_class, count(*) FROM attempts "
@@ -109,7 +110,7 @@ async def servers(pg_url: str, redis: str, tmp_path: Path) -> AsyncIterator[tupl
             service.start()
             started.append(service)
             addresses.append(address)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         for service, address in zip(started, addresses, strict=True):
             serving = functools.partial(grpc_serving, address)
             await asyncio.to_thread(wait_ready, serving, service, deadline)
@@ -242,6 +243,27 @@ async def sampler(db: AsyncEngine, cid: str, tally: Tally, done: asyncio.Event) 
         await asyncio.sleep(0.02)
 
 
+def peak_live(events: list[event_pb2.Event], classes: dict[str, str]) -> Counter[str]:
+    """The most attempts live at once per class, replaying the event log."""
+    ended = {
+        event_pb2.Event.ITEM_SUCCEEDED,
+        event_pb2.Event.ITEM_FAILED,
+        event_pb2.Event.ITEM_RELEASED,
+        event_pb2.Event.ATTEMPT_EXPIRED,
+        event_pb2.Event.ITEM_CHECKPOINTED,
+    }
+    live: dict[str, str] = {}  # lease id → class
+    peak: Counter[str] = Counter()
+    for event in events:
+        if event.type == event_pb2.Event.ITEM_LEASED:
+            live[event.lease_id] = classes[event.item_id]
+            for cls, count in Counter(live.values()).items():
+                peak[cls] = max(peak[cls], count)
+        elif event.type in ended:
+            live.pop(event.lease_id, None)
+    return peak
+
+
 def replay(
     events: list[event_pb2.Event], classes: dict[str, str], exclusive: dict[str, str]
 ) -> list[str]:
@@ -309,9 +331,8 @@ async def test_two_coordinators_many_workers_keep_every_invariant(
         ]
         watcher = asyncio.create_task(sampler(db, cid, tally, done))
         try:
-            await asyncio.wait_for(asyncio.shield(watcher), WALL_SECONDS)
-        except TimeoutError:
-            done.set()
+            # Until every item is terminal (the sampler sees it), however long that takes.
+            await asyncio.shield(watcher)
         finally:
             done.set()
             results = await asyncio.gather(*tasks, watcher, return_exceptions=True)
@@ -326,15 +347,17 @@ async def test_two_coordinators_many_workers_keep_every_invariant(
 
         events = await all_events(admin, cid)
         assert replay(events, classes, exclusive) == []
+        most_live = peak_live(events, classes)
         succeeded = Counter(e.item_id for e in events if e.type == event_pb2.Event.ITEM_SUCCEEDED)
         dead = {e.item_id for e in events if e.type == event_pb2.Event.ITEM_DEAD_LETTERED}
         assert set(succeeded) | dead == set(classes)
         assert not set(succeeded) & dead
         assert max(succeeded.values()) == 1
         assert tally.completed == len(succeeded)
-        # The run really contended: every slot was in use at some point, on both servers.
-        assert tally.max_live == Counter(CAPACITY), tally.max_live
-        assert tally.samples > 10
+        # The run really contended: every slot was in use at some point (by the event log, not
+        # by the sampler's luck), on both servers.
+        assert most_live == Counter(CAPACITY), most_live
+        assert tally.samples > 0
         assert tally.released > 0 and tally.failed > 0
         assert tally.by_server[0] > 0 and tally.by_server[1] > 0, tally.by_server
         # Leases of 120 s never expire during the run: no worker may have been fenced.

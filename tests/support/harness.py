@@ -71,15 +71,22 @@ class TestClock(ManualClock):
     test sleeps for a lease to expire. The monotonic reading measures real waits too: a
     long-poll ``Lease`` with ``wait_seconds`` then ends after that many real seconds, as in
     production (with a plain ManualClock its deadline would never come).
+
+    ``real_time=False`` freezes the monotonic reading too (it moves only by :meth:`advance`), for
+    tests of pauses and caches measured on it, whose outcome must not depend on how fast a
+    loaded machine runs them.
     """
 
     __test__ = False  # not a test class, whatever pytest thinks of its name
 
-    def __init__(self, start: datetime | None = None) -> None:
+    def __init__(self, start: datetime | None = None, *, real_time: bool = True) -> None:
         super().__init__(start)
         self._real_origin = time.monotonic()
+        self._real_time = real_time
 
     def monotonic(self) -> float:
+        if not self._real_time:
+            return super().monotonic()
         return super().monotonic() + (time.monotonic() - self._real_origin)
 
 

@@ -1,5 +1,10 @@
 """Services as separate OS processes (``workcoord …``), for the contention and end-to-end tests:
-free ports, a clean environment, readiness checks and a process handle that stops by its pid."""
+free ports, a clean environment, readiness checks and a process handle that stops by its pid.
+
+Waits here are event-driven and generous: a readiness wait returns the moment its check holds
+(or fails the moment the process exits), a stop returns the moment the process exits. Their
+limits only bound a hang, so they are set for a machine loaded far beyond normal (start-up is
+mostly imports and a migration, which a busy 2-core machine can stretch to minutes)."""
 
 from __future__ import annotations
 
@@ -20,7 +25,9 @@ import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 __all__ = [
+    "READY_TIMEOUT_SECONDS",
     "STOP_TIMEOUT_SECONDS",
+    "WAIT_SECONDS",
     "ServiceProcess",
     "free_port",
     "grpc_serving",
@@ -31,7 +38,13 @@ __all__ = [
     "workcoord_command",
 ]
 
-STOP_TIMEOUT_SECONDS = 10.0
+READY_TIMEOUT_SECONDS = 300.0
+"""Until a started service must be ready (a hang guard, not a performance bound)."""
+STOP_TIMEOUT_SECONDS = 120.0
+"""Until a signalled service must have exited cleanly, before SIGKILL counts it unclean."""
+WAIT_SECONDS = 120.0
+"""Until anything a test waits for must have happened (a hang guard)."""
+_POLL_SECONDS = 0.05
 
 _T = TypeVar("_T")
 
@@ -158,6 +171,16 @@ class ServiceProcess:
             self.process.wait()
             return -signal.SIGKILL
 
+    def wait_exit(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the process to exit; whether it has."""
+        if self.process is None:
+            return True
+        try:
+            self.process.wait(seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def kill(self) -> None:
         """SIGKILL and reap: a crash, no chance to clean up."""
         assert self.process is not None
@@ -184,4 +207,4 @@ def wait_ready(
         process.require_alive()
         if time.monotonic() > deadline:
             raise AssertionError(f"{process.name} not ready\n{(logs or process.log_tail)()}")
-        time.sleep(0.05)
+        process.wait_exit(_POLL_SECONDS)  # wakes at once if the process exits meanwhile

@@ -35,7 +35,7 @@ def session(
 
 
 async def next_frame(frames: AsyncIterator[Frame]) -> Frame:
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         return await anext(frames)
 
 
@@ -46,7 +46,7 @@ async def revision(stack: Stack) -> int:
 async def hub_caught_up(hubs: FeedHubs, stack: Stack, at: int) -> None:
     """Wait until the hub has read the log up to ``at`` (without pulling any frame)."""
     hub = hubs._hubs[stack.cid]
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         while (hub.revision or 0) < at:  # noqa: ASYNC110 - watching the hub under test
             await asyncio.sleep(0.01)
 

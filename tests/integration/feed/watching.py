@@ -14,7 +14,7 @@ from workcoord.kit.errors import WorkcoordError
 
 PING_SECONDS = 0.2
 POLL_SECONDS = 0.2
-WAIT_SECONDS = 10.0
+WAIT_SECONDS = 60.0  # a hang guard: waits return as soon as their frame arrives
 
 
 class Watch:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 
 from tests.integration.tenancy.world import sessions
-from tests.support.harness import Stack
+from tests.support.harness import Stack, start_gateway_for
 from workcoord.api.v1 import session_pb2
 from workcoord.gateway.server import RunningGateway
 
@@ -60,3 +60,20 @@ async def test_login_sets_cookies_and_csrf_guards_changes(
         assert ended.json()["endTime"]
         after = await browser.get("/v1/me")
         assert after.status_code == 401
+
+
+async def test_cookies_are_secure_behind_a_trusted_tls_proxy(stack: Stack) -> None:
+    """An Ingress terminating TLS talks plain HTTP to the gateway from its pod network: its
+    X-Forwarded-Proto counts only when WORKCOORD_TRUSTED_PROXIES names it."""
+    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9"}
+    for trusted, secure in ((["10.0.0.0/8"], False), (["127.0.0.0/8", "10.0.0.0/8"], True)):
+        running = await start_gateway_for(stack.address, trusted_proxies=trusted)
+        try:
+            code = await sessions(stack.admin).CreateLoginCode(session_pb2.CreateLoginCodeRequest())
+            async with httpx.AsyncClient(base_url=f"http://{running.address}") as proxy:
+                answer = await proxy.get("/login", params={"code": code.code}, headers=forwarded)
+            assert answer.status_code == 303, answer.text
+            for line in answer.headers.get_list("set-cookie"):
+                assert ("; secure" in line.lower()) is secure, (trusted, line)
+        finally:
+            await running.stop()

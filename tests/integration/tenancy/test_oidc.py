@@ -200,7 +200,9 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
 
 @pytest.fixture
 def clock() -> TestClock:
-    return TestClock()
+    # The JWKS cache and its refetch pause are measured on this clock's monotonic reading:
+    # frozen, so they move only by clock.advance (never by a slow run of the test).
+    return TestClock(real_time=False)
 
 
 @pytest.fixture

@@ -695,7 +695,7 @@ async def test_a_waiting_lease_wakes_when_work_arrives(engine: Engine, world: Wo
     await asyncio.sleep(0.02)  # let it subscribe and find nothing
     assert not waiter.done()
     await _lane(engine, world, task("a"))
-    granted = await asyncio.wait_for(waiter, timeout=2)
+    granted = await asyncio.wait_for(waiter, timeout=60)
     assert [g.item.key for g in granted] == ["a"]
 
 
@@ -706,7 +706,7 @@ async def test_a_waiting_lease_ignores_other_classes(engine: Engine, world: Worl
     await asyncio.sleep(0.05)
     assert not waiter.done()
     await _lane(engine, world, task("m", worker_class="machine"))
-    granted = await asyncio.wait_for(waiter, timeout=2)
+    granted = await asyncio.wait_for(waiter, timeout=60)
     assert [g.item.key for g in granted] == ["m"]
 
 

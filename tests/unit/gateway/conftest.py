@@ -7,6 +7,7 @@ after the prefix (``err-not-found``), the way the coordinator's error intercepto
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ from workcoord.kit.status import abort_with
 Context = grpc.aio.ServicerContext[Any, Any]
 
 MAX_BODY_BYTES = 4096
+HOLD_OPEN_SINCE = 99
+"""A Watch from this revision stays open after its hello and ping."""
 
 _ERRORS: dict[str, Callable[[], errors.WorkcoordError]] = {
     "err-invalid": lambda: errors.InvalidArgument.single(
@@ -223,6 +226,8 @@ class FakeFeed(feed_pb2_grpc.FeedServiceServicer):
         yield feed_pb2.WatchResponse(ping=feed_pb2.Ping(revision=41))
         if request.since == 7:
             await abort_with(context, errors.PermissionDenied("grant revoked"))
+        if request.since == HOLD_OPEN_SINCE:
+            await asyncio.Event().wait()  # a live feed: open until the client leaves
 
 
 class FakeRecovery(recovery_pb2_grpc.RecoveryServiceServicer):

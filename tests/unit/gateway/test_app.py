@@ -171,6 +171,45 @@ async def test_malformed_bodies_are_400(
     assert expected in body["message"]
 
 
+@pytest.mark.parametrize(
+    ("path", "content", "field"),
+    [
+        # A lone surrogate in a placement key, in a value, and as an unknown key anywhere.
+        (
+            LANES,
+            b'{"title": "t", "placement": {"requireLabels": {"\\ud800": "x"}}}',
+            "lane.placement.require_labels",
+        ),
+        (LANES, b'{"title": "\\ud800"}', "lane.title"),
+        (LANES, b'{"title": "t", "placement": {"\\udfff": 1}}', "lane.placement"),
+        (LANES, b'{"\\ud800": 1}', "lane"),
+        ("/v1/work-coordinators/wc-1/leases", b'{"workerId": "w\\ud800x"}', "worker_id"),
+    ],
+)
+async def test_lone_surrogates_are_400_naming_the_field(
+    client: httpx.AsyncClient, path: str, content: bytes, field: str
+) -> None:
+    response = await client.post(
+        path, content=content, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert _violations(body) == [field]
+    assert "\\ud" in response.text  # shown escaped, never as the raw surrogate
+
+
+async def test_a_lone_surrogate_key_of_a_whole_body_names_the_body(
+    client: httpx.AsyncClient,
+) -> None:
+    response = await client.post(
+        "/v1/work-coordinators/wc-1/leases",
+        content=b'{"\\ud800": 1}',
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["message"].startswith("request has a key that is not valid Unicode")
+
+
 async def test_wrong_json_types_are_400_naming_the_field(client: httpx.AsyncClient) -> None:
     for payload, field in [
         ({"maxItems": "many"}, "max_items"),

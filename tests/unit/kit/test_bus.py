@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import AsyncIterator
 
@@ -50,7 +49,7 @@ async def test_in_process_wakes_a_waiting_subscriber() -> None:
         waiter = asyncio.create_task(sub.next(5))
         await asyncio.sleep(0)
         await bus.publish(Notification(cid, 7))
-        assert await asyncio.wait_for(waiter, 1) == Notification(cid, 7)
+        assert await asyncio.wait_for(waiter, _PATIENCE_SECONDS) == Notification(cid, 7)
 
 
 async def test_in_process_drops_oldest_when_full() -> None:
@@ -97,6 +96,8 @@ async def redis_client() -> AsyncIterator[aioredis.Redis]:
 _ROOT = f"workcoord-test:{uuid.uuid4().hex[:8]}:"
 PREFIX = f"{_ROOT}notify:"
 CONTROL = f"{_ROOT}bus-control:"
+# A hang guard: every wait returns as soon as its notification arrives.
+_PATIENCE_SECONDS = 60.0
 
 
 def _bus() -> RedisStreamBus:
@@ -168,20 +169,16 @@ async def test_redis_publish_right_after_subscribe_is_seen(redis_client: aioredi
 
 
 @pytest.mark.redis
-async def test_redis_latency(redis_client: aioredis.Redis) -> None:
+async def test_redis_delivers_each_notification_in_turn(redis_client: aioredis.Redis) -> None:
+    """One at a time, each published notification reaches the other bus's subscriber (how fast
+    is bench B2's business: no test asserts a latency)."""
     a, b = _bus(), _bus()
     cid = _cid()
     try:
         async with b.subscribe(cid) as sub:
-            await asyncio.sleep(0.05)  # let the reader settle into its XREAD BLOCK
-            latencies = []
-            for revision in range(20):
-                start = time.perf_counter()
+            for revision in range(1, 21):
                 await a.publish(Notification(cid, revision))
-                assert await sub.next(1) is not None
-                latencies.append(time.perf_counter() - start)
-            latencies.sort()
-            assert latencies[len(latencies) // 2] < 0.020
+                assert await sub.next(_PATIENCE_SECONDS) == Notification(cid, revision)
     finally:
         await a.close()
         await b.close()
@@ -211,14 +208,13 @@ async def test_redis_unreachable_never_raises(redis_client: aioredis.Redis) -> N
     bus = RedisStreamBus("redis://127.0.0.1:6390/15", stream_prefix=PREFIX, control_prefix=CONTROL)
     cid = _cid()
     try:
-        start = time.perf_counter()
-        async with bus.subscribe(cid) as sub:
+        # A hang guard only: publishing and subscribing never wait on the unreachable server.
+        async with asyncio.timeout(_PATIENCE_SECONDS), bus.subscribe(cid) as sub:
             await bus.publish(Notification(cid, 1))
             await bus.publish(Notification(cid, 2))
             # Local subscribers still get woken.
-            assert await sub.next(0.1) == Notification(cid, 1)
-            assert await sub.next(0.1) == Notification(cid, 2)
+            assert await sub.next(_PATIENCE_SECONDS) == Notification(cid, 1)
+            assert await sub.next(_PATIENCE_SECONDS) == Notification(cid, 2)
             assert await sub.next(0.05) is None
-        assert time.perf_counter() - start < 3
     finally:
         await bus.close()

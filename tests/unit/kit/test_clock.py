@@ -36,7 +36,7 @@ def test_manual_clock() -> None:
 def test_offset_file_clock(tmp_path: Path) -> None:
     base = ManualClock(datetime(2026, 11, 29, tzinfo=UTC))
     path = tmp_path / "offset"
-    clock = OffsetFileClock(path, base=base)
+    clock = OffsetFileClock(path, base=base, refresh_seconds=0.05)
     assert clock.now() == base.now()  # missing file: no offset
     path.write_text("3600\n")
     # Cached for 50 ms of (base) monotonic time.
@@ -51,6 +51,16 @@ def test_offset_file_clock(tmp_path: Path) -> None:
     path.write_text("garbage")
     base.advance(0.06)
     assert clock.offset() == 0.0
+
+
+def test_offset_file_clock_sees_a_rewritten_file_at_the_next_reading(tmp_path: Path) -> None:
+    base = ManualClock(datetime(2026, 11, 29, tzinfo=UTC))
+    path = tmp_path / "offset"
+    clock = OffsetFileClock(path, base=base)
+    assert clock.offset() == 0.0
+    for offset in (30.0, 90.0, 3600.0):  # no time passes between rewrite and reading
+        path.write_text(f"{offset}\n")
+        assert clock.now() == base.now() + timedelta(seconds=offset)
 
 
 def test_clock_from_env(tmp_path: Path) -> None:

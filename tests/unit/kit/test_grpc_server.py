@@ -76,7 +76,7 @@ async def test_server_health_reflection_and_shutdown() -> None:
             names = {s.name for s in response.list_services_response.service}
         assert {"kittest.Echo", "grpc.health.v1.Health"} <= names
     stop.set()
-    await asyncio.wait_for(serving, 5)
+    await asyncio.wait_for(serving, 60)
     assert stopped.is_set()
 
 

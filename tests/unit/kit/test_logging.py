@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from workcoord.kit.logging import configure_logging, escape_control
+from workcoord.kit.logging import RepeatLimitFilter, configure_logging, escape_control
 from workcoord.kit.secrets import new_secret
 
 
@@ -77,3 +77,51 @@ def test_text_mode_redacts_and_is_idempotent(restore_root: None) -> None:
 def test_escape_control() -> None:
     assert escape_control("a\tb\r\n\x00\u2028") == "a\\tb\\r\\n\\x00\\u2028"
     assert escape_control("naïve ✓") == "naïve ✓"
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_repeated_lines_are_cut_to_the_limit_then_reported_once() -> None:
+    clock = _Clock()
+    written: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: written.append(record.getMessage())  # type: ignore[method-assign]
+    handler.addFilter(RepeatLimitFilter(3, 10.0, emit=handler.handle, clock=clock))
+    log = logging.getLogger("kittest.repeat")
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        for _ in range(1000):
+            log.warning("connection refused: %d open", 7)
+        log.warning("another line")
+        assert written == ["connection refused: 7 open"] * 3 + ["another line"]
+        clock.now += 10.0
+        log.warning("connection refused: %d open", 7)  # a new window: the report, then the line
+        assert written[4].startswith("suppressed 997 similar lines in 10s (after 3): connection")
+        assert written[5] == "connection refused: 7 open"
+        assert len(written) == 6
+    finally:
+        log.removeHandler(handler)
+        log.propagate = True
+
+
+def test_the_rate_limit_is_installed_and_reports_through_redaction(restore_root: None) -> None:
+    stream = io.StringIO()
+    handler = configure_logging("INFO", stream=stream, repeat_limit=2, repeat_window_seconds=60)
+    secret = new_secret("wck_")
+    log = logging.getLogger("kittest.flood")
+    for _ in range(500):
+        log.warning("bad key %s", secret)
+    for found in handler.filters:
+        if isinstance(found, RepeatLimitFilter):
+            found.flush()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3, lines
+    assert "suppressed 498 similar lines" in lines[2]
+    assert secret not in stream.getvalue()

@@ -93,3 +93,22 @@ def test_tls_files_are_checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     monkeypatch.setenv("WORKCOORD_TLS_KEY_FILE", str(tmp_path / "missing.pem"))
     with pytest.raises(SettingsError, match="no such file"):
         load(GatewaySettings)
+
+
+def test_trusted_proxies_and_public_origins_parse_and_refuse_junk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert load(GatewaySettings).trusted_proxies == ["127.0.0.1", "::1"]
+    monkeypatch.setenv("WORKCOORD_TRUSTED_PROXIES", "10.0.0.0/8, fd00::/8,192.168.1.7")
+    monkeypatch.setenv("WORKCOORD_PUBLIC_ORIGINS", '["https://WC.example.com/"]')
+    settings = load(GatewaySettings)
+    assert settings.trusted_proxies == ["10.0.0.0/8", "fd00::/8", "192.168.1.7"]
+    assert settings.public_origins == ["https://wc.example.com"]
+    monkeypatch.setenv("WORKCOORD_TRUSTED_PROXIES", "*")
+    assert load(GatewaySettings).trusted_proxies == ["*"]
+    monkeypatch.setenv("WORKCOORD_TRUSTED_PROXIES", "ingress-nginx")
+    monkeypatch.setenv("WORKCOORD_PUBLIC_ORIGINS", "https://wc.example.com/app")
+    with pytest.raises(SettingsError) as refused:
+        load(GatewaySettings)
+    assert "WORKCOORD_TRUSTED_PROXIES" in str(refused.value)
+    assert "WORKCOORD_PUBLIC_ORIGINS" in str(refused.value)

@@ -84,14 +84,16 @@ class ManualClock:
 
 
 class OffsetFileClock:
-    """A base clock plus an offset in seconds read from a file, re-read at most every 50 ms.
+    """A base clock plus an offset in seconds read from a file, re-read on every reading (or at
+    most every ``refresh_seconds``, when given): a test that rewrites the file needs no settling
+    time before the next reading sees it.
 
     A missing, empty or malformed file means offset 0. :meth:`monotonic` includes the offset
     too (so timers fire after a jump) but never goes backwards.
     """
 
     def __init__(
-        self, path: str | Path, base: Clock | None = None, refresh_seconds: float = 0.05
+        self, path: str | Path, base: Clock | None = None, refresh_seconds: float = 0.0
     ) -> None:
         self._path = Path(path)
         self._base = base or SystemClock()
@@ -106,7 +108,7 @@ class OffsetFileClock:
         with self._lock:
             real = self._base.monotonic()
             if self._read_at is None or real - self._read_at >= self._refresh_seconds:
-                # A tiny synchronous read, at most 20 times a second and only in tests.
+                # A tiny synchronous read, only in tests.
                 self._offset = self._read_offset()
                 self._read_at = real
             return self._offset

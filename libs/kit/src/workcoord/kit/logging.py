@@ -6,6 +6,11 @@ string cannot forge log lines. Every line carries the current ``trace_id`` (JSON
 ``trace_id`` and ``span_id`` fields, empty outside a span; text: a ``trace_id=…`` suffix), so a
 request's lines in every service join its trace. Third-party loggers that narrate their normal
 work at INFO (Alembic, uvicorn, httpx, gRPC, Redis) only speak from WARNING up.
+
+A flood of one line (a client hammering the same mistake, a failing dependency) is cut by a
+:class:`RepeatLimitFilter`: the first ``repeat_limit`` identical lines in a window pass, the
+rest are counted and reported as one ``suppressed K similar lines`` line when the window ends
+(written with the next line logged after it, of any kind).
 """
 
 from __future__ import annotations
@@ -13,6 +18,10 @@ from __future__ import annotations
 import json as _json
 import logging
 import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -23,6 +32,7 @@ from workcoord.kit.secrets import redact_credentials
 __all__ = [
     "JsonFormatter",
     "RedactionFilter",
+    "RepeatLimitFilter",
     "TraceContextFilter",
     "configure_logging",
     "escape_control",
@@ -89,6 +99,110 @@ class RedactionFilter(logging.Filter):
         return True
 
 
+@dataclass
+class _Window:
+    started: float
+    passed: int
+    suppressed: int
+    sample: str
+
+
+class RepeatLimitFilter(logging.Filter):
+    """Lets the first ``limit`` identical lines (same logger, level and message) through per
+    ``window_seconds``, drops the rest, and reports each window that dropped some as one WARNING
+    line ``suppressed K similar lines …`` through ``emit`` (the handler's ``handle``).
+
+    The report goes out with the first record logged after the window ends; at most
+    ``max_tracked`` distinct lines are tracked at once (beyond that, lines pass unlimited).
+    ``clock`` is injectable for tests.
+    """
+
+    def __init__(
+        self,
+        limit: int = 20,
+        window_seconds: float = 60.0,
+        *,
+        emit: Callable[[logging.LogRecord], Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        max_tracked: int = 4096,
+    ) -> None:
+        super().__init__()
+        self.limit = limit
+        self.window_seconds = window_seconds
+        self.emit = emit
+        self._clock = clock
+        self._max_tracked = max_tracked
+        self._windows: dict[tuple[str, int, str], _Window] = {}
+        self._lock = threading.Lock()
+        self._next_sweep = 0.0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Whether ``record`` is written (False once its line used up its window)."""
+        if getattr(record, "_workcoord_summary", False):
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: RedactionFilter shows it as it is
+            return True
+        key = (record.name, record.levelno, message)
+        with self._lock:
+            now = self._clock()
+            reports = self._sweep(now) if now >= self._next_sweep else []
+            window = self._windows.get(key)
+            if window is None:
+                if len(self._windows) < self._max_tracked:
+                    self._windows[key] = _Window(now, 1, 0, message)
+                keep = True
+            elif window.passed < self.limit:
+                window.passed += 1
+                keep = True
+            else:
+                window.suppressed += 1
+                keep = False
+        for report in reports:
+            if self.emit is not None:
+                self.emit(report)
+        return keep
+
+    def flush(self) -> None:
+        """Report every window that suppressed lines now (e.g. at shutdown)."""
+        with self._lock:
+            reports = self._sweep(float("inf"))
+        for report in reports:
+            if self.emit is not None:
+                self.emit(report)
+
+    def _sweep(self, now: float) -> list[logging.LogRecord]:
+        """Close the windows that ended by ``now``; the reports of those that dropped lines."""
+        reports: list[logging.LogRecord] = []
+        next_end = float("inf")
+        for key, window in list(self._windows.items()):
+            end = window.started + self.window_seconds
+            if end > now:
+                next_end = min(next_end, end)
+                continue
+            del self._windows[key]
+            if window.suppressed:
+                reports.append(self._report(key, window))
+        self._next_sweep = next_end if next_end != float("inf") else now + self.window_seconds
+        return reports
+
+    def _report(self, key: tuple[str, int, str], window: _Window) -> logging.LogRecord:
+        name, level, _ = key
+        sample = window.sample if len(window.sample) <= 200 else window.sample[:200] + "…"
+        record = logging.LogRecord(
+            name,
+            max(level, logging.WARNING),
+            __file__,
+            0,
+            "suppressed %d similar lines in %.0fs (after %d): %s",
+            (window.suppressed, self.window_seconds, window.passed, sample),
+            None,
+        )
+        setattr(record, "_workcoord_summary", True)  # noqa: B010 - LogRecord has no such field
+        return record
+
+
 class TraceContextFilter(logging.Filter):
     """Stamps each record with the current span's ``trace_id`` and ``span_id`` (or "")."""
 
@@ -140,9 +254,15 @@ class _RedactingTextFormatter(logging.Formatter):
 
 
 def configure_logging(
-    level: str | int = "INFO", json: bool = False, stream: TextIO | None = None
+    level: str | int = "INFO",
+    json: bool = False,
+    stream: TextIO | None = None,
+    *,
+    repeat_limit: int = 20,
+    repeat_window_seconds: float = 60.0,
 ) -> logging.Handler:
-    """Send every log record to ``stream`` (stderr), as JSON lines or plain text.
+    """Send every log record to ``stream`` (stderr), as JSON lines or plain text, at most
+    ``repeat_limit`` identical lines per ``repeat_window_seconds`` (:class:`RepeatLimitFilter`).
 
     Idempotent: a second call replaces the handler installed by the first. Returns the handler.
     """
@@ -152,6 +272,8 @@ def configure_logging(
             root.removeHandler(existing)
     handler = logging.StreamHandler(stream or sys.stderr)
     handler._workcoord = True  # type: ignore[attr-defined]  # marks ours for the next call
+    # First: it compares messages as logged, before redaction rewrites them.
+    handler.addFilter(RepeatLimitFilter(repeat_limit, repeat_window_seconds, emit=handler.handle))
     handler.addFilter(RedactionFilter())
     handler.addFilter(TraceContextFilter())
     handler.setFormatter(JsonFormatter() if json else _RedactingTextFormatter(_TEXT_FORMAT))

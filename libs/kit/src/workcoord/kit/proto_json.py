@@ -53,6 +53,11 @@ def parse_json_into(js: dict[str, Any], message: _message.Message) -> None:
 
     Raises :class:`InvalidArgument` naming the offending field (proto names, ``items[0].key``).
     """
+    text_error = _text_violation(js, descriptor_of(message), "")
+    if text_error is not None:
+        if not text_error.field:
+            raise InvalidArgument([], f"request {text_error.description}")
+        raise InvalidArgument([text_error])
     shape_error = _shape_violation(js, descriptor_of(message), "")
     if shape_error is not None:
         raise InvalidArgument([shape_error])
@@ -63,6 +68,70 @@ def parse_json_into(js: dict[str, Any], message: _message.Message) -> None:
     except (ValueError, TypeError, RecursionError, OverflowError, AttributeError):
         # json_format lets a few raw errors through on odd shapes; never a 500 for bad input.
         raise InvalidArgument([], "request does not match the expected JSON shape") from None
+
+
+def _text_violation(
+    value: Any, descriptor: _descriptor.Descriptor | None, path: str
+) -> FieldViolation | None:
+    """The first string (value or object key) that is not valid Unicode: JSON's ``\\ud800``
+    escape decodes to a lone surrogate, which no protobuf string, log line or error detail can
+    carry. Named by its proto field path where the key is a field, else by the key as sent."""
+    if isinstance(value, str):
+        if _encodable(value):
+            return None
+        return FieldViolation(path, f"is not valid Unicode text: {_shown(value)}")
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _text_violation(item, descriptor, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+    if not isinstance(value, dict):
+        return None
+    for key, item in value.items():
+        if isinstance(key, str) and not _encodable(key):
+            return FieldViolation(path, f"has a key that is not valid Unicode text: {_shown(key)}")
+        field = field_named(descriptor, key) if descriptor is not None else None
+        name = field.name if field is not None else str(key)
+        inner = field.message_type if field is not None and not is_map(field) else None
+        if field is not None and is_map(field):
+            # A map's values are named by the map field; its value type, when a message.
+            entry = field.message_type.fields_by_name["value"] if field.message_type else None
+            inner_map = entry.message_type if entry is not None else None
+            found = _map_text_violation(item, inner_map, f"{path}.{name}" if path else name)
+        else:
+            found = _text_violation(item, inner, f"{path}.{name}" if path else name)
+        if found is not None:
+            return found
+    return None
+
+
+def _map_text_violation(
+    value: Any, descriptor: _descriptor.Descriptor | None, path: str
+) -> FieldViolation | None:
+    if not isinstance(value, dict):
+        return _text_violation(value, None, path)
+    for key, item in value.items():
+        if isinstance(key, str) and not _encodable(key):
+            return FieldViolation(path, f"has a key that is not valid Unicode text: {_shown(key)}")
+        found = _text_violation(item, descriptor, f"{path}[{key}]")
+        if found is not None:
+            return found
+    return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(text: str) -> str:
+    """``text`` with its lone surrogates escaped (``\\ud800``), cut short."""
+    escaped = text[:40].encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+    return escaped + ("…" if len(text) > 40 else "")
 
 
 def _shape_violation(

@@ -8,13 +8,16 @@ every bad variable by its environment name. Secrets are ``SecretStr`` so they ne
 
 from __future__ import annotations
 
+import ipaddress
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError
 from pydantic import model_validator as _model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 __all__ = [
     "CommonSettings",
@@ -47,6 +50,41 @@ def _check_url(schemes: tuple[str, ...]) -> AfterValidator:
         return value
 
     return AfterValidator(check)
+
+
+def _split_list(value: Any) -> Any:
+    """A list setting from the environment: a JSON array, or comma-separated."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
+
+
+def _check_networks(values: list[str]) -> list[str]:
+    for value in values:
+        if value == "*":
+            continue
+        try:
+            ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not an IP address or network (e.g. 10.0.0.0/8), nor *"
+            ) from None
+    return values
+
+
+def _check_origins(values: list[str]) -> list[str]:
+    origins: list[str] = []
+    for value in values:
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
+            raise ValueError(f"{value!r} is not an origin like https://workcoord.example.com")
+        if parts.query or parts.fragment or "@" in parts.netloc:
+            raise ValueError(f"{value!r} is not an origin like https://workcoord.example.com")
+        origins.append(f"{parts.scheme}://{parts.netloc}".lower())
+    return origins
 
 
 ListenAddress = Annotated[str, AfterValidator(_check_address)]
@@ -145,6 +183,28 @@ class GatewaySettings(CommonSettings):
     oidc_client_secret: SecretStr | None = None
     oidc_redirect_url: Annotated[str | None, _check_url(("http", "https"))] = None
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    # What an unauthenticated client may hold: a request's headers must arrive within the header
+    # timeout of its first byte (or of the connection opening), its body within the body timeout
+    # of its headers (else 408 and the connection closes); past the connection cap a new
+    # connection is answered 503 at once (the cap is lowered to fit the open-file limit).
+    gateway_header_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
+    gateway_body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    gateway_max_connections: int = Field(default=10_000, ge=1, le=1_000_000)
+    # Open WebSocket feeds one credential (a bearer token or a session) may hold on one gateway;
+    # the next is closed with 1013 and a reason naming the limit.
+    gateway_max_feeds_per_credential: int = Field(default=256, ge=1, le=100_000)
+    # Peers whose X-Forwarded-Proto / X-Forwarded-For are believed (IPs or CIDR networks; "*"
+    # for any): behind an Ingress that terminates TLS, its pods' network, so that cookies get
+    # ``Secure`` and the client address is the real one.
+    trusted_proxies: Annotated[
+        list[str], NoDecode, BeforeValidator(_split_list), AfterValidator(_check_networks)
+    ] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
+    # The origins a browser page of this gateway is served from (``https://host[:port]``); a
+    # cookie-authenticated WebSocket must come from one. Unset: the request's own scheme and
+    # Host.
+    public_origins: Annotated[
+        list[str], NoDecode, BeforeValidator(_split_list), AfterValidator(_check_origins)
+    ] = Field(default_factory=list)
 
 
 class SettingsError(Exception):

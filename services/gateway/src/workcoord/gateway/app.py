@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import time
 import uuid
@@ -40,7 +41,7 @@ from workcoord.gateway.openapi import openapi_document
 from workcoord.gateway.routes import Route, RouteTable, load_routes
 from workcoord.gateway.session import LOGIN_PATH, login
 from workcoord.gateway.transcode import build_request, parse_json_body, response_to_json
-from workcoord.gateway.upstream import Upstreams, forwarded_metadata
+from workcoord.gateway.upstream import SESSION_COOKIE, Upstreams, forwarded_metadata
 from workcoord.gateway.web import WebPages
 from workcoord.kit.descriptors import call_deadline_seconds
 from workcoord.kit.errors import Code, TooLarge, WorkcoordError
@@ -93,6 +94,8 @@ class _Gateway:
             OIDC_CALLBACK_PATH: self._oidc_callback,
         }
         self.oidc = OidcLogin.from_settings(settings)
+        # Open feeds by credential (a digest of it: no secret kept as a key).
+        self._feeds: dict[str, int] = {}
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -246,6 +249,10 @@ class _Gateway:
             # Refused before the handshake: the server answers 403.
             await websocket.close(code=1008)
             return
+        if not self._origin_allowed(websocket):
+            # Refused before the handshake (403): another site's page riding the session cookie.
+            await websocket.close(code=1008)
+            return
         route = found.route
         try:
             message = build_request(
@@ -255,9 +262,51 @@ class _Gateway:
             await websocket.accept()
             await _close(websocket, 1008, f"{err.reason}: {err.message}")
             return
+        holder = _credential_digest(websocket)
+        limit = self.settings.gateway_max_feeds_per_credential
+        if self._feeds.get(holder, 0) >= limit:
+            await websocket.accept()
+            reason = f"RESOURCE_EXHAUSTED: at most {limit} open feeds per credential"
+            await _close(websocket, _close_code(Code.RESOURCE_EXHAUSTED), reason)
+            return
+        self._feeds[holder] = self._feeds.get(holder, 0) + 1
+        try:
+            await self._feed(websocket, route, message)
+        finally:
+            left = self._feeds[holder] - 1
+            if left:
+                self._feeds[holder] = left
+            else:
+                del self._feeds[holder]
+
+    def _origin_allowed(self, websocket: WebSocket) -> bool:
+        """A feed authenticated by the session cookie must come from a page of this gateway:
+        its ``Origin`` one of ``WORKCOORD_PUBLIC_ORIGINS``, or (unset) the request's own scheme
+        and Host. A bearer credential is never sent by a browser on its own, so those feeds,
+        and feeds with no cookie at all, are not checked."""
+        if websocket.headers.get("authorization") or not websocket.cookies.get(SESSION_COOKIE):
+            return True
+        origin = websocket.headers.get("origin", "").strip().lower().rstrip("/")
+        if not origin:
+            return False
+        allowed = self.settings.public_origins
+        if not allowed:
+            scheme = "https" if websocket.url.scheme in ("wss", "https") else "http"
+            host = websocket.headers.get("host", "").strip().lower()
+            allowed = [f"{scheme}://{host}"] if host else []
+        if origin in allowed:
+            return True
+        _log.warning("cookie-authenticated feed refused: origin %r is not this gateway's", origin)
+        return False
+
+    async def _feed(self, websocket: WebSocket, route: Route, message: _message.Message) -> None:
+        upstreams = self.upstreams
+        if upstreams is None:
+            await websocket.close(code=1013)
+            return
         await websocket.accept()
         metrics.FEED_SUBSCRIBERS.inc()
-        call = self.upstreams.stream(route, message, metadata=_metadata(websocket))
+        call = upstreams.stream(route, message, metadata=_metadata(websocket))
         # The client sends nothing we use; reading is how its disconnect is noticed.
         watcher = asyncio.create_task(_until_disconnect(websocket, call))
         try:
@@ -295,6 +344,15 @@ def _metadata(connection: HTTPConnection) -> tuple[tuple[str, str], ...]:
     if _REQUEST_ID not in headers:
         headers[_REQUEST_ID] = uuid.uuid4().hex
     return forwarded_metadata(headers, connection.cookies)
+
+
+def _credential_digest(connection: HTTPConnection) -> str:
+    """Whom a feed counts against: its bearer credential, else its session cookie, else the
+    anonymous (whose feeds the coordinator refuses anyway), as a digest."""
+    credential = connection.headers.get("authorization") or connection.cookies.get(SESSION_COOKIE)
+    if not credential:
+        return "anonymous"
+    return hashlib.sha256(credential.encode("utf-8", "backslashreplace")).hexdigest()
 
 
 def _oidc_off() -> Response:

@@ -27,6 +27,7 @@ import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workcoord.gateway.app import build_app
+from workcoord.gateway.guard import ConnectionLimits, effective_max_connections, guarded_protocol
 from workcoord.gateway.upstream import Upstreams
 from workcoord.kit.logging import configure_logging
 from workcoord.kit.settings import GatewaySettings, SettingsError, load
@@ -139,14 +140,24 @@ async def start_gateway(
     """
     host, port = split_address(settings.listen_gateway)
     sock = _bind(host, port, settings.listen_gateway)
+    limits = ConnectionLimits(
+        header_timeout_seconds=settings.gateway_header_timeout_seconds,
+        body_timeout_seconds=settings.gateway_body_timeout_seconds,
+        max_connections=effective_max_connections(settings.gateway_max_connections),
+    )
     config = uvicorn.Config(
         _instrumented(build_app(settings, channels), settings),
         host=host,
         port=port,
+        # httptools with the header/body deadlines and the connection cap (guard.py).
+        http=guarded_protocol(limits),
         log_config=None,
         lifespan="on",
         access_log=False,
         server_header=False,
+        # X-Forwarded-Proto/-For only from the configured proxies (an Ingress's pods).
+        proxy_headers=True,
+        forwarded_allow_ips=list(settings.trusted_proxies),
         # Feed clients send nothing the gateway reads; a large incoming message is abuse.
         ws_max_size=_WS_MAX_INCOMING_BYTES,
         # Compressing every feed frame once per socket cost the gateway more CPU than anything
