@@ -103,8 +103,8 @@ async def audit(database_url: str, coordinator_id: str, ledger: Ledger) -> Verdi
     verdict.events = len(events)
     for item in items:
         verdict.outcomes[f"item {item.state.value}"] += 1
-    for attempt in attempts.values():
-        verdict.outcomes[f"attempt {attempt.status.value}"] += 1
+    for each in attempts.values():
+        verdict.outcomes[f"attempt {each.status.value}"] += 1
 
     by_type: dict[EventType, dict[str, datetime]] = {}
     for event in events:
