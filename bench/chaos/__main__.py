@@ -145,6 +145,7 @@ def report(
         "unrecovered_faults": unrecovered,
         "writes_acknowledged": sum(ledger.acknowledged.values()),
         "acknowledged_by_call": dict(sorted(ledger.acknowledged.items())),
+        "acknowledged_by_transport": dict(sorted(ledger.by_transport.items())),
         "lanes_created": len(ledger.lanes),
         "leases_abandoned": len(ledger.abandoned),
         "lost": len(verdict.lost),

@@ -43,7 +43,7 @@ __all__ = [
     "wait_until",
 ]
 
-READY_TIMEOUT_SECONDS = 180.0
+READY_TIMEOUT_SECONDS = 300.0
 STOP_TIMEOUT_SECONDS = 15.0
 
 

@@ -157,6 +157,7 @@ class Faults:
             self.ledger.failures[f"probe:{failed.reason}"] += 1
             return False
         self.ledger.acknowledged["CreateLane"] += 1
+        self.ledger.by_transport["grpc"] += 1
         self.ledger.lanes[reply.lane.lane_id] = 1
         return True
 

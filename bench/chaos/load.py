@@ -218,6 +218,7 @@ class Ledger:
     abandoned: set[str] = field(default_factory=set)
     tokens: set[str] = field(default_factory=set)
     acknowledged: Counter[str] = field(default_factory=Counter)  # rpc -> OK answers
+    by_transport: Counter[str] = field(default_factory=Counter)  # "grpc" / "rest" -> OK answers
     failures: Counter[str] = field(default_factory=Counter)  # "rpc:reason" -> count
     items_created: int = 0
 
@@ -280,6 +281,7 @@ class Load:
                 pause = min(1.0, pause * 2)
                 continue
             self.ledger.acknowledged[rpc] += 1
+            self.ledger.by_transport[endpoint.name.split(":", 1)[0]] += 1
             return reply
 
     # ------------------------------------------------------------------ creators

@@ -57,6 +57,7 @@ def test_a_60_second_soak_has_no_violation() -> None:
     lines = done.stdout.strip().splitlines()
     assert lines, output
     result = json.loads(lines[-1])
+    print(lines[-1])  # the soak's figures, shown with -s or -rA
     assert done.returncode == 0, output
     assert result["ok"] is True, output
     assert result["violations"] == 0, output
