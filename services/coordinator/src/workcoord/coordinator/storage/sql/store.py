@@ -14,7 +14,7 @@ from workcoord.kit.errors import WorkcoordError
 from .accounts import AccountsSql
 from .attempts import AttemptsSql
 from .coordinators import CoordinatorsSql
-from .errors import StorageUnavailable, translate
+from .errors import translate
 from .follow_ups import FollowUpsSql
 from .lanes_items import LanesItemsSql
 from .tenancy import TenancySql
@@ -61,8 +61,6 @@ class SqlStore:
             raise
         except DBAPIError as exc:
             raise translate(exc) from exc
-        except OSError as exc:  # the server unreachable (refused, reset) before any statement
-            raise StorageUnavailable() from exc
 
     @asynccontextmanager
     async def write(self, coordinator_id: str | None = None) -> AsyncIterator[SqlTx]:
@@ -81,5 +79,3 @@ class SqlStore:
             raise
         except DBAPIError as exc:
             raise translate(exc) from exc
-        except OSError as exc:  # the server unreachable (refused, reset) before any statement
-            raise StorageUnavailable() from exc
