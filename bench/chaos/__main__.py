@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -34,6 +35,8 @@ from bench.chaos.faults import FAULT_CYCLE, REQUIRED_KINDS, Faults
 from bench.chaos.load import CLASSES, Endpoint, GrpcEndpoint, Load, RestEndpoint
 
 DRAIN_TIMEOUT_SECONDS = 300.0
+# The deployment being run, torn down by main() whatever happens (SIGTERM included).
+_RUNNING: list[Deployment] = []
 
 
 def say(message: str) -> None:
@@ -53,6 +56,7 @@ async def drain(database_url: str, coordinator_id: str) -> tuple[float, int]:
 
 async def soak(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     deployment = Deployment.create(folder)
+    _RUNNING.append(deployment)
     try:
         say(f"starting PostgreSQL, Redis and 6 services in {folder}")
         began = time.monotonic()
@@ -185,9 +189,15 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="workcoord-chaos-"))
+    # SIGTERM (a test's timeout, a CI cancel) still stops every process the soak started.
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         try:
             result = asyncio.run(soak(args, folder))
@@ -205,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, sort_keys=True), flush=True)
         return 0 if result["ok"] else 1
     finally:
+        for deployment in _RUNNING:
+            deployment.teardown()
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -40,7 +40,7 @@ FAULT_CYCLE = (
     ("recovery", "recovery-b"),
 )
 REQUIRED_KINDS = len({kind for kind, _ in FAULT_CYCLE})
-RECOVERY_TIMEOUT_SECONDS = 240.0
+RECOVERY_TIMEOUT_SECONDS = 420.0
 PROBE_CLASS = "chaos-probe"
 
 
