@@ -79,7 +79,21 @@ export function renderWorkers(ctx, view) {
             return h(
               "li",
               {},
-              h("div", { class: "row" }, h("strong", {}, worker.workerId), badge("neutral", worker.workerClass)),
+              h(
+                "div",
+                { class: "row" },
+                h("strong", {}, worker.workerId),
+                badge("neutral", worker.workerClass),
+                worker.fence ? badge("bad", "fenced") : null,
+              ),
+              worker.fence
+                ? h(
+                    "div",
+                    { class: "meta" },
+                    h("span", {}, worker.fence.reason),
+                    worker.fence.expireTime ? h("span", {}, "lifts ", relative(worker.fence.expireTime)) : null,
+                  )
+                : null,
               h(
                 "div",
                 { class: "meta" },
