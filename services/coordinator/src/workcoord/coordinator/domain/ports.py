@@ -48,6 +48,17 @@ class Credential:
 
 
 @dataclass(frozen=True, slots=True)
+class ResolvedCredential:
+    """A credential with what authentication needs of its owner, read in one go: the work key,
+    or the user and their org roles (org slug -> role)."""
+
+    credential: Credential
+    work_key: WorkKeyRecord | None = None
+    user: UserRecord | None = None
+    roles: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class UserRecord:
     user_id: str
     email: str
@@ -129,6 +140,7 @@ class Reader(Protocol):
         self, coordinator_id: str, after_id: str, limit: int
     ) -> list[Worker]: ...
     async def find_credential(self, secret_hash: str) -> Credential | None: ...
+    async def resolve_credential(self, secret_hash: str) -> ResolvedCredential | None: ...
     async def get_user(self, user_id: str) -> UserRecord | None: ...
     async def user_roles(self, user_id: str) -> dict[str, str]: ...
     async def get_work_key(self, key_id: str) -> WorkKeyRecord | None: ...
@@ -261,5 +273,9 @@ class Tx(Reader, Protocol):
 class Store(Protocol):
     """Opens transactions."""
 
-    def read(self) -> AbstractAsyncContextManager[Reader]: ...
+    def read(self, *, snapshot: bool = True) -> AbstractAsyncContextManager[Reader]:
+        """A read transaction; ``snapshot=False`` is for a caller that runs one statement
+        (no snapshot to keep across statements: no BEGIN/COMMIT round trips)."""
+        ...
+
     def write(self, coordinator_id: str | None = None) -> AbstractAsyncContextManager[Tx]: ...

@@ -12,6 +12,7 @@ from workcoord.kit.errors import IllegalTransition
 
 from .. import rules
 from ..auth import Access, Principal, authorize
+from ..group_commit import shielded
 from ..model import Attempt, AttemptStatus, Coordinator, EventType, Item, ItemState, NewEvent
 from ..ports import Tx
 from ..specs import Checkpoint, Evidence, Failure, RunIdentity
@@ -67,6 +68,7 @@ class AttemptCommands(Transitions):
         await self.append_events(write.tx, write.coordinator, events, principal.name)
         return write.attempt
 
+    @shielded
     async def start(
         self,
         principal: Principal,
@@ -94,6 +96,7 @@ class AttemptCommands(Transitions):
             write.effects.changed = True
             return await self._save(write, [write.event(EventType.ITEM_STARTED)], principal)
 
+    @shielded
     async def heartbeat(
         self,
         principal: Principal,
@@ -111,6 +114,7 @@ class AttemptCommands(Transitions):
             await write.tx.update_attempts([attempt])
             return attempt.lease_expire_time
 
+    @shielded
     async def complete(
         self,
         principal: Principal,
@@ -139,6 +143,7 @@ class AttemptCommands(Transitions):
             await self.append_events(tx, write.coordinator, events, principal.name)
             return attempt
 
+    @shielded
     async def fail(
         self,
         principal: Principal,
@@ -161,6 +166,7 @@ class AttemptCommands(Transitions):
             write.effects.ready_classes.add(attempt.worker_class)
             return await self._save(write, events, principal)
 
+    @shielded
     async def checkpoint(
         self,
         principal: Principal,
@@ -188,6 +194,7 @@ class AttemptCommands(Transitions):
             effects.ready_classes.add(attempt.worker_class)
             return await self._save(write, events, principal)
 
+    @shielded
     async def release(
         self,
         principal: Principal,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -19,7 +20,12 @@ _HOLDS = t.exclusive_holds
 
 class AttemptsSql(SqlTxBase):
     async def get_attempt(self, lease_id: str) -> Attempt | None:
-        return await self._get(ATTEMPTS, t.attempts.c.lease_id == lease_id)
+        pending = self._pending_attempts.get(lease_id)
+        if pending is not None:
+            return copy.copy(pending)
+        stmt = select(t.attempts).where(t.attempts.c.lease_id == lease_id)
+        row = (await self.raw.execute(stmt)).first()
+        return ATTEMPTS.load(row) if row is not None else None
 
     async def get_attempt_for_update(self, lease_id: str) -> Attempt | None:
         # The coordinator lock already serialises writers; no row lock needed.
@@ -66,10 +72,12 @@ class AttemptsSql(SqlTxBase):
 
     async def update_attempts(self, attempts: Sequence[Attempt]) -> None:
         """Write the attempts; the ones that ended release their holds."""
-        await self._update_each(ATTEMPTS, "lease_id", attempts)
+        for attempt in attempts:
+            # A copy: the record as it is now is what gets written (see write_pending).
+            self._pending_attempts[attempt.lease_id] = copy.copy(attempt)
         ended = [a.lease_id for a in attempts if a.status.value not in LIVE and a.exclusive_key]
         if ended:
-            await self.conn.execute(delete(_HOLDS).where(_HOLDS.c.lease_id.in_(ended)))
+            await self.raw.execute(delete(_HOLDS).where(_HOLDS.c.lease_id.in_(ended)))
 
     async def expired_attempts(
         self, coordinator_id: str, now: datetime, limit: int, skip_items: Sequence[str]

@@ -3,6 +3,7 @@ order it is claimed."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -40,7 +41,9 @@ class LanesItemsSql(SqlTxBase):
     # -------------------------------------------------------------- lanes
 
     async def get_lane(self, lane_id: str) -> Lane | None:
-        return await self._get(LANES, t.lanes.c.lane_id == lane_id)
+        # Held-back item and attempt updates cannot change a lane row: no need to write them.
+        row = (await self.raw.execute(select(t.lanes).where(t.lanes.c.lane_id == lane_id))).first()
+        return LANES.load(row) if row is not None else None
 
     async def find_lane_by_request(self, coordinator_id: str, request_id: str) -> Lane | None:
         c = t.lanes.c
@@ -109,7 +112,12 @@ class LanesItemsSql(SqlTxBase):
     # -------------------------------------------------------------- items
 
     async def get_item(self, item_id: str) -> Item | None:
-        return await self._get(ITEMS, t.items.c.item_id == item_id)
+        pending = self._pending_items.get(item_id)
+        if pending is not None:
+            return copy.copy(pending)
+        stmt = select(t.items).where(t.items.c.item_id == item_id)
+        row = (await self.raw.execute(stmt)).first()
+        return ITEMS.load(row) if row is not None else None
 
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]:
         if not item_ids:
@@ -129,8 +137,13 @@ class LanesItemsSql(SqlTxBase):
 
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
         c = t.items.c
-        rows = await self._rows(select(c.key, c.state).where(c.lane_id == lane_id))
-        return {r.key: ItemState(r.state) for r in rows}
+        # Held-back updates stand in for their rows (no need to write them first).
+        rows = (await self.raw.execute(select(c.key, c.state).where(c.lane_id == lane_id))).all()
+        states = {r.key: ItemState(r.state) for r in rows}
+        for item in self._pending_items.values():
+            if item.lane_id == lane_id:
+                states[item.key] = item.state
+        return states
 
     async def waiting_items(self, lane_id: str) -> list[Item]:
         c = t.items.c
@@ -145,7 +158,9 @@ class LanesItemsSql(SqlTxBase):
         await self._insert(ITEMS, items)
 
     async def update_items(self, items: Sequence[Item]) -> None:
-        await self._update_each(ITEMS, "item_id", items)
+        for item in items:
+            # A copy: the record as it is now is what gets written (see write_pending).
+            self._pending_items[item.item_id] = copy.copy(item)
 
     async def claim_candidates(
         self,
