@@ -65,7 +65,7 @@ async def test_a_cancelled_member_never_fails_the_others(
     engine = stack.running.engine
     principal = await engine.authenticate(stack.key_secret)
 
-    original = SqlTx.get_attempt_for_update
+    original = SqlTx.attempt_with_item
 
     async def held_up(self: SqlTx, lease_id: str) -> Any:
         if lease_id == held.lease_id:
@@ -73,7 +73,7 @@ async def test_a_cancelled_member_never_fails_the_others(
             await self.conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": LOCK_KEY})
         return await original(self, lease_id)
 
-    monkeypatch.setattr(SqlTx, "get_attempt_for_update", held_up)
+    monkeypatch.setattr(SqlTx, "attempt_with_item", held_up)
     locker = await asyncpg.connect(_asyncpg_dsn(stack.database_url))
     try:
         await locker.execute("SELECT pg_advisory_lock($1)", LOCK_KEY)

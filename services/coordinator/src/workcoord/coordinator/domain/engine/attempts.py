@@ -52,10 +52,9 @@ class AttemptCommands(Transitions):
             effects,
         ):
             authorize(principal, coordinator, Access.LEASE)
-            attempt = await tx.get_attempt_for_update(lease_id)
+            attempt, item = await tx.attempt_with_item(lease_id)
             if attempt is not None and attempt.coordinator_id != coordinator_id:
-                attempt = None
-            item = await tx.get_item(attempt.item_id) if attempt is not None else None
+                attempt, item = None, None
             rules.fence(attempt, item, lease_token, tx.now)
             assert attempt is not None and item is not None
             yield FencedWrite(tx, coordinator, effects, attempt, item)

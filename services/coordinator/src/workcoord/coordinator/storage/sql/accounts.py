@@ -4,10 +4,9 @@ a credential by its secret's hash."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import literal, select, update
-from sqlalchemy.engine import Row
 
 from workcoord.coordinator.domain.grants import MemberRecord, TokenRecord
 from workcoord.coordinator.domain.ports import (
@@ -20,7 +19,7 @@ from workcoord.coordinator.domain.ports import (
 
 from .. import schema as t
 from ._base import SqlTxBase
-from .rows import MEMBERS, ORGS, USER_TOKENS, USERS, WORK_KEYS
+from .rows import MEMBERS, ORGS, USER_TOKENS, USERS, WORK_KEYS, prefixed
 
 
 class AccountsSql(SqlTxBase):
@@ -45,7 +44,7 @@ class AccountsSql(SqlTxBase):
             return None
         first = rows[0]._mapping
         if first["wk_key_id"] is not None:
-            key = WORK_KEYS.load(cast(Row[Any], _Prefixed(first, "wk_")))
+            key = WORK_KEYS.load(prefixed(rows[0], "wk_"))
             credential = Credential(
                 "work_key", key.key_id, key.key_id, key.expire_time, key.revoke_time
             )
@@ -61,7 +60,7 @@ class AccountsSql(SqlTxBase):
         )
         if first["u_user_id"] is None:
             return ResolvedCredential(credential)
-        user = USERS.load(cast(Row[Any], _Prefixed(first, "u_")))
+        user = USERS.load(prefixed(rows[0], "u_"))
         roles = {
             r._mapping["m_org_slug"]: r._mapping["m_role"]
             for r in rows
@@ -145,13 +144,6 @@ class AccountsSql(SqlTxBase):
         await self.conn.execute(
             update(t.work_keys).where(t.work_keys.c.key_id == key_id).values(revoke_time=when)
         )
-
-
-class _Prefixed:
-    """The columns of one table among a joined row's, by their labels' prefix (for RowMap)."""
-
-    def __init__(self, mapping: Any, prefix: str) -> None:
-        self._mapping = {k[len(prefix) :]: v for k, v in mapping.items() if k.startswith(prefix)}
 
 
 def _resolve_statement(secret_hash: str) -> Any:
