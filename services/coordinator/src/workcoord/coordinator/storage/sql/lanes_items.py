@@ -4,6 +4,7 @@ order it is claimed."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -138,12 +139,39 @@ class LanesItemsSql(SqlTxBase):
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
         c = t.items.c
         # Held-back updates stand in for their rows (no need to write them first).
-        rows = (await self.raw.execute(select(c.key, c.state).where(c.lane_id == lane_id))).all()
-        states = {r.key: ItemState(r.state) for r in rows}
-        for item in self._pending_items.values():
-            if item.lane_id == lane_id:
-                states[item.key] = item.state
+        stmt = select(c.item_id, c.key, c.state).where(c.lane_id == lane_id)
+        states: dict[str, ItemState] = {}
+        for r in (await self.raw.execute(stmt)).all():
+            pending = self._pending_items.get(r.item_id)
+            states[r.key] = pending.state if pending is not None else ItemState(r.state)
         return states
+
+    async def lane_with_item_states(self, lane_id: str) -> tuple[Lane | None, dict[str, ItemState]]:
+        """One row: the lane and its items' states aggregated into a JSON object (item id ->
+        "STATE|key"; a state never holds a "|")."""
+        c = t.items.c
+        aggregate = func.json_object_agg if self.dialect == "postgresql" else func.json_group_object
+        states = (
+            select(aggregate(c.item_id, c.state.concat("|").concat(c.key)))
+            .where(c.lane_id == lane_id)
+            .scalar_subquery()
+        ).label("item_states")
+        stmt = select(t.lanes, states).where(t.lanes.c.lane_id == lane_id)
+        row = (await self.raw.execute(stmt)).first()
+        if row is None:
+            return None, {}
+        found = row._mapping["item_states"]
+        if isinstance(found, str):  # SQLite hands back the JSON text
+            found = json.loads(found)
+        by_id: dict[str, tuple[str, ItemState]] = {}
+        for item_id, packed in (found or {}).items():
+            state, _bar, key = str(packed).partition("|")
+            by_id[item_id] = (key, ItemState(state))
+        for item_id, item in self._pending_items.items():  # held-back updates stand in
+            if item_id in by_id:
+                by_id[item_id] = (item.key, item.state)
+        item_states = dict(by_id.values())
+        return LANES.load(row), item_states
 
     async def waiting_items(self, lane_id: str) -> list[Item]:
         c = t.items.c
