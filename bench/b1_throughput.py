@@ -25,12 +25,20 @@ TARGET_ITEMS_PER_SECOND = 3000.0
 TARGET_RATIO = 0.5  # within 2x of pgbench
 
 
+TARGET_RSS_MB = 200.0  # B7
+
+
 @dataclass
 class Repetition:
     items: int
     seconds: float
     lease_calls: int
     empty_leases: int
+    cpu_seconds: float = 0.0  # the coordinator's, over the window
+
+    @property
+    def cpu_ms_per_item(self) -> float:
+        return 1000.0 * self.cpu_seconds / self.items
 
     @property
     def items_per_second(self) -> float:
@@ -117,20 +125,26 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             )
             async with common.client(cluster.address, tenant.key_secret) as creator:
                 await common.create_items(creator, tenant.coordinator_id, args.items)
-            with common.profiled(cluster.coordinators[0].process.pid, args.profile):
+            pid = cluster.coordinators[0].process.pid
+            cpu_before = common.cpu_seconds(pid)
+            with common.profiled(pid, args.profile):
                 result = await run_workers(
                     cluster.address, tenant, args.items, args.workers, args.batch, args.inflight
                 )
+            result.cpu_seconds = common.cpu_seconds(pid) - cpu_before
             reps.append(result)
             print(
                 f"rep {rep + 1}: {result.items:,} items in {result.seconds:.2f} s = "
                 f"{result.items_per_second:,.0f} items/s "
-                f"({result.lease_calls} Lease calls, {result.empty_leases} empty)",
+                f"({result.lease_calls} Lease calls, {result.empty_leases} empty); "
+                f"coordinator CPU {result.cpu_ms_per_item:.2f} ms/item",
                 flush=True,
             )
+        peak_rss_mb = common.peak_rss_mb(cluster.coordinators[0].process.pid)
     rates = [r.items_per_second for r in reps]
     best = common.median(rates)
     ratio = best / pgbench.reference_tps
+    cpu_ms = common.median([r.cpu_ms_per_item for r in reps])
     common.print_table(
         f"B1 throughput: {args.items:,} items, {args.workers} workers, batch {args.batch}, "
         f"{args.inflight} complete(s) in flight per worker",
@@ -151,6 +165,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 _yes(ratio >= TARGET_RATIO),
             ],
             ["ratio items/s : pgbench -N tps", best / pgbench.simple_update_tps, "", ""],
+            ["coordinator CPU ms/item (median)", cpu_ms, "", ""],
+            [
+                "B7 coordinator peak RSS MB",
+                peak_rss_mb,
+                f"<= {TARGET_RSS_MB:.0f}",
+                _yes(peak_rss_mb <= TARGET_RSS_MB),
+            ],
         ],
     )
     figures = {
@@ -165,9 +186,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "median_items_per_second": round(best, 1),
         "pgbench": pgbench.as_dict(),
         "ratio_to_pgbench": round(ratio, 3),
+        "coordinator_cpu_ms_per_item": [round(r.cpu_ms_per_item, 3) for r in reps],
+        "median_coordinator_cpu_ms_per_item": round(cpu_ms, 3),
+        "coordinator_peak_rss_mb": round(peak_rss_mb, 1),
         "targets_met": {
             "items_per_second": best >= TARGET_ITEMS_PER_SECOND,
             "ratio": ratio >= TARGET_RATIO,
+            "b7_rss": peak_rss_mb <= TARGET_RSS_MB,
         },
     }
     return common.finish("b1_throughput", args, figures)

@@ -84,6 +84,21 @@ def workcoord_executable() -> str:
     return found
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` so far (Linux /proc): comparable across runs
+    whatever else loads the machine, unlike wall-clock rates."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The peak resident set size of ``pid`` (VmHWM, Linux /proc), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def git_commit() -> str:
     """The short commit of this checkout, ``+dirty`` when tracked files changed."""
 

@@ -64,9 +64,9 @@ class RecordingStore:
         self.inner = inner
         self.used: set[str] = set()
 
-    def read(self) -> AbstractAsyncContextManager[Reader]:
+    def read(self, *, snapshot: bool = True) -> AbstractAsyncContextManager[Reader]:
         self.used.add("read")
-        return self._open(self.inner.read())
+        return self._open(self.inner.read(snapshot=snapshot))
 
     def write(self, coordinator_id: str | None = None) -> AbstractAsyncContextManager[Tx]:
         self.used.add("write")

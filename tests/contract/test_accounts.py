@@ -10,6 +10,7 @@ from workcoord.coordinator.domain.ports import (
     Credential,
     Leadership,
     OrgRecord,
+    ResolvedCredential,
     Store,
     WorkKeyRecord,
 )
@@ -132,6 +133,37 @@ async def test_a_credential_is_found_by_its_secret_hash(store: Store) -> None:
     assert key == replace(work_key("key_a"), revoke_time=at(9))
     # A user token never carries its secret's hash out of the store.
     assert token is not None and not hasattr(token, "secret_hash")
+
+
+@pytest.mark.port("resolve_credential")
+async def test_a_credential_resolves_with_its_owner_in_one_read(store: Store) -> None:
+    async with store.write() as tx:
+        for slug in ("acme", "beta"):
+            await tx.insert_org(OrgRecord(slug, slug, T0))
+        await tx.insert_user(user("usr_a"))
+        await tx.insert_user(user("usr_b"))
+        await tx.set_member("acme", "usr_a", "ORG_ADMIN", at(1))
+        await tx.set_member("beta", "usr_a", "ORG_VIEWER", at(1))
+        await tx.insert_user_token("tok_a", "usr_a", "laptop", HASH_A, T0, at(60))
+        await tx.insert_user_token("tok_b", "usr_b", "laptop", "c" * 64, T0, None)
+        await tx.insert_work_key(work_key("key_a"))
+    async with store.read(snapshot=False) as reader:
+        by_token = await reader.resolve_credential(HASH_A)
+        roleless = await reader.resolve_credential("c" * 64)
+        by_key = await reader.resolve_credential(HASH_B)
+        unknown = await reader.resolve_credential("d" * 64)
+    assert by_token == ResolvedCredential(
+        Credential("user_token", "tok_a", "usr_a", at(60), None),
+        user=user("usr_a"),
+        roles={"acme": "ORG_ADMIN", "beta": "ORG_VIEWER"},
+    )
+    assert roleless == ResolvedCredential(
+        Credential("user_token", "tok_b", "usr_b", None, None), user=user("usr_b"), roles={}
+    )
+    assert by_key == ResolvedCredential(
+        Credential("work_key", "key_a", "key_a", at(3600), None), work_key=work_key("key_a")
+    )
+    assert unknown is None
 
 
 @pytest.mark.port("get_work_key", "list_work_keys")

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from workcoord.coordinator.domain.model import AttemptStatus
+from workcoord.coordinator.domain.model import AttemptStatus, ItemState
 from workcoord.coordinator.domain.ports import Store
 from workcoord.kit.clock import ManualClock
 
@@ -23,7 +23,12 @@ async def _lane_of_three(store: Store) -> None:
 
 
 @pytest.mark.port(
-    "insert_attempts", "get_attempt", "get_attempt_for_update", "item_attempts", "update_attempts"
+    "insert_attempts",
+    "get_attempt",
+    "get_attempt_for_update",
+    "attempt_with_item",
+    "item_attempts",
+    "update_attempts",
 )
 async def test_attempts_round_trip_and_list_by_item(store: Store) -> None:
     await _lane_of_three(store)
@@ -38,11 +43,19 @@ async def test_attempts_round_trip_and_list_by_item(store: Store) -> None:
         assert await tx.get_attempt_for_update("ls_2") == first
         assert await tx.get_attempt("ls_x") is None
         assert await tx.get_attempt_for_update("ls_x") is None
+        assert await tx.attempt_with_item("ls_1") == (second, IT_A)
+        assert await tx.attempt_with_item("ls_x") == (None, None)
         assert await tx.item_attempts(["it_b", "it_a"]) == [first, second, other]
         assert await tx.item_attempts([]) == []
         ended = replace(second, status=AttemptStatus.COMPLETED, end_time=at(9), checkpoint=None)
         await tx.update_attempts([ended, replace(other, lease_id="ls_missing")])
         await tx.update_attempts([])
+        # Within the transaction, the written records read back (held back or not).
+        moved = replace(IT_A, attempt_count=5, state=ItemState.RUNNING)
+        await tx.update_items([moved])
+        assert await tx.attempt_with_item("ls_1") == (ended, moved)
+        assert await tx.get_item("it_a") == moved
+        assert (await tx.lane_item_states("ln_a"))[moved.key] == ItemState.RUNNING
     async with store.read() as reader:
         assert await reader.get_attempt("ls_1") == ended
         assert await reader.get_attempt("ls_missing") is None

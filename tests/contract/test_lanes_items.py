@@ -136,7 +136,13 @@ async def test_tickets_of_lanes(store: Store) -> None:
 
 
 @pytest.mark.port(
-    "insert_items", "get_item", "items_by_ids", "lane_items", "lane_item_states", "update_items"
+    "insert_items",
+    "get_item",
+    "items_by_ids",
+    "lane_items",
+    "lane_item_states",
+    "lane_with_item_states",
+    "update_items",
 )
 async def test_items_round_trip_and_list_by_lane(store: Store) -> None:
     await seed_coordinator(store)
@@ -163,7 +169,16 @@ async def test_items_round_trip_and_list_by_lane(store: Store) -> None:
         ]
         await tx.update_items(changed)
         await tx.update_items([])
+        # Within the transaction the updated states read back with the lane.
+        found, states = await tx.lane_with_item_states("ln_a")
+        assert found is not None and found.lane_id == "ln_a"
+        assert (states["it_a"], states["it_b"]) == (ItemState.DEAD, ItemState.SUCCEEDED)
+        assert await tx.lane_with_item_states("ln_x") == (None, {})
     async with store.read() as reader:
+        assert await reader.lane_with_item_states("ln_b") == (
+            await reader.get_lane("ln_b"),
+            {"it_z": ItemState.QUEUED},
+        )
         assert await reader.get_item("it_b") == changed[0]
         assert await reader.get_item("it_a") == changed[1]
         assert await reader.get_item("it_missing") is None

@@ -172,9 +172,9 @@ class MeteredStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def read(self) -> AbstractAsyncContextManager[Reader]:
+    def read(self, *, snapshot: bool = True) -> AbstractAsyncContextManager[Reader]:
         """The wrapped store's read transaction."""
-        return self._store.read()
+        return self._store.read(snapshot=snapshot)
 
     def write(self, coordinator_id: str | None = None) -> AbstractAsyncContextManager[Tx]:
         """The wrapped store's write transaction, counted once it commits."""

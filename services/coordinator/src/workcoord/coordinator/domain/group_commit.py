@@ -10,15 +10,21 @@ that commit.
 A member that raises one of our errors must do so before it writes anything (the fenced
 worker writes check first, then write), so it drops out without disturbing the others; any
 other exception fails the whole group, which rolls back.
+
+A caller that goes away (its deadline passes, the client cancels) must not interrupt a
+member half-way through a statement on the shared connection: the connection would be left
+unusable and every other member would fail. So each member runs as its own task, shielded
+(:func:`shielded`): it finishes its part of the group whatever happens to its caller.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar
 
 from workcoord.kit.errors import Code, WorkcoordError
 
@@ -38,6 +44,39 @@ class Aborted(WorkcoordError):
 MAX_MEMBERS = 128
 
 _C = TypeVar("_C")
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+# Shielded members still running after their caller went away (kept so they are not collected).
+_orphans: set[asyncio.Task[Any]] = set()
+
+
+def _forget(task: asyncio.Task[Any]) -> None:
+    _orphans.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved: an orphan's failure is its own caller's, who is gone
+
+
+def shielded(
+    method: Callable[_P, Coroutine[Any, Any, _T]],
+) -> Callable[_P, Coroutine[Any, Any, _T]]:
+    """Run each call of ``method`` (a group member) to its end even if its caller is
+    cancelled: the caller gets the cancellation at once, the shared transaction never sees
+    it."""
+
+    @functools.wraps(method)
+    async def run(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        task = asyncio.ensure_future(method(*args, **kwargs))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done():
+                _orphans.add(task)
+                task.add_done_callback(_forget)
+            raise
+
+    return run
+
 
 Opener = Callable[[], AbstractAsyncContextManager[tuple[Tx, Coordinator]]]
 

@@ -53,30 +53,31 @@ class AdminCommands(EngineCore):
         if self._service_key_hash and _secrets.compare_digest(digest, self._service_key_hash):
             return RECOVERY
         now = self.clock.now()
-        async with self.store.read() as reader:
-            credential = await reader.find_credential(digest)
-            if credential is None:
+        # One statement: the credential, its work key or its user with their org roles.
+        async with self.store.read(snapshot=False) as reader:
+            resolved = await reader.resolve_credential(digest)
+        if resolved is None:
+            raise Unauthenticated("unknown credential")
+        credential = resolved.credential
+        if credential.revoke_time is not None:
+            raise Unauthenticated("the credential was revoked")
+        if credential.expire_time is not None and credential.expire_time <= now:
+            raise Unauthenticated("the credential expired")
+        if credential.kind == "work_key":
+            key = resolved.work_key
+            if key is None:
                 raise Unauthenticated("unknown credential")
-            if credential.revoke_time is not None:
-                raise Unauthenticated("the credential was revoked")
-            if credential.expire_time is not None and credential.expire_time <= now:
-                raise Unauthenticated("the credential expired")
-            if credential.kind == "work_key":
-                key = await reader.get_work_key(credential.owner_id)
-                if key is None:
-                    raise Unauthenticated("unknown credential")
-                return Principal(
-                    kind=PrincipalKind.WORK_KEY,
-                    id=key.key_id,
-                    display_name=key.display_name,
-                    org_slug=key.org_slug,
-                    capabilities=frozenset(Capability(c) for c in key.capabilities),
-                    coordinator_ids=frozenset(key.coordinator_ids),
-                )
-            user = await reader.get_user(credential.owner_id)
-            if user is None:
-                raise Unauthenticated("unknown credential")
-            return user_principal(user, await reader.user_roles(user.user_id))
+            return Principal(
+                kind=PrincipalKind.WORK_KEY,
+                id=key.key_id,
+                display_name=key.display_name,
+                org_slug=key.org_slug,
+                capabilities=frozenset(Capability(c) for c in key.capabilities),
+                coordinator_ids=frozenset(key.coordinator_ids),
+            )
+        if resolved.user is None:
+            raise Unauthenticated("unknown credential")
+        return user_principal(resolved.user, resolved.roles or {})
 
     async def bootstrap_admin(self, token: str) -> str:
         """Ensure a verified platform admin whose API token is ``token`` (idempotent)."""

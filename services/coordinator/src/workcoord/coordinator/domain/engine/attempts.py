@@ -12,6 +12,7 @@ from workcoord.kit.errors import IllegalTransition
 
 from .. import rules
 from ..auth import Access, Principal, authorize
+from ..group_commit import shielded
 from ..model import Attempt, AttemptStatus, Coordinator, EventType, Item, ItemState, NewEvent
 from ..ports import Tx
 from ..specs import Checkpoint, Evidence, Failure, RunIdentity
@@ -51,10 +52,9 @@ class AttemptCommands(Transitions):
             effects,
         ):
             authorize(principal, coordinator, Access.LEASE)
-            attempt = await tx.get_attempt_for_update(lease_id)
+            attempt, item = await tx.attempt_with_item(lease_id)
             if attempt is not None and attempt.coordinator_id != coordinator_id:
-                attempt = None
-            item = await tx.get_item(attempt.item_id) if attempt is not None else None
+                attempt, item = None, None
             rules.fence(attempt, item, lease_token, tx.now)
             assert attempt is not None and item is not None
             yield FencedWrite(tx, coordinator, effects, attempt, item)
@@ -67,6 +67,7 @@ class AttemptCommands(Transitions):
         await self.append_events(write.tx, write.coordinator, events, principal.name)
         return write.attempt
 
+    @shielded
     async def start(
         self,
         principal: Principal,
@@ -94,6 +95,7 @@ class AttemptCommands(Transitions):
             write.effects.changed = True
             return await self._save(write, [write.event(EventType.ITEM_STARTED)], principal)
 
+    @shielded
     async def heartbeat(
         self,
         principal: Principal,
@@ -111,6 +113,7 @@ class AttemptCommands(Transitions):
             await write.tx.update_attempts([attempt])
             return attempt.lease_expire_time
 
+    @shielded
     async def complete(
         self,
         principal: Principal,
@@ -139,6 +142,7 @@ class AttemptCommands(Transitions):
             await self.append_events(tx, write.coordinator, events, principal.name)
             return attempt
 
+    @shielded
     async def fail(
         self,
         principal: Principal,
@@ -161,6 +165,7 @@ class AttemptCommands(Transitions):
             write.effects.ready_classes.add(attempt.worker_class)
             return await self._save(write, events, principal)
 
+    @shielded
     async def checkpoint(
         self,
         principal: Principal,
@@ -188,6 +193,7 @@ class AttemptCommands(Transitions):
             effects.ready_classes.add(attempt.worker_class)
             return await self._save(write, events, principal)
 
+    @shielded
     async def release(
         self,
         principal: Principal,

@@ -77,7 +77,9 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
                 coordinator,
                 effects,
             ):
-                expired = await tx.expired_attempts(coordinator_id, tx.now, batch, sorted(handled))
+                # Each batch ends the attempts it read (DEAD), so the next one never sees them
+                # again: no need to send the ids handled so far (thousands of parameters).
+                expired = await tx.expired_attempts(coordinator_id, tx.now, batch, ())
                 if expired:
                     await self._expire(
                         tx, coordinator, expired, report, handled, effects, principal

@@ -206,9 +206,8 @@ class Transitions(EngineCore):
         On the hot path (every Complete): only the lane's item states are read, and full
         items only for those still WAITING.
         """
-        lane = await tx.get_lane(done.lane_id)
+        lane, states = await tx.lane_with_item_states(done.lane_id)
         assert lane is not None
-        states = await tx.lane_item_states(lane.lane_id)
         states[done.key] = ItemState.SUCCEEDED
         if ItemState.WAITING in states.values():
             changed: list[Item] = []

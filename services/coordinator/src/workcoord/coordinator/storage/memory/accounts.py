@@ -7,7 +7,13 @@ import dataclasses
 from datetime import datetime
 
 from workcoord.coordinator.domain.grants import MemberRecord, TokenRecord
-from workcoord.coordinator.domain.ports import Credential, OrgRecord, UserRecord, WorkKeyRecord
+from workcoord.coordinator.domain.ports import (
+    Credential,
+    OrgRecord,
+    ResolvedCredential,
+    UserRecord,
+    WorkKeyRecord,
+)
 
 from ._base import MemoryTxBase, TokenRow, refuse
 
@@ -30,6 +36,19 @@ class AccountsMemory(MemoryTxBase):
                     "work_key", key.key_id, key.key_id, key.expire_time, key.revoke_time
                 )
         return None
+
+    async def resolve_credential(self, secret_hash: str) -> ResolvedCredential | None:
+        credential = await self.find_credential(secret_hash)
+        if credential is None:
+            return None
+        if credential.kind == "work_key":
+            return ResolvedCredential(
+                credential, work_key=await self.get_work_key(credential.owner_id)
+            )
+        user = await self.get_user(credential.owner_id)
+        if user is None:
+            return ResolvedCredential(credential)
+        return ResolvedCredential(credential, user=user, roles=await self.user_roles(user.user_id))
 
     # -------------------------------------------------------------- orgs
 

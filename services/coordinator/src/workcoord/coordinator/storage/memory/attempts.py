@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from workcoord.coordinator.domain.model import LIVE_ATTEMPT_STATUSES, Attempt
+from workcoord.coordinator.domain.model import LIVE_ATTEMPT_STATUSES, Attempt, Item
 
 from ..records import hold_keys
 from ._base import MemoryTxBase, copied, refuse
@@ -19,6 +19,13 @@ class AttemptsMemory(MemoryTxBase):
     async def get_attempt_for_update(self, lease_id: str) -> Attempt | None:
         # Write transactions are serialised; no row lock needed (as in the SQL store).
         return await self.get_attempt(lease_id)
+
+    async def attempt_with_item(self, lease_id: str) -> tuple[Attempt | None, Item | None]:
+        attempt = await self.get_attempt_for_update(lease_id)
+        if attempt is None:
+            return None, None
+        item = self.tables.items.get(attempt.item_id)
+        return attempt, copied(item) if item else None
 
     async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:
         wanted = set(item_ids)

@@ -131,6 +131,9 @@ class LanesItemsMemory(MemoryTxBase):
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
         return {i.key: i.state for i in self.tables.items.values() if i.lane_id == lane_id}
 
+    async def lane_with_item_states(self, lane_id: str) -> tuple[Lane | None, dict[str, ItemState]]:
+        return await self.get_lane(lane_id), await self.lane_item_states(lane_id)
+
     async def waiting_items(self, lane_id: str) -> list[Item]:
         found = [
             i

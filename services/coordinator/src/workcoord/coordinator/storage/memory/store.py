@@ -44,7 +44,7 @@ class MemoryStore:
         """Nothing to release (mirrors ``SqlStore.close``)."""
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[MemoryTx]:
+    async def read(self, *, snapshot: bool = True) -> AsyncIterator[MemoryTx]:
         yield MemoryTx(self._tables, self.clock.now(), None, writable=False)
 
     @asynccontextmanager

@@ -10,14 +10,14 @@ from typing import Any, TypeVar
 from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import CursorResult, Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import ColumnElement, Select
 from sqlalchemy.sql.base import Executable
 
-from workcoord.coordinator.domain.model import Coordinator, Event
+from workcoord.coordinator.domain.model import Attempt, Coordinator, Event, Item
 
-from .rows import RowMap
+from .rows import ATTEMPTS, ITEMS, RowMap
 
 _R = TypeVar("_R")
 
@@ -25,19 +25,57 @@ _R = TypeVar("_R")
 LIVE = ("LEASED", "RUNNING")
 
 
+class _FlushingConnection:
+    """The transaction's connection as its parts see it: every statement first writes the
+    item and attempt changes held back so far (see :class:`SqlTxBase`), so no statement ever
+    reads past a pending write."""
+
+    def __init__(self, tx: SqlTxBase, raw: AsyncConnection) -> None:
+        self._tx = tx
+        self._raw = raw
+
+    async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult[Any]:
+        await self._tx.write_pending()
+        if parameters is None:
+            return await self._raw.execute(statement)
+        return await self._raw.execute(statement, parameters)
+
+
 class SqlTxBase:
-    """One transaction's connection and the helpers its parts build on."""
+    """One transaction's connection and the helpers its parts build on.
+
+    Item and attempt updates are held back and written together, one statement per table,
+    right before the next statement or the commit: a group of worker writes sharing the
+    transaction (group commit) then updates all its items and attempts at once, not once per
+    member. Reads by id (``get_item``, ``get_attempt``) and the lane's item states answer from
+    the held-back changes without writing them first.
+    """
 
     def __init__(
         self, conn: AsyncConnection, dialect: str, now: datetime, coordinator: Coordinator | None
     ) -> None:
-        self.conn = conn
+        self.raw = conn
+        self.conn = _FlushingConnection(self, conn)
         self.dialect = dialect
         self.now = now
         self.coordinator = coordinator
         # Appended events and the revisions they move, written together at the end.
         self._events: list[Event] = []
         self._revisions: dict[str, int] = {}
+        # Held-back updates by id (the latest record of each), written by write_pending.
+        self._pending_items: dict[str, Item] = {}
+        self._pending_attempts: dict[str, Attempt] = {}
+        # The platform switch as read with the coordinator's lock (None: not read yet).
+        self._platform_switch: bool | None = None
+
+    async def write_pending(self) -> None:
+        """Write the held-back item and attempt updates (one statement per table)."""
+        if self._pending_items:
+            items, self._pending_items = list(self._pending_items.values()), {}
+            await self._update_each(ITEMS, "item_id", items)
+        if self._pending_attempts:
+            attempts, self._pending_attempts = list(self._pending_attempts.values()), {}
+            await self._update_each(ATTEMPTS, "lease_id", attempts)
 
     async def _rows(self, stmt: Executable) -> Sequence[Row[Any]]:
         return (await self.conn.execute(stmt)).fetchall()
@@ -68,7 +106,7 @@ class SqlTxBase:
         for values in params:
             values[bound] = values.pop(key)
         columns: dict[str, Any] = {name: bindparam(name) for name in params[0] if name != bound}
-        await self.conn.execute(
+        await self.raw.execute(
             update(rows.table).where(rows.table.c[key] == bindparam(bound)).values(**columns),
             params,
         )

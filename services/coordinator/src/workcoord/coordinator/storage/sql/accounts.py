@@ -4,15 +4,22 @@ a credential by its secret's hash."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import literal, select, update
 
 from workcoord.coordinator.domain.grants import MemberRecord, TokenRecord
-from workcoord.coordinator.domain.ports import Credential, OrgRecord, UserRecord, WorkKeyRecord
+from workcoord.coordinator.domain.ports import (
+    Credential,
+    OrgRecord,
+    ResolvedCredential,
+    UserRecord,
+    WorkKeyRecord,
+)
 
 from .. import schema as t
 from ._base import SqlTxBase
-from .rows import MEMBERS, ORGS, USER_TOKENS, USERS, WORK_KEYS
+from .rows import MEMBERS, ORGS, USER_TOKENS, USERS, WORK_KEYS, prefixed
 
 
 class AccountsSql(SqlTxBase):
@@ -28,6 +35,38 @@ class AccountsSql(SqlTxBase):
         if key is not None:
             return Credential("work_key", key.key_id, key.key_id, key.expire_time, key.revoke_time)
         return None
+
+    async def resolve_credential(self, secret_hash: str) -> ResolvedCredential | None:
+        """The credential and its owner in one statement (one round trip): the work key, or
+        the token's user with one row per org role."""
+        rows = await self._rows(_resolve_statement(secret_hash))
+        if not rows:
+            return None
+        first = rows[0]._mapping
+        if first["wk_key_id"] is not None:
+            key = WORK_KEYS.load(prefixed(rows[0], "wk_"))
+            credential = Credential(
+                "work_key", key.key_id, key.key_id, key.expire_time, key.revoke_time
+            )
+            return ResolvedCredential(credential, work_key=key)
+        if first["tok_token_id"] is None:
+            return None
+        credential = Credential(
+            "user_token",
+            first["tok_token_id"],
+            first["tok_user_id"],
+            first["tok_expire_time"],
+            first["tok_revoke_time"],
+        )
+        if first["u_user_id"] is None:
+            return ResolvedCredential(credential)
+        user = USERS.load(prefixed(rows[0], "u_"))
+        roles = {
+            r._mapping["m_org_slug"]: r._mapping["m_role"]
+            for r in rows
+            if r._mapping["m_org_slug"] is not None
+        }
+        return ResolvedCredential(credential, user=user, roles=roles)
 
     # -------------------------------------------------------------- orgs
 
@@ -105,3 +144,28 @@ class AccountsSql(SqlTxBase):
         await self.conn.execute(
             update(t.work_keys).where(t.work_keys.c.key_id == key_id).values(revoke_time=when)
         )
+
+
+def _resolve_statement(secret_hash: str) -> Any:
+    """One row per org role (at least one): a probe row left-joined to the work key and to the
+    user token, its user and their memberships with that hash (at most one of the two
+    matches: the hashes of 256-bit secrets do not collide)."""
+    probe = select(literal(1).label("one")).subquery("probe")
+    wk, tok, u, m = t.work_keys, t.user_tokens, t.users, t.org_members
+    columns = [
+        *(c.label(f"wk_{c.name}") for c in wk.c),
+        *(
+            tok.c[n].label(f"tok_{n}")
+            for n in ("token_id", "user_id", "expire_time", "revoke_time")
+        ),
+        *(c.label(f"u_{c.name}") for c in u.c),
+        m.c.org_slug.label("m_org_slug"),
+        m.c.role.label("m_role"),
+    ]
+    joined = (
+        probe.outerjoin(wk, wk.c.secret_hash == secret_hash)
+        .outerjoin(tok, tok.c.secret_hash == secret_hash)
+        .outerjoin(u, u.c.user_id == tok.c.user_id)
+        .outerjoin(m, m.c.user_id == u.c.user_id)
+    )
+    return select(*columns).select_from(joined)

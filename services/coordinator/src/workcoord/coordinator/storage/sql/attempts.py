@@ -2,28 +2,62 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import delete, select
 
-from workcoord.coordinator.domain.model import Attempt
+from workcoord.coordinator.domain.model import Attempt, Item
 
 from .. import schema as t
 from ..records import hold_keys
 from ._base import LIVE, SqlTxBase
-from .rows import ATTEMPTS
+from .rows import ATTEMPTS, ITEMS, prefixed
 
 _HOLDS = t.exclusive_holds
 
 
 class AttemptsSql(SqlTxBase):
     async def get_attempt(self, lease_id: str) -> Attempt | None:
-        return await self._get(ATTEMPTS, t.attempts.c.lease_id == lease_id)
+        pending = self._pending_attempts.get(lease_id)
+        if pending is not None:
+            return copy.copy(pending)
+        stmt = select(t.attempts).where(t.attempts.c.lease_id == lease_id)
+        row = (await self.raw.execute(stmt)).first()
+        return ATTEMPTS.load(row) if row is not None else None
 
     async def get_attempt_for_update(self, lease_id: str) -> Attempt | None:
         # The coordinator lock already serialises writers; no row lock needed.
         return await self.get_attempt(lease_id)
+
+    async def attempt_with_item(self, lease_id: str) -> tuple[Attempt | None, Item | None]:
+        """One round trip (a join), unless held-back updates already hold the records."""
+        attempt = self._pending_attempts.get(lease_id)
+        if attempt is not None:
+            item = self._pending_items.get(attempt.item_id)
+            if item is not None:
+                return copy.copy(attempt), copy.copy(item)
+            row = (
+                await self.raw.execute(select(t.items).where(t.items.c.item_id == attempt.item_id))
+            ).first()
+            return copy.copy(attempt), ITEMS.load(row) if row is not None else None
+        a, i = t.attempts, t.items
+        stmt = (
+            select(*(c.label(f"a_{c.name}") for c in a.c), *(c.label(f"i_{c.name}") for c in i.c))
+            .select_from(a.outerjoin(i, i.c.item_id == a.c.item_id))
+            .where(a.c.lease_id == lease_id)
+        )
+        row = (await self.raw.execute(stmt)).first()
+        if row is None:
+            return None, None
+        found = ATTEMPTS.load(prefixed(row, "a_"))
+        pending = self._pending_items.get(found.item_id)
+        if pending is not None:
+            return found, copy.copy(pending)
+        if row._mapping["i_item_id"] is None:
+            return found, None
+        return found, ITEMS.load(prefixed(row, "i_"))
 
     async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:
         if not item_ids:
@@ -80,10 +114,12 @@ class AttemptsSql(SqlTxBase):
 
     async def update_attempts(self, attempts: Sequence[Attempt]) -> None:
         """Write the attempts; the ones that ended release their holds."""
-        await self._update_each(ATTEMPTS, "lease_id", attempts)
+        for attempt in attempts:
+            # A copy: the record as it is now is what gets written (see write_pending).
+            self._pending_attempts[attempt.lease_id] = copy.copy(attempt)
         ended = [a.lease_id for a in attempts if a.status.value not in LIVE and a.exclusive_key]
         if ended:
-            await self.conn.execute(delete(_HOLDS).where(_HOLDS.c.lease_id.in_(ended)))
+            await self.raw.execute(delete(_HOLDS).where(_HOLDS.c.lease_id.in_(ended)))
 
     async def expired_attempts(
         self, coordinator_id: str, now: datetime, limit: int, skip_items: Sequence[str]

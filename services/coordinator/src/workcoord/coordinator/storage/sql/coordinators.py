@@ -22,13 +22,31 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         """Read the work coordinator and hold its row until the transaction ends: writers of
         one work coordinator are serialised, so capacity counts see every committed claim and
         revisions stay gap-free."""
-        row = await self._one(
-            self._for_update(select(_WC).where(_WC.c.coordinator_id == coordinator_id))
-        )
-        return COORDINATORS.load(row) if row is not None else None
+        return await self._coordinator_and_switch(coordinator_id, lock=True)
 
     async def get_coordinator(self, coordinator_id: str) -> Coordinator | None:
-        return await self._get(COORDINATORS, _WC.c.coordinator_id == coordinator_id)
+        return await self._coordinator_and_switch(coordinator_id, lock=False)
+
+    async def _coordinator_and_switch(
+        self, coordinator_id: str, *, lock: bool
+    ) -> Coordinator | None:
+        """The work coordinator with the platform switch (one round trip): a command checks
+        both, and ``platform_enabled`` then answers from what was read here."""
+        switch = (
+            select(t.platform_settings.c.work_coordinator_enabled)
+            .where(t.platform_settings.c.id == 1)
+            .scalar_subquery()
+            .label("platform_switch")
+        )
+        stmt = select(_WC, switch).where(_WC.c.coordinator_id == coordinator_id)
+        if lock and self.dialect == "postgresql":
+            stmt = stmt.with_for_update(of=_WC)
+        row = await self._one(stmt)
+        if row is None:
+            return None
+        switch_value = row._mapping["platform_switch"]
+        self._platform_switch = True if switch_value is None else bool(switch_value)
+        return COORDINATORS.load(row)
 
     async def list_coordinators(
         self, after_id: str, limit: int, org_slugs: Sequence[str] | None
@@ -75,7 +93,9 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         return revision
 
     async def flush(self) -> None:
-        """Write the events appended so far and each coordinator's new revision."""
+        """Write the held-back updates, the events appended so far and each coordinator's new
+        revision."""
+        await self.write_pending()
         events, self._events = self._events, []
         await self._insert(EVENTS, events)
         revisions, self._revisions = self._revisions, {}

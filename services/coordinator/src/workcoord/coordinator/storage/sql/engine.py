@@ -3,9 +3,10 @@ the PostgreSQL deployment (WAL, foreign keys, a write lock taken when a write be
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, exc
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -34,14 +35,40 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         )
         _configure_sqlite(engine)
         return engine
-    return create_async_engine(
+    engine = create_async_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
         hide_parameters=True,
         connect_args={"server_settings": {"application_name": "workcoord-coordinator"}},
     )
+    _ping_when_idle(engine)
+    return engine
+
+
+# A pooled connection idle longer than this is pinged before use. SQLAlchemy's pool_pre_ping
+# pings on every checkout, which on asyncpg costs three round trips (BEGIN, a no-op, ROLLBACK)
+# per transaction: more than the hot path's own statements. A connection in steady use is
+# known good; one that broke mid-use (a database restart) fails its statement, which
+# invalidates the pool's older connections, and the call answers UNAVAILABLE (retryable).
+IDLE_PING_SECONDS = 2.0
+
+
+def _ping_when_idle(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info["workcoord_checkin"] = time.monotonic()
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("workcoord_checkin")
+        if since is None or time.monotonic() - since < IDLE_PING_SECONDS:
+            return
+        try:
+            dbapi_connection.ping()
+        except Exception as error:
+            # The pool then discards this connection and checks out (or opens) another.
+            raise exc.DisconnectionError() from error
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:

@@ -3,6 +3,8 @@ order it is claimed."""
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -40,7 +42,9 @@ class LanesItemsSql(SqlTxBase):
     # -------------------------------------------------------------- lanes
 
     async def get_lane(self, lane_id: str) -> Lane | None:
-        return await self._get(LANES, t.lanes.c.lane_id == lane_id)
+        # Held-back item and attempt updates cannot change a lane row: no need to write them.
+        row = (await self.raw.execute(select(t.lanes).where(t.lanes.c.lane_id == lane_id))).first()
+        return LANES.load(row) if row is not None else None
 
     async def find_lane_by_request(self, coordinator_id: str, request_id: str) -> Lane | None:
         c = t.lanes.c
@@ -109,7 +113,12 @@ class LanesItemsSql(SqlTxBase):
     # -------------------------------------------------------------- items
 
     async def get_item(self, item_id: str) -> Item | None:
-        return await self._get(ITEMS, t.items.c.item_id == item_id)
+        pending = self._pending_items.get(item_id)
+        if pending is not None:
+            return copy.copy(pending)
+        stmt = select(t.items).where(t.items.c.item_id == item_id)
+        row = (await self.raw.execute(stmt)).first()
+        return ITEMS.load(row) if row is not None else None
 
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]:
         if not item_ids:
@@ -129,8 +138,40 @@ class LanesItemsSql(SqlTxBase):
 
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
         c = t.items.c
-        rows = await self._rows(select(c.key, c.state).where(c.lane_id == lane_id))
-        return {r.key: ItemState(r.state) for r in rows}
+        # Held-back updates stand in for their rows (no need to write them first).
+        stmt = select(c.item_id, c.key, c.state).where(c.lane_id == lane_id)
+        states: dict[str, ItemState] = {}
+        for r in (await self.raw.execute(stmt)).all():
+            pending = self._pending_items.get(r.item_id)
+            states[r.key] = pending.state if pending is not None else ItemState(r.state)
+        return states
+
+    async def lane_with_item_states(self, lane_id: str) -> tuple[Lane | None, dict[str, ItemState]]:
+        """One row: the lane and its items' states aggregated into a JSON object (item id ->
+        "STATE|key"; a state never holds a "|")."""
+        c = t.items.c
+        aggregate = func.json_object_agg if self.dialect == "postgresql" else func.json_group_object
+        states = (
+            select(aggregate(c.item_id, c.state.concat("|").concat(c.key)))
+            .where(c.lane_id == lane_id)
+            .scalar_subquery()
+        ).label("item_states")
+        stmt = select(t.lanes, states).where(t.lanes.c.lane_id == lane_id)
+        row = (await self.raw.execute(stmt)).first()
+        if row is None:
+            return None, {}
+        found = row._mapping["item_states"]
+        if isinstance(found, str):  # SQLite hands back the JSON text
+            found = json.loads(found)
+        by_id: dict[str, tuple[str, ItemState]] = {}
+        for item_id, packed in (found or {}).items():
+            state, _bar, key = str(packed).partition("|")
+            by_id[item_id] = (key, ItemState(state))
+        for item_id, item in self._pending_items.items():  # held-back updates stand in
+            if item_id in by_id:
+                by_id[item_id] = (item.key, item.state)
+        item_states = dict(by_id.values())
+        return LANES.load(row), item_states
 
     async def waiting_items(self, lane_id: str) -> list[Item]:
         c = t.items.c
@@ -145,7 +186,9 @@ class LanesItemsSql(SqlTxBase):
         await self._insert(ITEMS, items)
 
     async def update_items(self, items: Sequence[Item]) -> None:
-        await self._update_each(ITEMS, "item_id", items)
+        for item in items:
+            # A copy: the record as it is now is what gets written (see write_pending).
+            self._pending_items[item.item_id] = copy.copy(item)
 
     async def claim_candidates(
         self,

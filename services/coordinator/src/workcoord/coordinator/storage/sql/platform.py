@@ -30,6 +30,8 @@ class PlatformSql(SqlTxBase):
         return await self._one(select(_SETTINGS).where(_SETTINGS.c.id == 1))
 
     async def platform_enabled(self) -> bool:
+        if self._platform_switch is not None:  # read with the coordinator's lock
+            return self._platform_switch
         row = await self._settings()
         return True if row is None else bool(row.work_coordinator_enabled)
 
@@ -40,6 +42,7 @@ class PlatformSql(SqlTxBase):
         return bool(row.work_coordinator_enabled), row.update_time, int(row.version)
 
     async def set_platform_enabled(self, enabled: bool, when: datetime) -> None:
+        self._platform_switch = None
         await self._ensure_settings()
         await self.conn.execute(
             update(_SETTINGS)

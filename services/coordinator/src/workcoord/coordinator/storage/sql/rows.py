@@ -20,7 +20,7 @@ import dataclasses
 import enum
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 from sqlalchemy import Table
 from sqlalchemy.engine import Row
@@ -230,6 +230,17 @@ class RowMap(Generic[_R]):
                 if name in data:
                     kwargs[name] = _decode(codec, data[name])
         return self.record(**kwargs)
+
+
+class _Columns:
+    def __init__(self, mapping: Any, prefix: str) -> None:
+        self._mapping = {k[len(prefix) :]: v for k, v in mapping.items() if k.startswith(prefix)}
+
+
+def prefixed(row: Row[Any], prefix: str) -> Row[Any]:
+    """One table's columns among a joined row's, by their labels' ``prefix`` (``a_lease_id``
+    …), as a row :meth:`RowMap.load` reads."""
+    return cast(Row[Any], _Columns(row._mapping, prefix))
 
 
 ORGS = RowMap(OrgRecord, t.orgs)

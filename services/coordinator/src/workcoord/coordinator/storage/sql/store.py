@@ -47,10 +47,17 @@ class SqlStore:
         await self.engine.dispose()
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[SqlTx]:
-        """A read-only snapshot (REPEATABLE READ on PostgreSQL; SQLite's WAL snapshot)."""
+    async def read(self, *, snapshot: bool = True) -> AsyncIterator[SqlTx]:
+        """A read-only snapshot (REPEATABLE READ on PostgreSQL; SQLite's WAL snapshot).
+
+        ``snapshot=False`` (one statement, so nothing to keep consistent across statements):
+        autocommit on PostgreSQL, which saves the BEGIN and COMMIT round trips."""
         try:
             async with self.engine.connect() as conn:
+                if self.dialect == "postgresql" and not snapshot:
+                    conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+                    yield SqlTx(conn, self.dialect, self.clock.now(), None)
+                    return
                 if self.dialect == "postgresql":
                     conn = await conn.execution_options(
                         isolation_level="REPEATABLE READ", postgresql_readonly=True
