@@ -29,6 +29,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 _FAILED = pytest.StashKey[bool]()
 
+# pytest-timeout's limit (a hang guard) for each end-to-end test, its fixtures' set-up included:
+# some start `workcoord dev` or the services several times, and a loaded 2-core machine can take
+# minutes for each start (imports, migrations). The suite's 300 s default is too tight for them.
+E2E_TIMEOUT_SECONDS = 1800.0
+_E2E_FOLDER = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(_E2E_FOLDER) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
+
 
 @pytest.fixture(scope="session")
 def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:

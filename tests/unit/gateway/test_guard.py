@@ -74,11 +74,23 @@ async def test_a_body_that_stops_coming_gets_408(upstream: Upstream) -> None:
         writer.close()
 
 
-async def test_oversized_headers_get_431(upstream: Upstream) -> None:
+async def test_oversized_headers_get_431_but_a_large_body_in_one_write_does_not(
+    upstream: Upstream,
+) -> None:
     async with _gateway(upstream) as running:
         reader, writer = await _open(running.address)
         writer.write(_HALF_SENT + b"X-Filler: " + b"a" * (70 * 1024))
         assert (await _answer(reader)).startswith(b"HTTP/1.1 431 ")
+        writer.close()
+
+    async with _gateway(upstream, max_body_bytes=1024 * 1024) as running:
+        # Headers and a large body sent at once: the bytes past the headers are the body's.
+        reader, writer = await _open(running.address)
+        body = b'{"workerId": "' + b"w" * (200 * 1024) + b'"}'
+        head = f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        head += "Connection: close\r\n\r\n"
+        writer.write(_HALF_SENT + head.encode() + body)
+        assert (await _answer(reader)).startswith(b"HTTP/1.1 200 ")
         writer.close()
 
 

@@ -112,12 +112,13 @@ def guarded_protocol(limits: ConnectionLimits) -> type[HttpToolsProtocol]:
         def data_received(self, data: bytes) -> None:
             if self._refused:
                 return
+            super().data_received(data)
+            # Counted after parsing: a chunk that completed the headers may carry body bytes,
+            # which are not the headers' (the body deadline and size limit are theirs).
             if self._reading_headers:
                 self._header_bytes += len(data)
                 if self._header_bytes > MAX_HEADER_BYTES:
                     self._give_up(_HEADERS_TOO_LARGE, "request headers larger than 64 KiB")
-                    return
-            super().data_received(data)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
