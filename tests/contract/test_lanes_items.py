@@ -13,16 +13,13 @@ from workcoord.coordinator.domain.ports import Store
 from .records import T0, at, coordinator, item, lane, seed_coordinator, seed_lane
 
 
-@pytest.mark.port("insert_lane", "get_lane", "find_lane_by_request")
+@pytest.mark.port("insert_lane", "get_lane")
 async def test_a_lane_round_trips_with_its_spec(store: Store) -> None:
     await seed_coordinator(store)
     stored = await seed_lane(store, record=lane("ln_a", request_id="req-1"))
     async with store.write("wc_a") as tx:
         assert await tx.get_lane("ln_a") == stored
         assert await tx.get_lane("ln_x") is None
-        assert await tx.find_lane_by_request("wc_a", "req-1") == stored
-        assert await tx.find_lane_by_request("wc_a", "req-2") is None
-        assert await tx.find_lane_by_request("wc_b", "req-1") is None
 
 
 @pytest.mark.port("list_lanes")

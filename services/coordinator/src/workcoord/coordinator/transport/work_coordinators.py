@@ -8,6 +8,7 @@ from workcoord.coordinator.domain.grants import GrantPermission
 from workcoord.coordinator.domain.model import PendingActionState, Scope
 from workcoord.coordinator.domain.specs import CoordinatorSpec
 from workcoord.kit.errors import InvalidArgument
+from workcoord.kit.fingerprint import request_fingerprint
 
 from . import mapping as m
 from . import tenancy_mapping as tmap
@@ -33,7 +34,9 @@ class WorkCoordinatorServicer(
             enabled=wc.enabled if wc.HasField("enabled") else None,
             changes=m.coordinator_changes(wc, m.populated_paths(wc)),
         )
-        created = await self.engine.create_coordinator(p, spec, request.request_id)
+        created = await self.engine.create_coordinator(
+            p, spec, request.request_id, fingerprint=request_fingerprint(request)
+        )
         return work_coordinator_pb2.CreateWorkCoordinatorResponse(
             work_coordinator=m.coordinator_to_pb(created)
         )
@@ -168,6 +171,7 @@ class WorkCoordinatorServicer(
             ],
             m.from_ts(g.expire_time) if g.HasField("expire_time") else None,
             request.request_id,
+            fingerprint=request_fingerprint(request),
         )
         return work_coordinator_pb2.CreateGrantResponse(
             grant=tmap.grant_to_pb(grant, self.engine.clock.now())

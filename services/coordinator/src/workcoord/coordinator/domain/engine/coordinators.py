@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from workcoord.kit.errors import AlreadyExists, EtagMismatch, InvalidArgument
 
-from .. import rules
+from .. import requests, rules
 from ..auth import Access, Principal, may, require_org_admin, require_platform_admin
 from ..model import Coordinator, CoordinatorConfig, EventType, NewEvent, Scope
 from ..ports import Reader
@@ -17,7 +17,12 @@ class CoordinatorCommands(EngineCore):
     """The work coordinator commands."""
 
     async def create_coordinator(
-        self, principal: Principal, spec: CoordinatorSpec, request_id: str
+        self,
+        principal: Principal,
+        spec: CoordinatorSpec,
+        request_id: str,
+        *,
+        fingerprint: str = "",
     ) -> Coordinator:
         if spec.scope is None:
             raise InvalidArgument.single("work_coordinator.scope", "is required")
@@ -35,8 +40,11 @@ class CoordinatorCommands(EngineCore):
             require_org_admin(principal, spec.org_slug)
         config = rules.apply_config_changes(CoordinatorConfig(), spec.changes)
         async with self.store.write() as tx:
-            if request_id:
-                existing = await tx.find_coordinator_by_request(request_id)
+            # Scoped to the org the caller was just authorized for: never another org's.
+            scope = requests.coordinators_scope(spec.org_slug)
+            made = await requests.replayed(tx, scope, request_id, fingerprint)
+            if made is not None:
+                existing = await tx.get_coordinator(made)
                 if existing is not None:
                     return existing
             if spec.scope == Scope.ORG and await tx.get_org(spec.org_slug) is None:
@@ -61,6 +69,9 @@ class CoordinatorCommands(EngineCore):
                 update_time=tx.now,
             )
             await tx.insert_coordinator(coordinator, request_id)
+            await requests.remember(
+                tx, scope, request_id, fingerprint, coordinator.coordinator_id, tx.now
+            )
             await self.append_events(
                 tx,
                 coordinator,

@@ -28,12 +28,6 @@ class LanesItemsMemory(MemoryTxBase):
         lane = self.tables.lanes.get(lane_id)
         return copied(lane) if lane else None
 
-    async def find_lane_by_request(self, coordinator_id: str, request_id: str) -> Lane | None:
-        for lane in self.tables.lanes.values():
-            if lane.coordinator_id == coordinator_id and lane.request_id == request_id:
-                return copied(lane)
-        return None
-
     async def list_lanes(
         self,
         coordinator_id: str,

@@ -42,12 +42,6 @@ class LanesItemsSql(SqlTxBase):
     async def get_lane(self, lane_id: str) -> Lane | None:
         return await self._get(LANES, t.lanes.c.lane_id == lane_id)
 
-    async def find_lane_by_request(self, coordinator_id: str, request_id: str) -> Lane | None:
-        c = t.lanes.c
-        return await self._get(
-            LANES, c.coordinator_id == coordinator_id, c.request_id == request_id
-        )
-
     async def list_lanes(
         self,
         coordinator_id: str,
