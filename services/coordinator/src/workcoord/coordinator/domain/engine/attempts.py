@@ -50,7 +50,9 @@ class AttemptCommands(Transitions):
             coordinator,
             effects,
         ):
+            # Authorize before revealing anything (even that coordination is switched off).
             authorize(principal, coordinator, Access.LEASE)
+            await self.require_enabled(tx, coordinator)
             attempt = await tx.get_attempt_for_update(lease_id)
             if attempt is not None and attempt.coordinator_id != coordinator_id:
                 attempt = None
