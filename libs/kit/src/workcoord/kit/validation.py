@@ -15,7 +15,9 @@ Semantics, per field:
 - ``max_length`` (characters; bytes for ``bytes``), ``pattern`` (``re.fullmatch``, non-empty only)
   and ``absolute_path`` apply to strings, to each element of a repeated string, and to the values
   of a string map. On a map whose values are not strings (``map<string, int32>``) they apply to
-  the keys instead, since they cannot mean anything else there.
+  the keys instead, since they cannot mean anything else there. An empty map key is checked
+  against ``pattern`` too (a key is never "unset"). ``absolute_path`` also refuses ``..``
+  segments.
 - ``max_items``: repeated and map fields. ``max_bytes``: the serialized size of a message,
   ``Struct`` or ``bytes`` field. ``not_in_future``: a ``Timestamp`` no later than ``now``.
 
@@ -451,13 +453,17 @@ def _check_string(
         message = f"{what}must be at most {check.max_length} characters"
         out.append(FieldViolation(path, _with_hint(message, check.hint)))
         return
-    if not value:
+    if not value and not what:
         return
+    # A map key is always there, so an empty one must match the key pattern too.
     if check.pattern is not None and check.pattern.fullmatch(value) is None:
         message = f"{what}must match {check.pattern.pattern}"
         out.append(FieldViolation(path, _with_hint(message, check.hint)))
     if check.absolute_path and not posixpath.isabs(value):
         out.append(FieldViolation(path, _with_hint(f"{what}must be an absolute path", check.hint)))
+    elif check.absolute_path and ".." in value.split("/"):
+        message = f"{what}must not contain '..' segments"
+        out.append(FieldViolation(path, _with_hint(message, check.hint)))
     if check.not_credential and looks_like_credential(value):
         message = f"{what}looks like a credential; give a non-secret label"
         out.append(FieldViolation(path, _with_hint(message, check.hint)))

@@ -35,7 +35,7 @@ from .model import (
     RetryPolicy,
     Worker,
 )
-from .specs import Checkpoint, Evidence, ItemSpec, RunIdentity
+from .specs import CapacityEntries, Checkpoint, Evidence, ItemSpec, RunIdentity
 
 JITTER = 0.10
 # A worker's last ask is written at most this often (see ask_is_fresh).
@@ -503,6 +503,9 @@ def apply_config_changes(config: CoordinatorConfig, changes: dict[str, Any]) -> 
     unknown = set(changes) - _CONFIG_FIELDS
     if unknown:
         raise InvalidArgument.single("update_mask", f"cannot update {', '.join(sorted(unknown))}")
+    capacity = changes.get("class_capacity")
+    if isinstance(capacity, CapacityEntries):
+        changes = {**changes, "class_capacity": capacity.over(config.class_capacity)}
     updated = replace(config, **changes)
     violations: list[FieldViolation] = []
     if "retry_policy" in changes:

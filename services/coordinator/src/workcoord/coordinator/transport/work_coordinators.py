@@ -32,7 +32,7 @@ class WorkCoordinatorServicer(
             org_slug=wc.org_slug,
             display_name=wc.display_name,
             enabled=wc.enabled if wc.HasField("enabled") else None,
-            changes=m.coordinator_changes(wc, m.populated_paths(wc)),
+            changes=m.coordinator_changes(wc, m.populated_paths(wc, entries=False)),
         )
         created = await self.engine.create_coordinator(
             p, spec, request.request_id, fingerprint=request_fingerprint(request)
@@ -69,6 +69,7 @@ class WorkCoordinatorServicer(
     ) -> work_coordinator_pb2.UpdateWorkCoordinatorResponse:
         p = caller().principal
         paths = list(request.update_mask.paths) or m.populated_paths(request.work_coordinator)
+        m.check_update_paths(paths)
         wc = request.work_coordinator
         immutable = [
             path for path in paths if path.split(".")[0] in ("scope", "org_slug", "coordinator_id")
