@@ -186,6 +186,21 @@ async def test_waiting_items_of_a_lane_in_sequence(store: Store) -> None:
         assert await reader.waiting_items("ln_x") == []
 
 
+@pytest.mark.port("queued_items")
+async def test_queued_items_of_a_coordinator_in_sequence(store: Store) -> None:
+    await seed_coordinator(store)
+    await seed_lane(
+        store,
+        item("it_1", "ln_a", seq=3),
+        item("it_2", "ln_a", seq=1, not_before=at(100), held=True),
+        item("it_3", "ln_a", seq=2, state=ItemState.WAITING),
+        item("it_4", "ln_a", seq=4, state=ItemState.STOPPED),
+    )
+    async with store.read() as reader:
+        assert [i.item_id for i in await reader.queued_items("wc_a")] == ["it_2", "it_1"]
+        assert await reader.queued_items("wc_b") == []
+
+
 async def _claimable_world(store: Store) -> None:
     await seed_coordinator(store)
     await seed_coordinator(store, coordinator("wc_b"))

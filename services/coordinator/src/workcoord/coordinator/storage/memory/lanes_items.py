@@ -125,6 +125,15 @@ class LanesItemsMemory(MemoryTxBase):
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
         return {i.key: i.state for i in self.tables.items.values() if i.lane_id == lane_id}
 
+    async def queued_items(self, coordinator_id: str) -> list[Item]:
+        found = [
+            i
+            for i in self.tables.items.values()
+            if i.coordinator_id == coordinator_id and i.state == ItemState.QUEUED
+        ]
+        found.sort(key=lambda i: (i.seq, i.item_id))
+        return [copied(i) for i in found]
+
     async def waiting_items(self, lane_id: str) -> list[Item]:
         found = [
             i

@@ -135,6 +135,15 @@ class LanesItemsSql(SqlTxBase):
             .order_by(c.seq),
         )
 
+    async def queued_items(self, coordinator_id: str) -> list[Item]:
+        c = t.items.c
+        return await self._list(
+            ITEMS,
+            select(t.items)
+            .where(c.coordinator_id == coordinator_id, c.state == ItemState.QUEUED.value)
+            .order_by(c.seq, c.item_id),
+        )
+
     async def insert_items(self, items: Sequence[Item]) -> None:
         await self._insert(ITEMS, items)
 
