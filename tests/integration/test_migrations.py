@@ -168,7 +168,8 @@ async def test_request_ids_stored_before_0005_are_kept_under_their_scope(empty_u
         empty_url,
         "INSERT INTO work_coordinators (coordinator_id, scope, org_slug, display_name, enabled,"
         " revision, config, config_version, request_id, create_time, update_time, item_seq)"
-        f" VALUES ('wc_a', 'ORG', 'acme', 'A', true, 0, '{{}}', 1, 'shared', '{when}', '{when}', 0),"
+        " VALUES"
+        f" ('wc_a', 'ORG', 'acme', 'A', true, 0, '{{}}', 1, 'shared', '{when}', '{when}', 0),"
         f" ('wc_b', 'ORG', 'beta', 'B', true, 0, '{{}}', 1, 'shared', '{when}', '{when}', 0),"
         f" ('wc_c', 'ORG', 'beta', 'C', true, 0, '{{}}', 1, '', '{when}', '{when}', 0)",
         "INSERT INTO grants (grant_id, coordinator_id, parent_coordinator_id, permissions,"
