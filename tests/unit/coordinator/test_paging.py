@@ -30,10 +30,10 @@ def test_time_and_revision_cursors() -> None:
     assert PageRequest.parse(0, "").after_revision(3) == 3
 
 
-@pytest.mark.parametrize(
-    "token", ["%%%", encode_page_token(["yesterday", "x"]), encode_page_token(["x"])]
-)
-def test_foreign_tokens_are_refused(token: str) -> None:
+@pytest.mark.parametrize("key", [None, ["yesterday", "x"], ["x"]])
+def test_foreign_tokens_are_refused(key: list[str] | None) -> None:
+    # Tokens are made inside the test: their signature differs per process (xdist workers).
+    token = "%%%" if key is None else encode_page_token(key)
     with pytest.raises(InvalidArgument, match="page_token"):
         request = PageRequest.parse(0, token)
         request.after_time_and_id()
