@@ -10,7 +10,13 @@ from dataclasses import replace
 import pytest
 
 from workcoord.coordinator.domain.model import EventType, NewEvent, Ticket
-from workcoord.coordinator.domain.ports import OrgRecord, Store, Tx, WorkKeyRecord
+from workcoord.coordinator.domain.ports import (
+    OrgRecord,
+    RequestRecord,
+    Store,
+    Tx,
+    WorkKeyRecord,
+)
 from workcoord.kit.errors import AlreadyExists, Internal
 
 from .records import T0, attempt, item, lane, seed_coordinator, seed_lane, user
@@ -34,6 +40,7 @@ async def _seeded(store: Store) -> None:
         await tx.insert_work_key(_key("key_a"))
         await tx.insert_user_token("tok_a", "usr_a", "bootstrap", TOKEN_HASH, T0, None)
         await tx.insert_attempts([attempt("ls_a", item("it_a", "ln_a"), exclusive_key="k")])
+        await tx.insert_request(RequestRecord("wc_a/lanes", "req-1", "f1", "ln_a", T0))
 
 
 async def _append_at_a_stale_revision(tx: Tx) -> None:
@@ -51,6 +58,9 @@ ALREADY_EXISTS: dict[str, Change] = {
     "pk_orgs": lambda tx: tx.insert_org(OrgRecord("acme", "Other", T0)),
     "uq_users_email": lambda tx: tx.insert_user(user("usr_b", "a@acme.test")),
     "uq_lanes_request": lambda tx: tx.insert_lane(lane("ln_b", request_id="req-1")),
+    "pk_request_ids": lambda tx: tx.insert_request(
+        RequestRecord("wc_a/lanes", "req-1", "f2", "ln_b", T0)
+    ),
     "pk_tickets": lambda tx: tx.insert_ticket("wc_a", Ticket("ln_a", "github", "acme/parser#12")),
     "uq_user_tokens_secret_hash": lambda tx: tx.insert_user_token(
         "tok_b", "usr_a", "again", TOKEN_HASH, T0, None

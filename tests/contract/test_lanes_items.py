@@ -13,16 +13,13 @@ from workcoord.coordinator.domain.ports import Store
 from .records import T0, at, coordinator, item, lane, seed_coordinator, seed_lane
 
 
-@pytest.mark.port("insert_lane", "get_lane", "find_lane_by_request")
+@pytest.mark.port("insert_lane", "get_lane")
 async def test_a_lane_round_trips_with_its_spec(store: Store) -> None:
     await seed_coordinator(store)
     stored = await seed_lane(store, record=lane("ln_a", request_id="req-1"))
     async with store.write("wc_a") as tx:
         assert await tx.get_lane("ln_a") == stored
         assert await tx.get_lane("ln_x") is None
-        assert await tx.find_lane_by_request("wc_a", "req-1") == stored
-        assert await tx.find_lane_by_request("wc_a", "req-2") is None
-        assert await tx.find_lane_by_request("wc_b", "req-1") is None
 
 
 @pytest.mark.port("list_lanes")
@@ -202,6 +199,21 @@ async def test_waiting_items_of_a_lane_in_sequence(store: Store) -> None:
     async with store.read() as reader:
         assert [i.item_id for i in await reader.waiting_items("ln_a")] == ["it_2", "it_1"]
         assert await reader.waiting_items("ln_x") == []
+
+
+@pytest.mark.port("queued_items")
+async def test_queued_items_of_a_coordinator_in_sequence(store: Store) -> None:
+    await seed_coordinator(store)
+    await seed_lane(
+        store,
+        item("it_1", "ln_a", seq=3),
+        item("it_2", "ln_a", seq=1, not_before=at(100), held=True),
+        item("it_3", "ln_a", seq=2, state=ItemState.WAITING),
+        item("it_4", "ln_a", seq=4, state=ItemState.STOPPED),
+    )
+    async with store.read() as reader:
+        assert [i.item_id for i in await reader.queued_items("wc_a")] == ["it_2", "it_1"]
+        assert await reader.queued_items("wc_b") == []
 
 
 async def _claimable_world(store: Store) -> None:

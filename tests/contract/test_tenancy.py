@@ -12,7 +12,7 @@ from workcoord.coordinator.domain.ports import OrgRecord, Store
 from .records import T0, at, grant, user
 
 
-@pytest.mark.port("insert_grant", "get_grant", "list_grants", "find_grant_by_request")
+@pytest.mark.port("insert_grant", "get_grant", "list_grants")
 async def test_grants_of_a_child(store: Store) -> None:
     grants = [
         grant("gr_b", request_id="req-1"),
@@ -26,9 +26,6 @@ async def test_grants_of_a_child(store: Store) -> None:
     async with store.write() as tx:
         assert await tx.get_grant("gr_b") == grants[0]
         assert await tx.get_grant("gr_x") is None
-        assert await tx.find_grant_by_request("wc_a", "req-1") == grants[0]
-        assert await tx.find_grant_by_request("wc_other", "req-1") is None
-        assert await tx.find_grant_by_request("wc_a", "req-2") is None
 
         async def ids(child: str, after: str, limit: int) -> list[str]:
             return [g.grant_id for g in await tx.list_grants(child, after, limit)]

@@ -159,3 +159,36 @@ async def test_after_a_contract_the_old_release_refuses_clearly(empty_url: str) 
     assert await check_schema(empty_url) == "9001"
     with pytest.raises(SchemaMismatch, match=f"9001.*needs code from revision {head()} on"):
         await check_schema(empty_url, OLD_RELEASE)
+
+
+async def test_request_ids_stored_before_0005_are_kept_under_their_scope(empty_url: str) -> None:
+    await upgrade_async(empty_url, "0003")
+    when = "2026-01-01 00:00:00+00:00"
+    await execute(
+        empty_url,
+        "INSERT INTO work_coordinators (coordinator_id, scope, org_slug, display_name, enabled,"
+        " revision, config, config_version, request_id, create_time, update_time, item_seq)"
+        " VALUES"
+        f" ('wc_a', 'ORG', 'acme', 'A', true, 0, '{{}}', 1, 'shared', '{when}', '{when}', 0),"
+        f" ('wc_b', 'ORG', 'beta', 'B', true, 0, '{{}}', 1, 'shared', '{when}', '{when}', 0),"
+        f" ('wc_c', 'ORG', 'beta', 'C', true, 0, '{{}}', 1, '', '{when}', '{when}', 0)",
+        "INSERT INTO grants (grant_id, coordinator_id, parent_coordinator_id, permissions,"
+        " expire_time, create_time, created_by, request_id)"
+        f" VALUES ('gr_a', 'wc_a', 'wc_g', '[]', '{when}', '{when}', 'x', 'g-1')",
+    )
+    await upgrade_async(empty_url)
+    engine = create_async_engine(empty_url)
+    try:
+        async with engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    text("SELECT scope, request_id, fingerprint, resource_id FROM request_ids")
+                )
+            ).fetchall()
+    finally:
+        await engine.dispose()
+    assert sorted(tuple(r) for r in rows) == [
+        ("org/acme/work-coordinators", "shared", "", "wc_a"),
+        ("org/beta/work-coordinators", "shared", "", "wc_b"),
+        ("wc_a/grants", "g-1", "", "gr_a"),
+    ]

@@ -292,6 +292,8 @@ async def test_upstream_errors_pass_through_with_their_details(
         assert _violations(body) == ["lease_seconds"]
     if reason == "LEASE_LOST":
         assert info["metadata"] == {"cause": "expired"}
+    # A 503 says when to retry; nothing else does.
+    assert response.headers.get("retry-after") == ("1" if http_status == 503 else None)
 
 
 async def test_upstream_down_is_503(upstream: Upstream) -> None:
@@ -304,6 +306,7 @@ async def test_upstream_down_is_503(upstream: Upstream) -> None:
         ) as http:
             response = await http.get(f"{LANES}/l1")
             assert response.status_code == 503
+            assert response.headers["retry-after"] == "1"
             body = response.json()
             assert body["code"] == 14
             assert _detail(body, "ErrorInfo")["reason"] == "UNAVAILABLE"

@@ -216,7 +216,7 @@ class NotFound(WorkcoordError):
     default_message = "not found"
 
 
-LeaseLostCause = Literal["expired", "superseded", "terminal"]
+LeaseLostCause = Literal["expired", "superseded", "terminal", "policy"]
 
 
 class LeaseLost(WorkcoordError):
@@ -239,7 +239,7 @@ class LeaseLost(WorkcoordError):
 
     @property
     def cause(self) -> str:
-        """``expired``, ``superseded`` or ``terminal``."""
+        """``expired``, ``superseded``, ``terminal`` or ``policy`` (its class was disallowed)."""
         return self.metadata.get("cause", "")
 
 

@@ -158,11 +158,30 @@ def _shape_violation(
                     if found is not None:
                         return found
             continue
+        if message is not None and message.full_name == _TIMESTAMP:
+            if isinstance(value, str) and not _valid_offset(value):
+                return FieldViolation(
+                    path, "must be an RFC 3339 time whose offset is Z or within ±23:59"
+                )
+            continue
         if message is not None and not is_well_known(field):
             found = _message_shape(value, message, path)
             if found is not None:
                 return found
     return None
+
+
+_TIMESTAMP = "google.protobuf.Timestamp"
+# The UTC offset ending an RFC 3339 time: json_format accepts +25:00 and +99:99 and shifts the
+# time by them; RFC 3339 allows hours 00-23 and minutes 00-59 only.
+_OFFSET = re.compile(r"(?:[zZ]|[+-](?P<hours>\d\d):(?P<minutes>\d\d))$")
+
+
+def _valid_offset(text: str) -> bool:
+    found = _OFFSET.search(text)
+    if found is None or found.group("hours") is None:
+        return found is not None
+    return int(found.group("hours")) <= 23 and int(found.group("minutes")) <= 59
 
 
 def _message_shape(

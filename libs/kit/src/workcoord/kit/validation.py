@@ -15,14 +15,18 @@ Semantics, per field:
 - ``max_length`` (characters; bytes for ``bytes``), ``pattern`` (``re.fullmatch``, non-empty only)
   and ``absolute_path`` apply to strings, to each element of a repeated string, and to the values
   of a string map. On a map whose values are not strings (``map<string, int32>``) they apply to
-  the keys instead, since they cannot mean anything else there.
+  the keys instead, since they cannot mean anything else there. An empty map key is checked
+  against ``pattern`` too (a key is never "unset"). ``absolute_path`` also refuses ``..``
+  segments.
 - ``max_items``: repeated and map fields. ``max_bytes``: the serialized size of a message,
   ``Struct`` or ``bytes`` field. ``not_in_future``: a ``Timestamp`` no later than ``now``.
 
 Global defaults guard fields that state nothing: strings are capped at
 :data:`DEFAULT_MAX_STRING_LENGTH` characters, lists and maps at :data:`DEFAULT_MAX_ITEMS`
 entries, strings may not contain NUL (PostgreSQL cannot store it), enum values must be declared,
-and timestamps must lie within RFC 3339's years 0001-9999.
+and timestamps must lie within RFC 3339's years 0001-9999. Free-form JSON (``Struct``, ``Value``,
+``ListValue``) is walked too: no NUL in any key or string at any depth, and only finite numbers
+(JSON has no NaN or infinity; ``1e400`` overflows to one), so both databases refuse alike.
 """
 
 from __future__ import annotations
@@ -391,6 +395,8 @@ def _check_value(
     elif kind is _Kind.OPAQUE:
         if check.max_bytes and value.ByteSize() > check.max_bytes:
             out.append(_too_many_bytes(path, check))
+            return
+        _check_json(value, path, out)
     elif kind is _Kind.BYTES:
         limit = check.max_bytes or check.max_length
         if limit and len(value) > limit:
@@ -399,6 +405,42 @@ def _check_value(
             )
     elif kind is _Kind.WRAPPER and check.inner is not None:
         _check_value(value.value, check.inner, path, out, now)
+
+
+# Violations reported per free-form JSON field, at most: the rest only repeat the point.
+_MAX_JSON_VIOLATIONS = 5
+
+
+def _check_json(value: Message, path: str, out: list[FieldViolation]) -> None:
+    """NUL characters and non-finite numbers anywhere in a Struct, Value or ListValue."""
+    found = 0
+    pending: list[tuple[Message, str]] = [(value, path)]
+    while pending and found < _MAX_JSON_VIOLATIONS:
+        current, at = pending.pop()
+        name = current.DESCRIPTOR.full_name
+        problem = ""
+        if name == "google.protobuf.Struct":
+            for key in sorted(current.fields, reverse=True):  # type: ignore[attr-defined]
+                entry = f"{at}[{_key_in_path(key)}]"
+                if "\x00" in key:
+                    out.append(FieldViolation(entry, "key must not contain NUL characters"))
+                    found += 1
+                pending.append((current.fields[key], entry))  # type: ignore[attr-defined]
+        elif name == "google.protobuf.ListValue":
+            values = current.values  # type: ignore[attr-defined]
+            for index in range(len(values) - 1, -1, -1):
+                pending.append((values[index], f"{at}[{index}]"))
+        elif name == "google.protobuf.Value":
+            which = current.WhichOneof("kind")
+            if which == "number_value" and not math.isfinite(current.number_value):  # type: ignore[attr-defined]
+                problem = "must be a finite number (no NaN or infinity)"
+            elif which == "string_value" and "\x00" in current.string_value:  # type: ignore[attr-defined]
+                problem = "must not contain NUL characters"
+            elif which in ("struct_value", "list_value"):
+                pending.append((getattr(current, which), at))
+        if problem:
+            out.append(FieldViolation(at, problem))
+            found += 1
 
 
 def _check_string(
@@ -411,13 +453,17 @@ def _check_string(
         message = f"{what}must be at most {check.max_length} characters"
         out.append(FieldViolation(path, _with_hint(message, check.hint)))
         return
-    if not value:
+    if not value and not what:
         return
+    # A map key is always there, so an empty one must match the key pattern too.
     if check.pattern is not None and check.pattern.fullmatch(value) is None:
         message = f"{what}must match {check.pattern.pattern}"
         out.append(FieldViolation(path, _with_hint(message, check.hint)))
     if check.absolute_path and not posixpath.isabs(value):
         out.append(FieldViolation(path, _with_hint(f"{what}must be an absolute path", check.hint)))
+    elif check.absolute_path and ".." in value.split("/"):
+        message = f"{what}must not contain '..' segments"
+        out.append(FieldViolation(path, _with_hint(message, check.hint)))
     if check.not_credential and looks_like_credential(value):
         message = f"{what}looks like a credential; give a non-secret label"
         out.append(FieldViolation(path, _with_hint(message, check.hint)))

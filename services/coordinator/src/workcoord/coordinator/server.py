@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import grpc
 import sqlalchemy as sa
 
 from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.engine.paging import install_page_token_key
 from workcoord.coordinator.metrics import (
     MeteredStore,
     QueueSampler,
@@ -118,6 +120,7 @@ async def start_coordinator(
     trackers = trackers_from_settings(github_token, settings.github_api_url)
     engine = Engine(MeteredStore(store), bus, clock, service_key=service_key, trackers=trackers)
     try:
+        await _install_page_token_key(store)
         if settings.bootstrap_admin_token is not None:
             await _bootstrap_admin(engine, settings.bootstrap_admin_token.get_secret_value())
         prepare_rules()
@@ -165,6 +168,13 @@ async def start_coordinator(
         background=[watcher],
         sampler=sampler,
     )
+
+
+async def _install_page_token_key(store: SqlStore) -> None:
+    """Sign page tokens with the installation's key, so every replica reads every other's."""
+    async with store.write() as tx:
+        key = await tx.installation_secret("page-token", secrets.token_hex(32))
+    install_page_token_key(bytes.fromhex(key))
 
 
 async def _bootstrap_admin(engine: Engine, token: str) -> None:

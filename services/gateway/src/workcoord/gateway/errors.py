@@ -28,6 +28,7 @@ from workcoord.kit.status import (
 
 __all__ = [
     "JSON_MEDIA_TYPE",
+    "RETRY_AFTER_SECONDS",
     "error_response",
     "json_response",
     "make_status",
@@ -61,14 +62,22 @@ def make_status(code: Code, message: str, *, reason: str | None = None) -> statu
     return to_rpc_status(generic_error(code, message, reason=reason or code.name))
 
 
+# Seconds a 503 asks the caller to wait before retrying (the database or the upstream is
+# briefly away, or coordination is switched off): short, clients back off further themselves.
+RETRY_AFTER_SECONDS = 1
+
+
 def status_response(
     status: status_pb2.Status,
     *,
     http_status: int | None = None,
     headers: dict[str, str] | None = None,
 ) -> Response:
-    """The JSON form of ``status``, with the HTTP code of its canonical code by default."""
+    """The JSON form of ``status``, with the HTTP code of its canonical code by default.
+    A 503 says when to retry (``Retry-After``)."""
     code = http_status if http_status is not None else http_status_for(status.code)
+    if code == 503 and not any(k.lower() == "retry-after" for k in headers or {}):
+        headers = {**(headers or {}), "Retry-After": str(RETRY_AFTER_SECONDS)}
     return json_response(code, status_to_json(status), headers)
 
 

@@ -33,7 +33,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workcoord.api.v1 import admin_pb2
 from workcoord.gateway import metrics
-from workcoord.gateway.errors import json_response, make_status, status_from_rpc_error
+from workcoord.gateway.errors import (
+    RETRY_AFTER_SECONDS,
+    json_response,
+    make_status,
+    status_from_rpc_error,
+)
 from workcoord.gateway.routes import Route, RouteTable
 from workcoord.gateway.upstream import Upstreams, forwarded_metadata
 from workcoord.kit.descriptors import API_PACKAGE, call_deadline_seconds
@@ -232,6 +237,8 @@ def _refusal(
     }
     if http_status == 401:
         headers = {**(headers or {}), "WWW-Authenticate": 'Bearer realm="workcoord"'}
+    if http_status == 503:
+        headers = {**(headers or {}), "Retry-After": str(RETRY_AFTER_SECONDS)}
     return json_response(http_status, {"jsonrpc": "2.0", "id": None, "error": error}, headers)
 
 

@@ -241,7 +241,12 @@ def _fill_update_mask(request: _message.Message, body_field: str, body: dict[str
     target = descriptor_of(request).fields_by_name[body_field].message_type
     if target is None:
         return
-    for key in body:
+    for key, value in body.items():
         field = field_named(target, key)
-        if field is not None:
+        if field is None:
+            continue
+        if is_map(field) and isinstance(value, dict) and value:
+            # Entries one by one: a PATCH of some classes keeps the others.
+            mask.paths.extend(f"{field.name}.{entry}" for entry in sorted(value))
+        else:
             mask.paths.append(field.name)

@@ -139,7 +139,7 @@ class WorkerServiceServicer:
 
     def Heartbeat(self, request, context):
         """Extends the lease by its requested duration; call it well before lease_expire_time, with a
-        small progress note if useful. LEASE_LOST (metadata cause: expired, superseded or terminal)
+        small progress note if useful. LEASE_LOST (metadata cause: expired, superseded, terminal or policy)
         means the attempt is over for this worker: stop the work.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -59,7 +59,7 @@ class WorkerServiceStub:
     """
     Heartbeat: _grpc.UnaryUnaryMultiCallable[_worker_pb2.HeartbeatRequest, _worker_pb2.HeartbeatResponse]
     """Extends the lease by its requested duration; call it well before lease_expire_time, with a
-    small progress note if useful. LEASE_LOST (metadata cause: expired, superseded or terminal)
+    small progress note if useful. LEASE_LOST (metadata cause: expired, superseded, terminal or policy)
     means the attempt is over for this worker: stop the work.
     """
     Complete: _grpc.UnaryUnaryMultiCallable[_worker_pb2.CompleteRequest, _worker_pb2.CompleteResponse]
@@ -109,7 +109,7 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     """
     Heartbeat: _aio.UnaryUnaryMultiCallable[_worker_pb2.HeartbeatRequest, _worker_pb2.HeartbeatResponse]  # type: ignore[assignment]
     """Extends the lease by its requested duration; call it well before lease_expire_time, with a
-    small progress note if useful. LEASE_LOST (metadata cause: expired, superseded or terminal)
+    small progress note if useful. LEASE_LOST (metadata cause: expired, superseded, terminal or policy)
     means the attempt is over for this worker: stop the work.
     """
     Complete: _aio.UnaryUnaryMultiCallable[_worker_pb2.CompleteRequest, _worker_pb2.CompleteResponse]  # type: ignore[assignment]
@@ -192,7 +192,7 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_worker_pb2.HeartbeatResponse, _abc.Awaitable[_worker_pb2.HeartbeatResponse]]:
         """Extends the lease by its requested duration; call it well before lease_expire_time, with a
-        small progress note if useful. LEASE_LOST (metadata cause: expired, superseded or terminal)
+        small progress note if useful. LEASE_LOST (metadata cause: expired, superseded, terminal or policy)
         means the attempt is over for this worker: stop the work.
         """
 

@@ -35,7 +35,7 @@ from .model import (
     RetryPolicy,
     Worker,
 )
-from .specs import Checkpoint, Evidence, ItemSpec, RunIdentity
+from .specs import CapacityEntries, Checkpoint, Evidence, ItemSpec, RunIdentity
 
 JITTER = 0.10
 # A worker's last ask is written at most this often (see ask_is_fresh).
@@ -90,6 +90,10 @@ def attempts_remaining(policy: RetryPolicy, item: Item) -> bool:
     return item.attempt_count < maximum
 
 
+# The LEASE_LOST cause of a lease ended because its item's action class was disallowed.
+POLICY_CAUSE = "policy"
+
+
 def fence(attempt: Attempt | None, item: Item | None, lease_token: str, now: datetime) -> None:
     """Refuse a worker write unless it names the item's live lease with its token, unexpired.
 
@@ -102,6 +106,8 @@ def fence(attempt: Attempt | None, item: Item | None, lease_token: str, now: dat
         raise LeaseLost("superseded", "lease lost: the token does not match this lease")
     if attempt.status == AttemptStatus.DEAD:
         raise LeaseLost("expired", "lease lost: the lease expired")
+    if not attempt.live and (attempt.error or {}).get("cause") == POLICY_CAUSE:
+        raise LeaseLost("policy", "lease lost: the item's action class is no longer allowed")
     if not attempt.live:
         raise LeaseLost("terminal", f"lease lost: the attempt is already {attempt.status.value}")
     if item.current_lease_id != attempt.lease_id:
@@ -503,6 +509,9 @@ def apply_config_changes(config: CoordinatorConfig, changes: dict[str, Any]) -> 
     unknown = set(changes) - _CONFIG_FIELDS
     if unknown:
         raise InvalidArgument.single("update_mask", f"cannot update {', '.join(sorted(unknown))}")
+    capacity = changes.get("class_capacity")
+    if isinstance(capacity, CapacityEntries):
+        changes = {**changes, "class_capacity": capacity.over(config.class_capacity)}
     updated = replace(config, **changes)
     violations: list[FieldViolation] = []
     if "retry_policy" in changes:

@@ -67,6 +67,24 @@ def _present(**fields: Any) -> JsonObject:
 
 
 @dataclass(frozen=True, slots=True)
+class CapacityEntries:
+    """An update of some entries of ``class_capacity`` (update mask paths such as
+    ``class_capacity.codex``): each named class gets its new capacity, or is removed (None).
+    The other classes keep theirs."""
+
+    entries: Mapping[str, int | None]
+
+    def over(self, current: Mapping[str, int]) -> dict[str, int]:
+        merged = dict(current)
+        for name, capacity in self.entries.items():
+            if capacity is None:
+                merged.pop(name, None)
+            else:
+                merged[name] = capacity
+        return merged
+
+
+@dataclass(frozen=True, slots=True)
 class RunIdentity:
     """Who runs an attempt and where; reported when it starts and immutable afterwards."""
 

@@ -29,7 +29,7 @@ from workcoord.kit.errors import (
 )
 from workcoord.kit.secrets import SESSION_PREFIX, hash_secret, new_secret, secrets_equal
 
-from . import rules
+from . import requests, rules
 from .auth import (
     Access,
     Principal,
@@ -231,13 +231,16 @@ class Tenancy:
         permissions: Sequence[GrantPermission],
         expire_time: datetime | None,
         request_id: str,
+        *,
+        fingerprint: str = "",
     ) -> GrantRecord:
         """The child's admin grants its configured parent explicit, expiring permissions."""
         async with self._child_write(principal, coordinator_id, Access.CONFIGURE) as (tx, child):
-            if request_id:
-                existing = await tx.find_grant_by_request(coordinator_id, request_id)
-                if existing is not None:
-                    return existing
+            scope = requests.grants_scope(coordinator_id)
+            made = await requests.replayed(tx, scope, request_id, fingerprint)
+            existing = await tx.get_grant(made) if made else None
+            if existing is not None:
+                return existing
             violations: list[tuple[str, str]] = []
             if not permissions:
                 violations.append(("grant.permissions", "is required"))
@@ -270,6 +273,7 @@ class Tenancy:
                 request_id=request_id,
             )
             await tx.insert_grant(grant)
+            await requests.remember(tx, scope, request_id, fingerprint, grant.grant_id, tx.now)
             created = NewEvent(
                 EventType.GRANT_CREATED,
                 data={

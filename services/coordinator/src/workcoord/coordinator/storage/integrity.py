@@ -25,6 +25,8 @@ ALREADY_EXISTS: dict[str, str] = {
     "pk_orgs": "an org with this slug already exists",
     "uq_users_email": "a user with this email already exists",
     "uq_lanes_request": "a lane with this request id already exists",
+    # Two creates with one request id at once: the loser's retry finds the winner's.
+    "pk_request_ids": "a create with this request id is already under way; retry",
     "pk_tickets": "this ticket is already linked to the lane",
     # The bootstrap admin's token is chosen by the operator (WORKCOORD_BOOTSTRAP_ADMIN_TOKEN):
     # replicas starting together on a fresh database race to insert it.

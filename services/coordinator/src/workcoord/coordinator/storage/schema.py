@@ -104,6 +104,27 @@ platform_settings = Table(
     Column("update_time", Time, nullable=False),
 )
 
+# Secrets the installation makes for itself (the page-token signing key), shared by replicas.
+installation_secrets = Table(
+    "installation_secrets",
+    metadata,
+    Column("name", String(32), primary_key=True),
+    Column("secret", String(128), nullable=False),
+    Column("create_time", Time, nullable=False),
+)
+
+# Creates that carried a request id, unique within their scope (an org's work coordinators, a
+# work coordinator's lanes or grants, a lane's items), with a fingerprint of the request body.
+request_ids = Table(
+    "request_ids",
+    metadata,
+    Column("scope", String(200), primary_key=True),
+    Column("request_id", String(128), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("resource_id", Id, nullable=False),
+    Column("create_time", Time, nullable=False),
+)
+
 orgs = Table(
     "orgs",
     metadata,
@@ -513,6 +534,7 @@ __all__ = [
     "events",
     "exclusive_holds",
     "grants",
+    "installation_secrets",
     "items",
     "lanes",
     "leaderships",
@@ -522,6 +544,7 @@ __all__ = [
     "orgs",
     "pending_actions",
     "platform_settings",
+    "request_ids",
     "schema_compatibility",
     "sessions",
     "tickets",

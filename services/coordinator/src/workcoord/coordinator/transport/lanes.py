@@ -7,6 +7,7 @@ from typing import Any
 from workcoord.api.v1 import lane_pb2, lane_pb2_grpc
 from workcoord.coordinator.domain.model import LaneState, Ticket
 from workcoord.coordinator.domain.specs import Decision
+from workcoord.kit.fingerprint import request_fingerprint
 
 from . import mapping as m
 from .base import Context, EngineServicer
@@ -21,7 +22,11 @@ class LaneServicer(EngineServicer, lane_pb2_grpc.LaneServiceServicer):
     ) -> lane_pb2.CreateLaneResponse:
         p = caller().principal
         detail = await self.engine.create_lane(
-            p, request.coordinator_id, m.lane_spec_from_pb(request.lane), request.request_id
+            p,
+            request.coordinator_id,
+            m.lane_spec_from_pb(request.lane),
+            request.request_id,
+            fingerprint=request_fingerprint(request),
         )
         return lane_pb2.CreateLaneResponse(lane=m.lane_to_pb(detail))
 
@@ -108,6 +113,7 @@ class LaneServicer(EngineServicer, lane_pb2_grpc.LaneServiceServicer):
             request.lane_id,
             m.item_spec_from_pb(request.item),
             request.request_id,
+            fingerprint=request_fingerprint(request),
         )
         return lane_pb2.CreateItemResponse(item=m.item_detail_to_pb(detail))
 

@@ -40,6 +40,7 @@ from workcoord.coordinator.domain.model import (
 from workcoord.coordinator.domain.ports import Leadership, OrgRecord, UserRecord, WorkKeyRecord
 from workcoord.coordinator.domain.specs import (
     Artifact,
+    CapacityEntries,
     Checkpoint,
     CheckResult,
     CoordinatorView,
@@ -61,6 +62,7 @@ from workcoord.coordinator.domain.specs import (
     TicketSpec,
     Verdict,
 )
+from workcoord.kit.errors import InvalidArgument
 
 _Response = TypeVar("_Response", bound=Message)
 _Record = TypeVar("_Record")
@@ -219,17 +221,49 @@ _COORDINATOR_FIELDS: dict[str, str] = {
 }
 
 
+# Top-level fields an update may name besides the configuration (the etag only guards it).
+_UPDATABLE = frozenset({"display_name", "enabled", "etag", *_COORDINATOR_FIELDS})
+# Fields whose own fields (or map entries) an update mask may name one by one.
+_PARTIAL = frozenset({"class_capacity", "retry_policy", "review_policy"})
+_IMMUTABLE = frozenset({"scope", "org_slug", "coordinator_id"})
+
+
+def check_update_paths(paths: Sequence[str]) -> None:
+    """Refuse an update mask naming a field an update cannot change (or no field at all)."""
+    descriptor = work_coordinator_pb2.WorkCoordinator.DESCRIPTOR
+    unknown: list[str] = []
+    for path in paths:
+        top, dot, rest = path.partition(".")
+        if top in _IMMUTABLE:
+            continue  # reported as immutable by the caller
+        if top not in _UPDATABLE or (dot and top not in _PARTIAL) or (dot and not rest):
+            unknown.append(path)
+        elif dot and top != "class_capacity":
+            nested = descriptor.fields_by_name[top].message_type
+            if nested is None or rest not in nested.fields_by_name:
+                unknown.append(path)
+    if unknown:
+        raise InvalidArgument.single(
+            "update_mask", f"names no updatable field: {', '.join(unknown)}"
+        )
+
+
 def coordinator_changes(
     wc: work_coordinator_pb2.WorkCoordinator, paths: Sequence[str]
 ) -> dict[str, Any]:
-    """The configuration fields named by ``paths`` (proto names, top level), parsed."""
+    """The configuration fields named by ``paths`` (proto names), parsed. A path naming one
+    class (``class_capacity.codex``) changes only that class: set from the body, or removed
+    when the body leaves it out."""
     changes: dict[str, Any] = {}
+    entries: dict[str, int | None] = {}
     for path in paths:
-        top = path.split(".", 1)[0]
+        top, _, rest = path.partition(".")
         target = _COORDINATOR_FIELDS.get(top)
         if target is None:
             continue
-        if top == "class_capacity":
+        if top == "class_capacity" and rest:
+            entries[rest] = wc.class_capacity.get(rest)
+        elif top == "class_capacity":
             changes[target] = dict(wc.class_capacity)
         elif top == "retry_policy":
             changes[target] = retry_from_pb(wc.retry_policy)
@@ -243,12 +277,26 @@ def coordinator_changes(
             changes[target] = wc.escalate_after.ToTimedelta().total_seconds()
         elif top == "parent_coordinator_id":
             changes[target] = wc.parent_coordinator_id
+    if entries:
+        whole = changes.get("class_capacity")
+        changes["class_capacity"] = (
+            CapacityEntries(entries).over(whole) if whole is not None else CapacityEntries(entries)
+        )
     return changes
 
 
-def populated_paths(message: Message) -> list[str]:
-    """Top-level fields set in ``message`` (AIP-134's implied update mask)."""
-    return [field.name for field, _ in message.ListFields()]
+def populated_paths(message: Message, *, entries: bool = True) -> list[str]:
+    """Top-level fields set in ``message`` (AIP-134's implied update mask). With ``entries``
+    a map names its entries one by one (``class_capacity.codex``): an update that sends some
+    classes changes those, and never drops the others by surprise."""
+    paths: list[str] = []
+    for field, value in message.ListFields():
+        entry = field.message_type
+        if entries and entry is not None and entry.GetOptions().map_entry:
+            paths.extend(f"{field.name}.{key}" for key in sorted(value))
+        else:
+            paths.append(field.name)
+    return paths
 
 
 # ------------------------------------------------------------------ lanes and items

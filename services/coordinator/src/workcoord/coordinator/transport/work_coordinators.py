@@ -8,6 +8,7 @@ from workcoord.coordinator.domain.grants import GrantPermission
 from workcoord.coordinator.domain.model import PendingActionState, Scope
 from workcoord.coordinator.domain.specs import CoordinatorSpec
 from workcoord.kit.errors import InvalidArgument
+from workcoord.kit.fingerprint import request_fingerprint
 
 from . import mapping as m
 from . import tenancy_mapping as tmap
@@ -31,9 +32,11 @@ class WorkCoordinatorServicer(
             org_slug=wc.org_slug,
             display_name=wc.display_name,
             enabled=wc.enabled if wc.HasField("enabled") else None,
-            changes=m.coordinator_changes(wc, m.populated_paths(wc)),
+            changes=m.coordinator_changes(wc, m.populated_paths(wc, entries=False)),
         )
-        created = await self.engine.create_coordinator(p, spec, request.request_id)
+        created = await self.engine.create_coordinator(
+            p, spec, request.request_id, fingerprint=request_fingerprint(request)
+        )
         return work_coordinator_pb2.CreateWorkCoordinatorResponse(
             work_coordinator=m.coordinator_to_pb(created)
         )
@@ -66,6 +69,7 @@ class WorkCoordinatorServicer(
     ) -> work_coordinator_pb2.UpdateWorkCoordinatorResponse:
         p = caller().principal
         paths = list(request.update_mask.paths) or m.populated_paths(request.work_coordinator)
+        m.check_update_paths(paths)
         wc = request.work_coordinator
         immutable = [
             path for path in paths if path.split(".")[0] in ("scope", "org_slug", "coordinator_id")
@@ -168,6 +172,7 @@ class WorkCoordinatorServicer(
             ],
             m.from_ts(g.expire_time) if g.HasField("expire_time") else None,
             request.request_id,
+            fingerprint=request_fingerprint(request),
         )
         return work_coordinator_pb2.CreateGrantResponse(
             grant=tmap.grant_to_pb(grant, self.engine.clock.now())

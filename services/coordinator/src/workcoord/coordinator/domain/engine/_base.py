@@ -167,12 +167,13 @@ class EngineCore(ABC):
 
     @asynccontextmanager
     async def _open_for_workers(self, coordinator_id: str) -> AsyncIterator[tuple[Tx, Coordinator]]:
-        """The shared transaction of a group of worker writes (see group_commit)."""
+        """The shared transaction of a group of worker writes (see group_commit). Whether
+        coordination is on is checked by each member once it is authorized: a caller who may
+        not see the coordinator must not learn that it is switched off."""
         async with self.store.write(coordinator_id) as tx:
             coordinator = tx.coordinator
             if coordinator is None:
                 raise NotFound(f"work coordinator {coordinator_id} not found")
-            await self.require_enabled(tx, coordinator)
             yield tx, coordinator
 
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:

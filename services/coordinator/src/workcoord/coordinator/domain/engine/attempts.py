@@ -51,7 +51,9 @@ class AttemptCommands(Transitions):
             coordinator,
             effects,
         ):
+            # Authorize before revealing anything (even that coordination is switched off).
             authorize(principal, coordinator, Access.LEASE)
+            await self.require_enabled(tx, coordinator)
             attempt, item = await tx.attempt_with_item(lease_id)
             if attempt is not None and attempt.coordinator_id != coordinator_id:
                 attempt, item = None, None

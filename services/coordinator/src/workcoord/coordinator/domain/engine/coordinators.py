@@ -4,20 +4,36 @@ from __future__ import annotations
 
 from workcoord.kit.errors import AlreadyExists, EtagMismatch, InvalidArgument
 
-from .. import rules
+from .. import requests, rules
 from ..auth import Access, Principal, may, require_org_admin, require_platform_admin
-from ..model import Coordinator, CoordinatorConfig, EventType, NewEvent, Scope
-from ..ports import Reader
+from ..model import (
+    Attempt,
+    AttemptStatus,
+    Coordinator,
+    CoordinatorConfig,
+    EventType,
+    Item,
+    ItemState,
+    NewEvent,
+    Scope,
+)
+from ..ports import Reader, Tx
 from ..specs import CoordinatorSpec, Page
-from ._base import EngineCore, new_id
+from ._base import Effects, new_id
 from .paging import PageRequest
+from .transitions import Transitions
 
 
-class CoordinatorCommands(EngineCore):
+class CoordinatorCommands(Transitions):
     """The work coordinator commands."""
 
     async def create_coordinator(
-        self, principal: Principal, spec: CoordinatorSpec, request_id: str
+        self,
+        principal: Principal,
+        spec: CoordinatorSpec,
+        request_id: str,
+        *,
+        fingerprint: str = "",
     ) -> Coordinator:
         if spec.scope is None:
             raise InvalidArgument.single("work_coordinator.scope", "is required")
@@ -35,8 +51,11 @@ class CoordinatorCommands(EngineCore):
             require_org_admin(principal, spec.org_slug)
         config = rules.apply_config_changes(CoordinatorConfig(), spec.changes)
         async with self.store.write() as tx:
-            if request_id:
-                existing = await tx.find_coordinator_by_request(request_id)
+            # Scoped to the org the caller was just authorized for: never another org's.
+            scope = requests.coordinators_scope(spec.org_slug)
+            made = await requests.replayed(tx, scope, request_id, fingerprint)
+            if made is not None:
+                existing = await tx.get_coordinator(made)
                 if existing is not None:
                     return existing
             if spec.scope == Scope.ORG and await tx.get_org(spec.org_slug) is None:
@@ -61,6 +80,9 @@ class CoordinatorCommands(EngineCore):
                 update_time=tx.now,
             )
             await tx.insert_coordinator(coordinator, request_id)
+            await requests.remember(
+                tx, scope, request_id, fingerprint, coordinator.coordinator_id, tx.now
+            )
             await self.append_events(
                 tx,
                 coordinator,
@@ -105,6 +127,9 @@ class CoordinatorCommands(EngineCore):
                 raise EtagMismatch()
             config = rules.apply_config_changes(coordinator.config, spec.changes)
             await self._check_parent(tx, coordinator.scope, config.parent_coordinator_id)
+            removed = set(coordinator.config.allowed_action_classes) - set(
+                config.allowed_action_classes
+            )
             changed = sorted(spec.changes)
             if spec.enabled is not None and spec.enabled != coordinator.enabled:
                 coordinator.enabled = spec.enabled
@@ -116,13 +141,48 @@ class CoordinatorCommands(EngineCore):
             coordinator.config_version += 1
             coordinator.update_time = tx.now
             await tx.update_coordinator(coordinator)
-            await self.append_events(
-                tx,
-                coordinator,
-                [NewEvent(EventType.COORDINATOR_UPDATED, data={"fields": changed})],
-                principal.name,
-            )
+            events = [NewEvent(EventType.COORDINATOR_UPDATED, data={"fields": changed})]
+            if removed:
+                await self._stop_disallowed(tx, coordinator, removed, events, effects)
+            await self.append_events(tx, coordinator, events, principal.name)
             effects.changed = True
             # Capacity or the switch may have changed: wake every waiting worker.
             effects.ready_classes.update(coordinator.config.class_capacity)
             return coordinator
+
+    async def _stop_disallowed(
+        self,
+        tx: Tx,
+        coordinator: Coordinator,
+        removed: set[str],
+        events: list[NewEvent],
+        effects: Effects,
+    ) -> None:
+        """In the narrowing's own transaction: stop the queued and leased items that declare a
+        class no longer allowed (STOPPED, with an event and a digest line) and end their live
+        leases, so the worker's next write answers LEASE_LOST with cause ``policy``."""
+        cid = coordinator.coordinator_id
+        live = {a.item_id: a for a in await tx.live_attempts(cid, None)}
+        candidates = await tx.queued_items(cid) + await tx.items_by_ids(sorted(live))
+        stopped: list[Item] = []
+        ended: list[Attempt] = []
+        for item in candidates:
+            disallowed = sorted(set(item.action_classes) & removed)
+            if not disallowed or item.state == ItemState.STOPPED:
+                continue
+            attempt = live.get(item.item_id)
+            if attempt is not None and item.state != ItemState.QUEUED:
+                locked = await tx.get_attempt_for_update(attempt.lease_id)
+                if locked is not None and locked.live:
+                    self._end_unburned(locked, item, AttemptStatus.RELEASED, tx.now)
+                    locked.error = {"cause": rules.POLICY_CAUSE}
+                    ended.append(locked)
+                    effects.ready_classes.add(locked.worker_class)
+            reason = f"policy: action class no longer allowed: {', '.join(disallowed)}"
+            self._stop(item, reason, events, effects)
+            item.update_time = tx.now
+            stopped.append(item)
+        if ended:
+            await tx.update_attempts(ended)
+        if stopped:
+            await tx.update_items(stopped)

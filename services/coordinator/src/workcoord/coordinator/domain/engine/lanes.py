@@ -14,7 +14,7 @@ from workcoord.kit.errors import (
     PermissionDenied,
 )
 
-from .. import rules, workflow
+from .. import requests, rules, workflow
 from ..auth import Access, Principal
 from ..model import (
     TERMINAL_ITEM_STATES,
@@ -61,7 +61,13 @@ class LaneCommands(Transitions):
     """The lane and item commands."""
 
     async def create_lane(
-        self, principal: Principal, coordinator_id: str, spec: LaneSpec, request_id: str
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        spec: LaneSpec,
+        request_id: str,
+        *,
+        fingerprint: str = "",
     ) -> LaneDetail:
         if spec.template is None:
             raise InvalidArgument.single("lane.template", "is required")
@@ -74,10 +80,11 @@ class LaneCommands(Transitions):
             coordinator,
             effects,
         ):
-            if request_id:
-                existing = await tx.find_lane_by_request(coordinator_id, request_id)
-                if existing is not None:
-                    return await self._lane_detail(tx, existing)
+            scope = requests.lanes_scope(coordinator_id)
+            made = await requests.replayed(tx, scope, request_id, fingerprint)
+            existing_lane = await tx.get_lane(made) if made else None
+            if existing_lane is not None:
+                return await self._lane_detail(tx, existing_lane)
             worker_classes = spec.worker_classes
             if spec.template == Template.STANDARD:
                 worker_classes = workflow.stage_classes(
@@ -111,6 +118,7 @@ class LaneCommands(Transitions):
                 request_id=request_id,
             )
             await tx.insert_lane(lane)
+            await requests.remember(tx, scope, request_id, fingerprint, lane.lane_id, tx.now)
             tickets = [
                 Ticket(lane_id=lane.lane_id, tracker=t.tracker, key=t.key, url=t.url)
                 for t in spec.tickets
@@ -138,6 +146,8 @@ class LaneCommands(Transitions):
         lane_id: str,
         spec: ItemSpec,
         request_id: str,
+        *,
+        fingerprint: str = "",
     ) -> ItemDetail:
         """Add an item to an ACTIVE CUSTOM lane (its dependencies must already be there)."""
         async with self._lane_write(
@@ -146,12 +156,13 @@ class LaneCommands(Transitions):
             tx, coordinator, lane = write.tx, write.coordinator, write.lane
             if lane.template != Template.CUSTOM:
                 raise IllegalTransition("items can be added only to CUSTOM lanes")
-            _require_active(lane)
+            scope = requests.items_scope(coordinator_id, lane_id)
+            made = await requests.replayed(tx, scope, request_id, fingerprint)
             existing = await tx.lane_items([lane_id])
-            if request_id:
-                for item in existing:
-                    if item.key == spec.key:
-                        return ItemDetail(item=item, attempts=[])
+            for item in existing:
+                if made and item.item_id == made:
+                    return ItemDetail(item=item, attempts=[])
+            _require_active(lane)
             rules.check_item_specs(coordinator.config.class_capacity, [spec], "item")
             keys = [i.key for i in existing] + [spec.key]
             deps = [i.depends_on for i in existing] + [spec.depends_on]
@@ -168,6 +179,7 @@ class LaneCommands(Transitions):
             items = await self._new_items(
                 tx, coordinator, lane, [spec], write.events, write.effects, existing
             )
+            await requests.remember(tx, scope, request_id, fingerprint, items[0].item_id, tx.now)
             return ItemDetail(item=items[0], attempts=[])
 
     async def get_lane(self, principal: Principal, coordinator_id: str, lane_id: str) -> LaneDetail:

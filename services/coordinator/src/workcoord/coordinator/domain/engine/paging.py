@@ -1,13 +1,22 @@
 """Page tokens and page sizes of the list calls (pure: no I/O).
 
-A page token is the sort key of the last row handed out, as URL-safe base64 of a JSON list;
-the next page starts after it.
+A page token is the sort key of the last row handed out (a JSON list, URL-safe base64) and an
+HMAC of it, so tokens are opaque to callers: a garbled or forged one is refused as
+INVALID_ARGUMENT naming ``page_token`` before any of it reaches a query. The signing key is
+the installation's (kept in its database, loaded at start-up by :func:`install_page_token_key`)
+so every replica reads every other's tokens. Until one is installed a key of the process is
+used; keys installed once stay accepted, so coordinators of several databases in one process
+(tests) read their own tokens.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import hashlib
+import hmac
 import json
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,24 +32,66 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 
 
-def encode_page_token(key: Sequence[Any]) -> str:
-    raw = json.dumps(list(key), separators=(",", ":")).encode()
+# Signing keys: the last installed signs, every one installed verifies.
+_KEYS: list[bytes] = [secrets.token_bytes(32)]
+_MAC_BYTES = 16
+# Longer tokens are refused unread.
+_MAX_TOKEN = 1024
+# The largest integer a token may carry (a BIGINT column).
+_MAX_INT = 2**63 - 1
+
+
+def install_page_token_key(key: bytes) -> None:
+    """Sign page tokens with ``key`` from now on (and keep accepting the earlier keys)."""
+    if key in _KEYS:
+        _KEYS.remove(key)
+    _KEYS.append(key)
+
+
+def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode((text + "=" * (-len(text) % 4)).encode())
+
+
+def _mac(key: bytes, payload: str) -> bytes:
+    return hmac.new(key, payload.encode(), hashlib.sha256).digest()[:_MAC_BYTES]
+
+
+def encode_page_token(key: Sequence[Any]) -> str:
+    payload = _b64(json.dumps(list(key), separators=(",", ":")).encode())
+    return f"{payload}.{_b64(_mac(_KEYS[-1], payload))}"
 
 
 def _foreign_token() -> InvalidArgument:
     return InvalidArgument.single("page_token", "is not a token this server issued")
 
 
+def _is_key_part(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -_MAX_INT <= value <= _MAX_INT
+    return isinstance(value, str)
+
+
 def decode_page_token(token: str) -> list[Any]:
+    """The sort key of a token this installation issued; INVALID_ARGUMENT for anything else."""
     if not token:
         return []
+    payload, dot, mac = token.partition(".")
+    if not dot or len(token) > _MAX_TOKEN:
+        raise _foreign_token()
     try:
-        padded = token + "=" * (-len(token) % 4)
-        value = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, UnicodeDecodeError) as exc:
+        signature = _unb64(mac)
+        if not any(hmac.compare_digest(signature, _mac(k, payload)) for k in _KEYS):
+            raise _foreign_token()
+        value = json.loads(_unb64(payload))
+    except (ValueError, UnicodeDecodeError, binascii.Error) as exc:
         raise _foreign_token() from exc
-    if not isinstance(value, list):
+    if not isinstance(value, list) or not all(_is_key_part(v) for v in value):
         raise _foreign_token()
     return value
 
@@ -90,16 +141,22 @@ class PageRequest:
         if not self.after:
             return None
         try:
-            return datetime.fromisoformat(str(self.after[0])), str(self.after[1])
+            when = datetime.fromisoformat(str(self.after[0]))
+            after_id = str(self.after[1])
         except (ValueError, IndexError) as exc:
             raise _foreign_token() from exc
+        if when.tzinfo is None:
+            raise _foreign_token()
+        return when, after_id
 
     def after_revision(self, default: int) -> int:
         """For the event log: the revision to start after (``default`` from the start)."""
-        try:
-            return int(self.after[0]) if self.after else default
-        except (TypeError, ValueError) as exc:
-            raise _foreign_token() from exc
+        if not self.after:
+            return default
+        revision = self.after[0]
+        if not isinstance(revision, int) or isinstance(revision, bool) or revision < 0:
+            raise _foreign_token()
+        return revision
 
     def page(self, rows: list[_T], key: Callable[[_T], list[Any]]) -> Page[_T]:
         """The page of ``rows`` (read with :attr:`fetch`) and the next page's token."""

@@ -30,7 +30,13 @@ from workcoord.coordinator.domain.model import (
     Ticket,
     Worker,
 )
-from workcoord.coordinator.domain.ports import Leadership, OrgRecord, UserRecord, WorkKeyRecord
+from workcoord.coordinator.domain.ports import (
+    Leadership,
+    OrgRecord,
+    RequestRecord,
+    UserRecord,
+    WorkKeyRecord,
+)
 
 from ..integrity import violation
 
@@ -90,6 +96,9 @@ class Tables:
     digest_entries: dict[str, DigestEntry] = field(default_factory=dict)
     pending_actions: dict[str, PendingAction] = field(default_factory=dict)
     escalations: dict[str, Escalation] = field(default_factory=dict)
+    installation_secrets: dict[str, str] = field(default_factory=dict)
+    # (scope, request id) -> the create it made.
+    request_ids: dict[tuple[str, str], RequestRecord] = field(default_factory=dict)
 
     def clone(self) -> Tables:
         return Tables(

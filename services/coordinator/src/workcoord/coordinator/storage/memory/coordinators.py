@@ -28,12 +28,6 @@ class CoordinatorsMemory(PlatformMemory, MemoryTxBase):
         ]
         return [copied(c) for c in rows[:limit]]
 
-    async def find_coordinator_by_request(self, request_id: str) -> Coordinator | None:
-        for row in self.tables.coordinators.values():
-            if row.request_id == request_id:
-                return copied(row.coordinator)
-        return None
-
     async def insert_coordinator(self, coordinator: Coordinator, request_id: str) -> None:
         self._ensure_settings()
         coordinators = self._w().coordinators

@@ -28,12 +28,6 @@ class LanesItemsMemory(MemoryTxBase):
         lane = self.tables.lanes.get(lane_id)
         return copied(lane) if lane else None
 
-    async def find_lane_by_request(self, coordinator_id: str, request_id: str) -> Lane | None:
-        for lane in self.tables.lanes.values():
-            if lane.coordinator_id == coordinator_id and lane.request_id == request_id:
-                return copied(lane)
-        return None
-
     async def list_lanes(
         self,
         coordinator_id: str,
@@ -133,6 +127,15 @@ class LanesItemsMemory(MemoryTxBase):
 
     async def lane_with_item_states(self, lane_id: str) -> tuple[Lane | None, dict[str, ItemState]]:
         return await self.get_lane(lane_id), await self.lane_item_states(lane_id)
+
+    async def queued_items(self, coordinator_id: str) -> list[Item]:
+        found = [
+            i
+            for i in self.tables.items.values()
+            if i.coordinator_id == coordinator_id and i.state == ItemState.QUEUED
+        ]
+        found.sort(key=lambda i: (i.seq, i.item_id))
+        return [copied(i) for i in found]
 
     async def waiting_items(self, lane_id: str) -> list[Item]:
         found = [

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from workcoord.coordinator.domain.ports import Leadership
+from workcoord.coordinator.domain.ports import Leadership, RequestRecord
 
-from ._base import MemoryTxBase, Settings
+from ._base import MemoryTxBase, Settings, refuse
 
 
 class PlatformMemory(MemoryTxBase):
+    async def installation_secret(self, name: str, candidate: str) -> str:
+        return self._w().installation_secrets.setdefault(name, candidate)
+
+    async def find_request(self, scope: str, request_id: str) -> RequestRecord | None:
+        return self.tables.request_ids.get((scope, request_id))
+
+    async def insert_request(self, record: RequestRecord) -> None:
+        requests = self._w().request_ids
+        key = (record.scope, record.request_id)
+        if key in requests:
+            refuse("pk_request_ids")
+        requests[key] = record
+
     def _ensure_settings(self) -> Settings:
         tables = self._w()
         if tables.settings is None:

@@ -51,18 +51,6 @@ class TenancyMemory(MemoryTxBase):
             refuse("pk_grants")
         grants[grant.grant_id] = grant
 
-    async def find_grant_by_request(
-        self, coordinator_id: str, request_id: str
-    ) -> GrantRecord | None:
-        return next(
-            (
-                g
-                for g in self.tables.grants.values()
-                if g.coordinator_id == coordinator_id and g.request_id == request_id
-            ),
-            None,
-        )
-
     async def revoke_grant(self, grant_id: str, when: datetime) -> None:
         grants = self._w().grants
         grant = grants.get(grant_id)

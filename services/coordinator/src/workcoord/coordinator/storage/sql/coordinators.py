@@ -56,9 +56,6 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
             stmt = stmt.where(_WC.c.org_slug.in_(list(org_slugs)))
         return await self._list(COORDINATORS, stmt.order_by(_WC.c.coordinator_id).limit(limit))
 
-    async def find_coordinator_by_request(self, request_id: str) -> Coordinator | None:
-        return await self._get(COORDINATORS, _WC.c.request_id == request_id)
-
     async def insert_coordinator(self, coordinator: Coordinator, request_id: str) -> None:
         await self._ensure_settings()
         await self._insert(COORDINATORS, [coordinator], request_id=request_id, item_seq=0)

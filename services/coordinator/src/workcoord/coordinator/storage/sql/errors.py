@@ -1,4 +1,11 @@
-"""Driver errors become workcoord errors here, at the storage edge.
+"""Driver errors become workcoord errors here, at the storage edge: the one place that says
+which failures mean "the database cannot be reached, retry later" (UNAVAILABLE).
+
+A connection that cannot be opened surfaces unwrapped (``OSError``, asyncpg's own errors, the
+pool's timeout); one lost mid-transaction comes wrapped by SQLAlchemy (``OperationalError``, or
+another error wrapping one of asyncpg's connection errors). Either way the caller gets UNAVAILABLE,
+which clients retry with backoff. A ``DataError`` the validation let through is a bug: INTERNAL,
+logged once here with its SQLSTATE (never the statement's values).
 
 An integrity error is told apart by the constraint it broke (see :mod:`..integrity`): the
 constraint's name comes with the error on PostgreSQL; SQLite names only the columns of a unique
@@ -7,15 +14,33 @@ key ("UNIQUE constraint failed: users.email"), which the schema maps back to the
 
 from __future__ import annotations
 
+import logging
+
+import asyncpg
 from sqlalchemy import Index, PrimaryKeyConstraint, UniqueConstraint
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from workcoord.kit.errors import Code, Internal, WorkcoordError
 
 from .. import schema as t
 from ..integrity import violation
 
-__all__ = ["StorageUnavailable", "constraint_of", "translate"]
+__all__ = ["StorageUnavailable", "constraint_of", "storage_error", "translate"]
+
+_log = logging.getLogger(__name__)
+
+# Driver errors meaning the server cannot be reached or will not serve now (PostgreSQL's
+# classes 08 connection, 53 insufficient resources, 57 operator intervention), and OSError
+# (refused, reset, unreachable, timed out) from opening a connection.
+_UNREACHABLE: tuple[type[BaseException], ...] = (
+    OSError,
+    PoolTimeout,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InsufficientResourcesError,
+    asyncpg.OperatorInterventionError,
+    asyncpg.InterfaceError,
+)
 
 _SQLITE_UNIQUE = "UNIQUE constraint failed: "
 
@@ -28,12 +53,28 @@ class StorageUnavailable(WorkcoordError):
     default_message = "the database is unavailable; retry later"
 
 
+def storage_error(exc: BaseException) -> WorkcoordError | None:
+    """The workcoord error ``exc`` (raised by storage) stands for; None if it is not the
+    database's (let it through: a bug elsewhere, logged as such)."""
+    if isinstance(exc, DBAPIError):
+        return translate(exc)
+    if isinstance(exc, _UNREACHABLE):
+        return StorageUnavailable()
+    return None
+
+
 def translate(exc: DBAPIError) -> WorkcoordError:
     """The workcoord error a driver error stands for."""
     if isinstance(exc, IntegrityError):
         return violation(constraint_of(exc))
     if isinstance(exc, OperationalError) or exc.connection_invalidated:
         return StorageUnavailable()
+    driver_error = getattr(exc.orig, "driver_exception", None) or exc.orig
+    if isinstance(driver_error, _UNREACHABLE):
+        return StorageUnavailable()
+    sqlstate = getattr(driver_error, "sqlstate", None) or getattr(exc.orig, "sqlstate", "")
+    kind = "data error" if isinstance(exc, DataError) else "database error"
+    _log.error("storage %s (%s, SQLSTATE %s)", kind, type(driver_error).__name__, sqlstate)
     return Internal()
 
 

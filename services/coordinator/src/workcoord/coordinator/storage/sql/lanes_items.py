@@ -46,12 +46,6 @@ class LanesItemsSql(SqlTxBase):
         row = (await self.raw.execute(select(t.lanes).where(t.lanes.c.lane_id == lane_id))).first()
         return LANES.load(row) if row is not None else None
 
-    async def find_lane_by_request(self, coordinator_id: str, request_id: str) -> Lane | None:
-        c = t.lanes.c
-        return await self._get(
-            LANES, c.coordinator_id == coordinator_id, c.request_id == request_id
-        )
-
     async def list_lanes(
         self,
         coordinator_id: str,
@@ -180,6 +174,15 @@ class LanesItemsSql(SqlTxBase):
             select(t.items)
             .where(c.lane_id == lane_id, c.state == ItemState.WAITING.value)
             .order_by(c.seq),
+        )
+
+    async def queued_items(self, coordinator_id: str) -> list[Item]:
+        c = t.items.c
+        return await self._list(
+            ITEMS,
+            select(t.items)
+            .where(c.coordinator_id == coordinator_id, c.state == ItemState.QUEUED.value)
+            .order_by(c.seq, c.item_id),
         )
 
     async def insert_items(self, items: Sequence[Item]) -> None:

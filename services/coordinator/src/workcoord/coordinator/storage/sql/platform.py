@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.engine import Row
 
-from workcoord.coordinator.domain.ports import Leadership
+from workcoord.coordinator.domain.ports import Leadership, RequestRecord
 
 from .. import schema as t
 from ._base import SqlTxBase
@@ -18,6 +18,42 @@ _SETTINGS = t.platform_settings
 
 
 class PlatformSql(SqlTxBase):
+    async def installation_secret(self, name: str, candidate: str) -> str:
+        """The installation's secret called ``name``: ``candidate`` if none was kept yet (the
+        first replica to ask keeps its own; every other one reads that)."""
+        await self.conn.execute(
+            self._upsert(t.installation_secrets)
+            .values(name=name, secret=candidate, create_time=self.now)
+            .on_conflict_do_nothing()
+        )
+        row = await self._one(
+            select(t.installation_secrets.c.secret).where(t.installation_secrets.c.name == name)
+        )
+        assert row is not None
+        return str(row[0])
+
+    async def find_request(self, scope: str, request_id: str) -> RequestRecord | None:
+        c = t.request_ids.c
+        row = await self._one(
+            select(t.request_ids).where(c.scope == scope, c.request_id == request_id)
+        )
+        if row is None:
+            return None
+        return RequestRecord(
+            row.scope, row.request_id, row.fingerprint, row.resource_id, row.create_time
+        )
+
+    async def insert_request(self, record: RequestRecord) -> None:
+        await self.conn.execute(
+            t.request_ids.insert().values(
+                scope=record.scope,
+                request_id=record.request_id,
+                fingerprint=record.fingerprint,
+                resource_id=record.resource_id,
+                create_time=record.create_time,
+            )
+        )
+
     async def _ensure_settings(self) -> None:
         """The settings row exists from the first work coordinator or switch change on."""
         await self.conn.execute(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from workcoord.kit.clock import Clock
@@ -14,7 +13,7 @@ from workcoord.kit.errors import WorkcoordError
 from .accounts import AccountsSql
 from .attempts import AttemptsSql
 from .coordinators import CoordinatorsSql
-from .errors import translate
+from .errors import storage_error
 from .follow_ups import FollowUpsSql
 from .lanes_items import LanesItemsSql
 from .tenancy import TenancySql
@@ -66,8 +65,11 @@ class SqlStore:
                     yield SqlTx(conn, self.dialect, self.clock.now(), None)
         except WorkcoordError:
             raise
-        except DBAPIError as exc:
-            raise translate(exc) from exc
+        except Exception as exc:
+            error = storage_error(exc)
+            if error is None:
+                raise
+            raise error from exc
 
     @asynccontextmanager
     async def write(self, coordinator_id: str | None = None) -> AsyncIterator[SqlTx]:
@@ -84,5 +86,8 @@ class SqlStore:
                     await tx.flush()
         except WorkcoordError:
             raise
-        except DBAPIError as exc:
-            raise translate(exc) from exc
+        except Exception as exc:
+            error = storage_error(exc)
+            if error is None:
+                raise
+            raise error from exc

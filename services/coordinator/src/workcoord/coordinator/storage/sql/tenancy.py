@@ -67,14 +67,6 @@ class TenancySql(SqlTxBase):
     async def insert_grant(self, grant: GrantRecord) -> None:
         await self._insert(GRANTS, [grant])
 
-    async def find_grant_by_request(
-        self, coordinator_id: str, request_id: str
-    ) -> GrantRecord | None:
-        c = t.grants.c
-        return await self._get(
-            GRANTS, c.coordinator_id == coordinator_id, c.request_id == request_id
-        )
-
     async def revoke_grant(self, grant_id: str, when: datetime) -> None:
         await self._stamp_once(t.grants, "revoke_time", t.grants.c.grant_id == grant_id, when)
 
