@@ -1,8 +1,9 @@
 """Inputs the field rules used to let through (each once stored or acted on):
 
 an empty class name as a ``class_capacity`` key, a worktree path climbing out with ``..``,
-``javascript:``/``file:`` evidence and ticket links, a one-second ``escalate_after``, and a UTC
-offset of ``+25:00`` in a REST time (json_format shifts the time by it).
+``javascript:``/``file:`` evidence and ticket links, a one-second ``escalate_after``, a UTC
+offset of ``+25:00`` in a REST time (json_format shifts the time by it), and a retry interval of
+a nanosecond.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import pytest
 from google.protobuf import duration_pb2
 
-from workcoord.api.v1 import lane_pb2, work_coordinator_pb2, worker_pb2
+from workcoord.api.v1 import lane_pb2, policy_pb2, work_coordinator_pb2, worker_pb2
 from workcoord.kit import validation
 from workcoord.kit.errors import InvalidArgument
 from workcoord.kit.proto_json import parse_json_into
@@ -85,3 +86,15 @@ def test_offsets_within_a_day_pass(offset: str) -> None:
     grant = WC.CreateGrantRequest()
     parse_json_into({"grant": {"expireTime": f"2030-01-01T00:00:00{offset}"}}, grant)
     assert grant.grant.HasField("expire_time")
+
+
+@pytest.mark.parametrize("field", ["initial_interval", "maximum_interval"])
+def test_retry_intervals_have_a_floor_but_zero_still_inherits(field: str) -> None:
+    def with_interval(duration: duration_pb2.Duration) -> WC.CreateWorkCoordinatorRequest:
+        return _coordinator(retry_policy=policy_pb2.RetryPolicy(**{field: duration}))
+
+    path = f"work_coordinator.retry_policy.{field}"
+    assert _fields(with_interval(duration_pb2.Duration(nanos=1))) == [path]
+    assert _fields(with_interval(duration_pb2.Duration(nanos=9_999_999))) == [path]
+    assert _fields(with_interval(duration_pb2.Duration(nanos=10_000_000))) == []
+    assert _fields(with_interval(duration_pb2.Duration())) == []

@@ -20,6 +20,8 @@ Semantics, per field:
   segments.
 - ``max_items``: repeated and map fields. ``max_bytes``: the serialized size of a message,
   ``Struct`` or ``bytes`` field. ``not_in_future``: a ``Timestamp`` no later than ``now``.
+- ``min_nonzero_millis``: a ``Duration`` that is set must be at least that long (zero stays
+  "not set", so an inheriting field can still be left empty).
 
 Global defaults guard fields that state nothing: strings are capped at
 :data:`DEFAULT_MAX_STRING_LENGTH` characters, lists and maps at :data:`DEFAULT_MAX_ITEMS`
@@ -130,6 +132,7 @@ class _ValueCheck:
     absolute_path: bool = False
     not_in_future: bool = False
     not_credential: bool = False
+    min_nonzero_millis: int = 0
     max_bytes: int = 0
     enum_numbers: frozenset[int] = frozenset()
     enum_names: str = ""
@@ -273,6 +276,7 @@ def _compile_value(
         absolute_path=rules is not None and rules.absolute_path,
         not_in_future=rules is not None and rules.not_in_future,
         not_credential=rules is not None and rules.not_credential,
+        min_nonzero_millis=rules.min_nonzero_millis if rules is not None else 0,
         max_bytes=rules.max_bytes if rules is not None else 0,
         enum_numbers=enum_numbers,
         enum_names=enum_names,
@@ -497,7 +501,13 @@ def _check_duration(value: Any, check: _ValueCheck, path: str, out: list[FieldVi
     ):
         out.append(FieldViolation(path, _with_hint("must be a valid duration", check.hint)))
         return
-    _check_range(seconds + nanos / 1e9, check, path, out, unit="s")
+    total = seconds + nanos / 1e9
+    floor = check.min_nonzero_millis
+    if floor and total and abs(total) * 1000 < floor:
+        message = f"must be 0 (not set) or at least {floor}ms"
+        out.append(FieldViolation(path, _with_hint(message, check.hint)))
+        return
+    _check_range(total, check, path, out, unit="s")
 
 
 def _check_timestamp(

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import descriptor_pb2 as google_dot_protobuf_dot_descriptor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"workcoord/api/v1/field_rules.proto\x12\x10workcoord.api.v1\x1a google/protobuf/descriptor.proto\"\x80\x02\n\nFieldRules\x12\x10\n\x08required\x18\x01 \x01(\x08\x12\x0b\n\x03min\x18\x02 \x01(\x03\x12\x0b\n\x03max\x18\x03 \x01(\x03\x12\x0f\n\x07has_min\x18\x04 \x01(\x08\x12\x0f\n\x07has_max\x18\x05 \x01(\x08\x12\x12\n\nmax_length\x18\x06 \x01(\r\x12\x0f\n\x07pattern\x18\x07 \x01(\t\x12\x11\n\tmax_items\x18\x08 \x01(\r\x12\x11\n\tmax_bytes\x18\t \x01(\r\x12\x15\n\rabsolute_path\x18\n \x01(\x08\x12\x15\n\rnot_in_future\x18\x0b \x01(\x08\x12\x13\n\x0b\x64\x65scription\x18\x0c \x01(\t\x12\x16\n\x0enot_credential\x18\r \x01(\x08:L\n\x05rules\x12\x1d.google.protobuf.FieldOptions\x18\xb9\x8e\x03 \x01(\x0b\x32\x1c.workcoord.api.v1.FieldRulesb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"workcoord/api/v1/field_rules.proto\x12\x10workcoord.api.v1\x1a google/protobuf/descriptor.proto\"\x9c\x02\n\nFieldRules\x12\x10\n\x08required\x18\x01 \x01(\x08\x12\x0b\n\x03min\x18\x02 \x01(\x03\x12\x0b\n\x03max\x18\x03 \x01(\x03\x12\x0f\n\x07has_min\x18\x04 \x01(\x08\x12\x0f\n\x07has_max\x18\x05 \x01(\x08\x12\x12\n\nmax_length\x18\x06 \x01(\r\x12\x0f\n\x07pattern\x18\x07 \x01(\t\x12\x11\n\tmax_items\x18\x08 \x01(\r\x12\x11\n\tmax_bytes\x18\t \x01(\r\x12\x15\n\rabsolute_path\x18\n \x01(\x08\x12\x15\n\rnot_in_future\x18\x0b \x01(\x08\x12\x13\n\x0b\x64\x65scription\x18\x0c \x01(\t\x12\x16\n\x0enot_credential\x18\r \x01(\x08\x12\x1a\n\x12min_nonzero_millis\x18\x0e \x01(\r:L\n\x05rules\x12\x1d.google.protobuf.FieldOptions\x18\xb9\x8e\x03 \x01(\x0b\x32\x1c.workcoord.api.v1.FieldRulesb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,5 +33,5 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'workcoord.api.v1.field_rule
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_FIELDRULES']._serialized_start=91
-  _globals['_FIELDRULES']._serialized_end=347
+  _globals['_FIELDRULES']._serialized_end=375
 # @@protoc_insertion_point(module_scope)

@@ -8,7 +8,7 @@ RULES_FIELD_NUMBER: _ClassVar[int]
 rules: _descriptor.FieldDescriptor
 
 class FieldRules(_message.Message):
-    __slots__ = ("required", "min", "max", "has_min", "has_max", "max_length", "pattern", "max_items", "max_bytes", "absolute_path", "not_in_future", "description", "not_credential")
+    __slots__ = ("required", "min", "max", "has_min", "has_max", "max_length", "pattern", "max_items", "max_bytes", "absolute_path", "not_in_future", "description", "not_credential", "min_nonzero_millis")
     REQUIRED_FIELD_NUMBER: _ClassVar[int]
     MIN_FIELD_NUMBER: _ClassVar[int]
     MAX_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +22,7 @@ class FieldRules(_message.Message):
     NOT_IN_FUTURE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     NOT_CREDENTIAL_FIELD_NUMBER: _ClassVar[int]
+    MIN_NONZERO_MILLIS_FIELD_NUMBER: _ClassVar[int]
     required: bool
     min: int
     max: int
@@ -35,4 +36,5 @@ class FieldRules(_message.Message):
     not_in_future: bool
     description: str
     not_credential: bool
-    def __init__(self, required: _Optional[bool] = ..., min: _Optional[int] = ..., max: _Optional[int] = ..., has_min: _Optional[bool] = ..., has_max: _Optional[bool] = ..., max_length: _Optional[int] = ..., pattern: _Optional[str] = ..., max_items: _Optional[int] = ..., max_bytes: _Optional[int] = ..., absolute_path: _Optional[bool] = ..., not_in_future: _Optional[bool] = ..., description: _Optional[str] = ..., not_credential: _Optional[bool] = ...) -> None: ...
+    min_nonzero_millis: int
+    def __init__(self, required: _Optional[bool] = ..., min: _Optional[int] = ..., max: _Optional[int] = ..., has_min: _Optional[bool] = ..., has_max: _Optional[bool] = ..., max_length: _Optional[int] = ..., pattern: _Optional[str] = ..., max_items: _Optional[int] = ..., max_bytes: _Optional[int] = ..., absolute_path: _Optional[bool] = ..., not_in_future: _Optional[bool] = ..., description: _Optional[str] = ..., not_credential: _Optional[bool] = ..., min_nonzero_millis: _Optional[int] = ...) -> None: ...

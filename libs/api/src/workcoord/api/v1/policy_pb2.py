@@ -26,7 +26,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from workcoord.api.v1 import field_rules_pb2 as workcoord_dot_api_dot_v1_dot_field__rules__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dworkcoord/api/v1/policy.proto\x12\x10workcoord.api.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\"workcoord/api/v1/field_rules.proto\"\xe2\x01\n\x0bRetryPolicy\x12\x41\n\x10initial_interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationB\x0c\xca\xf3\x18\x08\x18\x80\xa3\x05 \x01(\x01\x12\'\n\x13\x62\x61\x63koff_coefficient\x18\x02 \x01(\x01\x42\n\xca\xf3\x18\x06\x18\n \x01(\x01\x12\x41\n\x10maximum_interval\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationB\x0c\xca\xf3\x18\x08\x18\x80\xa3\x05 \x01(\x01\x12$\n\x10maximum_attempts\x18\x04 \x01(\x05\x42\n\xca\xf3\x18\x06\x18\n \x01(\x01\"\xfb\x01\n\x0cReviewPolicy\x12#\n\x0fmax_fail_rounds\x18\x01 \x01(\x05\x42\n\xca\xf3\x18\x06\x18\n \x01(\x01\x12\x36\n\x07on_pass\x18\x02 \x01(\x0e\x32%.workcoord.api.v1.ReviewPolicy.OnPass\x12#\n\x16ship_requires_approval\x18\x03 \x01(\x08H\x00\x88\x01\x01\"N\n\x06OnPass\x12\x17\n\x13ON_PASS_UNSPECIFIED\x10\x00\x12\x08\n\x04SHIP\x10\x01\x12\x17\n\x13INTEGRATE_THEN_SHIP\x10\x02\x12\x08\n\x04NONE\x10\x03\x42\x19\n\x17_ship_requires_approval\"L\n\x0c\x41\x63tionPolicy\x12<\n\x16\x61llowed_action_classes\x18\x01 \x03(\tB\x1c\xca\xf3\x18\x18:\x14[a-z][a-z0-9_]{0,63}@@\"\xb6\x02\n\tPlacement\x12p\n\x0erequire_labels\x18\x01 \x03(\x0b\x32..workcoord.api.v1.Placement.RequireLabelsEntryB(\xca\xf3\x18$: [a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}@ \x12>\n\tworker_id\x18\x02 \x01(\tB+\xca\xf3\x18\'0\x80\x01:\"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\x12\x41\n\texclusive\x18\x03 \x03(\tB.\xca\xf3\x18*0\x80\x01:#[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}@\x10\x1a\x34\n\x12RequireLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dworkcoord/api/v1/policy.proto\x12\x10workcoord.api.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\"workcoord/api/v1/field_rules.proto\"\xe6\x01\n\x0bRetryPolicy\x12\x43\n\x10initial_interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.DurationB\x0e\xca\xf3\x18\n\x18\x80\xa3\x05 \x01(\x01p\n\x12\'\n\x13\x62\x61\x63koff_coefficient\x18\x02 \x01(\x01\x42\n\xca\xf3\x18\x06\x18\n \x01(\x01\x12\x43\n\x10maximum_interval\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationB\x0e\xca\xf3\x18\n\x18\x80\xa3\x05 \x01(\x01p\n\x12$\n\x10maximum_attempts\x18\x04 \x01(\x05\x42\n\xca\xf3\x18\x06\x18\n \x01(\x01\"\xfb\x01\n\x0cReviewPolicy\x12#\n\x0fmax_fail_rounds\x18\x01 \x01(\x05\x42\n\xca\xf3\x18\x06\x18\n \x01(\x01\x12\x36\n\x07on_pass\x18\x02 \x01(\x0e\x32%.workcoord.api.v1.ReviewPolicy.OnPass\x12#\n\x16ship_requires_approval\x18\x03 \x01(\x08H\x00\x88\x01\x01\"N\n\x06OnPass\x12\x17\n\x13ON_PASS_UNSPECIFIED\x10\x00\x12\x08\n\x04SHIP\x10\x01\x12\x17\n\x13INTEGRATE_THEN_SHIP\x10\x02\x12\x08\n\x04NONE\x10\x03\x42\x19\n\x17_ship_requires_approval\"L\n\x0c\x41\x63tionPolicy\x12<\n\x16\x61llowed_action_classes\x18\x01 \x03(\tB\x1c\xca\xf3\x18\x18:\x14[a-z][a-z0-9_]{0,63}@@\"\xb6\x02\n\tPlacement\x12p\n\x0erequire_labels\x18\x01 \x03(\x0b\x32..workcoord.api.v1.Placement.RequireLabelsEntryB(\xca\xf3\x18$: [a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}@ \x12>\n\tworker_id\x18\x02 \x01(\tB+\xca\xf3\x18\'0\x80\x01:\"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\x12\x41\n\texclusive\x18\x03 \x03(\tB.\xca\xf3\x18*0\x80\x01:#[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}@\x10\x1a\x34\n\x12RequireLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,11 +34,11 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'workcoord.api.v1.policy_pb2
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RETRYPOLICY'].fields_by_name['initial_interval']._loaded_options = None
-  _globals['_RETRYPOLICY'].fields_by_name['initial_interval']._serialized_options = b'\312\363\030\010\030\200\243\005 \001(\001'
+  _globals['_RETRYPOLICY'].fields_by_name['initial_interval']._serialized_options = b'\312\363\030\n\030\200\243\005 \001(\001p\n'
   _globals['_RETRYPOLICY'].fields_by_name['backoff_coefficient']._loaded_options = None
   _globals['_RETRYPOLICY'].fields_by_name['backoff_coefficient']._serialized_options = b'\312\363\030\006\030\n \001(\001'
   _globals['_RETRYPOLICY'].fields_by_name['maximum_interval']._loaded_options = None
-  _globals['_RETRYPOLICY'].fields_by_name['maximum_interval']._serialized_options = b'\312\363\030\010\030\200\243\005 \001(\001'
+  _globals['_RETRYPOLICY'].fields_by_name['maximum_interval']._serialized_options = b'\312\363\030\n\030\200\243\005 \001(\001p\n'
   _globals['_RETRYPOLICY'].fields_by_name['maximum_attempts']._loaded_options = None
   _globals['_RETRYPOLICY'].fields_by_name['maximum_attempts']._serialized_options = b'\312\363\030\006\030\n \001(\001'
   _globals['_REVIEWPOLICY'].fields_by_name['max_fail_rounds']._loaded_options = None
@@ -54,15 +54,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PLACEMENT'].fields_by_name['exclusive']._loaded_options = None
   _globals['_PLACEMENT'].fields_by_name['exclusive']._serialized_options = b'\312\363\030*0\200\001:#[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}@\020'
   _globals['_RETRYPOLICY']._serialized_start=120
-  _globals['_RETRYPOLICY']._serialized_end=346
-  _globals['_REVIEWPOLICY']._serialized_start=349
-  _globals['_REVIEWPOLICY']._serialized_end=600
-  _globals['_REVIEWPOLICY_ONPASS']._serialized_start=495
-  _globals['_REVIEWPOLICY_ONPASS']._serialized_end=573
-  _globals['_ACTIONPOLICY']._serialized_start=602
-  _globals['_ACTIONPOLICY']._serialized_end=678
-  _globals['_PLACEMENT']._serialized_start=681
-  _globals['_PLACEMENT']._serialized_end=991
-  _globals['_PLACEMENT_REQUIRELABELSENTRY']._serialized_start=939
-  _globals['_PLACEMENT_REQUIRELABELSENTRY']._serialized_end=991
+  _globals['_RETRYPOLICY']._serialized_end=350
+  _globals['_REVIEWPOLICY']._serialized_start=353
+  _globals['_REVIEWPOLICY']._serialized_end=604
+  _globals['_REVIEWPOLICY_ONPASS']._serialized_start=499
+  _globals['_REVIEWPOLICY_ONPASS']._serialized_end=577
+  _globals['_ACTIONPOLICY']._serialized_start=606
+  _globals['_ACTIONPOLICY']._serialized_end=682
+  _globals['_PLACEMENT']._serialized_start=685
+  _globals['_PLACEMENT']._serialized_end=995
+  _globals['_PLACEMENT_REQUIRELABELSENTRY']._serialized_start=943
+  _globals['_PLACEMENT_REQUIRELABELSENTRY']._serialized_end=995
 # @@protoc_insertion_point(module_scope)
