@@ -37,9 +37,11 @@ __all__ = [
     "load_message",
     "paging",
     "parse_bool",
+    "parse_positive_seconds",
     "parse_timestamp",
     "print_error",
     "print_message",
+    "require_given",
     "run_call",
     "run_client_command",
 ]
@@ -134,6 +136,25 @@ def parse_timestamp(text: str) -> timestamp_pb2.Timestamp:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {text!r}") from None
     return stamp
+
+
+def require_given(message: str, given: Iterable[tuple[str, object]]) -> None:
+    """Refuse with a usage error when a value of ``given`` (name, value) is empty: ``message``
+    followed by those names."""
+    missing = [name for name, value in given if not value]
+    if missing:
+        raise CliError(message + ", ".join(missing), EXIT_USAGE)
+
+
+def parse_positive_seconds(text: str) -> float:
+    """A number of seconds above zero for argparse ``type=``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
 
 
 def client_from_args(args: argparse.Namespace) -> WorkcoordClient:

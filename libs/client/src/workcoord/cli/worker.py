@@ -21,6 +21,7 @@ from workcoord.cli.common import (
     add_connection_flags,
     add_coordinator_flag,
     load_message,
+    require_given,
     run_call,
 )
 from workcoord.cli.supervisor import register_run
@@ -155,18 +156,15 @@ def _lease_handle(args: argparse.Namespace) -> LeaseHandle:
 def _run_identity(args: argparse.Namespace) -> lane_pb2.RunIdentity:
     if args.identity_file:
         return load_message(args.identity_file, lane_pb2.RunIdentity())
-    missing = [
-        flag
-        for flag, value in (
+    require_given(
+        "run identity incomplete; missing ",
+        (
             ("--agent-id / WORKCOORD_AGENT_ID", args.agent_id),
             ("--engine / WORKCOORD_AGENT_ENGINE", args.engine),
             ("--account / WORKCOORD_AGENT_ACCOUNT", args.account),
             ("--branch", args.branch),
-        )
-        if not value
-    ]
-    if missing:
-        raise CliError("run identity incomplete; missing " + ", ".join(missing), EXIT_USAGE)
+        ),
+    )
     # This command is short-lived: by default the identity is its caller's (the script).
     pid = args.pid or os.getppid()
     return run_identity_here(
