@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypedDict, TypeVar
 
 from google.protobuf import json_format, timestamp_pb2
+from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 from google.protobuf.message import Message
 
 from workcoord.cli import output as output_module
@@ -28,12 +29,15 @@ __all__ = [
     "CliError",
     "Handler",
     "Paging",
+    "SubCommands",
     "add_client_flags",
+    "add_command_group",
     "add_connection_flags",
     "add_coordinator_flag",
     "add_paging_flags",
     "add_repeated_choice",
     "client_from_args",
+    "enum_names",
     "load_message",
     "paging",
     "parse_bool",
@@ -99,6 +103,23 @@ def add_client_flags(
         if coordinator:
             add_coordinator_flag(parser)
         add_connection_flags(parser)
+
+
+SubCommands = argparse._SubParsersAction
+
+
+def add_command_group(
+    commands: SubCommands[argparse.ArgumentParser], dest: str, name: str, **options: Any
+) -> SubCommands[argparse.ArgumentParser]:
+    """Command ``name`` (``options`` as for ``add_parser``), which takes one of its own
+    sub-commands; the one given is in ``dest``."""
+    parser = commands.add_parser(name, **options)
+    return parser.add_subparsers(dest=dest, metavar="COMMAND", required=True)
+
+
+def enum_names(enum: EnumTypeWrapper) -> list[str]:
+    """The names of a protobuf enum's values but the unspecified (zero) one, as ``choices``."""
+    return [value.name for value in enum.DESCRIPTOR.values if value.number]
 
 
 class Paging(TypedDict):

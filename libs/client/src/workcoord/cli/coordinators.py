@@ -13,7 +13,9 @@ from workcoord.cli.common import (
     EXIT_USAGE,
     CliError,
     add_client_flags,
+    add_command_group,
     add_paging_flags,
+    enum_names,
     load_message,
     paging,
     parse_bool,
@@ -25,9 +27,7 @@ __all__ = ["register"]
 
 WorkCoordinator = work_coordinator_pb2.WorkCoordinator
 _SCOPES = {"ORG": WorkCoordinator.ORG, "GLOBAL": WorkCoordinator.GLOBAL}
-_ACTION_STATES = [
-    v.name for v in work_coordinator_pb2.PendingAction.State.DESCRIPTOR.values if v.number
-]
+_ACTION_STATES = enum_names(work_coordinator_pb2.PendingAction.State)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,8 +38,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     digest.add_argument("day", nargs="?", default=None, metavar="DAY", help="YYYY-MM-DD (UTC)")
     digest.set_defaults(handler=_digest)
 
-    actions = commands.add_parser("pending-actions", help="owned follow-ups (ticket closures)")
-    sub = actions.add_subparsers(dest="actions_command", metavar="COMMAND", required=True)
+    sub = add_command_group(
+        commands, "actions_command", "pending-actions", help="owned follow-ups (ticket closures)"
+    )
     list_ = sub.add_parser("list", help="list pending actions")
     list_.add_argument("--state", choices=_ACTION_STATES, default=None)
     add_paging_flags(list_)
@@ -55,8 +56,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _register_coordinators(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    coordinators = commands.add_parser("coordinators", help="work coordinators (the queues)")
-    sub = coordinators.add_subparsers(dest="coordinators_command", metavar="COMMAND", required=True)
+    sub = add_command_group(
+        commands, "coordinators_command", "coordinators", help="work coordinators (the queues)"
+    )
 
     create = sub.add_parser("create", help="create a work coordinator")
     create.add_argument(

@@ -18,6 +18,7 @@ from workcoord.api.v1 import lane_pb2, worker_pb2
 from workcoord.cli.common import (
     EXIT_USAGE,
     CliError,
+    add_command_group,
     add_connection_flags,
     add_coordinator_flag,
     load_message,
@@ -32,8 +33,7 @@ __all__ = ["register"]
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``worker lease|start|heartbeat|complete|fail|checkpoint|release|run``."""
-    worker = commands.add_parser("worker", help="scripted worker calls")
-    sub = worker.add_subparsers(dest="worker_command", metavar="COMMAND", required=True)
+    sub = add_command_group(commands, "worker_command", "worker", help="scripted worker calls")
 
     lease = sub.add_parser("lease", help="lease ready work (prints the leases, with tokens)")
     lease.add_argument("--class", dest="worker_class", required=True, metavar="CLASS")
