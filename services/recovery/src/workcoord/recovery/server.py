@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sys
 from collections.abc import Sequence
 
 import grpc.aio
@@ -30,11 +29,9 @@ from workcoord.kit.grpc_server import (
     set_serving,
     start_server,
 )
-from workcoord.kit.logging import configure_logging
-from workcoord.kit.metrics import start_metrics_server
 from workcoord.kit.rpc_observer import RpcObserver
-from workcoord.kit.settings import RecoverySettings, SettingsError, load
-from workcoord.kit.startup import StartupError
+from workcoord.kit.service_main import serve_main
+from workcoord.kit.settings import RecoverySettings, SettingsError
 from workcoord.kit.status import ErrorInterceptor
 from workcoord.kit.telemetry import configure_tracing
 from workcoord.recovery.recoverer import Recoverer, SleepFunction
@@ -158,16 +155,4 @@ async def serve(settings: RecoverySettings, *, stop: asyncio.Event | None = None
 def main(argv: Sequence[str] | None = None) -> int:
     """``workcoord serve recovery``: settings from the environment; exit 2 if they are bad."""
     del argv  # configuration comes from the environment only
-    try:
-        settings = load(RecoverySettings, required=["service_key"])
-    except SettingsError as exc:
-        print(f"workcoord serve recovery: {exc}", file=sys.stderr)
-        return 2
-    configure_logging(settings.log_level, json=settings.log_json)
-    try:
-        start_metrics_server(settings.metrics_port, what="recovery metrics")
-        asyncio.run(serve(settings))
-    except StartupError as exc:
-        print(f"workcoord serve recovery: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return serve_main("recovery", RecoverySettings, ["service_key"], serve)
