@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import grpc.aio
 
@@ -44,24 +45,17 @@ _log = logging.getLogger(__name__)
 RECOVERY_SERVICE_NAME = recovery_pb2.DESCRIPTOR.services_by_name["RecoveryService"].full_name
 
 
+@dataclass(kw_only=True, eq=False)
 class RunningRecovery:
     """A started recovery service: ``address`` is the bound ``host:port``; ``stop()`` ends it."""
 
-    def __init__(
-        self,
-        *,
-        address: str,
-        server: grpc.aio.Server,
-        channel: grpc.aio.Channel,
-        recoverer: Recoverer,
-        loop_task: asyncio.Task[None],
-    ) -> None:
-        self.address = address
-        self.server = server
-        self.recoverer = recoverer
-        self._channel = channel
-        self._loop_task = loop_task
-        self._stopped = False
+    address: str
+    server: grpc.aio.Server
+    channel: grpc.aio.Channel
+    """To the coordinator; closed once the loop has stopped."""
+    recoverer: Recoverer
+    loop_task: asyncio.Task[None]
+    _stopped: bool = field(default=False, init=False)
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stop serving (in-flight calls get ``grace`` seconds), then the loop; idempotent."""
@@ -79,11 +73,11 @@ class RunningRecovery:
         if self._stopped:
             return
         self._stopped = True
-        self._loop_task.cancel()
+        self.loop_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await self._loop_task
+            await self.loop_task
         await self.recoverer.release_leadership()
-        await self._channel.close()
+        await self.channel.close()
 
 
 async def start_recovery(
