@@ -87,6 +87,26 @@ async def test_pages_carry_a_strict_policy_and_are_never_cached(
     assert policy["frame-ancestors"] == "'none'"
 
 
+@pytest.mark.parametrize(
+    ("path", "who", "title", "script"),
+    [
+        ("/sign-in", "", "Sign in · workcoord", None),
+        ("/o/acme/work-coordinator", "member-of:acme", "Work coordinators · workcoord", "org.js"),
+        ("/admin/work-coordinator", "platform-admin", "Platform admin · workcoord", "admin.js"),
+    ],
+)
+async def test_every_page_is_one_whole_document_with_its_title_and_module(
+    client: httpx.AsyncClient, path: str, who: str, title: str, script: str | None
+) -> None:
+    text = (await client.get(path, headers=session(who) if who else {})).text
+    assert text.startswith("<!doctype html>") and text.rstrip().endswith("</html>")
+    assert f"<title>{title}</title>" in text
+    assert text.count("<body>") == 1 and "<!--{" not in text
+    modules = re.findall(r'<script type="module" src="/ui/([^"]+)"></script>', text)
+    assert modules == ([script] if script else [])
+    assert all(STATIC.joinpath(name).is_file() for name in modules)
+
+
 async def test_assets_are_served_with_etags_and_only_known_files(
     client: httpx.AsyncClient,
 ) -> None:

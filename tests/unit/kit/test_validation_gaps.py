@@ -91,7 +91,9 @@ def test_offsets_within_a_day_pass(offset: str) -> None:
 @pytest.mark.parametrize("field", ["initial_interval", "maximum_interval"])
 def test_retry_intervals_have_a_floor_but_zero_still_inherits(field: str) -> None:
     def with_interval(duration: duration_pb2.Duration) -> WC.CreateWorkCoordinatorRequest:
-        return _coordinator(retry_policy=policy_pb2.RetryPolicy(**{field: duration}))
+        policy = policy_pb2.RetryPolicy()
+        getattr(policy, field).CopyFrom(duration)
+        return _coordinator(retry_policy=policy)
 
     path = f"work_coordinator.retry_policy.{field}"
     assert _fields(with_interval(duration_pb2.Duration(nanos=1))) == [path]

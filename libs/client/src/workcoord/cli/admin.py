@@ -11,8 +11,10 @@ from workcoord.api.v1 import admin_pb2
 from workcoord.cli.admin_tenancy import register_tenancy
 from workcoord.cli.common import (
     add_client_flags,
+    add_command_group,
     add_paging_flags,
     add_repeated_choice,
+    enum_names,
     paging,
     parse_bool,
     parse_timestamp,
@@ -21,7 +23,7 @@ from workcoord.cli.common import (
 
 __all__ = ["register"]
 
-_CAPABILITIES = [v.name for v in admin_pb2.WorkKey.Capability.DESCRIPTOR.values if v.number]
+_CAPABILITIES = enum_names(admin_pb2.WorkKey.Capability)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,9 +31,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     admin = commands.add_parser("admin", help="administer orgs, work keys and settings")
     groups = admin.add_subparsers(dest="admin_group", metavar="GROUP", required=True)
 
-    orgs = groups.add_parser("orgs", help="organizations").add_subparsers(
-        dest="admin_command", metavar="COMMAND", required=True
-    )
+    orgs = add_command_group(groups, "admin_command", "orgs", help="organizations")
     create = orgs.add_parser("create", help="create an org")
     create.add_argument("--slug", required=True, help="lowercase letters, digits, dashes")
     create.add_argument("--display-name", default="")
@@ -40,9 +40,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_paging_flags(list_orgs)
     list_orgs.set_defaults(handler=_orgs_list)
 
-    keys = groups.add_parser("keys", help="work keys").add_subparsers(
-        dest="admin_command", metavar="COMMAND", required=True
-    )
+    keys = add_command_group(groups, "admin_command", "keys", help="work keys")
     create_key = keys.add_parser("create", help="create a work key (its secret is shown once)")
     create_key.add_argument("--display-name", required=True)
     create_key.add_argument("--org", dest="org_slug", default="", help="org slug")
@@ -67,9 +65,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     revoke.add_argument("key_id", metavar="KEY_ID")
     revoke.set_defaults(handler=_keys_revoke)
 
-    settings = groups.add_parser("settings", help="platform settings").add_subparsers(
-        dest="admin_command", metavar="COMMAND", required=True
-    )
+    settings = add_command_group(groups, "admin_command", "settings", help="platform settings")
     get = settings.add_parser("get", help="show the platform settings")
     get.set_defaults(handler=_settings_get)
     set_ = settings.add_parser("set", help="change the platform settings")

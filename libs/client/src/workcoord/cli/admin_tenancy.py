@@ -9,8 +9,10 @@ import argparse
 from workcoord.api.v1 import admin_pb2, work_coordinator_pb2
 from workcoord.cli.common import (
     add_client_flags,
+    add_command_group,
     add_paging_flags,
     add_repeated_choice,
+    enum_names,
     paging,
     parse_timestamp,
     run_call,
@@ -18,8 +20,8 @@ from workcoord.cli.common import (
 
 __all__ = ["register_tenancy"]
 
-_ROLES = [v.name for v in admin_pb2.OrgMember.Role.DESCRIPTOR.values if v.number]
-_PERMISSIONS = [v.name for v in work_coordinator_pb2.Grant.Permission.DESCRIPTOR.values if v.number]
+_ROLES = enum_names(admin_pb2.OrgMember.Role)
+_PERMISSIONS = enum_names(work_coordinator_pb2.Grant.Permission)
 
 
 def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,9 +29,7 @@ def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]
     parsers: list[argparse.ArgumentParser] = []
 
     def group(name: str, text: str) -> argparse._SubParsersAction[argparse.ArgumentParser]:
-        return groups.add_parser(name, help=text).add_subparsers(
-            dest="admin_command", metavar="COMMAND", required=True
-        )
+        return add_command_group(groups, "admin_command", name, help=text)
 
     def command(
         commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, text: str

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypedDict, TypeVar
 
 from google.protobuf import json_format, timestamp_pb2
+from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 from google.protobuf.message import Message
 
 from workcoord.cli import output as output_module
@@ -28,18 +29,23 @@ __all__ = [
     "CliError",
     "Handler",
     "Paging",
+    "SubCommands",
     "add_client_flags",
+    "add_command_group",
     "add_connection_flags",
     "add_coordinator_flag",
     "add_paging_flags",
     "add_repeated_choice",
     "client_from_args",
+    "enum_names",
     "load_message",
     "paging",
     "parse_bool",
+    "parse_positive_seconds",
     "parse_timestamp",
     "print_error",
     "print_message",
+    "require_given",
     "run_call",
     "run_client_command",
 ]
@@ -99,6 +105,23 @@ def add_client_flags(
         add_connection_flags(parser)
 
 
+SubCommands = argparse._SubParsersAction
+
+
+def add_command_group(
+    commands: SubCommands[argparse.ArgumentParser], dest: str, name: str, **options: Any
+) -> SubCommands[argparse.ArgumentParser]:
+    """Command ``name`` (``options`` as for ``add_parser``), which takes one of its own
+    sub-commands; the one given is in ``dest``."""
+    parser = commands.add_parser(name, **options)
+    return parser.add_subparsers(dest=dest, metavar="COMMAND", required=True)
+
+
+def enum_names(enum: EnumTypeWrapper) -> list[str]:
+    """The names of a protobuf enum's values but the unspecified (zero) one, as ``choices``."""
+    return [value.name for value in enum.DESCRIPTOR.values if value.number]
+
+
 class Paging(TypedDict):
     """The paging fields every ``List…`` request shares, as keyword arguments."""
 
@@ -134,6 +157,25 @@ def parse_timestamp(text: str) -> timestamp_pb2.Timestamp:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {text!r}") from None
     return stamp
+
+
+def require_given(message: str, given: Iterable[tuple[str, object]]) -> None:
+    """Refuse with a usage error when a value of ``given`` (name, value) is empty: ``message``
+    followed by those names."""
+    missing = [name for name, value in given if not value]
+    if missing:
+        raise CliError(message + ", ".join(missing), EXIT_USAGE)
+
+
+def parse_positive_seconds(text: str) -> float:
+    """A number of seconds above zero for argparse ``type=``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
 
 
 def client_from_args(args: argparse.Namespace) -> WorkcoordClient:

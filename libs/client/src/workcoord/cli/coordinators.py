@@ -7,28 +7,27 @@ import argparse
 from datetime import UTC, datetime
 
 from google.protobuf import field_mask_pb2
-from google.protobuf.message import Message
 
 from workcoord.api.v1 import work_coordinator_pb2
 from workcoord.cli.common import (
     EXIT_USAGE,
     CliError,
-    add_connection_flags,
-    add_coordinator_flag,
+    add_client_flags,
+    add_command_group,
+    add_paging_flags,
+    enum_names,
     load_message,
+    paging,
     parse_bool,
-    run_client_command,
+    run_call,
 )
 from workcoord.cli.output import add_output_flag
-from workcoord.client.client import WorkcoordClient
 
 __all__ = ["register"]
 
 WorkCoordinator = work_coordinator_pb2.WorkCoordinator
 _SCOPES = {"ORG": WorkCoordinator.ORG, "GLOBAL": WorkCoordinator.GLOBAL}
-_ACTION_STATES = [
-    v.name for v in work_coordinator_pb2.PendingAction.State.DESCRIPTOR.values if v.number
-]
+_ACTION_STATES = enum_names(work_coordinator_pb2.PendingAction.State)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,11 +38,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     digest.add_argument("day", nargs="?", default=None, metavar="DAY", help="YYYY-MM-DD (UTC)")
     digest.set_defaults(handler=_digest)
 
-    actions = commands.add_parser("pending-actions", help="owned follow-ups (ticket closures)")
-    sub = actions.add_subparsers(dest="actions_command", metavar="COMMAND", required=True)
+    sub = add_command_group(
+        commands, "actions_command", "pending-actions", help="owned follow-ups (ticket closures)"
+    )
     list_ = sub.add_parser("list", help="list pending actions")
     list_.add_argument("--state", choices=_ACTION_STATES, default=None)
-    _add_paging(list_)
+    add_paging_flags(list_)
     list_.set_defaults(handler=_actions_list)
     resolve = sub.add_parser("resolve", help="resolve a pending action by hand")
     resolve.add_argument("action_id", metavar="ACTION_ID")
@@ -52,13 +52,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     for parser in (digest, list_, resolve):
         add_output_flag(parser)
-        add_coordinator_flag(parser)
-        add_connection_flags(parser)
+    add_client_flags((digest, list_, resolve), coordinator=True)
 
 
 def _register_coordinators(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    coordinators = commands.add_parser("coordinators", help="work coordinators (the queues)")
-    sub = coordinators.add_subparsers(dest="coordinators_command", metavar="COMMAND", required=True)
+    sub = add_command_group(
+        commands, "coordinators_command", "coordinators", help="work coordinators (the queues)"
+    )
 
     create = sub.add_parser("create", help="create a work coordinator")
     create.add_argument(
@@ -72,7 +72,7 @@ def _register_coordinators(commands: argparse._SubParsersAction[argparse.Argumen
 
     list_ = sub.add_parser("list", help="list the work coordinators you may read")
     list_.add_argument("--org", dest="org_slug", default="", help="only this org's")
-    _add_paging(list_)
+    add_paging_flags(list_)
     list_.set_defaults(handler=_list)
 
     get = sub.add_parser("get", help="show a work coordinator")
@@ -88,7 +88,7 @@ def _register_coordinators(commands: argparse._SubParsersAction[argparse.Argumen
 
     for parser in (create, list_, get, update):
         add_output_flag(parser)
-        add_connection_flags(parser)
+    add_client_flags((create, list_, get, update))
 
 
 def _add_settable(parser: argparse.ArgumentParser) -> None:
@@ -102,11 +102,6 @@ def _add_settable(parser: argparse.ArgumentParser) -> None:
         help="a worker class's capacity (repeat for several; on update it replaces the map)",
     )
     parser.add_argument("--parent", dest="parent_id", default=None, help="parent (GLOBAL) id")
-
-
-def _add_paging(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--page-size", type=int, default=0)
-    parser.add_argument("--page-token", default="")
 
 
 def _capacity(pairs: list[str]) -> dict[str, int]:
@@ -153,34 +148,22 @@ def _create(args: argparse.Namespace) -> int:
     if args.org_slug is not None:
         coordinator.org_slug = args.org_slug
 
-    async def body(client: WorkcoordClient) -> Message:
-        return await client.coordinators.CreateWorkCoordinator(
-            work_coordinator_pb2.CreateWorkCoordinatorRequest(
-                work_coordinator=coordinator, request_id=args.request_id
-            )
-        )
-
-    return run_client_command(args, body)
+    request = work_coordinator_pb2.CreateWorkCoordinatorRequest(
+        work_coordinator=coordinator, request_id=args.request_id
+    )
+    return run_call(args, lambda client: client.coordinators.CreateWorkCoordinator(request))
 
 
 def _list(args: argparse.Namespace) -> int:
-    async def body(client: WorkcoordClient) -> Message:
-        return await client.coordinators.ListWorkCoordinators(
-            work_coordinator_pb2.ListWorkCoordinatorsRequest(
-                org_slug=args.org_slug, page_size=args.page_size, page_token=args.page_token
-            )
-        )
-
-    return run_client_command(args, body)
+    request = work_coordinator_pb2.ListWorkCoordinatorsRequest(
+        org_slug=args.org_slug, **paging(args)
+    )
+    return run_call(args, lambda client: client.coordinators.ListWorkCoordinators(request))
 
 
 def _get(args: argparse.Namespace) -> int:
-    async def body(client: WorkcoordClient) -> Message:
-        return await client.coordinators.GetWorkCoordinator(
-            work_coordinator_pb2.GetWorkCoordinatorRequest(coordinator_id=args.coordinator_id)
-        )
-
-    return run_client_command(args, body)
+    request = work_coordinator_pb2.GetWorkCoordinatorRequest(coordinator_id=args.coordinator_id)
+    return run_call(args, lambda client: client.coordinators.GetWorkCoordinator(request))
 
 
 def _update(args: argparse.Namespace) -> int:
@@ -189,51 +172,30 @@ def _update(args: argparse.Namespace) -> int:
     if not changed:
         raise CliError("nothing to change: give at least one field flag", EXIT_USAGE)
 
-    async def body(client: WorkcoordClient) -> Message:
-        return await client.coordinators.UpdateWorkCoordinator(
-            work_coordinator_pb2.UpdateWorkCoordinatorRequest(
-                coordinator_id=args.coordinator_id,
-                work_coordinator=coordinator,
-                update_mask=field_mask_pb2.FieldMask(paths=changed),
-            )
-        )
-
-    return run_client_command(args, body)
+    request = work_coordinator_pb2.UpdateWorkCoordinatorRequest(
+        coordinator_id=args.coordinator_id,
+        work_coordinator=coordinator,
+        update_mask=field_mask_pb2.FieldMask(paths=changed),
+    )
+    return run_call(args, lambda client: client.coordinators.UpdateWorkCoordinator(request))
 
 
 def _digest(args: argparse.Namespace) -> int:
     day = args.day or datetime.now(UTC).strftime("%Y-%m-%d")
 
-    async def body(client: WorkcoordClient) -> Message:
-        return await client.coordinators.GetDigest(
-            work_coordinator_pb2.GetDigestRequest(coordinator_id=args.coordinator_id, day=day)
-        )
-
-    return run_client_command(args, body)
+    request = work_coordinator_pb2.GetDigestRequest(coordinator_id=args.coordinator_id, day=day)
+    return run_call(args, lambda client: client.coordinators.GetDigest(request))
 
 
 def _actions_list(args: argparse.Namespace) -> int:
-    async def body(client: WorkcoordClient) -> Message:
-        return await client.coordinators.ListPendingActions(
-            work_coordinator_pb2.ListPendingActionsRequest(
-                coordinator_id=args.coordinator_id,
-                state=args.state,
-                page_size=args.page_size,
-                page_token=args.page_token,
-            )
-        )
-
-    return run_client_command(args, body)
+    request = work_coordinator_pb2.ListPendingActionsRequest(
+        coordinator_id=args.coordinator_id, state=args.state, **paging(args)
+    )
+    return run_call(args, lambda client: client.coordinators.ListPendingActions(request))
 
 
 def _actions_resolve(args: argparse.Namespace) -> int:
-    async def body(client: WorkcoordClient) -> Message:
-        return await client.coordinators.ResolvePendingAction(
-            work_coordinator_pb2.ResolvePendingActionRequest(
-                coordinator_id=args.coordinator_id,
-                action_id=args.action_id,
-                resolution=args.resolution,
-            )
-        )
-
-    return run_client_command(args, body)
+    request = work_coordinator_pb2.ResolvePendingActionRequest(
+        coordinator_id=args.coordinator_id, action_id=args.action_id, resolution=args.resolution
+    )
+    return run_call(args, lambda client: client.coordinators.ResolvePendingAction(request))

@@ -15,7 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from workcoord.cli.common import EXIT_OK, EXIT_USAGE, CliError
+from workcoord.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    add_command_group,
+)
 from workcoord.cli.serve import import_attribute
 from workcoord.cli.state_lock import hold_state_lock
 from workcoord.kit.startup import StartupError
@@ -27,8 +32,9 @@ DATABASE_FILE = "workcoord.db"
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``db upgrade|current|backup|restore``."""
-    db = commands.add_parser("db", help="database migrations, backup and restore")
-    sub = db.add_subparsers(dest="db_command", metavar="COMMAND", required=True)
+    sub = add_command_group(
+        commands, "db_command", "db", help="database migrations, backup and restore"
+    )
     upgrade = sub.add_parser(
         "upgrade",
         help="migrate the schema to the latest revision (an embedded database is backed up first)",

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from pydantic import SecretStr
 
 from workcoord.api.v1 import session_pb2, session_pb2_grpc
-from workcoord.cli.common import EXIT_OK, EXIT_USAGE, CliError
+from workcoord.cli.common import EXIT_OK, EXIT_USAGE, CliError, parse_positive_seconds
 from workcoord.cli.db import DATABASE_FILE, upgrade_database
 from workcoord.cli.runtime import wait_for_signal
 from workcoord.cli.serve import service_starter
@@ -103,7 +103,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     dev.add_argument("--gateway-port", type=_port, default=8080)
     dev.add_argument(
         "--recovery-interval",
-        type=_positive_seconds,
+        type=parse_positive_seconds,
         default=15.0,
         metavar="SECONDS",
         help="seconds between recovery passes (default %(default)s)",
@@ -124,16 +124,6 @@ def _port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"port out of range: {value}")
-    return value
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
     return value
 
 

@@ -14,7 +14,12 @@ from typing import Any
 from google.protobuf.message import Message
 
 from workcoord.api.v1 import lane_pb2, work_coordinator_pb2
-from workcoord.cli.common import add_connection_flags, add_coordinator_flag, run_client_command
+from workcoord.cli.common import (
+    add_command_group,
+    add_connection_flags,
+    add_coordinator_flag,
+    run_client_command,
+)
 from workcoord.cli.output import add_output_flag
 from workcoord.client.client import WorkcoordClient
 
@@ -58,10 +63,12 @@ _LANE_DECISIONS: dict[str, tuple[str, type[Message], str]] = {
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``item approve|deny|resume|retry|cancel``."""
-    item = commands.add_parser(
-        "item", help="decide on an item: approve, deny, resume, retry, cancel"
+    sub = add_command_group(
+        commands,
+        "item_command",
+        "item",
+        help="decide on an item: approve, deny, resume, retry, cancel",
     )
-    sub = item.add_subparsers(dest="item_command", metavar="COMMAND", required=True)
     for verb, (help_text, _, _, reason_required) in _ITEM_DECISIONS.items():
         parser = sub.add_parser(verb, help=help_text)
         parser.add_argument("item_id", metavar="ITEM_ID")

@@ -8,7 +8,9 @@ import argparse
 from workcoord.api.v1 import lane_pb2
 from workcoord.cli.common import (
     add_client_flags,
+    add_command_group,
     add_paging_flags,
+    enum_names,
     load_message,
     paging,
     run_call,
@@ -18,13 +20,12 @@ from workcoord.cli.output import add_output_flag
 
 __all__ = ["register"]
 
-_STATES = [v.name for v in lane_pb2.Lane.State.DESCRIPTOR.values if v.number]
+_STATES = enum_names(lane_pb2.Lane.State)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``lane create|get|list|pause|resume|cancel``."""
-    lane = commands.add_parser("lane", help="lanes: durable units of work")
-    sub = lane.add_subparsers(dest="lane_command", metavar="COMMAND", required=True)
+    sub = add_command_group(commands, "lane_command", "lane", help="lanes: durable units of work")
 
     create = sub.add_parser("create", help="create a lane from a JSON file (the Lane resource)")
     create.add_argument(

@@ -40,7 +40,15 @@ from google.protobuf import json_format
 
 from workcoord.api.v1 import lane_pb2, worker_pb2
 from workcoord.cli import roots as roots_module
-from workcoord.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, print_error
+from workcoord.cli.common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    parse_positive_seconds,
+    print_error,
+    require_given,
+)
 from workcoord.cli.process_group import ProcessGroup
 from workcoord.client.client import DEFAULT_ADDRESS, WorkcoordClient
 from workcoord.client.worker import Worker, run_identity_here
@@ -131,7 +139,7 @@ def register_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument("--once", action="store_true", help="handle one item, then exit")
     run.add_argument(
         "--kill-grace",
-        type=_positive_seconds,
+        type=parse_positive_seconds,
         default=10.0,
         metavar="SECONDS",
         help="between SIGTERM and SIGKILL (default %(default)s)",
@@ -168,16 +176,6 @@ def _bounded(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
-
-
 def _run(args: argparse.Namespace) -> int:
     config = config_from_args(args, os.environ)
     reporter = Reporter(config.json_output)
@@ -203,17 +201,14 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Su
         raise CliError(
             "worker run: --coordinator (or WORKCOORD_COORDINATOR_ID) is required", EXIT_USAGE
         )
-    missing = [
-        name
-        for name, value in (
+    require_given(
+        "worker run: missing ",
+        (
             ("WORKCOORD_AGENT_ID (--agent-id)", args.agent_id),
             ("WORKCOORD_AGENT_ENGINE (--engine)", args.engine),
             ("WORKCOORD_AGENT_ACCOUNT (--account)", args.account),
-        )
-        if not value
-    ]
-    if missing:
-        raise CliError("worker run: missing " + ", ".join(missing), EXIT_USAGE)
+        ),
+    )
     if "/" not in command[0] and shutil.which(command[0]) is None:
         raise CliError(f"worker run: command not found: {command[0]}", EXIT_USAGE)
     try:
@@ -532,29 +527,38 @@ def _text(value: object) -> str:
 
 
 def _checkpoint_outcome(path: Path) -> Outcome:
-    size = path.stat().st_size
-    if size > CHECKPOINT_MAX_BYTES:
-        return _bad_file("INVALID_CHECKPOINT", f"checkpoint file is {size} bytes (at most 8 KiB)")
     checkpoint = lane_pb2.Checkpoint()
-    problem = _parse_file(path, checkpoint)
-    if not problem and checkpoint.ByteSize() > CHECKPOINT_MAX_BYTES:
-        problem = "checkpoint is over 8 KiB serialized"
-    if not problem:
-        problem = "; ".join(f"{v.field}: {v.description}" for v in validate(checkpoint))
-    if problem:
-        return _bad_file("INVALID_CHECKPOINT", f"checkpoint file: {problem}")
-    return Checkpointed(checkpoint)
+
+    def problem() -> str:
+        if checkpoint.ByteSize() > CHECKPOINT_MAX_BYTES:
+            return "checkpoint is over 8 KiB serialized"
+        return "; ".join(f"{v.field}: {v.description}" for v in validate(checkpoint))
+
+    refused = _read_file(path, checkpoint, "checkpoint", (CHECKPOINT_MAX_BYTES, "8 KiB"), problem)
+    return refused if refused is not None else Checkpointed(checkpoint)
 
 
 def _evidence_outcome(path: Path) -> Outcome:
-    size = path.stat().st_size
-    if size > EVIDENCE_MAX_FILE_BYTES:
-        return _bad_file("INVALID_EVIDENCE", f"evidence file is {size} bytes (at most 1 MiB)")
     evidence = lane_pb2.Evidence()
-    problem = _parse_file(path, evidence)
-    if problem:
-        return _bad_file("INVALID_EVIDENCE", f"evidence file: {problem}")
-    return Completed(evidence)
+    refused = _read_file(path, evidence, "evidence", (EVIDENCE_MAX_FILE_BYTES, "1 MiB"))
+    return refused if refused is not None else Completed(evidence)
+
+
+def _read_file(
+    path: Path,
+    message: lane_pb2.Evidence | lane_pb2.Checkpoint,
+    what: str,
+    limit: tuple[int, str],
+    problem: Callable[[], str] = lambda: "",
+) -> Failed | None:
+    """Fill ``message`` from the ``what`` file at ``path`` (at most ``limit`` bytes, then
+    ``problem`` asked); None when it is good, else the failure that names what is wrong."""
+    error_type = f"INVALID_{what.upper()}"
+    size = path.stat().st_size
+    if size > limit[0]:
+        return _bad_file(error_type, f"{what} file is {size} bytes (at most {limit[1]})")
+    found = _parse_file(path, message) or problem()
+    return _bad_file(error_type, f"{what} file: {found}") if found else None
 
 
 def _parse_file(path: Path, message: lane_pb2.Evidence | lane_pb2.Checkpoint) -> str:

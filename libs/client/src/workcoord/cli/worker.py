@@ -18,9 +18,11 @@ from workcoord.api.v1 import lane_pb2, worker_pb2
 from workcoord.cli.common import (
     EXIT_USAGE,
     CliError,
+    add_command_group,
     add_connection_flags,
     add_coordinator_flag,
     load_message,
+    require_given,
     run_call,
 )
 from workcoord.cli.supervisor import register_run
@@ -31,8 +33,7 @@ __all__ = ["register"]
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``worker lease|start|heartbeat|complete|fail|checkpoint|release|run``."""
-    worker = commands.add_parser("worker", help="scripted worker calls")
-    sub = worker.add_subparsers(dest="worker_command", metavar="COMMAND", required=True)
+    sub = add_command_group(commands, "worker_command", "worker", help="scripted worker calls")
 
     lease = sub.add_parser("lease", help="lease ready work (prints the leases, with tokens)")
     lease.add_argument("--class", dest="worker_class", required=True, metavar="CLASS")
@@ -155,18 +156,15 @@ def _lease_handle(args: argparse.Namespace) -> LeaseHandle:
 def _run_identity(args: argparse.Namespace) -> lane_pb2.RunIdentity:
     if args.identity_file:
         return load_message(args.identity_file, lane_pb2.RunIdentity())
-    missing = [
-        flag
-        for flag, value in (
+    require_given(
+        "run identity incomplete; missing ",
+        (
             ("--agent-id / WORKCOORD_AGENT_ID", args.agent_id),
             ("--engine / WORKCOORD_AGENT_ENGINE", args.engine),
             ("--account / WORKCOORD_AGENT_ACCOUNT", args.account),
             ("--branch", args.branch),
-        )
-        if not value
-    ]
-    if missing:
-        raise CliError("run identity incomplete; missing " + ", ".join(missing), EXIT_USAGE)
+        ),
+    )
     # This command is short-lived: by default the identity is its caller's (the script).
     pid = args.pid or os.getppid()
     return run_identity_here(

@@ -104,20 +104,14 @@ def run_identity_here(
     return identity
 
 
+@dataclass(eq=False)
 class Worker:
     """One worker of one class on one work coordinator."""
 
-    def __init__(
-        self,
-        client: WorkcoordClient,
-        coordinator_id: str,
-        worker_id: str,
-        worker_class: str,
-    ) -> None:
-        self.client = client
-        self.coordinator_id = coordinator_id
-        self.worker_id = worker_id
-        self.worker_class = worker_class
+    client: WorkcoordClient
+    coordinator_id: str
+    worker_id: str
+    worker_class: str
 
     async def run(
         self,

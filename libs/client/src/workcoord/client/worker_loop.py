@@ -39,6 +39,7 @@ __all__ = [
     "Failed",
     "Handler",
     "HandlerResult",
+    "LeaseFacts",
     "LoopEvent",
     "LoopOptions",
     "LoopReport",
@@ -68,12 +69,11 @@ class WorkerCalls(Protocol):
     async def lease(
         self,
         *,
-        max_items: int = 1,
-        lease_seconds: int = 30,
-        wait_seconds: int = 0,
-        run_identity: lane_pb2.RunIdentity | None = None,
+        max_items: int,
+        lease_seconds: int,
+        wait_seconds: int,
+        request_id: str | None,
         rpc_timeout_seconds: float | None = None,
-        request_id: str | None = None,
     ) -> list[worker_pb2.Lease]: ...
 
     async def start(
@@ -212,7 +212,29 @@ class _LeaseTimer:
         return self.deadline - self._clock.monotonic()
 
 
-class Assignment:
+class LeaseFacts:
+    """What a handler reads of its lease: the lease id, the attempt number and the item."""
+
+    def _held_lease(self) -> worker_pb2.Lease:
+        raise NotImplementedError
+
+    @property
+    def lease_id(self) -> str:
+        """The public lease id."""
+        return self._held_lease().lease_id
+
+    @property
+    def attempt(self) -> int:
+        """The attempt number (1-based)."""
+        return self._held_lease().attempt
+
+    @property
+    def item(self) -> worker_pb2.LeasedItem:
+        """The work: kind, inputs, placement, the checkpoint to continue from."""
+        return self._held_lease().item
+
+
+class Assignment(LeaseFacts):
     """One leased item, as a handler sees it."""
 
     def __init__(
@@ -236,23 +258,11 @@ class Assignment:
         self.started = False
 
     @property
-    def lease_id(self) -> str:
-        """The public lease id."""
-        return self._lease.lease_id
-
-    @property
-    def attempt(self) -> int:
-        """The attempt number (1-based)."""
-        return self._lease.attempt
-
-    @property
-    def item(self) -> worker_pb2.LeasedItem:
-        """The work: kind, inputs, placement, the checkpoint to continue from."""
-        return self._lease.item
-
-    @property
     def lease(self) -> worker_pb2.Lease:
         """The lease itself, with its secret token (for calls this class does not wrap)."""
+        return self._lease
+
+    def _held_lease(self) -> worker_pb2.Lease:
         return self._lease
 
     async def start(self, identity: lane_pb2.RunIdentity) -> None:

@@ -31,6 +31,7 @@ from workcoord.client.worker import Worker
 from workcoord.client.worker_loop import (
     Assignment,
     HandlerResult,
+    LeaseFacts,
     LoopEvent,
     LoopOptions,
     LoopReport,
@@ -39,7 +40,7 @@ from workcoord.client.worker_loop import (
 __all__ = ["SyncAssignment", "SyncHandler", "run_worker"]
 
 
-class SyncAssignment:
+class SyncAssignment(LeaseFacts):
     """One leased item, as a synchronous handler sees it (from its own thread)."""
 
     def __init__(self, assignment: Assignment, loop: asyncio.AbstractEventLoop) -> None:
@@ -47,20 +48,8 @@ class SyncAssignment:
         self._loop = loop
         self._cancelled = threading.Event()
 
-    @property
-    def lease_id(self) -> str:
-        """The public lease id."""
-        return self._assignment.lease_id
-
-    @property
-    def attempt(self) -> int:
-        """The attempt number (1-based)."""
-        return self._assignment.attempt
-
-    @property
-    def item(self) -> worker_pb2.LeasedItem:
-        """The work: kind, inputs, placement, the checkpoint to continue from."""
-        return self._assignment.item
+    def _held_lease(self) -> worker_pb2.Lease:
+        return self._assignment.lease
 
     def should_stop(self) -> bool:
         """True once the worker drains or the lease is lost: return soon."""

@@ -7,13 +7,14 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, TypeAlias, TypeVar
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
 
 import grpc
 import grpc.aio
 from prometheus_client import Gauge
 
+from workcoord.kit.handler_wrapping import Handler, WrappingInterceptor, rebuild_handler
 from workcoord.kit.metrics import RPC_DURATION
 
 __all__ = ["RpcObserver"]
@@ -23,12 +24,8 @@ _access = logging.getLogger("workcoord.access")
 # Probed every few seconds: logging each would drown the access log.
 _QUIET_PREFIXES = ("/grpc.health.v1.", "/grpc.reflection.")
 
-_Req = TypeVar("_Req")
-_Resp = TypeVar("_Resp")
-_Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 
-
-class RpcObserver(grpc.aio.ServerInterceptor):
+class RpcObserver(WrappingInterceptor):
     """Times every unary RPC into :data:`RPC_DURATION` and writes one access-log line per call.
 
     ``open_streams`` maps a streaming method's full name to a gauge counting its open calls
@@ -44,45 +41,22 @@ class RpcObserver(grpc.aio.ServerInterceptor):
         open_streams: Mapping[str, Gauge] | None = None,
         on_response: Mapping[str, Callable[[Any], None]] | None = None,
     ) -> None:
+        super().__init__()
         self._open_streams = dict(open_streams or {})
         self._on_response = dict(on_response or {})
-        self._wrapped: dict[str, tuple[_Handler, _Handler]] = {}
 
-    async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_Req, _Resp] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[_Req, _Resp] | None:
-        """Wrap the method's handler (cached per method)."""
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return None
-        method: str = handler_call_details.method
-        cached = self._wrapped.get(method)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
-        wrapped = self._wrap(handler, method)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
-
-    def _wrap(self, handler: _Handler, method: str) -> _Handler:
-        serializers = {
-            "request_deserializer": handler.request_deserializer,
-            "response_serializer": handler.response_serializer,
-        }
+    def wrap(self, handler: Handler, method: str) -> Handler:
+        """The method's handler, timed and logged (a unary one) or counted (a stream)."""
         quiet = method.startswith(_QUIET_PREFIXES)
         if handler.unary_unary is not None and inspect.iscoroutinefunction(handler.unary_unary):
-            return grpc.unary_unary_rpc_method_handler(
-                _timed(handler.unary_unary, method, quiet), **serializers
+            return rebuild_handler(
+                handler, "unary_unary", _timed(handler.unary_unary, method, quiet)
             )
         if handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream):
             gauge = self._open_streams.get(method)
             observe = self._on_response.get(method)
-            return grpc.unary_stream_rpc_method_handler(
-                _counted(handler.unary_stream, method, gauge, observe, quiet), **serializers
-            )
+            counted = _counted(handler.unary_stream, method, gauge, observe, quiet)
+            return rebuild_handler(handler, "unary_stream", counted)
         return handler
 
 

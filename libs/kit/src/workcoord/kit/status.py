@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, NoReturn, TypeAlias, TypeVar
+from typing import Any, NoReturn, TypeAlias
 
 import grpc
 import grpc.aio
@@ -33,6 +33,7 @@ from workcoord.kit.errors import (
     generic_error,
     http_status_for,
 )
+from workcoord.kit.handler_wrapping import Handler, WrappingInterceptor, rebuild_handler
 from workcoord.kit.wire import STATUS_DETAILS_KEY
 
 __all__ = [
@@ -165,7 +166,7 @@ CheckFor: TypeAlias = "Callable[[str], CallCheck | None]"
 None lets the method run unchecked."""
 
 
-class ErrorInterceptor(grpc.aio.ServerInterceptor):
+class ErrorInterceptor(WrappingInterceptor):
     """Maps exceptions raised by servicers to ``google.rpc.Status``.
 
     ``WorkcoordError`` → its status with details. Anything else is a bug: it is logged with its
@@ -177,63 +178,21 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
     """
 
     def __init__(self, check_for: CheckFor | None = None) -> None:
+        super().__init__()
         self._check_for = check_for
-        # Wrapping costs a few allocations; cache per method so the hot path only looks up.
-        self._wrapped: dict[str, tuple[_Handler, _Handler]] = {}
 
-    async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_Req, _Resp] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[_Req, _Resp] | None:
-        """Wrap the method's handler so its check runs first and exceptions become statuses."""
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return None
-        method: str = handler_call_details.method
-        cached = self._wrapped.get(method)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
+    def wrap(self, handler: Handler, method: str) -> Handler:
+        """The method's handler with its check run first and exceptions become statuses."""
         check = self._check_for(method) if self._check_for is not None else None
-        wrapped = _wrap_handler(handler, method, check)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
-
-
-_Req = TypeVar("_Req")
-_Resp = TypeVar("_Resp")
-# A string: grpc.RpcMethodHandler is only generic in the stubs, not at run time.
-_Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
-
-
-def _wrap_handler(handler: _Handler, method: str, check: CallCheck | None) -> _Handler:
-    serializers = {
-        "request_deserializer": handler.request_deserializer,
-        "response_serializer": handler.response_serializer,
-    }
-    if check is not None and (
-        handler.stream_unary is not None or handler.stream_stream is not None
-    ):
-        raise TypeError(f"{method}: a checked method must take a single request")
-    if handler.unary_unary is not None:
-        return grpc.unary_unary_rpc_method_handler(
-            _wrap_behavior(handler.unary_unary, method, check), **serializers
-        )
-    if handler.unary_stream is not None:
-        return grpc.unary_stream_rpc_method_handler(
-            _wrap_behavior(handler.unary_stream, method, check), **serializers
-        )
-    if handler.stream_unary is not None:
-        return grpc.stream_unary_rpc_method_handler(
-            _wrap_behavior(handler.stream_unary, method, None), **serializers
-        )
-    if handler.stream_stream is not None:
-        return grpc.stream_stream_rpc_method_handler(
-            _wrap_behavior(handler.stream_stream, method, None), **serializers
-        )
-    return handler
+        if check is not None and (
+            handler.stream_unary is not None or handler.stream_stream is not None
+        ):
+            raise TypeError(f"{method}: a checked method must take a single request")
+        for kind in ("unary_unary", "unary_stream", "stream_unary", "stream_stream"):
+            behavior = getattr(handler, kind)
+            if behavior is not None:
+                return rebuild_handler(handler, kind, _wrap_behavior(behavior, method, check))
+        return handler
 
 
 def _wrap_behavior(

@@ -194,6 +194,22 @@ class MeteredStore:
 QueueSample = dict[tuple[str, str], tuple[int, int, int]]
 """(coordinator label, class label) → (ready items, capacity in use, capacity limit)."""
 
+# The three gauges of a queue sample, in the order of its values.
+_QUEUE_FAMILIES = (
+    (
+        "workcoord_queue_depth",
+        "Items ready to lease (QUEUED), by work coordinator and worker class.",
+    ),
+    (
+        "workcoord_capacity_in_use",
+        "Live attempts holding class capacity, by work coordinator and worker class.",
+    ),
+    (
+        "workcoord_capacity_limit",
+        "Configured class capacity, by work coordinator and worker class.",
+    ),
+)
+
 
 class _QueueCollector(Collector):
     """Serves the latest sample of every live :class:`QueueSampler` of this process."""
@@ -202,33 +218,19 @@ class _QueueCollector(Collector):
         self.samplers: weakref.WeakSet[QueueSampler] = weakref.WeakSet()
 
     def collect(self) -> Iterator[Metric]:
-        depth = GaugeMetricFamily(
-            "workcoord_queue_depth",
-            "Items ready to lease (QUEUED), by work coordinator and worker class.",
-            labels=["coordinator", "worker_class"],
-        )
-        in_use = GaugeMetricFamily(
-            "workcoord_capacity_in_use",
-            "Live attempts holding class capacity, by work coordinator and worker class.",
-            labels=["coordinator", "worker_class"],
-        )
-        limit = GaugeMetricFamily(
-            "workcoord_capacity_limit",
-            "Configured class capacity, by work coordinator and worker class.",
-            labels=["coordinator", "worker_class"],
-        )
+        families = [
+            GaugeMetricFamily(name, documentation, labels=["coordinator", "worker_class"])
+            for name, documentation in _QUEUE_FAMILIES
+        ]
         merged: QueueSample = {}
         for sampler in list(self.samplers):
             for key, values in sampler.sample.items():
                 # Several coordinators in one process see the same database: one value each.
                 merged[key] = values
-        for (coordinator, worker_class), (ready, used, capacity) in sorted(merged.items()):
-            depth.add_metric([coordinator, worker_class], ready)
-            in_use.add_metric([coordinator, worker_class], used)
-            limit.add_metric([coordinator, worker_class], capacity)
-        yield depth
-        yield in_use
-        yield limit
+        for labels, values in sorted(merged.items()):
+            for family, value in zip(families, values, strict=True):
+                family.add_metric(list(labels), value)
+        yield from families
 
 
 class _PoolCollector(Collector):

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -45,11 +44,10 @@ from workcoord.kit.grpc_server import (
     set_serving,
     start_server,
 )
-from workcoord.kit.logging import configure_logging
-from workcoord.kit.metrics import FEED_SUBSCRIBERS, start_metrics_server
+from workcoord.kit.metrics import FEED_SUBSCRIBERS
 from workcoord.kit.rpc_observer import RpcObserver
-from workcoord.kit.settings import CoordinatorSettings, SettingsError, load
-from workcoord.kit.startup import StartupError
+from workcoord.kit.service_main import serve_main
+from workcoord.kit.settings import CoordinatorSettings, SettingsError
 from workcoord.kit.status import ErrorInterceptor
 from workcoord.kit.telemetry import configure_tracing
 from workcoord.kit.validation import prepare
@@ -234,19 +232,4 @@ async def serve(settings: CoordinatorSettings, *, stop: asyncio.Event | None = N
 def main(argv: Sequence[str] | None = None) -> int:
     """``workcoord serve coordinator``: settings from the environment; exit 2 if they are bad."""
     del argv
-    try:
-        settings = load(CoordinatorSettings, required=["database_url"])
-    except SettingsError as exc:
-        print(f"workcoord serve coordinator: {exc}", file=sys.stderr)
-        return 2
-    configure_logging(settings.log_level, json=settings.log_json)
-    try:
-        start_metrics_server(settings.metrics_port, what="coordinator metrics")
-        asyncio.run(serve(settings))
-    except SettingsError as exc:
-        print(f"workcoord serve coordinator: {exc}", file=sys.stderr)
-        return 2
-    except StartupError as exc:
-        print(f"workcoord serve coordinator: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return serve_main("coordinator", CoordinatorSettings, ["database_url"], serve)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import grpc.aio
 
@@ -30,11 +30,9 @@ from workcoord.kit.grpc_server import (
     set_serving,
     start_server,
 )
-from workcoord.kit.logging import configure_logging
-from workcoord.kit.metrics import start_metrics_server
 from workcoord.kit.rpc_observer import RpcObserver
-from workcoord.kit.settings import RecoverySettings, SettingsError, load
-from workcoord.kit.startup import StartupError
+from workcoord.kit.service_main import serve_main
+from workcoord.kit.settings import RecoverySettings, SettingsError
 from workcoord.kit.status import ErrorInterceptor
 from workcoord.kit.telemetry import configure_tracing
 from workcoord.recovery.recoverer import Recoverer, SleepFunction
@@ -47,24 +45,17 @@ _log = logging.getLogger(__name__)
 RECOVERY_SERVICE_NAME = recovery_pb2.DESCRIPTOR.services_by_name["RecoveryService"].full_name
 
 
+@dataclass(kw_only=True, eq=False)
 class RunningRecovery:
     """A started recovery service: ``address`` is the bound ``host:port``; ``stop()`` ends it."""
 
-    def __init__(
-        self,
-        *,
-        address: str,
-        server: grpc.aio.Server,
-        channel: grpc.aio.Channel,
-        recoverer: Recoverer,
-        loop_task: asyncio.Task[None],
-    ) -> None:
-        self.address = address
-        self.server = server
-        self.recoverer = recoverer
-        self._channel = channel
-        self._loop_task = loop_task
-        self._stopped = False
+    address: str
+    server: grpc.aio.Server
+    channel: grpc.aio.Channel
+    """To the coordinator; closed once the loop has stopped."""
+    recoverer: Recoverer
+    loop_task: asyncio.Task[None]
+    _stopped: bool = field(default=False, init=False)
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stop serving (in-flight calls get ``grace`` seconds), then the loop; idempotent."""
@@ -82,11 +73,11 @@ class RunningRecovery:
         if self._stopped:
             return
         self._stopped = True
-        self._loop_task.cancel()
+        self.loop_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await self._loop_task
+            await self.loop_task
         await self.recoverer.release_leadership()
-        await self._channel.close()
+        await self.channel.close()
 
 
 async def start_recovery(
@@ -158,16 +149,4 @@ async def serve(settings: RecoverySettings, *, stop: asyncio.Event | None = None
 def main(argv: Sequence[str] | None = None) -> int:
     """``workcoord serve recovery``: settings from the environment; exit 2 if they are bad."""
     del argv  # configuration comes from the environment only
-    try:
-        settings = load(RecoverySettings, required=["service_key"])
-    except SettingsError as exc:
-        print(f"workcoord serve recovery: {exc}", file=sys.stderr)
-        return 2
-    configure_logging(settings.log_level, json=settings.log_json)
-    try:
-        start_metrics_server(settings.metrics_port, what="recovery metrics")
-        asyncio.run(serve(settings))
-    except StartupError as exc:
-        print(f"workcoord serve recovery: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return serve_main("recovery", RecoverySettings, ["service_key"], serve)

@@ -71,7 +71,7 @@ class _File:
 
 @dataclass(frozen=True)
 class Assets:
-    """The packaged files by name (``org.js``, ``app.css``, ``org.html``, …)."""
+    """The packaged files by name (``org.js``, ``app.css``, ``page.html``, …)."""
 
     files: dict[str, _File]
     PACKAGE: ClassVar[str] = "workcoord.gateway.web"
@@ -89,7 +89,7 @@ class Assets:
             content = entry.read_bytes()
             etag = '"' + hashlib.sha256(content).hexdigest()[:32] + '"'
             files[entry.name] = _File(content, media_type, etag)
-        if "org.html" not in files:
+        if "page.html" not in files:
             raise RuntimeError("the gateway's web pages are missing from its package")
         return cls(files)
 
@@ -103,11 +103,16 @@ class Assets:
             return Response(status_code=304, headers=headers)
         return Response(found.content, media_type=found.media_type, headers=headers)
 
-    def page(self, name: str, fields: dict[str, str] | None = None) -> Response:
-        """An HTML page, never cached; ``<!--{key}-->`` markers replaced by ``fields`` (which
-        the caller has escaped)."""
-        text = self.files[name].content.decode()
-        for key, value in (fields or {}).items():
+    def page(
+        self, body: str, title: str, script: str | None = None, fields: dict[str, str] | None = None
+    ) -> Response:
+        """An HTML page, never cached: the one head and frame of ``page.html`` around the
+        body file ``body``, titled ``title``, loading the module ``script`` when given;
+        ``<!--{key}-->`` markers replaced by ``fields`` (which the caller has escaped)."""
+        module = f'<script type="module" src="{ASSET_PREFIX}{script}"></script>' if script else ""
+        parts = {"body": self.files[body].content.decode(), "title": title, "script": module}
+        text = self.files["page.html"].content.decode()
+        for key, value in [*parts.items(), *(fields or {}).items()]:
             text = text.replace(f"<!--{{{key}}}-->", value)
         return Response(
             text,

@@ -133,7 +133,7 @@ class WebPages:
         if len(orgs) == 1:
             return _redirect(org_page(orgs[0]))
         # Several orgs, or none yet: the chooser lists them (from /v1/me) or says so.
-        return self.assets.page("home.html")
+        return self.assets.page("app.html", "workcoord", "home.js")
 
     async def _sign_in(self, request: Request) -> Response:
         message = _SIGN_IN_ERRORS.get(request.query_params.get("error", ""), "")
@@ -144,17 +144,19 @@ class WebPages:
                 f'<p class="or">or</p><a class="button primary wide" href="{OIDC_LOGIN_PATH}">'
                 "Sign in with your organization's account</a>"
             )
-        return self.assets.page("sign-in.html", {"notice": notice, "oidc": oidc})
+        return self.assets.page(
+            "sign-in.html", "Sign in · workcoord", fields={"notice": notice, "oidc": oidc}
+        )
 
     async def _org(self, request: Request) -> Response:
         if not _has_credential(request):
             return _redirect(SIGN_IN_PAGE)
-        return self.assets.page("org.html")
+        return self.assets.page("app.html", "Work coordinators · workcoord", "org.js")
 
     async def _admin(self, request: Request) -> Response:
         if not _has_credential(request):
             return _redirect(SIGN_IN_PAGE)
-        return self.assets.page("admin.html")
+        return self.assets.page("app.html", "Platform admin · workcoord", "admin.js")
 
     async def _asset(self, request: Request) -> Response:
         return self.assets.asset(_path(request.scope)[len(ASSET_PREFIX) :], request)

@@ -109,39 +109,37 @@ export function renderWhy(explanation, { itemNames = new Map() } = {}) {
     ["state", words(explanation.state)],
     ["next", explanation.nextAction],
   ]);
-  if (explanation.itemId) {
-    return h(
-      "div",
-      { class: "why" },
-      head,
-      h("h5", {}, "Gates"),
-      gates(explanation.gates),
-      h("h5", {}, "Attempts"),
-      attempts(explanation.attempts),
-      h("h5", {}, "Events"),
-      events(explanation.events),
-    );
-  }
+  const sections = explanation.itemId
+    ? [
+        ["Gates", gates(explanation.gates)],
+        ["Attempts", attempts(explanation.attempts)],
+        ["Events", events(explanation.events)],
+      ]
+    : [
+        ["Lane gates", gates(explanation.gates)],
+        ["Items", laneItems(explanation.items || [], itemNames)],
+        ["Events", events(explanation.events)],
+      ];
   return h(
     "div",
     { class: "why" },
     head,
-    h("h5", {}, "Lane gates"),
-    gates(explanation.gates),
-    h("h5", {}, "Items"),
-    h(
-      "ul",
-      {},
-      (explanation.items || []).map((item) =>
-        h(
-          "li",
-          {},
-          h("div", { class: "row" }, h("strong", {}, itemNames.get(item.itemId) || item.itemId), badge(item.state), item.nextAction ? h("span", {}, `→ ${item.nextAction}`) : null),
-          item.gates?.length ? gates(item.gates) : null,
-        ),
+    sections.map(([title, body]) => [h("h5", {}, title), body]),
+  );
+}
+
+/** A lane's items, each with its state, next action and open gates. */
+function laneItems(items, itemNames) {
+  return h(
+    "ul",
+    {},
+    items.map((item) =>
+      h(
+        "li",
+        {},
+        h("div", { class: "row" }, h("strong", {}, itemNames.get(item.itemId) || item.itemId), badge(item.state), item.nextAction ? h("span", {}, `→ ${item.nextAction}`) : null),
+        item.gates?.length ? gates(item.gates) : null,
       ),
     ),
-    h("h5", {}, "Events"),
-    events(explanation.events),
   );
 }
