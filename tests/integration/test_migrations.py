@@ -1,9 +1,11 @@
 """Upgrades and rollbacks as the runbook performs them, on real PostgreSQL and on SQLite.
 
 "Old code" is simulated the way an older release sees the world: the same compatibility check
-run with the revisions that release knew (``OLD_RELEASE``, whose head is the revision before
-ours). The schema compatibility table is what makes this honest: the old release has no file of
-the newer revision, only what the database says about it.
+run with the revisions that release knew (``OLD_RELEASE``, whose head is the previous release's
+last revision; one release may bring several). The schema compatibility table is what makes this
+honest: the old release has no file of the newer revisions, only what the database says about
+them. What the old release did not do at start-up (sign page tokens with the installation's
+key, from 0005) is left out of the simulated old pod.
 """
 
 from __future__ import annotations
@@ -32,7 +34,20 @@ from workcoord.coordinator.storage.migrate import (
 )
 
 KNOWN = known_revisions()
-OLD_RELEASE = KNOWN[:-1]  # the release before this one: it knows every revision but the head
+PREVIOUS_RELEASE_HEAD = "0003"  # the last revision the release before this one shipped
+OLD_RELEASE = KNOWN[: KNOWN.index(PREVIOUS_RELEASE_HEAD) + 1]
+
+
+async def _no_page_token_key(store: object) -> None:
+    """The old release kept no installation key (its page tokens were unsigned)."""
+
+
+def _as_old_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def old_release_check(url: str) -> str:
+        return await check_schema(url, OLD_RELEASE)
+
+    monkeypatch.setattr(coordinator_server, "check_schema", old_release_check)
+    monkeypatch.setattr(coordinator_server, "_install_page_token_key", _no_page_token_key)
 
 
 def _org(slug: str) -> admin_pb2.CreateOrgRequest:
@@ -110,11 +125,8 @@ async def test_upgrade_with_old_pods_running_then_roll_the_code_back(
     await upgrade_async(empty_url, OLD_RELEASE[-1])
     token, key = f"wcadm_{secrets.token_hex(16)}", f"wcsvc_{secrets.token_hex(16)}"
 
-    async def old_release_check(url: str) -> str:
-        return await check_schema(url, OLD_RELEASE)
-
     # An old pod, running on its own schema.
-    monkeypatch.setattr(coordinator_server, "check_schema", old_release_check)
+    _as_old_release(monkeypatch)
     old_pod = await start_coordinator_for(empty_url, None, TestClock(), token, key)
     try:
         async with WorkcoordClient(old_pod.address, token) as admin:
@@ -137,7 +149,7 @@ async def test_upgrade_with_old_pods_running_then_roll_the_code_back(
         await old_pod.stop(0)
 
     # Rollback of the code: the previous release starts again on the expanded schema.
-    monkeypatch.setattr(coordinator_server, "check_schema", old_release_check)
+    _as_old_release(monkeypatch)
     rolled_back = await start_coordinator_for(empty_url, None, TestClock(), token, key)
     try:
         async with WorkcoordClient(rolled_back.address, token) as admin:
