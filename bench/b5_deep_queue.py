@@ -8,7 +8,8 @@ holding ``--items`` queued no-op items and a **shallow** one holding ``--shallow
 million items through ``CreateLane`` would take hours on a small machine, so each queue starts
 from one template lane of 100 items created through the real service and is filled by bulk
 ``INSERT … SELECT`` statements (built from the coordinator's table definitions) that copy the
-template lane and its items under new ids and sequence numbers; then ``ANALYZE``.
+template lane and its items under new ids and sequence numbers; then ``VACUUM (ANALYZE)``, so
+that the autovacuum the bulk insert triggers does not run inside a measured window.
 
 Per repetition (alternating, shallow first): the B1 workers (``--workers`` gRPC channels, one
 work key, ``Lease(max_items=--batch)`` with a run identity, then ``Complete`` of each item) lease
@@ -91,7 +92,8 @@ async def fill_queue(
     database_url: str, address: str, tenant: common.Tenant, total: int, label: str
 ) -> float:
     """``total`` queued items (rounded up to whole lanes of 100) in ``tenant``'s coordinator:
-    one lane through CreateLane, the rest bulk-copied. The seconds the copy took."""
+    one lane through CreateLane, the rest bulk-copied, then vacuumed and analysed. The seconds
+    the copy, vacuum and analyse took."""
     template = await _template_lane(address, tenant)
     copies = max(0, -(-total // LANE_SIZE) - 1)
     engine = create_async_engine(normalize_url(database_url))
@@ -118,7 +120,8 @@ async def fill_queue(
             )
         async with engine.connect() as conn:
             autocommit = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            await autocommit.execute(text("ANALYZE lanes, items"))
+            # As autovacuum would, but now: not inside a measured window.
+            await autocommit.execute(text("VACUUM (ANALYZE) lanes, items"))
     finally:
         await engine.dispose()
     return time.perf_counter() - began
@@ -195,7 +198,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ["shallow items/s (median)", shallow_median, "", ""],
             ["deep items/s (median)", deep_median, "", ""],
             ["ratio deep : shallow", ratio, f">= {TARGET_RATIO}", _yes(ratio >= TARGET_RATIO)],
-            ["deep load seconds (bulk copy)", load_seconds, "", ""],
+            ["deep load seconds (copy + vacuum)", load_seconds, "", ""],
             ["candidate plan uses ix_items_ready", _yes(uses_partial_index), "", ""],
         ],
     )
