@@ -71,7 +71,7 @@ async def occupy(address: str, tenant: common.Tenant, workers: int) -> None:
                     worker_id=f"bench-w{index}",
                     worker_class=common.WORKER_CLASS,
                     max_items=2,
-                    lease_seconds=3600,
+                    lease_seconds=300,
                     run_identity=identity,
                 )
             )
@@ -158,11 +158,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
                 )
 
-            results = {
-                "view": summary(await sample(view, args.samples)),
-                "why_item": summary(await sample(why_item, args.samples)),
-                "why_lane": summary(await sample(why_lane, args.samples)),
-            }
+            results: dict[str, dict[str, float]] = {}
+            for name, call in (("view", view), ("why_item", why_item), ("why_lane", why_lane)):
+                results[name] = summary(await sample(call, args.samples))
+                print(f"{name}: {results[name]}", flush=True)
     targets = {
         "view_p99": results["view"]["p99"] <= TARGET_VIEW_P99_MS,
         "why_item_p99": results["why_item"]["p99"] <= TARGET_WHY_P99_MS,
