@@ -1,0 +1,144 @@
+"""Work coordinators: to protobuf, and what an update (with its field mask) changes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from google.protobuf.message import Message
+
+from workcoord.api.v1 import (
+    policy_pb2,
+    work_coordinator_pb2,
+)
+from workcoord.coordinator.domain.model import (
+    Coordinator,
+)
+from workcoord.coordinator.domain.specs import (
+    CapacityEntries,
+)
+from workcoord.kit.errors import InvalidArgument
+
+from .scalars import (
+    dur,
+    retry_from_pb,
+    retry_to_pb,
+    review_from_pb,
+    review_to_pb,
+    set_message,
+    ts,
+)
+
+
+def coordinator_to_pb(c: Coordinator) -> work_coordinator_pb2.WorkCoordinator:
+    out = work_coordinator_pb2.WorkCoordinator(
+        coordinator_id=c.coordinator_id,
+        scope=c.scope.value,
+        org_slug=c.org_slug,
+        display_name=c.display_name,
+        enabled=c.enabled,
+        revision=c.revision,
+        class_capacity=c.config.class_capacity,
+        retry_policy=retry_to_pb(c.config.retry_policy),
+        review_policy=review_to_pb(c.config.review_policy),
+        action_policy=policy_pb2.ActionPolicy(
+            allowed_action_classes=list(c.config.allowed_action_classes)
+        ),
+        digest_owner=c.config.digest_owner,
+        escalate_after=dur(c.config.escalate_after_seconds),
+        parent_coordinator_id=c.config.parent_coordinator_id,
+        etag=str(c.config_version),
+    )
+    set_message(out, "create_time", ts(c.create_time))
+    set_message(out, "update_time", ts(c.update_time))
+    return out
+
+
+_COORDINATOR_FIELDS: dict[str, str] = {
+    # proto field → config field
+    "class_capacity": "class_capacity",
+    "retry_policy": "retry_policy",
+    "review_policy": "review_policy",
+    "action_policy": "allowed_action_classes",
+    "digest_owner": "digest_owner",
+    "escalate_after": "escalate_after_seconds",
+    "parent_coordinator_id": "parent_coordinator_id",
+}
+
+
+# Top-level fields an update may name besides the configuration (the etag only guards it).
+_UPDATABLE = frozenset({"display_name", "enabled", "etag", *_COORDINATOR_FIELDS})
+# Fields whose own fields (or map entries) an update mask may name one by one.
+_PARTIAL = frozenset({"class_capacity", "retry_policy", "review_policy"})
+_IMMUTABLE = frozenset({"scope", "org_slug", "coordinator_id"})
+
+
+def check_update_paths(paths: Sequence[str]) -> None:
+    """Refuse an update mask naming a field an update cannot change (or no field at all)."""
+    descriptor = work_coordinator_pb2.WorkCoordinator.DESCRIPTOR
+    unknown: list[str] = []
+    for path in paths:
+        top, dot, rest = path.partition(".")
+        if top in _IMMUTABLE:
+            continue  # reported as immutable by the caller
+        if top not in _UPDATABLE or (dot and top not in _PARTIAL) or (dot and not rest):
+            unknown.append(path)
+        elif dot and top != "class_capacity":
+            nested = descriptor.fields_by_name[top].message_type
+            if nested is None or rest not in nested.fields_by_name:
+                unknown.append(path)
+    if unknown:
+        raise InvalidArgument.single(
+            "update_mask", f"names no updatable field: {', '.join(unknown)}"
+        )
+
+
+def coordinator_changes(
+    wc: work_coordinator_pb2.WorkCoordinator, paths: Sequence[str]
+) -> dict[str, Any]:
+    """The configuration fields named by ``paths`` (proto names), parsed. A path naming one
+    class (``class_capacity.codex``) changes only that class: set from the body, or removed
+    when the body leaves it out."""
+    changes: dict[str, Any] = {}
+    entries: dict[str, int | None] = {}
+    for path in paths:
+        top, _, rest = path.partition(".")
+        target = _COORDINATOR_FIELDS.get(top)
+        if target is None:
+            continue
+        if top == "class_capacity" and rest:
+            entries[rest] = wc.class_capacity.get(rest)
+        elif top == "class_capacity":
+            changes[target] = dict(wc.class_capacity)
+        elif top == "retry_policy":
+            changes[target] = retry_from_pb(wc.retry_policy)
+        elif top == "review_policy":
+            changes[target] = review_from_pb(wc.review_policy)
+        elif top == "action_policy":
+            changes[target] = tuple(wc.action_policy.allowed_action_classes)
+        elif top == "digest_owner":
+            changes[target] = wc.digest_owner
+        elif top == "escalate_after":
+            changes[target] = wc.escalate_after.ToTimedelta().total_seconds()
+        elif top == "parent_coordinator_id":
+            changes[target] = wc.parent_coordinator_id
+    if entries:
+        whole = changes.get("class_capacity")
+        changes["class_capacity"] = (
+            CapacityEntries(entries).over(whole) if whole is not None else CapacityEntries(entries)
+        )
+    return changes
+
+
+def populated_paths(message: Message, *, entries: bool = True) -> list[str]:
+    """Top-level fields set in ``message`` (AIP-134's implied update mask). With ``entries``
+    a map names its entries one by one (``class_capacity.codex``): an update that sends some
+    classes changes those, and never drops the others by surprise."""
+    paths: list[str] = []
+    for field, value in message.ListFields():
+        entry = field.message_type
+        if entries and entry is not None and entry.GetOptions().map_entry:
+            paths.extend(f"{field.name}.{key}" for key in sorted(value))
+        else:
+            paths.append(field.name)
+    return paths

@@ -1,0 +1,139 @@
+"""Timestamps, durations, JSON, pages and retry/review policies between protobuf and the domain."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, TypeVar, overload
+
+from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
+from google.protobuf.message import Message
+
+from workcoord.api.v1 import (
+    policy_pb2,
+)
+from workcoord.coordinator.domain.model import (
+    JsonObject,
+    OnPass,
+    RetryPolicy,
+    ReviewPolicy,
+)
+from workcoord.coordinator.domain.specs import (
+    Page,
+)
+
+_Response = TypeVar("_Response", bound=Message)
+_Record = TypeVar("_Record")
+
+
+@overload
+def ts(value: datetime) -> timestamp_pb2.Timestamp: ...
+@overload
+def ts(value: None) -> None: ...
+@overload
+def ts(value: datetime | None) -> timestamp_pb2.Timestamp | None: ...
+
+
+def ts(value: datetime | None) -> timestamp_pb2.Timestamp | None:
+    if value is None:
+        return None
+    out = timestamp_pb2.Timestamp()
+    out.FromDatetime(value.astimezone(UTC))
+    return out
+
+
+def from_ts(value: timestamp_pb2.Timestamp) -> datetime:
+    return value.ToDatetime(tzinfo=UTC)
+
+
+def dur(seconds: float) -> duration_pb2.Duration:
+    out = duration_pb2.Duration()
+    out.FromNanoseconds(round(seconds * 1e9))
+    return out
+
+
+def to_dict(message: Message) -> JsonObject:
+    """A message as proto3 JSON with proto field names (how free-form parts are stored)."""
+    return json_format.MessageToDict(message, preserving_proto_field_name=True)
+
+
+def from_dict(data: Mapping[str, Any] | None, message: Message) -> Message:
+    if data:
+        json_format.ParseDict(dict(data), message, ignore_unknown_fields=True)
+    return message
+
+
+def struct(data: Mapping[str, Any] | None) -> struct_pb2.Struct:
+    out = struct_pb2.Struct()
+    if data:
+        out.update(dict(data))
+    return out
+
+
+def set_message(message: Message, name: str, value: Message | None) -> None:
+    """Set the message field `name` of `message` to a copy of `value`, unless it is None."""
+    if value is not None:
+        getattr(message, name).CopyFrom(value)
+
+
+def page_to_pb(
+    response: type[_Response],
+    field: str,
+    page: Page[_Record],
+    to_pb: Callable[[_Record], Message],
+) -> _Response:
+    """A ``List…`` response: the page's records, mapped by ``to_pb``, in ``field``, and the token
+    of the next page."""
+    return response(
+        **{field: [to_pb(record) for record in page.items]},
+        next_page_token=page.next_page_token,
+    )
+
+
+# ------------------------------------------------------------------ policies
+
+
+def retry_from_pb(policy: policy_pb2.RetryPolicy) -> RetryPolicy:
+    return RetryPolicy(
+        initial_interval=policy.initial_interval.ToTimedelta().total_seconds()
+        if policy.HasField("initial_interval")
+        else None,
+        backoff_coefficient=policy.backoff_coefficient or None,
+        maximum_interval=policy.maximum_interval.ToTimedelta().total_seconds()
+        if policy.HasField("maximum_interval")
+        else None,
+        maximum_attempts=policy.maximum_attempts or None,
+    )
+
+
+def retry_to_pb(policy: RetryPolicy) -> policy_pb2.RetryPolicy:
+    out = policy_pb2.RetryPolicy(
+        backoff_coefficient=policy.backoff_coefficient or 0.0,
+        maximum_attempts=policy.maximum_attempts or 0,
+    )
+    if policy.initial_interval is not None:
+        out.initial_interval.CopyFrom(dur(policy.initial_interval))
+    if policy.maximum_interval is not None:
+        out.maximum_interval.CopyFrom(dur(policy.maximum_interval))
+    return out
+
+
+def review_from_pb(policy: policy_pb2.ReviewPolicy) -> ReviewPolicy:
+    unset = policy.on_pass == policy_pb2.ReviewPolicy.ON_PASS_UNSPECIFIED
+    return ReviewPolicy(
+        max_fail_rounds=policy.max_fail_rounds or None,
+        on_pass=None if unset else OnPass(policy_pb2.ReviewPolicy.OnPass.Name(policy.on_pass)),
+        ship_requires_approval=policy.ship_requires_approval
+        if policy.HasField("ship_requires_approval")
+        else None,
+    )
+
+
+def review_to_pb(policy: ReviewPolicy) -> policy_pb2.ReviewPolicy:
+    out = policy_pb2.ReviewPolicy(
+        max_fail_rounds=policy.max_fail_rounds or 0,
+        on_pass=policy.on_pass.value if policy.on_pass is not None else None,
+    )
+    if policy.ship_requires_approval is not None:
+        out.ship_requires_approval = policy.ship_requires_approval
+    return out
