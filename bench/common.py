@@ -50,6 +50,7 @@ WORKER_CLASS = "bench"
 
 
 def free_port() -> int:
+    """A TCP port that was free a moment ago on 127.0.0.1."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -82,6 +83,18 @@ def workcoord_executable() -> str:
     if found is None:
         raise SystemExit("bench: the workcoord CLI is not installed (run `uv sync`)")
     return found
+
+
+def service_env(**extra: str) -> dict[str, str]:
+    """This process's environment without any workcoord setting, plus ``extra``."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("WORKCOORD_") and key not in ("DATABASE_URL", "REDIS_URL")
+    }
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
 
 
 def cpu_seconds(pid: int) -> float:
@@ -359,22 +372,14 @@ class Cluster:
     ) -> CoordinatorProcess:
         port = free_port()
         address = f"127.0.0.1:{port}"
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.startswith("WORKCOORD_") and key not in ("DATABASE_URL", "REDIS_URL")
-        }
-        env.update(
-            {
-                "DATABASE_URL": self.database_url,
-                "REDIS_URL": REDIS_URL,
-                "WORKCOORD_LISTEN_COORDINATOR": address,
-                "WORKCOORD_BOOTSTRAP_ADMIN_TOKEN": self.admin_token,
-                "WORKCOORD_SERVICE_KEY": self.service_key,
-                "WORKCOORD_TEST_CLOCK_FILE": str(self.clock_file),
-                "WORKCOORD_LOG_LEVEL": "WARNING",
-                "PYTHONUNBUFFERED": "1",
-            }
+        env = service_env(
+            DATABASE_URL=self.database_url,
+            REDIS_URL=REDIS_URL,
+            WORKCOORD_LISTEN_COORDINATOR=address,
+            WORKCOORD_BOOTSTRAP_ADMIN_TOKEN=self.admin_token,
+            WORKCOORD_SERVICE_KEY=self.service_key,
+            WORKCOORD_TEST_CLOCK_FILE=str(self.clock_file),
+            WORKCOORD_LOG_LEVEL="WARNING",
         )
         if extra_env:
             env.update(extra_env)

@@ -20,7 +20,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -31,6 +30,8 @@ import asyncpg
 import grpc
 import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from bench.common import free_port, service_env, workcoord_executable
 
 __all__ = [
     "Deployment",
@@ -45,33 +46,6 @@ __all__ = [
 
 READY_TIMEOUT_SECONDS = 300.0
 STOP_TIMEOUT_SECONDS = 15.0
-
-
-def free_port() -> int:
-    """A TCP port that was free a moment ago on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def workcoord_command() -> list[str]:
-    """The ``workcoord`` CLI of this environment."""
-    script = Path(sys.executable).with_name("workcoord")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-m", "workcoord.cli.main"]
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without any workcoord setting, plus ``extra``."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("WORKCOORD_") and key not in ("DATABASE_URL", "REDIS_URL")
-    }
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(extra)
-    return env
 
 
 def grpc_serving(address: str, timeout: float = 1.0) -> bool:
@@ -318,7 +292,7 @@ class Service:
             log.write(f"---- starting {self.name}\n".encode())
             log.flush()
             self.process = subprocess.Popen(
-                [*workcoord_command(), "serve", self.kind],
+                [workcoord_executable(), "serve", self.kind],
                 env=self.env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -396,8 +370,8 @@ class Deployment:
         await wait_until(self.redis.answering, "redis")
         migrate = await asyncio.to_thread(
             subprocess.run,
-            [*workcoord_command(), "db", "upgrade", "--database-url", self.database_url],
-            env=clean_env(),
+            [workcoord_executable(), "db", "upgrade", "--database-url", self.database_url],
+            env=service_env(),
             capture_output=True,
             text=True,
             timeout=600,
@@ -456,7 +430,7 @@ class Deployment:
 
     def _add(self, name: str, kind: str, address: str, env: dict[str, str]) -> None:
         self.services[name] = Service(
-            name, kind, address, clean_env(**env), self.folder / f"{name}.log"
+            name, kind, address, service_env(**env), self.folder / f"{name}.log"
         )
 
     async def wait_ready(self, service: Service, within: float = READY_TIMEOUT_SECONDS) -> float:
