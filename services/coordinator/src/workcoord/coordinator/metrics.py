@@ -262,6 +262,9 @@ def watch_pool(engine: AsyncEngine) -> None:
     _pool_collector.engines.add(engine.sync_engine)
 
 
+STOP_WAIT_SECONDS = 10.0
+
+
 class QueueSampler:
     """Reads queue depth and class usage every ``interval_seconds`` into :attr:`sample`."""
 
@@ -269,6 +272,7 @@ class QueueSampler:
         self._store = store
         self._interval = interval_seconds
         self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
         self.sample: QueueSample = {}
 
     def start(self) -> None:
@@ -277,9 +281,15 @@ class QueueSampler:
         self._task = asyncio.create_task(self._run(), name="workcoord-queue-sampler")
 
     async def stop(self) -> None:
-        """Stop sampling and leave the metrics."""
+        """Stop sampling and leave the metrics. A sample being taken is let finish rather than
+        cancelled (unless it hangs past ``STOP_WAIT_SECONDS``): a cancelled query can leave the
+        database driver's worker (aiosqlite's thread) answering a loop that has closed by then."""
         _queue_collector.samplers.discard(self)
-        if self._task is not None:
+        self._stopping.set()
+        if self._task is None:
+            return
+        done, _pending = await asyncio.wait({self._task}, timeout=STOP_WAIT_SECONDS)
+        if not done:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
@@ -306,14 +316,13 @@ class QueueSampler:
         self.sample = sample
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping.is_set():
             try:
                 await self.refresh()
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:  # the database may be away: try again next time
                 _log.debug("queue sample failed: %s", exc)
-            await asyncio.sleep(self._interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self._interval)
 
 
 async def _coordinators(reader: Reader) -> list[Coordinator]:
