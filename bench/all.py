@@ -1,4 +1,4 @@
-"""Run B1, B2, B3 and B6 in turn with their defaults: ``uv run python -m bench.all``.
+"""Run B1, B2, B3, B4 and B6 in turn with their defaults: ``uv run python -m bench.all``.
 
 ``--quick`` shortens the pgbench reference to 5 s; ``--no-record`` skips bench/results/;
 ``--deep`` also runs B5 (it bulk-loads a queue of 1,000,000 items first, which takes minutes).
@@ -10,7 +10,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from bench import b1_throughput, b2_wake_latency, b3_recovery, b5_deep_queue, b6_reads
+from bench import (
+    b1_throughput,
+    b2_wake_latency,
+    b3_recovery,
+    b4_feed,
+    b5_deep_queue,
+    b6_reads,
+)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -21,6 +28,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results["b1_throughput"] = b1_throughput.main([*quick, *record])
     results["b2_wake_latency"] = b2_wake_latency.main([*quick, *record])
     results["b3_recovery"] = b3_recovery.main([*quick, *record])
+    results["b4_feed"] = b4_feed.main(record)
     if "--deep" in extra:
         results["b5_deep_queue"] = b5_deep_queue.main(record)
     results["b6_reads"] = b6_reads.main(record)
