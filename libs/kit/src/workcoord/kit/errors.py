@@ -113,8 +113,9 @@ _E = TypeVar("_E", bound="WorkcoordError")
 class WorkcoordError(Exception):
     """Root of every error workcoord answers to callers.
 
-    Subclasses fix ``code``, ``reason`` and the default message in their class statement
-    (``class NotFound(WorkcoordError, code=Code.NOT_FOUND, reason="NOT_FOUND", message=…)``);
+    Subclasses fix ``code``, ``reason`` (by default the code's name) and the default message in
+    their class statement (``class LeaseLost(WorkcoordError, code=Code.ABORTED,
+    reason="LEASE_LOST", message=…)``);
     instances carry a human-readable ``message``, ``ErrorInfo`` ``metadata`` and, for bad input,
     ``field_violations``.
     """
@@ -134,6 +135,7 @@ class WorkcoordError(Exception):
         super().__init_subclass__(**kwargs)
         if code is not None:
             cls.code = code
+            cls.reason = code.name
         if reason is not None:
             cls.reason = reason
         if message is not None:
@@ -172,12 +174,7 @@ class WorkcoordError(Exception):
         return f"{type(self).__name__}(reason={self.reason!r}, message={self.message!r})"
 
 
-class InvalidArgument(
-    WorkcoordError,
-    code=Code.INVALID_ARGUMENT,
-    reason="INVALID_ARGUMENT",
-    message="invalid argument",
-):
+class InvalidArgument(WorkcoordError, code=Code.INVALID_ARGUMENT, message="invalid argument"):
     """Bad input of any kind; names every offending field."""
 
     # Enough to read in a log line; the full list travels in BadRequest.
@@ -214,22 +211,16 @@ class InvalidArgument(
 class Unauthenticated(
     WorkcoordError,
     code=Code.UNAUTHENTICATED,
-    reason="UNAUTHENTICATED",
     message="missing, unknown, revoked or expired credential",
 ):
     """Missing, unknown, revoked or expired credential."""
 
 
-class PermissionDenied(
-    WorkcoordError,
-    code=Code.PERMISSION_DENIED,
-    reason="PERMISSION_DENIED",
-    message="permission denied",
-):
+class PermissionDenied(WorkcoordError, code=Code.PERMISSION_DENIED, message="permission denied"):
     """Authenticated but not allowed (also: wrong tenant, where the id is the caller's own)."""
 
 
-class NotFound(WorkcoordError, code=Code.NOT_FOUND, reason="NOT_FOUND", message="not found"):
+class NotFound(WorkcoordError, code=Code.NOT_FOUND, message="not found"):
     """No such resource visible to the caller (no existence oracle across tenants)."""
 
 
@@ -265,9 +256,7 @@ class EtagMismatch(
     """An update carried an etag that is no longer current."""
 
 
-class AlreadyExists(
-    WorkcoordError, code=Code.ALREADY_EXISTS, reason="ALREADY_EXISTS", message="already exists"
-):
+class AlreadyExists(WorkcoordError, code=Code.ALREADY_EXISTS, message="already exists"):
     """The resource to create already exists."""
 
 
@@ -311,13 +300,11 @@ class TooLarge(
     """A payload is over its limit."""
 
 
-class Unimplemented(
-    WorkcoordError, code=Code.UNIMPLEMENTED, reason="UNIMPLEMENTED", message="not implemented"
-):
+class Unimplemented(WorkcoordError, code=Code.UNIMPLEMENTED, message="not implemented"):
     """The method exists in the contract but is not implemented (yet)."""
 
 
-class Internal(WorkcoordError, code=Code.INTERNAL, reason="INTERNAL", message="internal error"):
+class Internal(WorkcoordError, code=Code.INTERNAL, message="internal error"):
     """A bug or an unexpected failure; the message never carries internal detail."""
 
 
