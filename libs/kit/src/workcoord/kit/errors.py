@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 __all__ = [
     "AlreadyExists",
@@ -113,13 +113,33 @@ _E = TypeVar("_E", bound="WorkcoordError")
 class WorkcoordError(Exception):
     """Root of every error workcoord answers to callers.
 
-    Subclasses fix ``code`` and ``reason``; instances carry a human-readable ``message``,
-    ``ErrorInfo`` ``metadata`` and, for bad input, ``field_violations``.
+    Subclasses fix ``code``, ``reason`` (by default the code's name) and the default message in
+    their class statement (``class LeaseLost(WorkcoordError, code=Code.ABORTED,
+    reason="LEASE_LOST", message=…)``);
+    instances carry a human-readable ``message``, ``ErrorInfo`` ``metadata`` and, for bad input,
+    ``field_violations``.
     """
 
     code: Code = Code.UNKNOWN
     reason: str = "UNKNOWN"
     default_message: ClassVar[str] = "unknown error"
+
+    def __init_subclass__(
+        cls,
+        *,
+        code: Code | None = None,
+        reason: str | None = None,
+        message: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.code = code
+            cls.reason = code.name
+        if reason is not None:
+            cls.reason = reason
+        if message is not None:
+            cls.default_message = message
 
     def __init__(
         self,
@@ -154,12 +174,8 @@ class WorkcoordError(Exception):
         return f"{type(self).__name__}(reason={self.reason!r}, message={self.message!r})"
 
 
-class InvalidArgument(WorkcoordError):
+class InvalidArgument(WorkcoordError, code=Code.INVALID_ARGUMENT, message="invalid argument"):
     """Bad input of any kind; names every offending field."""
-
-    code = Code.INVALID_ARGUMENT
-    reason = "INVALID_ARGUMENT"
-    default_message = "invalid argument"
 
     # Enough to read in a log line; the full list travels in BadRequest.
     _SUMMARY_LIMIT: ClassVar[int] = 5
@@ -192,39 +208,27 @@ class InvalidArgument(WorkcoordError):
         return f"invalid argument: {shown}{suffix}"
 
 
-class Unauthenticated(WorkcoordError):
+class Unauthenticated(
+    WorkcoordError,
+    code=Code.UNAUTHENTICATED,
+    message="missing, unknown, revoked or expired credential",
+):
     """Missing, unknown, revoked or expired credential."""
 
-    code = Code.UNAUTHENTICATED
-    reason = "UNAUTHENTICATED"
-    default_message = "missing, unknown, revoked or expired credential"
 
-
-class PermissionDenied(WorkcoordError):
+class PermissionDenied(WorkcoordError, code=Code.PERMISSION_DENIED, message="permission denied"):
     """Authenticated but not allowed (also: wrong tenant, where the id is the caller's own)."""
 
-    code = Code.PERMISSION_DENIED
-    reason = "PERMISSION_DENIED"
-    default_message = "permission denied"
 
-
-class NotFound(WorkcoordError):
+class NotFound(WorkcoordError, code=Code.NOT_FOUND, message="not found"):
     """No such resource visible to the caller (no existence oracle across tenants)."""
-
-    code = Code.NOT_FOUND
-    reason = "NOT_FOUND"
-    default_message = "not found"
 
 
 LeaseLostCause = Literal["expired", "superseded", "terminal", "policy"]
 
 
-class LeaseLost(WorkcoordError):
+class LeaseLost(WorkcoordError, code=Code.ABORTED, reason="LEASE_LOST", message="lease lost"):
     """A fenced worker write touched no live lease; ``metadata["cause"]`` says why."""
-
-    code = Code.ABORTED
-    reason = "LEASE_LOST"
-    default_message = "lease lost"
 
     def __init__(
         self,
@@ -243,77 +247,65 @@ class LeaseLost(WorkcoordError):
         return self.metadata.get("cause", "")
 
 
-class EtagMismatch(WorkcoordError):
+class EtagMismatch(
+    WorkcoordError,
+    code=Code.ABORTED,
+    reason="ETAG_MISMATCH",
+    message="etag mismatch: the resource changed, read it again",
+):
     """An update carried an etag that is no longer current."""
 
-    code = Code.ABORTED
-    reason = "ETAG_MISMATCH"
-    default_message = "etag mismatch: the resource changed, read it again"
 
-
-class AlreadyExists(WorkcoordError):
+class AlreadyExists(WorkcoordError, code=Code.ALREADY_EXISTS, message="already exists"):
     """The resource to create already exists."""
 
-    code = Code.ALREADY_EXISTS
-    reason = "ALREADY_EXISTS"
-    default_message = "already exists"
 
-
-class IllegalTransition(WorkcoordError):
+class IllegalTransition(
+    WorkcoordError,
+    code=Code.FAILED_PRECONDITION,
+    reason="ILLEGAL_TRANSITION",
+    message="illegal transition",
+):
     """The requested state change is not allowed from the current state."""
 
-    code = Code.FAILED_PRECONDITION
-    reason = "ILLEGAL_TRANSITION"
-    default_message = "illegal transition"
 
-
-class WorkerFenced(WorkcoordError):
+class WorkerFenced(
+    WorkcoordError,
+    code=Code.FAILED_PRECONDITION,
+    reason="WORKER_FENCED",
+    message="worker fenced: a malformed placement on one of its active attempts",
+):
     """The worker is fenced (a malformed placement on one of its active attempts): it leases
     nothing until the placement is corrected or that attempt's lease expires."""
 
-    code = Code.FAILED_PRECONDITION
-    reason = "WORKER_FENCED"
-    default_message = "worker fenced: a malformed placement on one of its active attempts"
 
-
-class CoordinationDisabled(WorkcoordError):
+class CoordinationDisabled(
+    WorkcoordError,
+    code=Code.UNAVAILABLE,
+    reason="COORDINATION_DISABLED",
+    message="coordination is disabled",
+):
     """The platform or work coordinator switch is off."""
 
-    code = Code.UNAVAILABLE
-    reason = "COORDINATION_DISABLED"
-    default_message = "coordination is disabled"
 
-
-class PoolFull(WorkcoordError):
+class PoolFull(
+    WorkcoordError, code=Code.RESOURCE_EXHAUSTED, reason="POOL_FULL", message="worker pool is full"
+):
     """The worker pool cap is reached."""
 
-    code = Code.RESOURCE_EXHAUSTED
-    reason = "POOL_FULL"
-    default_message = "worker pool is full"
 
-
-class TooLarge(WorkcoordError):
+class TooLarge(
+    WorkcoordError, code=Code.RESOURCE_EXHAUSTED, reason="TOO_LARGE", message="payload too large"
+):
     """A payload is over its limit."""
 
-    code = Code.RESOURCE_EXHAUSTED
-    reason = "TOO_LARGE"
-    default_message = "payload too large"
 
-
-class Unimplemented(WorkcoordError):
+class Unimplemented(WorkcoordError, code=Code.UNIMPLEMENTED, message="not implemented"):
     """The method exists in the contract but is not implemented (yet)."""
 
-    code = Code.UNIMPLEMENTED
-    reason = "UNIMPLEMENTED"
-    default_message = "not implemented"
 
-
-class Internal(WorkcoordError):
+class Internal(WorkcoordError, code=Code.INTERNAL, message="internal error"):
     """A bug or an unexpected failure; the message never carries internal detail."""
-
-    code = Code.INTERNAL
-    reason = "INTERNAL"
-    default_message = "internal error"
 
 
 _BY_REASON: dict[str, type[WorkcoordError]] = {

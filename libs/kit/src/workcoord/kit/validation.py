@@ -337,17 +337,24 @@ def _check_single(
     _check_value(value, check, path, out, now)
 
 
+def _bad_size(size: int, plan: _FieldPlan, path: str, noun: str, out: list[FieldViolation]) -> bool:
+    """Record it if a repeated field or map of ``size`` ``noun`` is empty though required, or
+    longer than its limit; whether it was (its elements then go unchecked: checking every
+    element of an oversized list would only amplify the attack)."""
+    if plan.required and not size:
+        out.append(FieldViolation(path, _with_hint("is required", plan.hint)))
+        return True
+    if size > plan.max_items:
+        limit = f"must have at most {plan.max_items} {noun}"
+        out.append(FieldViolation(path, _with_hint(limit, plan.hint)))
+        return True
+    return False
+
+
 def _check_repeated(
     values: Sequence[Any], plan: _FieldPlan, path: str, out: list[FieldViolation], now: datetime
 ) -> None:
-    if plan.required and not values:
-        out.append(FieldViolation(path, _with_hint("is required", plan.hint)))
-        return
-    if len(values) > plan.max_items:
-        # Checking every element of an oversized list would only amplify the attack.
-        out.append(
-            FieldViolation(path, _with_hint(f"must have at most {plan.max_items} items", plan.hint))
-        )
+    if _bad_size(len(values), plan, path, "items", out):
         return
     for index, value in enumerate(values):
         _check_value(value, plan.value, f"{path}[{index}]", out, now)
@@ -356,15 +363,7 @@ def _check_repeated(
 def _check_map(
     entries: Any, plan: _FieldPlan, path: str, out: list[FieldViolation], now: datetime
 ) -> None:
-    if plan.required and not entries:
-        out.append(FieldViolation(path, _with_hint("is required", plan.hint)))
-        return
-    if len(entries) > plan.max_items:
-        out.append(
-            FieldViolation(
-                path, _with_hint(f"must have at most {plan.max_items} entries", plan.hint)
-            )
-        )
+    if _bad_size(len(entries), plan, path, "entries", out):
         return
     # Sorted so the same request always yields the same violations, in the same order.
     for key in sorted(entries):

@@ -101,9 +101,7 @@ class AdminServicer(EngineServicer, admin_pb2_grpc.AdminServiceServicer):
         self, request: admin_pb2.CreateUserTokenRequest, context: Context
     ) -> admin_pb2.CreateUserTokenResponse:
         p = caller().principal
-        expire = (
-            m.from_ts(request.token.expire_time) if request.token.HasField("expire_time") else None
-        )
+        expire = m.from_optional_ts(request.token, "expire_time")
         issued = await self.engine.create_user_token(
             p, request.user_id, request.token.display_name, expire
         )
@@ -136,7 +134,7 @@ class AdminServicer(EngineServicer, admin_pb2_grpc.AdminServiceServicer):
             k.org_slug,
             list(k.coordinator_ids),
             [Capability(admin_pb2.WorkKey.Capability.Name(c)) for c in k.capabilities],
-            m.from_ts(k.expire_time) if k.HasField("expire_time") else None,
+            m.from_optional_ts(k, "expire_time"),
         )
         return admin_pb2.CreateWorkKeyResponse(
             key_id=issued.key.key_id, secret=issued.secret, work_key=m.work_key_to_pb(issued.key)

@@ -170,7 +170,7 @@ class WorkCoordinatorServicer(
                 for x in g.permissions
                 if x != work_coordinator_pb2.Grant.PERMISSION_UNSPECIFIED
             ],
-            m.from_ts(g.expire_time) if g.HasField("expire_time") else None,
+            m.from_optional_ts(g, "expire_time"),
             request.request_id,
             fingerprint=request_fingerprint(request),
         )

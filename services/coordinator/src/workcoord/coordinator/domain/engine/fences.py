@@ -121,7 +121,7 @@ class WorkerFences(EngineCore):
                 raise fence_error(worker_id, current)
             raise FenceFound(worker_id, current)
         if stored is not None:
-            await self._lift(tx, coordinator, principal, worker_id, stored)
+            await self._change_fence(tx, coordinator, principal, worker_id, stored, lift=True)
 
     async def record_fence(
         self, principal: Principal, coordinator_id: str, worker_id: str, fence: JsonObject
@@ -131,7 +131,7 @@ class WorkerFences(EngineCore):
             worker = await tx.get_worker(coordinator_id, worker_id)
             if worker is None or _same_cause(worker.fence, fence):
                 return
-            await self._set(tx, coordinator, principal, worker_id, fence)
+            await self._change_fence(tx, coordinator, principal, worker_id, fence)
 
     async def sweep_fences(self, principal: Principal, coordinator_id: str) -> None:
         """A recovery pass: fence the workers whose live attempts have a malformed placement,
@@ -154,9 +154,11 @@ class WorkerFences(EngineCore):
                     continue
                 if current is None:
                     assert before is not None
-                    await self._lift(tx, coordinator, principal, worker_id, before)
+                    await self._change_fence(
+                        tx, coordinator, principal, worker_id, before, lift=True
+                    )
                 elif await tx.get_worker(coordinator_id, worker_id) is not None:
-                    await self._set(tx, coordinator, principal, worker_id, current)
+                    await self._change_fence(tx, coordinator, principal, worker_id, current)
 
     async def forget_worker(
         self, principal: Principal, coordinator_id: str, worker_id: str
@@ -186,38 +188,27 @@ class WorkerFences(EngineCore):
             await self.append_events(tx, coordinator, [forgotten], principal.name)
             return worker
 
-    async def _set(
+    async def _change_fence(
         self,
         tx: Tx,
         coordinator: Coordinator,
         principal: Principal,
         worker_id: str,
         fence: JsonObject,
+        *,
+        lift: bool = False,
     ) -> None:
-        await tx.set_worker_fence(coordinator.coordinator_id, worker_id, fence)
-        event = NewEvent(
-            EventType.WORKER_FENCED,
-            lane_id=str(fence["lane_id"]),
-            item_id=str(fence["item_id"]),
-            lease_id=str(fence["lease_id"]),
-            data={"workerId": worker_id, "reason": fence["reason"]},
+        """Store ``fence`` on the worker, with WORKER_FENCED; or, with ``lift``, clear it, with
+        WORKER_UNFENCED. The event names the fence's lease, item and lane."""
+        await tx.set_worker_fence(coordinator.coordinator_id, worker_id, None if lift else fence)
+        data = (
+            {"workerId": worker_id} if lift else {"workerId": worker_id, "reason": fence["reason"]}
         )
-        await self.append_events(tx, coordinator, [event], principal.name)
-
-    async def _lift(
-        self,
-        tx: Tx,
-        coordinator: Coordinator,
-        principal: Principal,
-        worker_id: str,
-        fence: JsonObject,
-    ) -> None:
-        await tx.set_worker_fence(coordinator.coordinator_id, worker_id, None)
         event = NewEvent(
-            EventType.WORKER_UNFENCED,
+            EventType.WORKER_UNFENCED if lift else EventType.WORKER_FENCED,
             lane_id=str(fence.get("lane_id", "")),
             item_id=str(fence.get("item_id", "")),
             lease_id=str(fence.get("lease_id", "")),
-            data={"workerId": worker_id},
+            data=data,
         )
         await self.append_events(tx, coordinator, [event], principal.name)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import enum
+from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NoReturn, TypeVar, cast
+from typing import Any, NoReturn, Protocol, TypeVar, cast
 
 from workcoord.coordinator.domain.grants import (
     GrantRecord,
@@ -41,6 +42,15 @@ from workcoord.coordinator.domain.ports import (
 from ..integrity import violation
 
 _T = TypeVar("_T")
+_K = TypeVar("_K")
+
+
+class _Revocable(Protocol):
+    @property
+    def revoke_time(self) -> datetime | None: ...
+
+
+_R = TypeVar("_R", bound=_Revocable)
 
 
 class ReadOnlyViolation(RuntimeError):
@@ -145,6 +155,51 @@ def _copy(value: Any) -> Any:
 def refuse(constraint: str) -> NoReturn:
     """Fail like the database does when ``constraint`` (named as in the schema) is broken."""
     raise violation(constraint)
+
+
+def refuse_taken(
+    table: MutableMapping[_K, _T],
+    key: _K,
+    primary: str,
+    *unique: tuple[str, Callable[[_T], bool]],
+) -> None:
+    """Fail like the database does when a row is inserted under a ``key`` already in ``table``
+    (constraint ``primary``), or clashes with a stored row on one of the ``unique`` constraints:
+    each is a name and a test of a stored row."""
+    if key in table:
+        refuse(primary)
+    for constraint, clashes in unique:
+        if any(clashes(row) for row in table.values()):
+            refuse(constraint)
+
+
+def insert_new(
+    table: MutableMapping[_K, _T], rows: Iterable[_T], key: Callable[[_T], _K], primary: str
+) -> None:
+    """Store copies of ``rows`` in ``table`` under their ``key``, in order; a key already taken
+    fails (constraint ``primary``) as the database does."""
+    for row in rows:
+        refuse_taken(table, key(row), primary)
+        table[key(row)] = copied(row)
+
+
+def revoke(table: MutableMapping[_K, _R], key: _K, when: datetime) -> None:
+    """Stamp ``revoke_time`` on the row under ``key``, unless there is none or it is revoked."""
+    row = table.get(key)
+    if row is not None and row.revoke_time is None:
+        table[key] = dataclasses.replace(row, revoke_time=when)  # type: ignore[type-var]
+
+
+def selected(
+    rows: Iterable[_T],
+    where: Callable[[_T], object],
+    order: Callable[[_T], Any],
+    limit: int | None = None,
+) -> list[_T]:
+    """Copies of the ``rows`` that ``where`` holds for, sorted by ``order`` and cut at ``limit``:
+    a query's WHERE, ORDER BY and LIMIT."""
+    found = sorted((row for row in rows if where(row)), key=order)
+    return [copied(row) for row in found[:limit]]
 
 
 class MemoryTxBase:

@@ -15,7 +15,7 @@ from workcoord.coordinator.domain.ports import (
     WorkKeyRecord,
 )
 
-from ._base import MemoryTxBase, TokenRow, refuse
+from ._base import MemoryTxBase, TokenRow, refuse, refuse_taken
 
 
 class AccountsMemory(MemoryTxBase):
@@ -62,8 +62,7 @@ class AccountsMemory(MemoryTxBase):
 
     async def insert_org(self, org: OrgRecord) -> None:
         orgs = self._w().orgs
-        if org.slug in orgs:
-            refuse("pk_orgs")
+        refuse_taken(orgs, org.slug, "pk_orgs")
         orgs[org.slug] = org
 
     # -------------------------------------------------------------- users and roles
@@ -82,10 +81,8 @@ class AccountsMemory(MemoryTxBase):
 
     async def insert_user(self, user: UserRecord) -> None:
         users = self._w().users
-        if user.user_id in users:
-            refuse("pk_users")
-        if any(u.email == user.email for u in users.values()):
-            refuse("uq_users_email")
+        email = ("uq_users_email", lambda u: u.email == user.email)
+        refuse_taken(users, user.user_id, "pk_users", email)
         users[user.user_id] = user
 
     def _check_user(self, user_id: str, constraint: str) -> None:
@@ -117,10 +114,8 @@ class AccountsMemory(MemoryTxBase):
         expire_time: datetime | None,
     ) -> None:
         tokens = self._w().tokens
-        if token_id in tokens:
-            refuse("pk_user_tokens")
-        if any(r.secret_hash == secret_hash for r in tokens.values()):
-            refuse("uq_user_tokens_secret_hash")
+        secret = ("uq_user_tokens_secret_hash", lambda r: r.secret_hash == secret_hash)
+        refuse_taken(tokens, token_id, "pk_user_tokens", secret)
         self._check_user(user_id, "fk_user_tokens_user_id_users")
         token = TokenRecord(token_id, user_id, display_name, create_time, expire_time)
         tokens[token_id] = TokenRow(token, secret_hash)
@@ -138,10 +133,8 @@ class AccountsMemory(MemoryTxBase):
 
     async def insert_work_key(self, key: WorkKeyRecord) -> None:
         keys = self._w().work_keys
-        if key.key_id in keys:
-            refuse("pk_work_keys")
-        if any(k.secret_hash == key.secret_hash for k in keys.values()):
-            refuse("uq_work_keys_secret_hash")
+        secret = ("uq_work_keys_secret_hash", lambda k: k.secret_hash == key.secret_hash)
+        refuse_taken(keys, key.key_id, "pk_work_keys", secret)
         keys[key.key_id] = key
 
     async def revoke_work_key(self, key_id: str, when: datetime) -> None:

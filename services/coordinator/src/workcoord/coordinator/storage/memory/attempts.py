@@ -8,7 +8,7 @@ from datetime import datetime
 from workcoord.coordinator.domain.model import LIVE_ATTEMPT_STATUSES, Attempt, Item
 
 from ..records import hold_keys
-from ._base import MemoryTxBase, copied, refuse
+from ._base import MemoryTxBase, copied, refuse, selected
 
 
 class AttemptsMemory(MemoryTxBase):
@@ -34,15 +34,15 @@ class AttemptsMemory(MemoryTxBase):
         return [copied(a) for a in found]
 
     async def live_attempts(self, coordinator_id: str, worker_class: str | None) -> list[Attempt]:
-        found = [
-            a
-            for a in self.tables.attempts.values()
-            if a.coordinator_id == coordinator_id
-            and a.status in LIVE_ATTEMPT_STATUSES
-            and (worker_class is None or a.worker_class == worker_class)
-        ]
-        found.sort(key=lambda a: (a.create_time, a.lease_id))
-        return [copied(a) for a in found]
+        return selected(
+            self.tables.attempts.values(),
+            lambda a: (
+                a.coordinator_id == coordinator_id
+                and a.status in LIVE_ATTEMPT_STATUSES
+                and (worker_class is None or a.worker_class == worker_class)
+            ),
+            lambda a: (a.create_time, a.lease_id),
+        )
 
     async def live_exclusive_holders(
         self, coordinator_id: str, keys: Sequence[str]
@@ -55,14 +55,15 @@ class AttemptsMemory(MemoryTxBase):
         self, coordinator_id: str, lease_request: str
     ) -> list[Attempt]:
         """The attempts under ``lease_request`` (what one Lease call granted), by lease id."""
-        found = [
-            a
-            for a in self.tables.attempts.values()
-            if a.coordinator_id == coordinator_id
-            and lease_request
-            and a.lease_request == lease_request
-        ]
-        return [copied(a) for a in sorted(found, key=lambda a: a.lease_id)]
+        return selected(
+            self.tables.attempts.values(),
+            lambda a: (
+                a.coordinator_id == coordinator_id
+                and bool(lease_request)
+                and a.lease_request == lease_request
+            ),
+            lambda a: a.lease_id,
+        )
 
     def _check_one_live_per_item(self, attempt: Attempt) -> None:
         """The partial unique index ``uq_attempts_one_live_per_item``."""

@@ -17,7 +17,7 @@ from workcoord.coordinator.domain.model import (
     Ticket,
 )
 
-from ._base import MemoryTxBase, copied, refuse
+from ._base import MemoryTxBase, copied, insert_new, selected
 from .lanes_items import ready
 
 
@@ -25,11 +25,7 @@ class FollowUpsMemory(MemoryTxBase):
     # -------------------------------------------------------------- the digest
 
     async def insert_digest_entries(self, entries: Sequence[DigestEntry]) -> None:
-        stored = self._w().digest_entries
-        for entry in entries:
-            if entry.entry_id in stored:
-                refuse("pk_digest_entries")
-            stored[entry.entry_id] = entry
+        insert_new(self._w().digest_entries, entries, lambda e: e.entry_id, "pk_digest_entries")
 
     async def digest_entries(self, coordinator_id: str, day: str) -> list[DigestEntry]:
         found = [
@@ -42,11 +38,7 @@ class FollowUpsMemory(MemoryTxBase):
     # -------------------------------------------------------------- pending actions
 
     async def insert_pending_actions(self, actions: Sequence[PendingAction]) -> None:
-        stored = self._w().pending_actions
-        for action in actions:
-            if action.action_id in stored:
-                refuse("pk_pending_actions")
-            stored[action.action_id] = copied(action)
+        insert_new(self._w().pending_actions, actions, lambda a: a.action_id, "pk_pending_actions")
 
     async def update_pending_action(self, action: PendingAction) -> None:
         stored = self._w().pending_actions
@@ -119,19 +111,14 @@ class FollowUpsMemory(MemoryTxBase):
 
     async def insert_escalations(self, escalations: Sequence[Escalation]) -> None:
         stored = self._w().escalations
-        for escalation in escalations:
-            if escalation.escalation_id in stored:
-                refuse("pk_escalations")
-            stored[escalation.escalation_id] = copied(escalation)
+        insert_new(stored, escalations, lambda e: e.escalation_id, "pk_escalations")
 
     async def open_escalations(self, coordinator_id: str) -> list[Escalation]:
-        found = [
-            e
-            for e in self.tables.escalations.values()
-            if e.coordinator_id == coordinator_id and e.open
-        ]
-        found.sort(key=lambda e: (e.create_time, e.escalation_id))
-        return [copied(e) for e in found]
+        return selected(
+            self.tables.escalations.values(),
+            lambda e: e.coordinator_id == coordinator_id and e.open,
+            lambda e: (e.create_time, e.escalation_id),
+        )
 
     async def resolve_escalations(
         self, coordinator_id: str, item_ids: Sequence[str], when: datetime

@@ -8,7 +8,12 @@ from datetime import datetime
 
 from workcoord.coordinator.domain.model import Blocker, Item, ItemState, Lane, LaneState, Ticket
 
-from ._base import MemoryTxBase, copied, refuse
+from ._base import MemoryTxBase, copied, refuse, selected
+
+
+def _by_seq(item: Item) -> tuple[int, str]:
+    """Items in the order they were created in."""
+    return (item.seq, item.item_id)
 
 
 def ready(item: Item, coordinator_id: str, now: datetime) -> bool:
@@ -119,7 +124,7 @@ class LanesItemsMemory(MemoryTxBase):
     async def lane_items(self, lane_ids: Sequence[str]) -> list[Item]:
         wanted = set(lane_ids)
         found = [i for i in self.tables.items.values() if i.lane_id in wanted]
-        found.sort(key=lambda i: (i.seq, i.item_id))
+        found.sort(key=_by_seq)
         return [copied(i) for i in found]
 
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
@@ -129,22 +134,18 @@ class LanesItemsMemory(MemoryTxBase):
         return await self.get_lane(lane_id), await self.lane_item_states(lane_id)
 
     async def queued_items(self, coordinator_id: str) -> list[Item]:
-        found = [
-            i
-            for i in self.tables.items.values()
-            if i.coordinator_id == coordinator_id and i.state == ItemState.QUEUED
-        ]
-        found.sort(key=lambda i: (i.seq, i.item_id))
-        return [copied(i) for i in found]
+        return selected(
+            self.tables.items.values(),
+            lambda i: i.coordinator_id == coordinator_id and i.state == ItemState.QUEUED,
+            _by_seq,
+        )
 
     async def waiting_items(self, lane_id: str) -> list[Item]:
-        found = [
-            i
-            for i in self.tables.items.values()
-            if i.lane_id == lane_id and i.state == ItemState.WAITING
-        ]
-        found.sort(key=lambda i: (i.seq, i.item_id))
-        return [copied(i) for i in found]
+        return selected(
+            self.tables.items.values(),
+            lambda i: i.lane_id == lane_id and i.state == ItemState.WAITING,
+            _by_seq,
+        )
 
     async def insert_items(self, items: Sequence[Item]) -> None:
         stored = self._w().items

@@ -13,7 +13,7 @@ from workcoord.coordinator.domain.grants import (
     TokenRecord,
 )
 
-from ._base import MemoryTxBase, TokenRow, refuse
+from ._base import MemoryTxBase, TokenRow, insert_new, refuse, refuse_taken, revoke, selected
 
 
 class TenancyMemory(MemoryTxBase):
@@ -25,47 +25,42 @@ class TenancyMemory(MemoryTxBase):
     async def list_grants(
         self, coordinator_id: str, after_id: str, limit: int
     ) -> list[GrantRecord]:
-        found = [
-            g
-            for g in self.tables.grants.values()
-            if g.coordinator_id == coordinator_id and g.grant_id > after_id
-        ]
-        return sorted(found, key=lambda g: g.grant_id)[:limit]
+        return selected(
+            self.tables.grants.values(),
+            lambda g: g.coordinator_id == coordinator_id and g.grant_id > after_id,
+            lambda g: g.grant_id,
+            limit,
+        )
 
     async def grants_between(
         self, coordinator_id: str, parent_coordinator_id: str
     ) -> list[GrantRecord]:
         """The child's unrevoked grants to that parent (expired ones included)."""
-        found = [
-            g
-            for g in self.tables.grants.values()
-            if g.coordinator_id == coordinator_id
-            and g.parent_coordinator_id == parent_coordinator_id
-            and g.revoke_time is None
-        ]
-        return sorted(found, key=lambda g: g.grant_id)
+        return selected(
+            self.tables.grants.values(),
+            lambda g: (
+                g.coordinator_id == coordinator_id
+                and g.parent_coordinator_id == parent_coordinator_id
+                and g.revoke_time is None
+            ),
+            lambda g: g.grant_id,
+        )
 
     async def insert_grant(self, grant: GrantRecord) -> None:
-        grants = self._w().grants
-        if grant.grant_id in grants:
-            refuse("pk_grants")
-        grants[grant.grant_id] = grant
+        insert_new(self._w().grants, [grant], lambda g: g.grant_id, "pk_grants")
 
     async def revoke_grant(self, grant_id: str, when: datetime) -> None:
-        grants = self._w().grants
-        grant = grants.get(grant_id)
-        if grant is not None and grant.revoke_time is None:
-            grants[grant_id] = dataclasses.replace(grant, revoke_time=when)
+        revoke(self._w().grants, grant_id, when)
 
     # -------------------------------------------------------------- org members
 
     async def list_members(self, org_slug: str, after_user: str, limit: int) -> list[MemberRecord]:
-        found = [
-            m
-            for m in self.tables.members.values()
-            if m.org_slug == org_slug and m.user_id > after_user
-        ]
-        return sorted(found, key=lambda m: m.user_id)[:limit]
+        return selected(
+            self.tables.members.values(),
+            lambda m: m.org_slug == org_slug and m.user_id > after_user,
+            lambda m: m.user_id,
+            limit,
+        )
 
     async def get_member(self, org_slug: str, user_id: str) -> MemberRecord | None:
         return self.tables.members.get((org_slug, user_id))
@@ -98,27 +93,21 @@ class TenancyMemory(MemoryTxBase):
 
     async def insert_session(self, session: SessionRecord) -> None:
         sessions = self._w().sessions
-        if session.session_id in sessions:
-            refuse("pk_sessions")
-        if any(s.secret_hash == session.secret_hash for s in sessions.values()):
-            refuse("uq_sessions_secret_hash")
+        secret = ("uq_sessions_secret_hash", lambda s: s.secret_hash == session.secret_hash)
+        refuse_taken(sessions, session.session_id, "pk_sessions", secret)
         if session.user_id not in self.tables.users:
             refuse("fk_sessions_user_id_users")
         sessions[session.session_id] = session
 
     async def revoke_session(self, session_id: str, when: datetime) -> None:
-        sessions = self._w().sessions
-        session = sessions.get(session_id)
-        if session is not None and session.revoke_time is None:
-            sessions[session_id] = dataclasses.replace(session, revoke_time=when)
+        revoke(self._w().sessions, session_id, when)
 
     async def find_login_code(self, code_hash: str) -> LoginCode | None:
         return self.tables.login_codes.get(code_hash)
 
     async def insert_login_code(self, code: LoginCode) -> None:
         codes = self._w().login_codes
-        if code.code_hash in codes:
-            refuse("pk_login_codes")
+        refuse_taken(codes, code.code_hash, "pk_login_codes")
         if code.user_id not in self.tables.users:
             refuse("fk_login_codes_user_id_users")
         codes[code.code_hash] = code

@@ -18,6 +18,7 @@ from workcoord.coordinator.domain.grants import (
 
 from .. import schema as t
 from ._base import SqlTxBase
+from .keyset import page_after
 from .rows import GRANTS, LOGIN_CODES, MEMBERS, SESSIONS, USER_TOKENS
 
 
@@ -39,14 +40,8 @@ class TenancySql(SqlTxBase):
     async def list_grants(
         self, coordinator_id: str, after_id: str, limit: int
     ) -> list[GrantRecord]:
-        c = t.grants.c
-        return await self._list(
-            GRANTS,
-            select(t.grants)
-            .where(c.coordinator_id == coordinator_id, c.grant_id > after_id)
-            .order_by(c.grant_id)
-            .limit(limit),
-        )
+        mine = t.grants.c.coordinator_id == coordinator_id
+        return await self._list(GRANTS, page_after(t.grants, "grant_id", after_id, limit, mine))
 
     async def grants_between(
         self, coordinator_id: str, parent_coordinator_id: str
@@ -73,13 +68,9 @@ class TenancySql(SqlTxBase):
     # -------------------------------------------------------------- org members
 
     async def list_members(self, org_slug: str, after_user: str, limit: int) -> list[MemberRecord]:
-        c = t.org_members.c
+        org = t.org_members.c.org_slug == org_slug
         return await self._list(
-            MEMBERS,
-            select(t.org_members)
-            .where(c.org_slug == org_slug, c.user_id > after_user)
-            .order_by(c.user_id)
-            .limit(limit),
+            MEMBERS, page_after(t.org_members, "user_id", after_user, limit, org)
         )
 
     async def get_member(self, org_slug: str, user_id: str) -> MemberRecord | None:

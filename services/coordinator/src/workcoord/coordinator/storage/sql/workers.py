@@ -11,6 +11,7 @@ from workcoord.coordinator.domain.model import JsonObject, Worker
 from .. import schema as t
 from ..records import first_sighting
 from ._base import LIVE, SqlTxBase
+from .keyset import page_after
 from .rows import WORKERS
 
 _W = t.workers.c
@@ -24,13 +25,8 @@ class WorkersSql(SqlTxBase):
         )
 
     async def list_workers(self, coordinator_id: str, after_id: str, limit: int) -> list[Worker]:
-        return await self._list(
-            WORKERS,
-            select(t.workers)
-            .where(_W.coordinator_id == coordinator_id, _W.worker_id > after_id)
-            .order_by(_W.worker_id)
-            .limit(limit),
-        )
+        mine = _W.coordinator_id == coordinator_id
+        return await self._list(WORKERS, page_after(t.workers, "worker_id", after_id, limit, mine))
 
     async def count_workers(self, coordinator_id: str) -> int:
         row = await self._one(

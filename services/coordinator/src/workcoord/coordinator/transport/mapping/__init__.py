@@ -48,6 +48,7 @@ from .reports import (
 from .scalars import (
     dur,
     from_dict,
+    from_optional_ts,
     from_ts,
     page_to_pb,
     retry_from_pb,
@@ -80,6 +81,7 @@ __all__ = [
     "explanation_to_pb",
     "failure_from_pb",
     "from_dict",
+    "from_optional_ts",
     "from_ts",
     "item_detail_to_pb",
     "item_spec_from_pb",

@@ -46,6 +46,11 @@ def from_ts(value: timestamp_pb2.Timestamp) -> datetime:
     return value.ToDatetime(tzinfo=UTC)
 
 
+def from_optional_ts(message: Message, field: str) -> datetime | None:
+    """The timestamp ``field`` of ``message`` as a datetime, or None when it is unset."""
+    return from_ts(getattr(message, field)) if message.HasField(field) else None
+
+
 def dur(seconds: float) -> duration_pb2.Duration:
     out = duration_pb2.Duration()
     out.FromNanoseconds(round(seconds * 1e9))
