@@ -39,7 +39,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -53,6 +52,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml  # type: ignore[import-untyped]
+
+from workcoord.kit.startup import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 K8S = ROOT / "deploy" / "k8s"
@@ -352,12 +353,6 @@ def check_ports(docs: list[Doc], source: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- starting the pods
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def workcoord_command() -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import rest
 from tests.support.rest import JSON, ok
 
 from .harness import System
@@ -89,7 +90,7 @@ def custom_lane(tenant: Tenant, *items: JSON) -> JSON:
 
 
 def task(key: str, **inputs: object) -> JSON:
-    return {"key": key, "kind": "TASK", "workerClass": "machine", "inputs": inputs}
+    return rest.task(key, "machine", inputs=inputs)
 
 
 def item_of(tenant: Tenant, lane: JSON, key: str) -> JSON:

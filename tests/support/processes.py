@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +22,8 @@ from typing import TypeVar
 import grpc
 import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from workcoord.kit.startup import free_port
 
 __all__ = [
     "READY_TIMEOUT_SECONDS",
@@ -47,13 +48,6 @@ WAIT_SECONDS = 120.0
 _POLL_SECONDS = 0.05
 
 _T = TypeVar("_T")
-
-
-def free_port() -> int:
-    """A TCP port that was free a moment ago on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def workcoord_command() -> list[str]:

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.integration.tenancy.world import switch_off
+from tests.support import rest
 from tests.support.harness import Stack, all_events, event_type, task
 from tests.support.mcp_agents import (
     HTTP,
@@ -31,18 +32,9 @@ from .conftest import McpWorld
 pytestmark = [pytest.mark.pg, pytest.mark.redis]
 
 
-def run_identity(stack: Stack, agent_id: str = "agent-7") -> dict[str, Any]:
+def run_identity(stack: Stack) -> dict[str, Any]:
     """A run identity in proto3 JSON, started at the server's current time."""
-    return {
-        "pid": "4242",
-        "agentId": agent_id,
-        "engine": "claude",
-        "account": "fleet-bot",
-        "hostname": "build-3",
-        "worktreePath": "/srv/lanes/parser",
-        "branch": "fix/parser",
-        "startedAt": stack.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
+    return rest.run_identity(stack.clock.now(), engine="claude", pid="4242")
 
 
 def one_task_lane(title: str) -> dict[str, Any]:

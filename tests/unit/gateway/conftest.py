@@ -8,7 +8,6 @@ after the prefix (``err-not-found``), the way the coordinator's error intercepto
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +41,7 @@ from workcoord.gateway.app import build_app
 from workcoord.gateway.upstream import Upstreams
 from workcoord.kit import errors
 from workcoord.kit.settings import GatewaySettings
+from workcoord.kit.startup import free_port
 from workcoord.kit.status import abort_with
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -327,10 +327,7 @@ async def client(upstream: Upstream, channels: Upstreams) -> AsyncIterator[httpx
 
 def unused_address() -> str:
     """A loopback address nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"127.0.0.1:{port}"
+    return f"127.0.0.1:{free_port()}"
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import socket
 
-__all__ = ["AddressInUse", "StartupError", "ensure_bindable", "split_address"]
+__all__ = ["AddressInUse", "StartupError", "ensure_bindable", "free_port", "split_address"]
 
 
 class StartupError(Exception):
@@ -65,3 +65,11 @@ def ensure_bindable(address: str, what: str) -> None:
                 if exc.errno == errno.EADDRINUSE:
                     raise AddressInUse(address, what) from None
                 # No IPv6 on this host: the IPv4 probe above is the whole answer.
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that was free a moment ago (for tests, benchmarks and checks that
+    start servers; another process may still take it before they bind)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
