@@ -41,14 +41,20 @@ class AccountsMemory(MemoryTxBase):
         credential = await self.find_credential(secret_hash)
         if credential is None:
             return None
+        epoch = await self.credentials_epoch()
         if credential.kind == "work_key":
-            return ResolvedCredential(
-                credential, work_key=await self.get_work_key(credential.owner_id)
-            )
+            key = await self.get_work_key(credential.owner_id)
+            return ResolvedCredential(credential, work_key=key, epoch=epoch)
         user = await self.get_user(credential.owner_id)
         if user is None:
-            return ResolvedCredential(credential)
-        return ResolvedCredential(credential, user=user, roles=await self.user_roles(user.user_id))
+            return ResolvedCredential(credential, epoch=epoch)
+        return ResolvedCredential(
+            credential, user=user, roles=await self.user_roles(user.user_id), epoch=epoch
+        )
+
+    async def credentials_epoch(self) -> int | None:
+        settings = self.tables.settings
+        return None if settings is None else settings.credentials_epoch
 
     # -------------------------------------------------------------- orgs
 
@@ -81,7 +87,7 @@ class AccountsMemory(MemoryTxBase):
         )[:limit]
 
     async def insert_user(self, user: UserRecord) -> None:
-        users = self._w().users
+        users = self._credentials_changed().users
         if user.user_id in users:
             refuse("pk_users")
         if any(u.email == user.email for u in users.values()):
@@ -97,7 +103,7 @@ class AccountsMemory(MemoryTxBase):
 
     async def set_member(self, org_slug: str, user_id: str, role: str, when: datetime) -> None:
         """Add the member, or change the role of an existing one (who keeps its create time)."""
-        members = self._w().members
+        members = self._credentials_changed().members
         if org_slug not in self.tables.orgs:
             refuse("fk_org_members_org_slug_orgs")
         self._check_user(user_id, "fk_org_members_user_id_users")
@@ -116,7 +122,7 @@ class AccountsMemory(MemoryTxBase):
         create_time: datetime,
         expire_time: datetime | None,
     ) -> None:
-        tokens = self._w().tokens
+        tokens = self._credentials_changed().tokens
         if token_id in tokens:
             refuse("pk_user_tokens")
         if any(r.secret_hash == secret_hash for r in tokens.values()):
@@ -137,7 +143,7 @@ class AccountsMemory(MemoryTxBase):
         return sorted(keys, key=lambda k: k.key_id)[:limit]
 
     async def insert_work_key(self, key: WorkKeyRecord) -> None:
-        keys = self._w().work_keys
+        keys = self._credentials_changed().work_keys
         if key.key_id in keys:
             refuse("pk_work_keys")
         if any(k.secret_hash == key.secret_hash for k in keys.values()):
@@ -145,7 +151,7 @@ class AccountsMemory(MemoryTxBase):
         keys[key.key_id] = key
 
     async def revoke_work_key(self, key_id: str, when: datetime) -> None:
-        keys = self._w().work_keys
+        keys = self._credentials_changed().work_keys
         key = keys.get(key_id)
         if key is not None:
             keys[key_id] = dataclasses.replace(key, revoke_time=when)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Table, select
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import CursorResult, Row
@@ -95,7 +95,9 @@ class SqlTxBase:
     async def _insert(self, rows: RowMap[_R], records: Sequence[_R], **store: Any) -> None:
         """Insert ``records`` (one statement; nothing for none)."""
         if records:
-            await self.conn.execute(rows.table.insert(), [rows.values(r, **store) for r in records])
+            await self.conn.execute(
+                rows.insert_statement, [rows.values(r, **store) for r in records]
+            )
 
     async def _update_each(self, rows: RowMap[_R], key: str, records: Sequence[_R]) -> None:
         """Write every column of each record to the row with the same ``key`` (one statement)."""
@@ -105,11 +107,8 @@ class SqlTxBase:
         params = [rows.values(r) for r in records]
         for values in params:
             values[bound] = values.pop(key)
-        columns: dict[str, Any] = {name: bindparam(name) for name in params[0] if name != bound}
-        await self.raw.execute(
-            update(rows.table).where(rows.table.c[key] == bindparam(bound)).values(**columns),
-            params,
-        )
+        columns = [name for name in params[0] if name != bound]
+        await self.raw.execute(rows.update_statement(key, columns), params)
 
     def _upsert(self, table: Table) -> Any:
         """``INSERT … ON CONFLICT`` of the dialect (the same API on both)."""
