@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Table, select
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.engine import CursorResult, Row
+from sqlalchemy.engine import CursorResult, Dialect, Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import ColumnElement, Select
 from sqlalchemy.sql.base import Executable
@@ -94,10 +94,16 @@ class SqlTxBase:
 
     async def _insert(self, rows: RowMap[_R], records: Sequence[_R], **store: Any) -> None:
         """Insert ``records`` (one statement; nothing for none)."""
-        if records:
-            await self.conn.execute(
-                rows.insert_statement, [rows.values(r, **store) for r in records]
+        if not records:
+            return
+        params = [rows.values(r, **store) for r in records]
+        if self.dialect == "postgresql" and len(params) > 1:
+            await self.write_pending()
+            await self._unnest(
+                _unnest_insert(rows.table, tuple(params[0]), self.raw.dialect), params
             )
+            return
+        await self.conn.execute(rows.insert_statement, params)
 
     async def _update_each(self, rows: RowMap[_R], key: str, records: Sequence[_R]) -> None:
         """Write every column of each record to the row with the same ``key`` (one statement)."""
@@ -108,7 +114,27 @@ class SqlTxBase:
         for values in params:
             values[bound] = values.pop(key)
         columns = [name for name in params[0] if name != bound]
+        if self.dialect == "postgresql" and len(params) > 1:
+            # One statement whatever the number of rows: each column as one array parameter.
+            sql, processors = _unnest_update(rows.table, key, tuple(columns), self.raw.dialect)
+            arrays = tuple(
+                [p[name] for p in params] if process is None else [process(p[name]) for p in params]
+                for name, process in processors
+            )
+            await self.raw.exec_driver_sql(sql, arrays)
+            return
         await self.raw.execute(rows.update_statement(key, columns), params)
+
+    async def _unnest(
+        self, unnest: tuple[str, list[tuple[str, Any]]], params: list[dict[str, Any]]
+    ) -> None:
+        """Run an ``unnest`` statement (PostgreSQL) with one array per column of ``params``."""
+        sql, processors = unnest
+        arrays = tuple(
+            [p[name] for p in params] if process is None else [process(p[name]) for p in params]
+            for name, process in processors
+        )
+        await self.raw.exec_driver_sql(sql, arrays)
 
     def _upsert(self, table: Table) -> Any:
         """``INSERT … ON CONFLICT`` of the dialect (the same API on both)."""
@@ -121,3 +147,49 @@ class SqlTxBase:
         if self.dialect == "postgresql":
             return stmt.with_for_update(skip_locked=skip_locked)
         return stmt
+
+
+_UNNESTS: dict[tuple[str, str, tuple[str, ...]], tuple[str, list[tuple[str, Any]]]] = {}
+
+
+def _arrays(
+    table: Table, names: tuple[str, ...], columns: tuple[str, ...], dialect: Dialect
+) -> tuple[str, list[tuple[str, Any]]]:
+    """``unnest($1::type[], …) AS u(names…)`` over the types of ``columns``, and the bind
+    processor of each array's values (what SQLAlchemy would apply to them one by one)."""
+    types = [table.c[column].type for column in columns]
+    casts = ", ".join(f"${n}::{kind.compile(dialect=dialect)}[]" for n, kind in enumerate(types, 1))
+    aliases = ", ".join(f'"{name}"' for name in names)
+    processors = [(n, kind.bind_processor(dialect)) for n, kind in zip(names, types, strict=True)]
+    return f"unnest({casts}) AS u({aliases})", processors
+
+
+def _unnest_update(
+    table: Table, key: str, columns: tuple[str, ...], dialect: Dialect
+) -> tuple[str, list[tuple[str, Any]]]:
+    """PostgreSQL: ``UPDATE … FROM unnest($1::type[], …)`` writing ``columns`` of the rows
+    whose ``key`` is in the array ``b_<key>``; built once per set of columns."""
+    memo = ("update", table.name + "." + key, columns)
+    found = _UNNESTS.get(memo)
+    if found is None:
+        source, processors = _arrays(table, (f"b_{key}", *columns), (key, *columns), dialect)
+        sets = ", ".join(f'"{name}" = u."{name}"' for name in columns)
+        where = f't."{key}" = u."b_{key}"'
+        # Names and types come from the table definitions; every value is a parameter.
+        sql = f"UPDATE {table.name} AS t SET {sets} FROM {source} WHERE {where}"  # noqa: S608
+        found = _UNNESTS[memo] = (sql, processors)
+    return found
+
+
+def _unnest_insert(
+    table: Table, columns: tuple[str, ...], dialect: Dialect
+) -> tuple[str, list[tuple[str, Any]]]:
+    """PostgreSQL: ``INSERT … SELECT * FROM unnest($1::type[], …)``, one row per element."""
+    memo = ("insert", table.name, columns)
+    found = _UNNESTS.get(memo)
+    if found is None:
+        source, processors = _arrays(table, columns, columns, dialect)
+        names = ", ".join(f'"{name}"' for name in columns)
+        sql = f"INSERT INTO {table.name} ({names}) SELECT {names} FROM {source}"  # noqa: S608
+        found = _UNNESTS[memo] = (sql, processors)
+    return found
