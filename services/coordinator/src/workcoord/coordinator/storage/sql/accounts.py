@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, literal, select, update
+from sqlalchemy import bindparam, literal, null, select, update
 from sqlalchemy.sql.elements import BindParameter
 
 from workcoord.coordinator.domain.grants import MemberRecord, TokenRecord
@@ -145,15 +145,19 @@ class AccountsSql(SqlTxBase):
         )
 
 
-def _resolve_statement() -> Any:
+def resolve_statement(*, with_epoch: bool = True) -> Any:
     """One row per org role (at least one): a probe row left-joined to the work key and to the
     user token, its user and their memberships with that hash (at most one of the two
-    matches: the hashes of 256-bit secrets do not collide), and the credentials epoch. The
-    columns by position: see the ``_…_AT`` offsets below."""
+    matches: the hashes of 256-bit secrets do not collide), and the credentials epoch (NULL
+    without ``with_epoch``: a schema before 0006 has none). The columns by position: see the
+    ``_…_AT`` offsets below."""
     secret_hash: BindParameter[str] = bindparam("secret_hash")
-    epoch = (
+    epoch: Any = (
         select(_SETTINGS.c.credentials_epoch).where(_SETTINGS.c.id == 1).scalar_subquery()
-    ).label("credentials_epoch")
+        if with_epoch
+        else null()
+    )
+    epoch = epoch.label("credentials_epoch")
     probe = select(literal(1).label("one")).subquery("probe")
     wk, tok, u, m = t.work_keys, t.user_tokens, t.users, t.org_members
     columns = [
@@ -180,5 +184,5 @@ _KEY_AT = 1
 _TOKEN_AT = _KEY_AT + WORK_KEYS.width
 _USER_AT = _TOKEN_AT + len(_TOKEN_COLUMNS)
 _ROLE_AT = _USER_AT + USERS.width
-_RESOLVE = _resolve_statement()
+_RESOLVE = resolve_statement()
 _EPOCH = select(_SETTINGS.c.credentials_epoch).where(_SETTINGS.c.id == 1)
