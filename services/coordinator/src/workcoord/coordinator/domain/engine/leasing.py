@@ -34,7 +34,8 @@ from .paging import PageRequest
 # Long-polls re-check the database at least this often, so a lost notification (Redis down,
 # a backoff that ran out) costs at most this much latency.
 BACKSTOP_POLL_SECONDS = 1.0
-CLAIM_SCAN_FACTOR = 4
+# Candidates read per page: twice what is wanted (skipped ones are made up from the next page).
+CLAIM_SCAN_FACTOR = 2
 
 
 class LeasingCommands(WorkerFences):
