@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import (
+    Integer,
     and_,
     bindparam,
     case,
@@ -91,14 +92,14 @@ _CANDIDATES = (
     select(_I)
     .where(*_READY)
     .order_by(*_CANDIDATE_ORDER)
-    .limit(bindparam("limit"))
+    .limit(bindparam("limit", type_=Integer, literal_execute=True))
     .with_for_update(skip_locked=True)
 )
 _CANDIDATES_AFTER = (
     select(_I)
     .where(*_READY, _AFTER)
     .order_by(*_CANDIDATE_ORDER)
-    .limit(bindparam("limit"))
+    .limit(bindparam("limit", type_=Integer, literal_execute=True))
     .with_for_update(skip_locked=True)
 )
 
