@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import ColumnElement, Select
 from sqlalchemy.sql.base import Executable
 
-from workcoord.coordinator.domain.model import Attempt, Coordinator, Event, Item
+from workcoord.coordinator.domain.model import Attempt, Coordinator, Event, Item, ItemState, Lane
 
 from .rows import ATTEMPTS, EVENTS, ITEMS, RowMap
 
@@ -67,6 +67,10 @@ class SqlTxBase:
         self._pending_attempts: dict[str, Attempt] = {}
         # The platform switch as read with the coordinator's lock (None: not read yet).
         self._platform_switch: bool | None = None
+        # Lane id -> (the lane, how many of its other items are in each state, the item): read
+        # with a Complete's attempt so its lane's counts need no second round trip; dropped
+        # when anything else of the lane changes (see LanesItemsSql.lane_with_state_counts).
+        self._lane_counts: dict[str, tuple[Lane, dict[ItemState, int], str]] = {}
 
     async def write_pending(self) -> None:
         """Write the held-back item and attempt updates (one statement per table)."""

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import bindparam, delete, func, select
 
-from workcoord.coordinator.domain.model import Attempt, Item
+from workcoord.coordinator.domain.model import Attempt, Item, ItemState
 
 from .. import schema as t
 from ..records import hold_keys
 from ._base import LIVE, SqlTxBase
-from .rows import ATTEMPTS, ITEMS
+from .rows import ATTEMPTS, ITEMS, LANES
 
 _HOLDS = t.exclusive_holds
 _A, _I = t.attempts, t.items
@@ -21,12 +23,32 @@ _A, _I = t.attempts, t.items
 # The hot statements, built once (see RowMap.insert_statement).
 _GET_ATTEMPT = select(_A).where(_A.c.lease_id == bindparam("lease_id"))
 _GET_ITEM = select(_I).where(_I.c.item_id == bindparam("item_id"))
-# The attempt's columns, then its item's (positions, not names: both have an item_id).
-_ATTEMPT_WITH_ITEM = (
-    select(_A, _I)
-    .select_from(_A.outerjoin(_I, _I.c.item_id == _A.c.item_id))
-    .where(_A.c.lease_id == bindparam("lease_id"))
-)
+_L, _OTHER = t.lanes, t.items.alias("other_items")
+
+
+def _with_lane(states: Any) -> Any:
+    """The attempt, its item, the item's lane and the states of the lane's other items (one
+    text, comma-separated, aggregated by ``states``)."""
+    others = (
+        select(states(_OTHER.c.state, ","))
+        .where(_OTHER.c.lane_id == _I.c.lane_id, _OTHER.c.item_id != _I.c.item_id)
+        .scalar_subquery()
+    )
+    return (
+        select(_A, _I, _L, others.label("other_states"))
+        .select_from(
+            _A.outerjoin(_I, _I.c.item_id == _A.c.item_id).outerjoin(
+                _L, _L.c.lane_id == _I.c.lane_id
+            )
+        )
+        .where(_A.c.lease_id == bindparam("lease_id"))
+    )
+
+
+_ATTEMPT_WITH_LANE = {
+    "postgresql": _with_lane(func.string_agg),
+    "sqlite": _with_lane(func.group_concat),
+}
 _LIVE = select(_A).where(_A.c.coordinator_id == bindparam("coordinator_id"), _A.c.status.in_(LIVE))
 _LIVE_OF_CLASS = _LIVE.where(_A.c.worker_class == bindparam("worker_class"))
 _LIVE_ORDER = (_A.c.create_time, _A.c.lease_id)
@@ -56,7 +78,9 @@ class AttemptsSql(SqlTxBase):
                 return copy.copy(attempt), copy.copy(item)
             row = (await self.raw.execute(_GET_ITEM, {"item_id": attempt.item_id})).first()
             return copy.copy(attempt), ITEMS.load(row) if row is not None else None
-        row = (await self.raw.execute(_ATTEMPT_WITH_ITEM, {"lease_id": lease_id})).first()
+        # With the item's lane and its other items' states: a Complete needs them next.
+        statement = _ATTEMPT_WITH_LANE[self.dialect]
+        row = (await self.raw.execute(statement, {"lease_id": lease_id})).first()
         if row is None:
             return None, None
         found = ATTEMPTS.load(row)
@@ -65,7 +89,15 @@ class AttemptsSql(SqlTxBase):
             return found, copy.copy(pending)
         if row[ATTEMPTS.width] is None:  # no item row (its first column, the item id)
             return found, None
-        return found, ITEMS.load(row, ATTEMPTS.width)
+        item = ITEMS.load(row, ATTEMPTS.width)
+        lane_at = ATTEMPTS.width + ITEMS.width
+        held_back = any(i.lane_id == item.lane_id for i in self._pending_items.values())
+        if row[lane_at] is not None and not held_back:
+            # Kept for lane_with_state_counts (held-back items would be counted as stored).
+            states = row[lane_at + LANES.width]
+            counts = Counter(ItemState(s) for s in states.split(",")) if states else Counter()
+            self._lane_counts[item.lane_id] = (LANES.load(row, lane_at), dict(counts), item.item_id)
+        return found, item
 
     async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:
         if not item_ids:

@@ -137,6 +137,7 @@ class LanesItemsSql(SqlTxBase):
     async def update_lane(self, lane: Lane) -> None:
         """Write the lane and move its version (on the caller's record too)."""
         lane.version += 1
+        self._lane_counts.pop(lane.lane_id, None)
         await self._update_each(LANES, "lane_id", [lane])
 
     async def lane_blockers(self, lane_ids: Sequence[str]) -> list[Blocker]:
@@ -212,6 +213,12 @@ class LanesItemsSql(SqlTxBase):
         (one row with no state if it has no items). Held-back item updates stand in for their
         rows: each such row comes back on its own, counted in the state of its update."""
         pending = {i.item_id: i for i in self._pending_items.values() if i.lane_id == lane_id}
+        read = self._lane_counts.pop(lane_id, None)
+        if read is not None and set(pending) == {read[2]}:
+            # Read with the attempt (attempt_with_item), and only that item changed since.
+            lane, others, item_id = read
+            state = pending[item_id].state
+            return copy.copy(lane), {**others, state: others.get(state, 0) + 1}
         rows = (
             await self.raw.execute(
                 _LANE_WITH_COUNTS, {"lane_id": lane_id, "pending": list(pending)}
@@ -251,12 +258,17 @@ class LanesItemsSql(SqlTxBase):
         )
 
     async def insert_items(self, items: Sequence[Item]) -> None:
+        for item in items:
+            self._lane_counts.pop(item.lane_id, None)
         await self._insert(ITEMS, items)
 
     async def update_items(self, items: Sequence[Item]) -> None:
         for item in items:
             # A copy: the record as it is now is what gets written (see write_pending).
             self._pending_items[item.item_id] = copy.copy(item)
+            read = self._lane_counts.get(item.lane_id)
+            if read is not None and read[2] != item.item_id:
+                del self._lane_counts[item.lane_id]  # another item of the lane changed
 
     async def claim_candidates(
         self,
