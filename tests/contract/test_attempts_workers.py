@@ -95,7 +95,7 @@ async def test_lane_counts_after_reading_an_attempt_see_every_change(store: Stor
         assert counts == {ItemState.SUCCEEDED: 2, ItemState.DEAD: 1}
 
 
-@pytest.mark.port("live_attempts")
+@pytest.mark.port("live_attempts", "count_live_attempts")
 async def test_live_attempts_by_class_in_lease_order(store: Store) -> None:
     await _lane_of_three(store)
     await seed_coordinator(store, coordinator("wc_b"))
@@ -119,6 +119,10 @@ async def test_live_attempts_by_class_in_lease_order(store: Store) -> None:
         ]
         assert [a.lease_id for a in await reader.live_attempts("wc_a", "codex")] == ["ls_a", "ls_b"]
         assert [a.lease_id for a in await reader.live_attempts("wc_a", "machine")] == []
+        assert await reader.count_live_attempts("wc_a", "codex") == 2
+        assert await reader.count_live_attempts("wc_a", "person") == 1
+        assert await reader.count_live_attempts("wc_a", "machine") == 0
+        assert await reader.count_live_attempts("wc_b", "codex") == 1
 
 
 @pytest.mark.port("live_exclusive_holders")

@@ -151,6 +151,10 @@ class Reader(Protocol):
     async def live_attempts(
         self, coordinator_id: str, worker_class: str | None
     ) -> list[Attempt]: ...
+    async def count_live_attempts(self, coordinator_id: str, worker_class: str) -> int:
+        """How many ``live_attempts`` the class has (without reading them)."""
+        ...
+
     async def live_exclusive_holders(
         self, coordinator_id: str, keys: Sequence[str]
     ) -> dict[str, str]: ...

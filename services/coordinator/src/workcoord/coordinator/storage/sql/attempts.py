@@ -54,6 +54,11 @@ _LIVE_OF_CLASS = _LIVE.where(_A.c.worker_class == bindparam("worker_class"))
 _LIVE_ORDER = (_A.c.create_time, _A.c.lease_id)
 _LIVE = _LIVE.order_by(*_LIVE_ORDER)
 _LIVE_OF_CLASS = _LIVE_OF_CLASS.order_by(*_LIVE_ORDER)
+_COUNT_LIVE = select(func.count()).where(
+    _A.c.coordinator_id == bindparam("coordinator_id"),
+    _A.c.status.in_(LIVE),
+    _A.c.worker_class == bindparam("worker_class"),
+)
 _RELEASE_HOLDS = delete(_HOLDS).where(_HOLDS.c.lease_id.in_(bindparam("lease_ids", expanding=True)))
 
 
@@ -116,6 +121,10 @@ class AttemptsSql(SqlTxBase):
                 _LIVE_OF_CLASS, {"coordinator_id": coordinator_id, "worker_class": worker_class}
             )
         return [ATTEMPTS.load(r) for r in rows.fetchall()]
+
+    async def count_live_attempts(self, coordinator_id: str, worker_class: str) -> int:
+        params = {"coordinator_id": coordinator_id, "worker_class": worker_class}
+        return int((await self.conn.execute(_COUNT_LIVE, params)).scalar_one())
 
     async def live_exclusive_holders(
         self, coordinator_id: str, keys: Sequence[str]
