@@ -81,7 +81,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     pgbench = await common.run_pgbench(seconds=args.pgbench_seconds)
     common.print_pgbench(pgbench)
     passes: list[Pass] = []
-    async with common.cluster() as cluster:
+    async with common.cluster(clock=True) as cluster:
         offset = 0.0
         for rep in range(args.reps):
             tenant = await common.create_tenant(

@@ -354,7 +354,7 @@ class Cluster:
     admin_token: str
     service_key: str
     workdir: Path
-    clock_file: Path
+    clock_file: Path | None  # only when asked for (B3): reading it costs every call CPU
     coordinators: list[CoordinatorProcess] = field(default_factory=list)
 
     @property
@@ -363,6 +363,8 @@ class Cluster:
 
     def set_clock_offset(self, seconds: float) -> None:
         """Move the coordinators' clock ahead (WORKCOORD_TEST_CLOCK_FILE); never sleep."""
+        if self.clock_file is None:
+            raise RuntimeError("this cluster was started without a clock file (clock=True)")
         temporary = self.clock_file.with_suffix(".tmp")
         temporary.write_text(f"{seconds}\n")
         os.replace(temporary, self.clock_file)
@@ -378,9 +380,10 @@ class Cluster:
             WORKCOORD_LISTEN_COORDINATOR=address,
             WORKCOORD_BOOTSTRAP_ADMIN_TOKEN=self.admin_token,
             WORKCOORD_SERVICE_KEY=self.service_key,
-            WORKCOORD_TEST_CLOCK_FILE=str(self.clock_file),
             WORKCOORD_LOG_LEVEL="WARNING",
         )
+        if self.clock_file is not None:
+            env["WORKCOORD_TEST_CLOCK_FILE"] = str(self.clock_file)
         if extra_env:
             env.update(extra_env)
         log_path = self.workdir / f"coordinator-{len(self.coordinators)}.log"
@@ -423,14 +426,18 @@ async def _wait_ready(coordinator: CoordinatorProcess, token: str, timeout: floa
 
 
 @contextlib.asynccontextmanager
-async def cluster(replicas: int = 1) -> AsyncIterator[Cluster]:
-    """A migrated scratch database with ``replicas`` coordinator processes on it."""
+async def cluster(replicas: int = 1, *, clock: bool = False) -> AsyncIterator[Cluster]:
+    """A migrated scratch database with ``replicas`` coordinator processes on it; with
+    ``clock``, their clock reads an offset from a file (:meth:`Cluster.set_clock_offset`).
+    Only a bench that moves the clock asks for it: the server then reads the file on every
+    ``now()``, which is CPU the other benches should not measure."""
     async with scratch_database() as url:
         await asyncio.to_thread(migrate, url)
         with tempfile.TemporaryDirectory(prefix="workcoord-bench-") as tmp:
             workdir = Path(tmp)
-            clock_file = workdir / "clock-offset"
-            clock_file.write_text("0\n")
+            clock_file = workdir / "clock-offset" if clock else None
+            if clock_file is not None:
+                clock_file.write_text("0\n")
             running = Cluster(
                 database_url=url,
                 admin_token=new_secret(ADMIN_TOKEN_PREFIX),

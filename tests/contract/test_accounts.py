@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 import pytest
@@ -12,6 +13,7 @@ from workcoord.coordinator.domain.ports import (
     OrgRecord,
     ResolvedCredential,
     Store,
+    Tx,
     WorkKeyRecord,
 )
 from workcoord.kit.clock import ManualClock
@@ -164,6 +166,46 @@ async def test_a_credential_resolves_with_its_owner_in_one_read(store: Store) ->
         Credential("work_key", "key_a", "key_a", at(3600), None), work_key=work_key("key_a")
     )
     assert unknown is None
+
+
+@pytest.mark.port("credentials_epoch")
+async def test_every_change_to_credentials_users_or_roles_moves_the_epoch(store: Store) -> None:
+    async with store.read(snapshot=False) as reader:
+        assert await reader.credentials_epoch() is None  # no platform settings yet
+    await seed_coordinator(store)
+
+    async def epoch() -> int:
+        async with store.read(snapshot=False) as reader:
+            found = await reader.credentials_epoch()
+        assert found is not None
+        return found
+
+    seen = [await epoch()]
+    changes: list[Callable[[Tx], Awaitable[object]]] = [
+        lambda tx: tx.insert_org(OrgRecord("acme", "acme", T0)),
+        lambda tx: tx.insert_user(user("usr_a")),
+        lambda tx: tx.set_member("acme", "usr_a", "ORG_VIEWER", at(1)),
+        lambda tx: tx.set_member("acme", "usr_a", "ORG_ADMIN", at(2)),
+        lambda tx: tx.insert_user_token("tok_a", "usr_a", "laptop", HASH_A, T0, None),
+        lambda tx: tx.insert_work_key(work_key("key_a")),
+        lambda tx: tx.revoke_work_key("key_a", at(3)),
+        lambda tx: tx.revoke_user_token("tok_a", at(4)),
+        lambda tx: tx.remove_member("acme", "usr_a"),
+    ]
+    for index, change in enumerate(changes):
+        async with store.write() as tx:
+            await change(tx)
+        seen.append(await epoch())
+        if index == 0:  # an org is not a credential: the epoch may stay
+            assert seen[-1] >= seen[-2]
+        else:
+            assert seen[-1] > seen[-2], f"change {index} did not move the epoch"
+    async with store.write() as tx:
+        await tx.set_platform_enabled(False, at(5))  # keeps the epoch
+    assert await epoch() == seen[-1]
+    async with store.read(snapshot=False) as reader:
+        resolved = await reader.resolve_credential(HASH_B)
+    assert resolved is not None and resolved.epoch == seen[-1]
 
 
 @pytest.mark.port("get_work_key", "list_work_keys")

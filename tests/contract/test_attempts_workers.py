@@ -61,7 +61,41 @@ async def test_attempts_round_trip_and_list_by_item(store: Store) -> None:
         assert await reader.get_attempt("ls_missing") is None
 
 
-@pytest.mark.port("live_attempts")
+async def test_lane_counts_after_reading_an_attempt_see_every_change(store: Store) -> None:
+    """A Complete reads its attempt, writes its item, then counts its lane's items by state:
+    whatever else of the lane changed in between is counted as it is now."""
+    await _lane_of_three(store)
+    async with store.write("wc_a") as tx:
+        await tx.insert_attempts([attempt("ls_a", IT_A), attempt("ls_b", IT_B)])
+    done = replace(IT_A, state=ItemState.SUCCEEDED)
+    async with store.write("wc_a") as tx:
+        await tx.attempt_with_item("ls_a")
+        await tx.update_items([done])
+        lane_a, counts = await tx.lane_with_state_counts("ln_a")
+        assert lane_a is not None and lane_a.lane_id == "ln_a"
+        assert counts == {ItemState.SUCCEEDED: 1, ItemState.QUEUED: 2}
+        # Another item of the lane changes after its attempt was read: counted as it is now.
+        await tx.attempt_with_item("ls_b")
+        await tx.update_items([replace(IT_C, state=ItemState.DEAD)])
+        await tx.update_items([replace(IT_B, state=ItemState.SUCCEEDED)])
+        assert (await tx.lane_with_state_counts("ln_a"))[1] == {
+            ItemState.SUCCEEDED: 2,
+            ItemState.DEAD: 1,
+        }
+    async with store.write("wc_a") as tx:
+        # The lane changed after the attempt was read: read as it is now.
+        await tx.attempt_with_item("ls_a")
+        lane_now = await tx.get_lane("ln_a")
+        assert lane_now is not None
+        lane_now.title = "renamed"
+        await tx.update_lane(lane_now)
+        await tx.update_items([replace(done, attempt_count=2)])
+        found, counts = await tx.lane_with_state_counts("ln_a")
+        assert found is not None and found.title == "renamed"
+        assert counts == {ItemState.SUCCEEDED: 2, ItemState.DEAD: 1}
+
+
+@pytest.mark.port("live_attempts", "count_live_attempts")
 async def test_live_attempts_by_class_in_lease_order(store: Store) -> None:
     await _lane_of_three(store)
     await seed_coordinator(store, coordinator("wc_b"))
@@ -85,6 +119,10 @@ async def test_live_attempts_by_class_in_lease_order(store: Store) -> None:
         ]
         assert [a.lease_id for a in await reader.live_attempts("wc_a", "codex")] == ["ls_a", "ls_b"]
         assert [a.lease_id for a in await reader.live_attempts("wc_a", "machine")] == []
+        assert await reader.count_live_attempts("wc_a", "codex") == 2
+        assert await reader.count_live_attempts("wc_a", "person") == 1
+        assert await reader.count_live_attempts("wc_a", "machine") == 0
+        assert await reader.count_live_attempts("wc_b", "codex") == 1
 
 
 @pytest.mark.port("live_exclusive_holders")

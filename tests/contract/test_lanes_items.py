@@ -138,7 +138,7 @@ async def test_tickets_of_lanes(store: Store) -> None:
     "items_by_ids",
     "lane_items",
     "lane_item_states",
-    "lane_with_item_states",
+    "lane_with_state_counts",
     "update_items",
 )
 async def test_items_round_trip_and_list_by_lane(store: Store) -> None:
@@ -166,15 +166,22 @@ async def test_items_round_trip_and_list_by_lane(store: Store) -> None:
         ]
         await tx.update_items(changed)
         await tx.update_items([])
-        # Within the transaction the updated states read back with the lane.
-        found, states = await tx.lane_with_item_states("ln_a")
+        # Within the transaction the updated states count with the lane.
+        found, counts = await tx.lane_with_state_counts("ln_a")
         assert found is not None and found.lane_id == "ln_a"
-        assert (states["it_a"], states["it_b"]) == (ItemState.DEAD, ItemState.SUCCEEDED)
-        assert await tx.lane_with_item_states("ln_x") == (None, {})
+        assert counts == {ItemState.DEAD: 1, ItemState.SUCCEEDED: 1, ItemState.QUEUED: 1}
+        assert await tx.lane_with_state_counts("ln_x") == (None, {})
+        await tx.update_items([replace(items[2], state=ItemState.SUCCEEDED)])
+        assert (await tx.lane_with_state_counts("ln_a"))[1] == {
+            ItemState.DEAD: 1,
+            ItemState.SUCCEEDED: 2,
+        }
+    await seed_lane(store, record=lane("ln_e"))
     async with store.read() as reader:
-        assert await reader.lane_with_item_states("ln_b") == (
+        assert await reader.lane_with_state_counts("ln_e") == (await reader.get_lane("ln_e"), {})
+        assert await reader.lane_with_state_counts("ln_b") == (
             await reader.get_lane("ln_b"),
-            {"it_z": ItemState.QUEUED},
+            {ItemState.QUEUED: 1},
         )
         assert await reader.get_item("it_b") == changed[0]
         assert await reader.get_item("it_a") == changed[1]
@@ -182,7 +189,7 @@ async def test_items_round_trip_and_list_by_lane(store: Store) -> None:
         assert await reader.lane_item_states("ln_a") == {
             "it_a": ItemState.DEAD,
             "it_b": ItemState.SUCCEEDED,
-            "it_c": ItemState.QUEUED,
+            "it_c": ItemState.SUCCEEDED,
         }
         assert await reader.lane_item_states("ln_x") == {}
 

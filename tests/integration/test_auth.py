@@ -6,9 +6,11 @@ from collections.abc import Awaitable
 from typing import Any
 
 from google.protobuf import field_mask_pb2
+from sqlalchemy import update
 
-from tests.support.harness import Stack, expect_error, task
+from tests.support.harness import ALL_CAPABILITIES, Stack, create_work_key, expect_error, task
 from workcoord.api.v1 import admin_pb2, lane_pb2, work_coordinator_pb2, worker_pb2
+from workcoord.coordinator.storage import schema
 from workcoord.kit.errors import (
     CoordinationDisabled,
     NotFound,
@@ -16,6 +18,7 @@ from workcoord.kit.errors import (
     Unauthenticated,
     WorkcoordError,
 )
+from workcoord.kit.secrets import hash_secret
 
 Capability = admin_pb2.WorkKey.Capability
 
@@ -86,6 +89,37 @@ async def test_revoked_key_fails_on_the_very_next_call(stack: Stack) -> None:
         "UNAUTHENTICATED",
     )
     await expect_error(stack.lease(client=client), Unauthenticated)
+
+
+async def test_a_cached_principal_never_outlives_a_change_made_anywhere(stack: Stack) -> None:
+    """Principals are reused while the credentials epoch stands still; a change made behind
+    this coordinator's back (another replica, an older release, an operator in SQL) moves the
+    epoch through the database's triggers, so it still applies on the very next request."""
+    made = await create_work_key(stack.admin, [stack.cid], ALL_CAPABILITIES, org=stack.org)
+    key_id, secret, client = made.key_id, made.secret, stack.client(made.secret)
+    cache = stack.running.engine.principals
+    await client.coordinators.GetWorkCoordinator(get_coordinator(stack.cid))
+    assert hash_secret(secret) in cache  # resolved once, kept
+    await client.coordinators.GetWorkCoordinator(get_coordinator(stack.cid))  # from the cache
+
+    # Narrowed in the database directly: the next call already sees it.
+    async with stack.running.store.engine.begin() as conn:
+        await conn.execute(
+            update(schema.work_keys)
+            .where(schema.work_keys.c.key_id == key_id)
+            .values(coordinator_ids=[])
+        )
+    await expect_error(client.coordinators.GetWorkCoordinator(get_coordinator(stack.cid)), NotFound)
+    # Revoked in the database directly: the next call is refused.
+    async with stack.running.store.engine.begin() as conn:
+        await conn.execute(
+            update(schema.work_keys)
+            .where(schema.work_keys.c.key_id == key_id)
+            .values(coordinator_ids=[stack.cid], revoke_time=stack.clock.now())
+        )
+    await expect_error(
+        client.coordinators.GetWorkCoordinator(get_coordinator(stack.cid)), Unauthenticated
+    )
 
 
 async def test_a_work_key_can_never_administer_or_decide(stack: Stack) -> None:

@@ -5,7 +5,7 @@ run with the revisions that release knew (``OLD_RELEASE``, whose head is the pre
 last revision; one release may bring several). The schema compatibility table is what makes this
 honest: the old release has no file of the newer revisions, only what the database says about
 them. What the old release did not do at start-up (sign page tokens with the installation's
-key, from 0005) is left out of the simulated old pod.
+key, from 0005; read the credentials epoch, from 0006) is left out of the simulated old pod.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from workcoord.coordinator.storage.migrate import (
     read_schema_state,
     upgrade_async,
 )
+from workcoord.coordinator.storage.sql import accounts as sql_accounts
 
 KNOWN = known_revisions()
 PREVIOUS_RELEASE_HEAD = "0003"  # the last revision the release before this one shipped
@@ -48,6 +49,8 @@ def _as_old_release(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(coordinator_server, "check_schema", old_release_check)
     monkeypatch.setattr(coordinator_server, "_install_page_token_key", _no_page_token_key)
+    # Nor did it read the credentials epoch (from 0006): it never reused a principal.
+    monkeypatch.setattr(sql_accounts, "_RESOLVE", sql_accounts.resolve_statement(with_epoch=False))
 
 
 def _org(slug: str) -> admin_pb2.CreateOrgRequest:

@@ -27,15 +27,9 @@ from workcoord.coordinator.storage.sql.rows import COORDINATORS, GRANTS, RowMap
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-class _FakeRow:
-    """What the mapping reads of a SQLAlchemy row: its mapping of column names."""
-
-    def __init__(self, values: dict[str, Any]) -> None:
-        self._mapping = values
-
-
-def row_of(values: dict[str, Any]) -> Row[Any]:
-    return cast(Row[Any], _FakeRow(values))
+def row_of(values: dict[str, Any], rows: RowMap[Any]) -> Row[Any]:
+    """What the mapping reads of a SQLAlchemy row: the values in the table's column order."""
+    return cast(Row[Any], tuple(values[column.name] for column in rows.table.c))
 
 
 def test_a_record_and_a_table_that_disagree_fail_at_construction() -> None:
@@ -52,13 +46,13 @@ def test_nested_policies_are_json_objects_without_their_unset_fields() -> None:
     assert row["config"]["retry_policy"] == {"initial_interval": 2.0}
     assert row["config"]["review_policy"] == {"on_pass": "NONE"}
     assert row["scope"] == "ORG"
-    assert COORDINATORS.load(row_of(row)) == _coordinator(config)
+    assert COORDINATORS.load(row_of(row, COORDINATORS)) == _coordinator(config)
 
 
 def test_keys_missing_from_stored_json_read_back_as_the_defaults() -> None:
     row = COORDINATORS.values(_coordinator(CoordinatorConfig()), request_id="", item_seq=0)
     row["config"] = {"class_capacity": {"codex": 1}, "escalate_after_seconds": 60}
-    loaded = COORDINATORS.load(row_of(row))
+    loaded = COORDINATORS.load(row_of(row, COORDINATORS))
     assert loaded.config.class_capacity == {"codex": 1}
     assert loaded.config.retry_policy == DEFAULT_RETRY_POLICY
     assert loaded.config.allowed_action_classes == DEFAULT_ACTION_CLASSES
@@ -72,7 +66,7 @@ def test_tuples_of_enums_are_stored_as_lists_of_names() -> None:
     )
     row = GRANTS.values(grant)
     assert row["permissions"] == ["STEER", "SUMMARY"]
-    assert GRANTS.load(row_of(row)) == grant
+    assert GRANTS.load(row_of(row, GRANTS)) == grant
 
 
 def _coordinator(config: CoordinatorConfig) -> Coordinator:

@@ -2,18 +2,24 @@
 
 The coordinator decides every authorization, on every request, from current state: the
 principal is resolved from the credential for each call and nothing outlives a revocation.
+A resolved principal may be reused (:class:`PrincipalCache`) only while the credentials epoch,
+read on every call, has not moved since it was resolved: any change to a credential, a user or
+an org role moves it, so a revocation applies on the very next request.
 """
 
 from __future__ import annotations
 
 import enum
+import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from workcoord.kit.errors import NotFound, PermissionDenied, WorkcoordError
 
 from .model import Coordinator, Scope
-from .ports import UserRecord
+from .ports import Credential, UserRecord
 
 
 class PrincipalKind(enum.StrEnum):
@@ -169,3 +175,64 @@ def user_principal(user: UserRecord, roles: Mapping[str, str]) -> Principal:
         platform_admin=user.platform_admin and user.verified,
         org_roles={slug: OrgRole(role) for slug, role in roles.items()},
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Cached:
+    epoch: int
+    until: float  # monotonic
+    credential: Credential
+    principal: Principal
+
+
+class PrincipalCache:
+    """Principals of recently resolved bearer credentials (by the secret's hash), each with
+    the credentials epoch it was resolved at.
+
+    :meth:`get` answers only for the epoch the caller has just read, so nothing cached
+    survives a change to credentials, users or roles; the credential's own expiry and
+    revocation are checked again on every use by the caller. Entries also lapse after
+    ``ttl_seconds`` and the oldest go beyond ``max_entries``.
+    """
+
+    def __init__(self, *, max_entries: int = 4096, ttl_seconds: float = 60.0) -> None:
+        self.max_entries = max_entries
+        self.ttl_seconds = ttl_seconds
+        self._entries: OrderedDict[str, _Cached] = OrderedDict()
+
+    def __contains__(self, digest: object) -> bool:
+        return digest in self._entries
+
+    def get(self, digest: str, epoch: int | None) -> tuple[Credential, Principal] | None:
+        """The credential and principal cached for ``digest`` at ``epoch`` (None: resolve)."""
+        if epoch is None:
+            return None
+        entry = self._entries.get(digest)
+        if entry is None:
+            return None
+        if entry.epoch != epoch or entry.until <= time.monotonic():
+            del self._entries[digest]
+            return None
+        return entry.credential, entry.principal
+
+    def put(
+        self, digest: str, epoch: int | None, credential: Credential, principal: Principal
+    ) -> None:
+        """Keep what was resolved at ``epoch`` (nothing when the epoch is unknown)."""
+        if epoch is None:
+            return
+        self._entries[digest] = _Cached(
+            epoch, time.monotonic() + self.ttl_seconds, credential, principal
+        )
+        self._entries.move_to_end(digest)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+
+def credential_problem(credential: Credential, now: datetime) -> str:
+    """Why ``credential`` cannot be used at ``now`` ("" if it can)."""
+    if credential.revoke_time is not None:
+        return "the credential was revoked"
+    if credential.expire_time is not None and credential.expire_time <= now:
+        return "the credential expired"
+    return ""

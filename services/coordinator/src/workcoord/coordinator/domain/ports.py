@@ -51,12 +51,14 @@ class Credential:
 @dataclass(frozen=True, slots=True)
 class ResolvedCredential:
     """A credential with what authentication needs of its owner, read in one go: the work key,
-    or the user and their org roles (org slug -> role)."""
+    or the user and their org roles (org slug -> role); and the credentials epoch it was read
+    at (see :meth:`Reader.credentials_epoch`)."""
 
     credential: Credential
     work_key: WorkKeyRecord | None = None
     user: UserRecord | None = None
     roles: dict[str, str] | None = None
+    epoch: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +134,11 @@ class Reader(Protocol):
     ) -> list[Lane]: ...
     async def lane_items(self, lane_ids: Sequence[str]) -> list[Item]: ...
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]: ...
-    async def lane_with_item_states(self, lane_id: str) -> tuple[Lane | None, dict[str, ItemState]]:
-        """``get_lane`` and ``lane_item_states`` in one read."""
+    async def lane_with_state_counts(
+        self, lane_id: str
+    ) -> tuple[Lane | None, dict[ItemState, int]]:
+        """``get_lane`` and how many of its items are in each state (states with none left
+        out), in one read; a write transaction counts its own item updates."""
         ...
 
     async def waiting_items(self, lane_id: str) -> list[Item]: ...
@@ -146,6 +151,10 @@ class Reader(Protocol):
     async def live_attempts(
         self, coordinator_id: str, worker_class: str | None
     ) -> list[Attempt]: ...
+    async def count_live_attempts(self, coordinator_id: str, worker_class: str) -> int:
+        """How many ``live_attempts`` the class has (without reading them)."""
+        ...
+
     async def live_exclusive_holders(
         self, coordinator_id: str, keys: Sequence[str]
     ) -> dict[str, str]: ...
@@ -166,6 +175,13 @@ class Reader(Protocol):
     ) -> list[Worker]: ...
     async def find_credential(self, secret_hash: str) -> Credential | None: ...
     async def resolve_credential(self, secret_hash: str) -> ResolvedCredential | None: ...
+    async def credentials_epoch(self) -> int | None:
+        """A counter that moves with every change to credentials, users or org roles (work
+        keys, user tokens, users, memberships), whoever makes it; None while the platform
+        settings do not exist yet. A principal resolved at epoch E is still current while the
+        epoch reads E (revocation and expiry apply on the very next request)."""
+        ...
+
     async def get_user(self, user_id: str) -> UserRecord | None: ...
     async def user_roles(self, user_id: str) -> dict[str, str]: ...
     async def get_work_key(self, key_id: str) -> WorkKeyRecord | None: ...

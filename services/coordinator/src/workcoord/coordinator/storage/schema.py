@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
+    DDL,
     JSON,
     BigInteger,
     Boolean,
@@ -26,6 +27,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    event,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -102,6 +104,9 @@ platform_settings = Table(
     Column("work_coordinator_enabled", Boolean, nullable=False),
     Column("version", Integer, nullable=False),
     Column("update_time", Time, nullable=False),
+    # Moved by triggers on every change to work keys, user tokens, users and org members
+    # (migration 0006; CREDENTIAL_TRIGGERS below for a schema made from this module).
+    Column("credentials_epoch", BigInteger, nullable=False, server_default=text("0")),
 )
 
 # Secrets the installation makes for itself (the page-token signing key), shared by replicas.
@@ -554,3 +559,30 @@ __all__ = [
     "work_keys",
     "workers",
 ]
+
+# The credentials epoch's triggers, as migration 0006 creates them, for a schema made from this
+# module (``metadata.create_all``): the same statements, so both kinds of database behave alike.
+_CREDENTIAL_TABLES = ("work_keys", "user_tokens", "users", "org_members")
+_BUMP_EPOCH = "UPDATE platform_settings SET credentials_epoch = credentials_epoch + 1 WHERE id = 1"
+CREDENTIAL_TRIGGERS: dict[str, list[str]] = {
+    "postgresql": [
+        "CREATE OR REPLACE FUNCTION workcoord_bump_credentials_epoch() RETURNS trigger "
+        f"LANGUAGE plpgsql AS $$ BEGIN {_BUMP_EPOCH}; RETURN NULL; END $$",
+        *(
+            f"CREATE TRIGGER trg_{table}_credentials_epoch "
+            f"AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {table} "
+            "FOR EACH STATEMENT EXECUTE FUNCTION workcoord_bump_credentials_epoch()"
+            for table in _CREDENTIAL_TABLES
+        ),
+    ],
+    "sqlite": [
+        f"CREATE TRIGGER trg_{table}_{verb.lower()}_credentials_epoch "
+        f"AFTER {verb} ON {table} BEGIN {_BUMP_EPOCH}; END"
+        for table in _CREDENTIAL_TABLES
+        for verb in ("INSERT", "UPDATE", "DELETE")
+    ],
+}
+for _dialect, _statements in CREDENTIAL_TRIGGERS.items():
+    for _statement in _statements:
+        ddl = DDL(_statement).execute_if(dialect=_dialect)  # type: ignore[no-untyped-call]
+        event.listen(metadata, "after_create", ddl)

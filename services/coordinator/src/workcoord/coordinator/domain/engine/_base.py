@@ -26,7 +26,7 @@ from workcoord.kit.errors import NotFound
 from workcoord.kit.secrets import SystemTokenSource, TokenSource, hash_secret
 
 from .. import rules
-from ..auth import RECOVERY, Access, Principal, authorize
+from ..auth import RECOVERY, Access, Principal, PrincipalCache, authorize
 from ..group_commit import GroupCommitter
 from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Item, Lane, LaneState, NewEvent
 from ..ports import Reader, Store, Tx
@@ -115,6 +115,8 @@ class EngineCore(ABC):
         # Lease tokens are derived with it (see lease_replay): never stored, never logged.
         self.lease_key = lease_token_key(service_key)
         self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        # Principals of bearer credentials, reused while the credentials epoch stands still.
+        self.principals = PrincipalCache()
         self._background: set[asyncio.Task[Any]] = set()
         self._worker_writes: GroupCommitter[Effects] = GroupCommitter(
             Effects, self.write_digest, self.announce

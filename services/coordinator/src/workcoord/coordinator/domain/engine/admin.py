@@ -28,6 +28,7 @@ from ..auth import (
     PrincipalKind,
     authorize,
     can_see_org,
+    credential_problem,
     require_org_admin,
     require_platform_admin,
     require_self_or_platform_admin,
@@ -46,28 +47,39 @@ class AdminCommands(EngineCore):
     """Authentication and the platform's administration."""
 
     async def authenticate(self, secret: str | None) -> Principal:
-        """Resolve a bearer secret into a principal, from current state."""
+        """Resolve a bearer secret into a principal, from current state: a principal resolved
+        earlier is reused only while the credentials epoch has not moved since (see
+        :class:`~workcoord.coordinator.domain.auth.PrincipalCache`)."""
         if not secret:
             raise Unauthenticated("a credential is required: Authorization: Bearer <secret>")
         digest = hash_secret(secret)
         if self._service_key_hash and _secrets.compare_digest(digest, self._service_key_hash):
             return RECOVERY
         now = self.clock.now()
-        # One statement: the credential, its work key or its user with their org roles.
         async with self.store.read(snapshot=False) as reader:
+            if digest in self.principals:
+                cached = self.principals.get(digest, await reader.credentials_epoch())
+            else:
+                cached = None
+            if cached is not None:
+                credential, principal = cached
+                problem = credential_problem(credential, now)
+                if problem:
+                    raise Unauthenticated(problem)
+                return principal
+            # One statement: the credential, its work key or its user with their org roles.
             resolved = await reader.resolve_credential(digest)
         if resolved is None:
             raise Unauthenticated("unknown credential")
         credential = resolved.credential
-        if credential.revoke_time is not None:
-            raise Unauthenticated("the credential was revoked")
-        if credential.expire_time is not None and credential.expire_time <= now:
-            raise Unauthenticated("the credential expired")
+        problem = credential_problem(credential, now)
+        if problem:
+            raise Unauthenticated(problem)
         if credential.kind == "work_key":
             key = resolved.work_key
             if key is None:
                 raise Unauthenticated("unknown credential")
-            return Principal(
+            principal = Principal(
                 kind=PrincipalKind.WORK_KEY,
                 id=key.key_id,
                 display_name=key.display_name,
@@ -75,9 +87,13 @@ class AdminCommands(EngineCore):
                 capabilities=frozenset(Capability(c) for c in key.capabilities),
                 coordinator_ids=frozenset(key.coordinator_ids),
             )
-        if resolved.user is None:
-            raise Unauthenticated("unknown credential")
-        return user_principal(resolved.user, resolved.roles or {})
+        else:
+            if resolved.user is None:
+                raise Unauthenticated("unknown credential")
+            principal = user_principal(resolved.user, resolved.roles or {})
+        # Kept under the epoch read with it, in the same statement.
+        self.principals.put(digest, resolved.epoch, credential, principal)
+        return principal
 
     async def bootstrap_admin(self, token: str) -> str:
         """Ensure a verified platform admin whose API token is ``token`` (idempotent)."""

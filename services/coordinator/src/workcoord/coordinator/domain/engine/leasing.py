@@ -34,7 +34,8 @@ from .paging import PageRequest
 # Long-polls re-check the database at least this often, so a lost notification (Redis down,
 # a backoff that ran out) costs at most this much latency.
 BACKSTOP_POLL_SECONDS = 1.0
-CLAIM_SCAN_FACTOR = 4
+# Candidates read per page: twice what is wanted (skipped ones are made up from the next page).
+CLAIM_SCAN_FACTOR = 2
 
 
 class LeasingCommands(WorkerFences):
@@ -164,8 +165,8 @@ class LeasingCommands(WorkerFences):
                 # for the coordinator's row lock). Otherwise every waiter woken by a notification
                 # queues on that lock only to find no free slot (a thundering herd). _claim
                 # re-counts under the lock, so this early answer is only ever an optimisation.
-                live = await reader.live_attempts(coordinator_id, worker_class)
-                ready = len(live) < coordinator.config.class_capacity[worker_class]
+                live = await reader.count_live_attempts(coordinator_id, worker_class)
+                ready = live < coordinator.config.class_capacity[worker_class]
         if worker is not None and worker.worker_class != worker_class:
             raise InvalidArgument.single(
                 "worker_class",

@@ -203,13 +203,15 @@ class Transitions(EngineCore):
     ) -> None:
         """Release dependents whose dependencies all succeeded; finish the lane when done.
 
-        On the hot path (every Complete): only the lane's item states are read, and full
-        items only for those still WAITING.
+        On the hot path (every Complete): only how many of the lane's items are in each
+        state is read (the caller has already written ``done``, so it counts as succeeded);
+        the items' states and full items only when some are still WAITING.
         """
-        lane, states = await tx.lane_with_item_states(done.lane_id)
+        lane, counts = await tx.lane_with_state_counts(done.lane_id)
         assert lane is not None
-        states[done.key] = ItemState.SUCCEEDED
-        if ItemState.WAITING in states.values():
+        if counts.get(ItemState.WAITING):
+            states = await tx.lane_item_states(lane.lane_id)
+            states[done.key] = ItemState.SUCCEEDED
             changed: list[Item] = []
             for item in await tx.waiting_items(lane.lane_id):
                 if done.key in item.depends_on and all(
@@ -222,7 +224,7 @@ class Transitions(EngineCore):
         if lane.state != LaneState.ACTIVE:
             return
         if lane.template == Template.CUSTOM:
-            if all(state == ItemState.SUCCEEDED for state in states.values()):
+            if sum(counts.values()) == counts.get(ItemState.SUCCEEDED, 0):
                 await self._close_lane(tx, lane, LaneState.DONE, "", events, effects)
             return
         # A STANDARD lane holds a handful of items: the workflow reads them all.

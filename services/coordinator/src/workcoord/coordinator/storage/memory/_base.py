@@ -62,6 +62,9 @@ class Settings:
     enabled: bool
     update_time: datetime
     version: int
+    # Moved by every change to work keys, user tokens, users and org members (the SQL
+    # stores' triggers; see MemoryTxBase._credentials_changed).
+    credentials_epoch: int = 0
 
 
 @dataclass(slots=True)
@@ -216,6 +219,15 @@ class MemoryTxBase:
         # Appended events and the revisions they move, written at commit (as SQL does).
         self._events: list[Event] = []
         self._revisions: dict[str, int] = {}
+
+    def _credentials_changed(self) -> Tables:
+        """The writable tables, after moving the credentials epoch (as the SQL stores'
+        triggers do on every change to work keys, user tokens, users and org members)."""
+        tables = self._w()
+        if tables.settings is not None:
+            epoch = tables.settings.credentials_epoch + 1
+            tables.settings = dataclasses.replace(tables.settings, credentials_epoch=epoch)
+        return tables
 
     def _w(self) -> Tables:
         if not self.writable:

@@ -41,14 +41,20 @@ class AccountsMemory(MemoryTxBase):
         credential = await self.find_credential(secret_hash)
         if credential is None:
             return None
+        epoch = await self.credentials_epoch()
         if credential.kind == "work_key":
-            return ResolvedCredential(
-                credential, work_key=await self.get_work_key(credential.owner_id)
-            )
+            key = await self.get_work_key(credential.owner_id)
+            return ResolvedCredential(credential, work_key=key, epoch=epoch)
         user = await self.get_user(credential.owner_id)
         if user is None:
-            return ResolvedCredential(credential)
-        return ResolvedCredential(credential, user=user, roles=await self.user_roles(user.user_id))
+            return ResolvedCredential(credential, epoch=epoch)
+        return ResolvedCredential(
+            credential, user=user, roles=await self.user_roles(user.user_id), epoch=epoch
+        )
+
+    async def credentials_epoch(self) -> int | None:
+        settings = self.tables.settings
+        return None if settings is None else settings.credentials_epoch
 
     # -------------------------------------------------------------- orgs
 
@@ -80,7 +86,7 @@ class AccountsMemory(MemoryTxBase):
         )[:limit]
 
     async def insert_user(self, user: UserRecord) -> None:
-        users = self._w().users
+        users = self._credentials_changed().users
         email = ("uq_users_email", lambda u: u.email == user.email)
         refuse_taken(users, user.user_id, "pk_users", email)
         users[user.user_id] = user
@@ -94,7 +100,7 @@ class AccountsMemory(MemoryTxBase):
 
     async def set_member(self, org_slug: str, user_id: str, role: str, when: datetime) -> None:
         """Add the member, or change the role of an existing one (who keeps its create time)."""
-        members = self._w().members
+        members = self._credentials_changed().members
         if org_slug not in self.tables.orgs:
             refuse("fk_org_members_org_slug_orgs")
         self._check_user(user_id, "fk_org_members_user_id_users")
@@ -113,7 +119,7 @@ class AccountsMemory(MemoryTxBase):
         create_time: datetime,
         expire_time: datetime | None,
     ) -> None:
-        tokens = self._w().tokens
+        tokens = self._credentials_changed().tokens
         secret = ("uq_user_tokens_secret_hash", lambda r: r.secret_hash == secret_hash)
         refuse_taken(tokens, token_id, "pk_user_tokens", secret)
         self._check_user(user_id, "fk_user_tokens_user_id_users")
@@ -132,13 +138,13 @@ class AccountsMemory(MemoryTxBase):
         return sorted(keys, key=lambda k: k.key_id)[:limit]
 
     async def insert_work_key(self, key: WorkKeyRecord) -> None:
-        keys = self._w().work_keys
+        keys = self._credentials_changed().work_keys
         secret = ("uq_work_keys_secret_hash", lambda k: k.secret_hash == key.secret_hash)
         refuse_taken(keys, key.key_id, "pk_work_keys", secret)
         keys[key.key_id] = key
 
     async def revoke_work_key(self, key_id: str, when: datetime) -> None:
-        keys = self._w().work_keys
+        keys = self._credentials_changed().work_keys
         key = keys.get(key_id)
         if key is not None:
             keys[key_id] = dataclasses.replace(key, revoke_time=when)

@@ -33,6 +33,15 @@ class AttemptsMemory(MemoryTxBase):
         found.sort(key=lambda a: (a.item_id, a.attempt))
         return [copied(a) for a in found]
 
+    async def count_live_attempts(self, coordinator_id: str, worker_class: str) -> int:
+        return sum(
+            1
+            for a in self.tables.attempts.values()
+            if a.coordinator_id == coordinator_id
+            and a.status in LIVE_ATTEMPT_STATUSES
+            and a.worker_class == worker_class
+        )
+
     async def live_attempts(self, coordinator_id: str, worker_class: str | None) -> list[Attempt]:
         return selected(
             self.tables.attempts.values(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -130,8 +131,14 @@ class LanesItemsMemory(MemoryTxBase):
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
         return {i.key: i.state for i in self.tables.items.values() if i.lane_id == lane_id}
 
-    async def lane_with_item_states(self, lane_id: str) -> tuple[Lane | None, dict[str, ItemState]]:
-        return await self.get_lane(lane_id), await self.lane_item_states(lane_id)
+    async def lane_with_state_counts(
+        self, lane_id: str
+    ) -> tuple[Lane | None, dict[ItemState, int]]:
+        lane = await self.get_lane(lane_id)
+        if lane is None:
+            return None, {}
+        counts = Counter(i.state for i in self.tables.items.values() if i.lane_id == lane_id)
+        return lane, dict(counts)
 
     async def queued_items(self, coordinator_id: str) -> list[Item]:
         return selected(

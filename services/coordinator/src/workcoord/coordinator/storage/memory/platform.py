@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 from workcoord.coordinator.domain.ports import Leadership, RequestRecord
@@ -41,7 +42,9 @@ class PlatformMemory(MemoryTxBase):
 
     async def set_platform_enabled(self, enabled: bool, when: datetime) -> None:
         current = self._ensure_settings()
-        self._w().settings = Settings(enabled, when, current.version + 1)
+        self._w().settings = dataclasses.replace(
+            current, enabled=enabled, update_time=when, version=current.version + 1
+        )
 
     async def acquire_leadership(
         self, name: str, holder_id: str, now: datetime, expire_time: datetime

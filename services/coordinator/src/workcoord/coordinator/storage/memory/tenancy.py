@@ -66,7 +66,7 @@ class TenancyMemory(MemoryTxBase):
         return self.tables.members.get((org_slug, user_id))
 
     async def remove_member(self, org_slug: str, user_id: str) -> bool:
-        return self._w().members.pop((org_slug, user_id), None) is not None
+        return self._credentials_changed().members.pop((org_slug, user_id), None) is not None
 
     # -------------------------------------------------------------- user tokens
 
@@ -75,7 +75,7 @@ class TenancyMemory(MemoryTxBase):
         return row.token if row is not None else None
 
     async def revoke_user_token(self, token_id: str, when: datetime) -> None:
-        tokens = self._w().tokens
+        tokens = self._credentials_changed().tokens
         row = tokens.get(token_id)
         if row is not None and row.token.revoke_time is None:
             revoked = dataclasses.replace(row.token, revoke_time=when)

@@ -7,17 +7,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Table, select
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.engine import CursorResult, Row
+from sqlalchemy.engine import CursorResult, Dialect, Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import ColumnElement, Select
 from sqlalchemy.sql.base import Executable
 
-from workcoord.coordinator.domain.model import Attempt, Coordinator, Event, Item
+from workcoord.coordinator.domain.model import Attempt, Coordinator, Event, Item, ItemState, Lane
 
-from .rows import ATTEMPTS, ITEMS, RowMap
+from .rows import ATTEMPTS, EVENTS, ITEMS, RowMap
 
 _R = TypeVar("_R")
 
@@ -67,6 +67,10 @@ class SqlTxBase:
         self._pending_attempts: dict[str, Attempt] = {}
         # The platform switch as read with the coordinator's lock (None: not read yet).
         self._platform_switch: bool | None = None
+        # Lane id -> (the lane, how many of its other items are in each state, the item): read
+        # with a Complete's attempt so its lane's counts need no second round trip; dropped
+        # when anything else of the lane changes (see LanesItemsSql.lane_with_state_counts).
+        self._lane_counts: dict[str, tuple[Lane, dict[ItemState, int], str]] = {}
 
     async def write_pending(self) -> None:
         """Write the held-back item and attempt updates (one statement per table)."""
@@ -94,22 +98,91 @@ class SqlTxBase:
 
     async def _insert(self, rows: RowMap[_R], records: Sequence[_R], **store: Any) -> None:
         """Insert ``records`` (one statement; nothing for none)."""
-        if records:
-            await self.conn.execute(rows.table.insert(), [rows.values(r, **store) for r in records])
+        if not records:
+            return
+        params = [rows.values(r, **store) for r in records]
+        if self.dialect == "postgresql" and len(params) > 1:
+            await self.write_pending()
+            part = _unnest_insert(rows.table, tuple(params[0]), self.raw.dialect, 1)
+            await self._run_parts([(part, params)], None)
+            return
+        await self.conn.execute(rows.insert_statement, params)
 
     async def _update_each(self, rows: RowMap[_R], key: str, records: Sequence[_R]) -> None:
         """Write every column of each record to the row with the same ``key`` (one statement)."""
         if not records:
             return
-        bound = f"b_{key}"
-        params = [rows.values(r) for r in records]
-        for values in params:
-            values[bound] = values.pop(key)
-        columns: dict[str, Any] = {name: bindparam(name) for name in params[0] if name != bound}
-        await self.raw.execute(
-            update(rows.table).where(rows.table.c[key] == bindparam(bound)).values(**columns),
-            params,
-        )
+        params = _keyed_params(rows, key, records)
+        columns = tuple(name for name in params[0] if name != f"b_{key}")
+        if self.dialect == "postgresql" and len(params) > 1:
+            # One statement whatever the number of rows: each column as one array parameter.
+            part = _unnest_update(rows.table, key, columns, self.raw.dialect, 1)
+            await self._run_parts([(part, params)], None)
+            return
+        await self.raw.execute(rows.update_statement(key, columns), params)
+
+    async def _write_together(
+        self, events: Sequence[Event], revision: tuple[str, int] | None
+    ) -> None:
+        """PostgreSQL: the held-back item and attempt updates, ``events`` and the coordinator's
+        new ``revision`` in ONE statement (one round trip): each an ``unnest`` in a ``WITH``
+        of the revision's ``UPDATE``. Parts with nothing to write are left out."""
+        dialect = self.raw.dialect
+        parts: list[tuple[_Unnest, list[dict[str, Any]]]] = []
+        start = 1
+        items, self._pending_items = list(self._pending_items.values()), {}
+        attempts, self._pending_attempts = list(self._pending_attempts.values()), {}
+        updates: list[tuple[Table, str, list[dict[str, Any]]]] = []
+        if items:
+            updates.append((ITEMS.table, "item_id", _keyed_params(ITEMS, "item_id", items)))
+        if attempts:
+            updates.append(
+                (ATTEMPTS.table, "lease_id", _keyed_params(ATTEMPTS, "lease_id", attempts))
+            )
+        for table, key, params in updates:
+            columns = tuple(name for name in params[0] if name != f"b_{key}")
+            part = _unnest_update(table, key, columns, dialect, start)
+            parts.append((part, params))
+            start += len(part[1])
+        if events:
+            params = [EVENTS.values(e) for e in events]
+            part = _unnest_insert(EVENTS.table, tuple(params[0]), dialect, start)
+            parts.append((part, params))
+            start += len(part[1])
+        final = None
+        if revision is not None:
+            final = (
+                f"UPDATE work_coordinators SET revision = ${start}::BIGINT "  # noqa: S608
+                f"WHERE coordinator_id = ${start + 1}::VARCHAR",
+                [revision[1], revision[0]],
+            )
+        await self._run_parts(parts, final)
+
+    async def _run_parts(
+        self,
+        parts: list[tuple[_Unnest, list[dict[str, Any]]]],
+        final: tuple[str, list[Any]] | None,
+    ) -> None:
+        """Run ``unnest`` parts (numbered one after the other) and a ``final`` statement as
+        one: all but the last in a ``WITH``."""
+        statements: list[str] = []
+        arguments: list[Any] = []
+        for (sql, processors), params in parts:
+            statements.append(sql)
+            arguments.extend(
+                [p[name] for p in params] if process is None else [process(p[name]) for p in params]
+                for name, process in processors
+            )
+        if final is not None:
+            statements.append(final[0])
+            arguments.extend(final[1])
+        if not statements:
+            return
+        sql = statements[-1]
+        if len(statements) > 1:
+            ctes = ", ".join(f"w{n} AS ({s})" for n, s in enumerate(statements[:-1]))
+            sql = f"WITH {ctes} {sql}"
+        await self.raw.exec_driver_sql(sql, tuple(arguments))
 
     def _upsert(self, table: Table) -> Any:
         """``INSERT … ON CONFLICT`` of the dialect (the same API on both)."""
@@ -122,3 +195,60 @@ class SqlTxBase:
         if self.dialect == "postgresql":
             return stmt.with_for_update(skip_locked=skip_locked)
         return stmt
+
+
+# An unnest statement and the bind processor of each of its array parameters, in order.
+_Unnest = tuple[str, list[tuple[str, Any]]]
+_UNNESTS: dict[tuple[str, str, tuple[str, ...], int], _Unnest] = {}
+
+
+def _keyed_params(rows: RowMap[_R], key: str, records: Sequence[_R]) -> list[dict[str, Any]]:
+    """The column values of each record, its ``key`` renamed ``b_<key>`` (the row to write)."""
+    bound = f"b_{key}"
+    params = [rows.values(r) for r in records]
+    for values in params:
+        values[bound] = values.pop(key)
+    return params
+
+
+def _arrays(
+    table: Table, names: tuple[str, ...], columns: tuple[str, ...], dialect: Dialect, start: int
+) -> _Unnest:
+    """``unnest($start::type[], …) AS u(names…)`` over the types of ``columns``, and the bind
+    processor of each array's values (what SQLAlchemy would apply to them one by one)."""
+    types = [table.c[column].type for column in columns]
+    casts = ", ".join(
+        f"${n}::{kind.compile(dialect=dialect)}[]" for n, kind in enumerate(types, start)
+    )
+    aliases = ", ".join(f'"{name}"' for name in names)
+    processors = [(n, kind.bind_processor(dialect)) for n, kind in zip(names, types, strict=True)]
+    return f"unnest({casts}) AS u({aliases})", processors
+
+
+def _unnest_update(
+    table: Table, key: str, columns: tuple[str, ...], dialect: Dialect, start: int
+) -> _Unnest:
+    """PostgreSQL: ``UPDATE … FROM unnest($start::type[], …)`` writing ``columns`` of the rows
+    whose ``key`` is in the array ``b_<key>``; built once per set of columns."""
+    memo = ("update", f"{table.name}.{key}", columns, start)
+    found = _UNNESTS.get(memo)
+    if found is None:
+        source, processors = _arrays(table, (f"b_{key}", *columns), (key, *columns), dialect, start)
+        sets = ", ".join(f'"{name}" = u."{name}"' for name in columns)
+        where = f't."{key}" = u."b_{key}"'
+        # Names and types come from the table definitions; every value is a parameter.
+        sql = f"UPDATE {table.name} AS t SET {sets} FROM {source} WHERE {where}"  # noqa: S608
+        found = _UNNESTS[memo] = (sql, processors)
+    return found
+
+
+def _unnest_insert(table: Table, columns: tuple[str, ...], dialect: Dialect, start: int) -> _Unnest:
+    """PostgreSQL: ``INSERT … SELECT … FROM unnest($start::type[], …)``, a row per element."""
+    memo = ("insert", table.name, columns, start)
+    found = _UNNESTS.get(memo)
+    if found is None:
+        source, processors = _arrays(table, columns, columns, dialect, start)
+        names = ", ".join(f'"{name}"' for name in columns)
+        sql = f"INSERT INTO {table.name} ({names}) SELECT {names} FROM {source}"  # noqa: S608
+        found = _UNNESTS[memo] = (sql, processors)
+    return found

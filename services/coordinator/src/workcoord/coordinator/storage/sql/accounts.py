@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import literal, select, update
+from sqlalchemy import bindparam, literal, null, select, update
+from sqlalchemy.sql.elements import BindParameter
 
 from workcoord.coordinator.domain.grants import MemberRecord, TokenRecord
 from workcoord.coordinator.domain.ports import (
@@ -19,7 +20,7 @@ from workcoord.coordinator.domain.ports import (
 
 from .. import schema as t
 from ._base import SqlTxBase
-from .rows import MEMBERS, ORGS, USER_TOKENS, USERS, WORK_KEYS, prefixed
+from .rows import MEMBERS, ORGS, USER_TOKENS, USERS, WORK_KEYS
 
 
 class AccountsSql(SqlTxBase):
@@ -38,35 +39,33 @@ class AccountsSql(SqlTxBase):
 
     async def resolve_credential(self, secret_hash: str) -> ResolvedCredential | None:
         """The credential and its owner in one statement (one round trip): the work key, or
-        the token's user with one row per org role."""
-        rows = await self._rows(_resolve_statement(secret_hash))
+        the token's user with one row per org role; with the credentials epoch of the same
+        snapshot."""
+        rows = (await self.conn.execute(_RESOLVE, {"secret_hash": secret_hash})).fetchall()
         if not rows:
             return None
-        first = rows[0]._mapping
-        if first["wk_key_id"] is not None:
-            key = WORK_KEYS.load(prefixed(rows[0], "wk_"))
+        first = rows[0]
+        epoch = first[_EPOCH_AT]
+        epoch = None if epoch is None else int(epoch)
+        if first[_KEY_AT] is not None:
+            key = WORK_KEYS.load(first, _KEY_AT)
             credential = Credential(
                 "work_key", key.key_id, key.key_id, key.expire_time, key.revoke_time
             )
-            return ResolvedCredential(credential, work_key=key)
-        if first["tok_token_id"] is None:
+            return ResolvedCredential(credential, work_key=key, epoch=epoch)
+        token_id, user_id, expire_time, revoke_time = first[_TOKEN_AT : _TOKEN_AT + 4]
+        if token_id is None:
             return None
-        credential = Credential(
-            "user_token",
-            first["tok_token_id"],
-            first["tok_user_id"],
-            first["tok_expire_time"],
-            first["tok_revoke_time"],
-        )
-        if first["u_user_id"] is None:
-            return ResolvedCredential(credential)
-        user = USERS.load(prefixed(rows[0], "u_"))
-        roles = {
-            r._mapping["m_org_slug"]: r._mapping["m_role"]
-            for r in rows
-            if r._mapping["m_org_slug"] is not None
-        }
-        return ResolvedCredential(credential, user=user, roles=roles)
+        credential = Credential("user_token", token_id, user_id, expire_time, revoke_time)
+        if first[_USER_AT] is None:
+            return ResolvedCredential(credential, epoch=epoch)
+        user = USERS.load(first, _USER_AT)
+        roles = {r[_ROLE_AT]: r[_ROLE_AT + 1] for r in rows if r[_ROLE_AT] is not None}
+        return ResolvedCredential(credential, user=user, roles=roles, epoch=epoch)
+
+    async def credentials_epoch(self) -> int | None:
+        row = (await self.conn.execute(_EPOCH)).first()
+        return None if row is None else int(row[0])
 
     # -------------------------------------------------------------- orgs
 
@@ -146,21 +145,28 @@ class AccountsSql(SqlTxBase):
         )
 
 
-def _resolve_statement(secret_hash: str) -> Any:
+def resolve_statement(*, with_epoch: bool = True) -> Any:
     """One row per org role (at least one): a probe row left-joined to the work key and to the
     user token, its user and their memberships with that hash (at most one of the two
-    matches: the hashes of 256-bit secrets do not collide)."""
+    matches: the hashes of 256-bit secrets do not collide), and the credentials epoch (NULL
+    without ``with_epoch``: a schema before 0006 has none). The columns by position: see the
+    ``_…_AT`` offsets below."""
+    secret_hash: BindParameter[str] = bindparam("secret_hash")
+    epoch: Any = (
+        select(_SETTINGS.c.credentials_epoch).where(_SETTINGS.c.id == 1).scalar_subquery()
+        if with_epoch
+        else null()
+    )
+    epoch = epoch.label("credentials_epoch")
     probe = select(literal(1).label("one")).subquery("probe")
     wk, tok, u, m = t.work_keys, t.user_tokens, t.users, t.org_members
     columns = [
-        *(c.label(f"wk_{c.name}") for c in wk.c),
-        *(
-            tok.c[n].label(f"tok_{n}")
-            for n in ("token_id", "user_id", "expire_time", "revoke_time")
-        ),
-        *(c.label(f"u_{c.name}") for c in u.c),
-        m.c.org_slug.label("m_org_slug"),
-        m.c.role.label("m_role"),
+        epoch,
+        *wk.c,
+        *(tok.c[n] for n in _TOKEN_COLUMNS),
+        *u.c,
+        m.c.org_slug,
+        m.c.role,
     ]
     joined = (
         probe.outerjoin(wk, wk.c.secret_hash == secret_hash)
@@ -169,3 +175,14 @@ def _resolve_statement(secret_hash: str) -> Any:
         .outerjoin(m, m.c.user_id == u.c.user_id)
     )
     return select(*columns).select_from(joined)
+
+
+_SETTINGS = t.platform_settings
+_TOKEN_COLUMNS = ("token_id", "user_id", "expire_time", "revoke_time")
+_EPOCH_AT = 0
+_KEY_AT = 1
+_TOKEN_AT = _KEY_AT + WORK_KEYS.width
+_USER_AT = _TOKEN_AT + len(_TOKEN_COLUMNS)
+_ROLE_AT = _USER_AT + USERS.width
+_RESOLVE = resolve_statement()
+_EPOCH = select(_SETTINGS.c.credentials_epoch).where(_SETTINGS.c.id == 1)

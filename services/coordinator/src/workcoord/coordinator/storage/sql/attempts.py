@@ -3,19 +3,63 @@
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, func, select
 
-from workcoord.coordinator.domain.model import Attempt, Item
+from workcoord.coordinator.domain.model import Attempt, Item, ItemState
 
 from .. import schema as t
 from ..records import hold_keys
 from ._base import LIVE, SqlTxBase
-from .rows import ATTEMPTS, ITEMS, prefixed
+from .rows import ATTEMPTS, ITEMS, LANES
 
 _HOLDS = t.exclusive_holds
+_A, _I = t.attempts, t.items
+
+# The hot statements, built once (see RowMap.insert_statement).
+_GET_ATTEMPT = select(_A).where(_A.c.lease_id == bindparam("lease_id"))
+_GET_ITEM = select(_I).where(_I.c.item_id == bindparam("item_id"))
+_L, _OTHER = t.lanes, t.items.alias("other_items")
+
+
+def _with_lane(states: Any) -> Any:
+    """The attempt, its item, the item's lane and the states of the lane's other items (one
+    text, comma-separated, aggregated by ``states``)."""
+    others = (
+        select(states(_OTHER.c.state, ","))
+        .where(_OTHER.c.lane_id == _I.c.lane_id, _OTHER.c.item_id != _I.c.item_id)
+        .scalar_subquery()
+    )
+    return (
+        select(_A, _I, _L, others.label("other_states"))
+        .select_from(
+            _A.outerjoin(_I, _I.c.item_id == _A.c.item_id).outerjoin(
+                _L, _L.c.lane_id == _I.c.lane_id
+            )
+        )
+        .where(_A.c.lease_id == bindparam("lease_id"))
+    )
+
+
+_ATTEMPT_WITH_LANE = {
+    "postgresql": _with_lane(func.string_agg),
+    "sqlite": _with_lane(func.group_concat),
+}
+_LIVE = select(_A).where(_A.c.coordinator_id == bindparam("coordinator_id"), _A.c.status.in_(LIVE))
+_LIVE_OF_CLASS = _LIVE.where(_A.c.worker_class == bindparam("worker_class"))
+_LIVE_ORDER = (_A.c.create_time, _A.c.lease_id)
+_LIVE = _LIVE.order_by(*_LIVE_ORDER)
+_LIVE_OF_CLASS = _LIVE_OF_CLASS.order_by(*_LIVE_ORDER)
+_COUNT_LIVE = select(func.count()).where(
+    _A.c.coordinator_id == bindparam("coordinator_id"),
+    _A.c.status.in_(LIVE),
+    _A.c.worker_class == bindparam("worker_class"),
+)
+_RELEASE_HOLDS = delete(_HOLDS).where(_HOLDS.c.lease_id.in_(bindparam("lease_ids", expanding=True)))
 
 
 class AttemptsSql(SqlTxBase):
@@ -23,8 +67,7 @@ class AttemptsSql(SqlTxBase):
         pending = self._pending_attempts.get(lease_id)
         if pending is not None:
             return copy.copy(pending)
-        stmt = select(t.attempts).where(t.attempts.c.lease_id == lease_id)
-        row = (await self.raw.execute(stmt)).first()
+        row = (await self.raw.execute(_GET_ATTEMPT, {"lease_id": lease_id})).first()
         return ATTEMPTS.load(row) if row is not None else None
 
     async def get_attempt_for_update(self, lease_id: str) -> Attempt | None:
@@ -38,26 +81,28 @@ class AttemptsSql(SqlTxBase):
             item = self._pending_items.get(attempt.item_id)
             if item is not None:
                 return copy.copy(attempt), copy.copy(item)
-            row = (
-                await self.raw.execute(select(t.items).where(t.items.c.item_id == attempt.item_id))
-            ).first()
+            row = (await self.raw.execute(_GET_ITEM, {"item_id": attempt.item_id})).first()
             return copy.copy(attempt), ITEMS.load(row) if row is not None else None
-        a, i = t.attempts, t.items
-        stmt = (
-            select(*(c.label(f"a_{c.name}") for c in a.c), *(c.label(f"i_{c.name}") for c in i.c))
-            .select_from(a.outerjoin(i, i.c.item_id == a.c.item_id))
-            .where(a.c.lease_id == lease_id)
-        )
-        row = (await self.raw.execute(stmt)).first()
+        # With the item's lane and its other items' states: a Complete needs them next.
+        statement = _ATTEMPT_WITH_LANE[self.dialect]
+        row = (await self.raw.execute(statement, {"lease_id": lease_id})).first()
         if row is None:
             return None, None
-        found = ATTEMPTS.load(prefixed(row, "a_"))
+        found = ATTEMPTS.load(row)
         pending = self._pending_items.get(found.item_id)
         if pending is not None:
             return found, copy.copy(pending)
-        if row._mapping["i_item_id"] is None:
+        if row[ATTEMPTS.width] is None:  # no item row (its first column, the item id)
             return found, None
-        return found, ITEMS.load(prefixed(row, "i_"))
+        item = ITEMS.load(row, ATTEMPTS.width)
+        lane_at = ATTEMPTS.width + ITEMS.width
+        held_back = any(i.lane_id == item.lane_id for i in self._pending_items.values())
+        if row[lane_at] is not None and not held_back:
+            # Kept for lane_with_state_counts (held-back items would be counted as stored).
+            states = row[lane_at + LANES.width]
+            counts = Counter(ItemState(s) for s in states.split(",")) if states else Counter()
+            self._lane_counts[item.lane_id] = (LANES.load(row, lane_at), dict(counts), item.item_id)
+        return found, item
 
     async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:
         if not item_ids:
@@ -69,11 +114,17 @@ class AttemptsSql(SqlTxBase):
         )
 
     async def live_attempts(self, coordinator_id: str, worker_class: str | None) -> list[Attempt]:
-        c = t.attempts.c
-        stmt = select(t.attempts).where(c.coordinator_id == coordinator_id, c.status.in_(LIVE))
-        if worker_class is not None:
-            stmt = stmt.where(c.worker_class == worker_class)
-        return await self._list(ATTEMPTS, stmt.order_by(c.create_time, c.lease_id))
+        if worker_class is None:
+            rows = await self.conn.execute(_LIVE, {"coordinator_id": coordinator_id})
+        else:
+            rows = await self.conn.execute(
+                _LIVE_OF_CLASS, {"coordinator_id": coordinator_id, "worker_class": worker_class}
+            )
+        return [ATTEMPTS.load(r) for r in rows.fetchall()]
+
+    async def count_live_attempts(self, coordinator_id: str, worker_class: str) -> int:
+        params = {"coordinator_id": coordinator_id, "worker_class": worker_class}
+        return int((await self.conn.execute(_COUNT_LIVE, params)).scalar_one())
 
     async def live_exclusive_holders(
         self, coordinator_id: str, keys: Sequence[str]
@@ -119,7 +170,7 @@ class AttemptsSql(SqlTxBase):
             self._pending_attempts[attempt.lease_id] = copy.copy(attempt)
         ended = [a.lease_id for a in attempts if a.status.value not in LIVE and a.exclusive_key]
         if ended:
-            await self.raw.execute(delete(_HOLDS).where(_HOLDS.c.lease_id.in_(ended)))
+            await self.raw.execute(_RELEASE_HOLDS, {"lease_ids": ended})
 
     async def expired_attempts(
         self, coordinator_id: str, now: datetime, limit: int, skip_items: Sequence[str]

@@ -91,9 +91,13 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
 
     async def flush(self) -> None:
         """Write the held-back updates, the events appended so far and each coordinator's new
-        revision."""
-        await self.write_pending()
+        revision: on PostgreSQL in one statement when there is one coordinator to move."""
         events, self._events = self._events, []
+        if self.dialect == "postgresql" and len(self._revisions) <= 1:
+            revisions, self._revisions = self._revisions, {}
+            await self._write_together(events, next(iter(revisions.items()), None))
+            return
+        await self.write_pending()
         await self._insert(EVENTS, events)
         revisions, self._revisions = self._revisions, {}
         for coordinator_id, revision in revisions.items():

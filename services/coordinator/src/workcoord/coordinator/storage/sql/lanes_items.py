@@ -4,12 +4,24 @@ order it is claimed."""
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import (
+    Integer,
+    and_,
+    bindparam,
+    case,
+    func,
+    literal_column,
+    null,
+    or_,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.sql import ColumnElement
+from sqlalchemy.sql.elements import BindParameter
 
 from workcoord.coordinator.domain.model import (
     Blocker,
@@ -38,12 +50,66 @@ def ready_filter(coordinator_id: str, now: datetime) -> list[ColumnElement[bool]
     ]
 
 
+_L, _I = t.lanes, t.items
+_LANE_ID: BindParameter[str] = bindparam("lane_id")
+_HELD_BACK = _I.c.item_id.in_(bindparam("pending", expanding=True))
+# Per state, how many of the lane's items are in it; the items with held-back updates each
+# in a group of their own (state NULL, their id), so only those that exist are counted.
+_STATE_COUNTS = (
+    select(
+        case((_HELD_BACK, null()), else_=_I.c.state).label("state"),
+        case((_HELD_BACK, _I.c.item_id), else_=null()).label("pending_id"),
+        func.count().label("n"),
+    )
+    .where(_I.c.lane_id == _LANE_ID)
+    .group_by(literal_column("1"), literal_column("2"))
+    .subquery("counts")
+)
+# Built once (see RowMap.insert_statement).
+_LANE_WITH_COUNTS = (
+    select(_L, _STATE_COUNTS.c.state, _STATE_COUNTS.c.pending_id, _STATE_COUNTS.c.n)
+    .select_from(_L.outerjoin(_STATE_COUNTS, true()))
+    .where(_L.c.lane_id == _LANE_ID)
+)
+_GET_LANE = select(_L).where(_L.c.lane_id == _LANE_ID)
+_GET_ITEM = select(_I).where(_I.c.item_id == bindparam("item_id"))
+_READY = [
+    _I.c.coordinator_id == bindparam("coordinator_id"),
+    _I.c.worker_class == bindparam("worker_class"),
+    _I.c.state == _QUEUED,
+    _I.c.held.is_(False),
+    or_(_I.c.not_before.is_(None), _I.c.not_before <= bindparam("now")),
+]
+_HAS_READY = select(_I.c.item_id).where(*_READY).limit(1)
+_CANDIDATE_ORDER = (_I.c.priority.desc(), _I.c.seq)
+_AFTER = or_(
+    _I.c.priority < bindparam("after_priority"),
+    and_(_I.c.priority == bindparam("after_priority"), _I.c.seq > bindparam("after_seq")),
+)
+# A row lock skipping rows another claim holds on PostgreSQL; SQLite renders no FOR UPDATE
+# (a write transaction holds the whole database there).
+_CANDIDATES = (
+    select(_I)
+    .where(*_READY)
+    .order_by(*_CANDIDATE_ORDER)
+    .limit(bindparam("limit", type_=Integer, literal_execute=True))
+    .with_for_update(skip_locked=True)
+)
+_CANDIDATES_AFTER = (
+    select(_I)
+    .where(*_READY, _AFTER)
+    .order_by(*_CANDIDATE_ORDER)
+    .limit(bindparam("limit", type_=Integer, literal_execute=True))
+    .with_for_update(skip_locked=True)
+)
+
+
 class LanesItemsSql(SqlTxBase):
     # -------------------------------------------------------------- lanes
 
     async def get_lane(self, lane_id: str) -> Lane | None:
         # Held-back item and attempt updates cannot change a lane row: no need to write them.
-        row = (await self.raw.execute(select(t.lanes).where(t.lanes.c.lane_id == lane_id))).first()
+        row = (await self.raw.execute(_GET_LANE, {"lane_id": lane_id})).first()
         return LANES.load(row) if row is not None else None
 
     async def list_lanes(
@@ -71,6 +137,7 @@ class LanesItemsSql(SqlTxBase):
     async def update_lane(self, lane: Lane) -> None:
         """Write the lane and move its version (on the caller's record too)."""
         lane.version += 1
+        self._lane_counts.pop(lane.lane_id, None)
         await self._update_each(LANES, "lane_id", [lane])
 
     async def lane_blockers(self, lane_ids: Sequence[str]) -> list[Blocker]:
@@ -110,8 +177,7 @@ class LanesItemsSql(SqlTxBase):
         pending = self._pending_items.get(item_id)
         if pending is not None:
             return copy.copy(pending)
-        stmt = select(t.items).where(t.items.c.item_id == item_id)
-        row = (await self.raw.execute(stmt)).first()
+        row = (await self.raw.execute(_GET_ITEM, {"item_id": item_id})).first()
         return ITEMS.load(row) if row is not None else None
 
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]:
@@ -140,32 +206,38 @@ class LanesItemsSql(SqlTxBase):
             states[r.key] = pending.state if pending is not None else ItemState(r.state)
         return states
 
-    async def lane_with_item_states(self, lane_id: str) -> tuple[Lane | None, dict[str, ItemState]]:
-        """One row: the lane and its items' states aggregated into a JSON object (item id ->
-        "STATE|key"; a state never holds a "|")."""
-        c = t.items.c
-        aggregate = func.json_object_agg if self.dialect == "postgresql" else func.json_group_object
-        states = (
-            select(aggregate(c.item_id, c.state.concat("|").concat(c.key)))
-            .where(c.lane_id == lane_id)
-            .scalar_subquery()
-        ).label("item_states")
-        stmt = select(t.lanes, states).where(t.lanes.c.lane_id == lane_id)
-        row = (await self.raw.execute(stmt)).first()
-        if row is None:
+    async def lane_with_state_counts(
+        self, lane_id: str
+    ) -> tuple[Lane | None, dict[ItemState, int]]:
+        """One round trip: the lane's row once per state its items are in, with the count
+        (one row with no state if it has no items). Held-back item updates stand in for their
+        rows: each such row comes back on its own, counted in the state of its update."""
+        pending = {i.item_id: i for i in self._pending_items.values() if i.lane_id == lane_id}
+        read = self._lane_counts.pop(lane_id, None)
+        if read is not None and set(pending) == {read[2]}:
+            # Read with the attempt (attempt_with_item), and only that item changed since.
+            lane, others, item_id = read
+            state = pending[item_id].state
+            return copy.copy(lane), {**others, state: others.get(state, 0) + 1}
+        rows = (
+            await self.raw.execute(
+                _LANE_WITH_COUNTS, {"lane_id": lane_id, "pending": list(pending)}
+            )
+        ).fetchall()
+        if not rows:
             return None, {}
-        found = row._mapping["item_states"]
-        if isinstance(found, str):  # SQLite hands back the JSON text
-            found = json.loads(found)
-        by_id: dict[str, tuple[str, ItemState]] = {}
-        for item_id, packed in (found or {}).items():
-            state, _bar, key = str(packed).partition("|")
-            by_id[item_id] = (key, ItemState(state))
-        for item_id, item in self._pending_items.items():  # held-back updates stand in
-            if item_id in by_id:
-                by_id[item_id] = (item.key, item.state)
-        item_states = dict(by_id.values())
-        return LANES.load(row), item_states
+        counts: dict[ItemState, int] = {}
+        at = LANES.width
+        for row in rows:
+            state, pending_id, n = row[at : at + 3]
+            if pending_id is not None:
+                state = pending[pending_id].state
+            elif state is None:
+                continue  # the lane has no items
+            else:
+                state = ItemState(state)
+            counts[state] = counts.get(state, 0) + int(n)
+        return LANES.load(rows[0]), counts
 
     async def waiting_items(self, lane_id: str) -> list[Item]:
         c = t.items.c
@@ -186,12 +258,17 @@ class LanesItemsSql(SqlTxBase):
         )
 
     async def insert_items(self, items: Sequence[Item]) -> None:
+        for item in items:
+            self._lane_counts.pop(item.lane_id, None)
         await self._insert(ITEMS, items)
 
     async def update_items(self, items: Sequence[Item]) -> None:
         for item in items:
             # A copy: the record as it is now is what gets written (see write_pending).
             self._pending_items[item.item_id] = copy.copy(item)
+            read = self._lane_counts.get(item.lane_id)
+            if read is not None and read[2] != item.item_id:
+                del self._lane_counts[item.lane_id]  # another item of the lane changed
 
     async def claim_candidates(
         self,
@@ -203,24 +280,23 @@ class LanesItemsSql(SqlTxBase):
     ) -> list[Item]:
         """Ready items of one class, highest priority first then FIFO, after the (priority,
         seq) ``after``. On PostgreSQL they are locked, skipping rows another claim holds."""
-        c = t.items.c
-        stmt = select(t.items).where(
-            *ready_filter(coordinator_id, now), c.worker_class == worker_class
-        )
-        if after is not None:
-            stmt = stmt.where(
-                or_(c.priority < after[0], and_(c.priority == after[0], c.seq > after[1]))
-            )
-        stmt = stmt.order_by(c.priority.desc(), c.seq).limit(limit)
-        return await self._list(ITEMS, self._for_update(stmt, skip_locked=True))
+        params = {
+            "coordinator_id": coordinator_id,
+            "worker_class": worker_class,
+            "now": now,
+            "limit": limit,
+        }
+        if after is None:
+            stmt = _CANDIDATES
+        else:
+            stmt = _CANDIDATES_AFTER
+            params.update(after_priority=after[0], after_seq=after[1])
+        rows = await self.conn.execute(stmt, params)
+        return [ITEMS.load(r) for r in rows.fetchall()]
 
     async def has_ready(self, coordinator_id: str, worker_class: str, now: datetime) -> bool:
-        stmt = (
-            select(t.items.c.item_id)
-            .where(*ready_filter(coordinator_id, now), t.items.c.worker_class == worker_class)
-            .limit(1)
-        )
-        return (await self._one(stmt)) is not None
+        params = {"coordinator_id": coordinator_id, "worker_class": worker_class, "now": now}
+        return (await self.conn.execute(_HAS_READY, params)).first() is not None
 
     async def count_ready(self, coordinator_id: str) -> dict[str, int]:
         """Queued items per class (held or backing off included)."""

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin, get_type_hints
+from typing import Any, Generic, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from sqlalchemy import Table
+from sqlalchemy import Table, bindparam, update
 from sqlalchemy.engine import Row
+from sqlalchemy.sql.dml import Update
 
 from workcoord.coordinator.domain.grants import (
     GrantRecord,
@@ -192,13 +194,18 @@ class RowMap(Generic[_R]):
         # Split once: most fields are stored as they are, and the hot paths (bulk item and
         # attempt writes) should not pay a call per field for them.
         self._written_as_is = tuple(n for n, c in columns if c.encode is None)
-        self._read_as_is = tuple(n for n, c in columns if c.decode is None)
         self._encoded = tuple((n, c.encode) for n, c in columns if c.encode is not None)
         self._decoded = tuple((n, c.decode) for n, c in columns if c.decode is not None)
         self._packs = tuple(
             (column, tuple((name, codecs[name]) for name in names))
             for column, names in packed.items()
         )
+        self._column_names = tuple(table.c.keys())
+        # Built once: a statement object memoizes its cache key, so SQLAlchemy finds its
+        # compiled form without walking the statement on every call.
+        self.insert_statement = table.insert()
+        self._updates: dict[tuple[str, tuple[str, ...]], Update] = {}
+        self._store_columns = tuple(store_columns)
         mapped = {n for n, _ in columns} | set(packed) | set(store_columns)
         table_columns = set(table.c.keys())
         if mapped != table_columns or not in_packs <= set(codecs):
@@ -218,29 +225,43 @@ class RowMap(Generic[_R]):
         out.update(store_columns)
         return out
 
-    def load(self, row: Row[Any]) -> _R:
-        """The record a row of the table holds."""
-        mapping = row._mapping
-        kwargs = {name: mapping[name] for name in self._read_as_is}
+    def load(self, row: Row[Any], offset: int = 0) -> _R:
+        """The record a row holds: the table's columns in their declared order, from
+        position ``offset`` on (a ``select`` of the table, maybe joined to another table or
+        followed by more columns). Read by position, not by name: this runs for every row of
+        the hot paths."""
+        values = itertools.islice(row, offset, None) if offset else row
+        kwargs = dict(zip(self._column_names, values, strict=False))
+        for name in self._store_columns:
+            del kwargs[name]
         for name, decode in self._decoded:
-            kwargs[name] = decode(mapping[name])
+            kwargs[name] = decode(kwargs[name])
         for column, members in self._packs:
-            data = mapping[column] or {}
+            data = kwargs.pop(column) or {}
             for name, codec in members:
                 if name in data:
                     kwargs[name] = _decode(codec, data[name])
         return self.record(**kwargs)
 
+    def update_statement(self, key: str, columns: Sequence[str]) -> Update:
+        """``UPDATE`` of ``columns`` of the row whose ``key`` is the parameter ``b_<key>``
+        (built once per set of columns)."""
+        memo = (key, tuple(columns))
+        statement = self._updates.get(memo)
+        if statement is None:
+            c = self.table.c
+            statement = (
+                update(self.table)
+                .where(c[key] == bindparam(f"b_{key}"))
+                .values({name: bindparam(name) for name in columns})
+            )
+            self._updates[memo] = statement
+        return statement
 
-class _Columns:
-    def __init__(self, mapping: Any, prefix: str) -> None:
-        self._mapping = {k[len(prefix) :]: v for k, v in mapping.items() if k.startswith(prefix)}
-
-
-def prefixed(row: Row[Any], prefix: str) -> Row[Any]:
-    """One table's columns among a joined row's, by their labels' ``prefix`` (``a_lease_id``
-    …), as a row :meth:`RowMap.load` reads."""
-    return cast(Row[Any], _Columns(row._mapping, prefix))
+    @property
+    def width(self) -> int:
+        """How many columns the table has (where a joined table's columns start)."""
+        return len(self._column_names)
 
 
 ORGS = RowMap(OrgRecord, t.orgs)
