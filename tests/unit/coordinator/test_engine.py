@@ -710,6 +710,47 @@ async def test_a_waiting_lease_ignores_other_classes(engine: Engine, world: Worl
     assert [g.item.key for g in granted] == ["m"]
 
 
+async def test_a_waiting_lease_looks_again_only_for_its_class(
+    engine: Engine, world: World, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Commits that ready another class, or none (a grant, a Start), do not wake the waiter;
+    a commit readying its class wakes it once."""
+    looks: list[str] = []
+    parked = asyncio.Event()
+    look, wait = engine._lease_once, engine._wait_for_work
+
+    async def counted_look(*args: Any) -> list[GrantedLease]:
+        looks.append(args[2].worker_class)
+        return await look(*args)
+
+    async def noted_wait(*args: Any) -> None:
+        parked.set()
+        await wait(*args)
+
+    monkeypatch.setattr(engine, "_lease_once", counted_look)
+    monkeypatch.setattr(engine, "_wait_for_work", noted_wait)
+    waiter = asyncio.create_task(
+        _lease(engine, world, worker_class="machine", worker_id="w1", wait_seconds=30)
+    )
+    await asyncio.wait_for(parked.wait(), timeout=60)
+    assert looks.count("machine") == 2  # before listening, and once more after
+    parked.clear()
+    await _lane(engine, world, task("a", worker_class="codex"))
+    lease = await _one(
+        engine, world, worker_class="codex", worker_id="w2", identity=run_identity(clock)
+    )
+    await engine.complete(
+        world.worker, world.cid, lease.attempt.lease_id, lease.lease_token, Evidence(summary="ok")
+    )
+    for _ in range(50):  # a woken waiter would look and park again within these turns
+        await asyncio.sleep(0)
+    assert looks.count("machine") == 2 and not parked.is_set()
+    await _lane(engine, world, task("m", worker_class="machine"))
+    granted = await asyncio.wait_for(waiter, timeout=60)
+    assert [g.item.key for g in granted] == ["m"]
+    assert looks.count("machine") == 3
+
+
 async def test_a_long_poll_with_nothing_returns_empty_at_its_deadline(
     engine: Engine, world: World
 ) -> None:

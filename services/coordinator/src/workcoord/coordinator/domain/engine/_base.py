@@ -148,11 +148,13 @@ class EngineCore(ABC):
     async def announce(self, coordinator: Coordinator, effects: Effects) -> None:
         """After commit: wake waiting workers and feeds, start ticket closures."""
         if effects.changed or effects.ready_classes:
+            # No ready class: the feed reads the new events, waiting workers sleep on.
             await self.bus.publish(
                 Notification(
                     coordinator.coordinator_id,
                     coordinator.revision,
                     frozenset(effects.ready_classes),
+                    log_only=not effects.ready_classes,
                 )
             )
         if effects.close_tickets:

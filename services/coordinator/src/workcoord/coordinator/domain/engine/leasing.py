@@ -6,7 +6,7 @@ import asyncio
 import functools
 from dataclasses import replace
 
-from workcoord.kit.bus import Subscription
+from workcoord.kit.bus import ReadySignal
 from workcoord.kit.errors import InvalidArgument, PoolFull
 from workcoord.kit.secrets import hash_secret
 
@@ -97,31 +97,31 @@ class LeasingCommands(WorkerFences):
         # The long-poll is bounded in real time (it is about the call, not domain time).
         loop = asyncio.get_running_loop()
         deadline = loop.time() + ask.wait_seconds
-        async with self.bus.subscribe(coordinator_id) as subscription:
+        async with self.bus.ready_signal(coordinator_id, ask.worker_class) as ready:
             while True:
-                # Look again after subscribing: work committed in between is not missed.
+                # Look again after listening: work committed in between is not missed.
                 granted = await attempt()
                 remaining = deadline - loop.time()
                 if granted or remaining <= 0:
                     return granted
-                await self._wait_for_work(subscription, coordinator_id, ask.worker_class, deadline)
+                await self._wait_for_work(ready, coordinator_id, ask.worker_class, deadline)
 
     async def _wait_for_work(
-        self, subscription: Subscription, coordinator_id: str, worker_class: str, deadline: float
+        self, ready: ReadySignal, coordinator_id: str, worker_class: str, deadline: float
     ) -> None:
-        """Sleep until a notification for this class, a retry backoff running out, the backstop
-        poll, or the deadline, whichever comes first."""
+        """Sleep until new work of this class is announced, a retry backoff runs out, the
+        backstop poll, or the deadline, whichever comes first.
+
+        The signal is this class's only (commits that ready other classes, or none, do not wake
+        us) and debounced: announcements during the last look wake us once, at once."""
         loop = asyncio.get_running_loop()
         until = deadline - loop.time()
-        async with self.store.read() as reader:
+        # One statement: no snapshot (and no BEGIN/COMMIT round trips) needed.
+        async with self.store.read(snapshot=False) as reader:
             next_time = await reader.next_not_before(coordinator_id, worker_class, self.clock.now())
         if next_time is not None:
             until = min(until, (next_time - self.clock.now()).total_seconds() + 0.001)
-        wake = loop.time() + max(0.0, min(until, BACKSTOP_POLL_SECONDS))
-        while (timeout := wake - loop.time()) > 0:
-            note = await subscription.next(timeout)
-            if note is None or not note.worker_classes or worker_class in note.worker_classes:
-                return
+        await ready.wait(max(0.0, min(until, BACKSTOP_POLL_SECONDS)))
 
     async def _lease_once(
         self, principal: Principal, coordinator_id: str, ask: LeaseAsk
