@@ -141,6 +141,24 @@ async def test_ready_signal_hears_nothing_before_enter_or_after_exit() -> None:
         await signal.wait(0)
 
 
+async def test_ready_signals_set_by_one_notification_share_its_generation() -> None:
+    bus = InProcessBus()
+    cid = _cid()
+    async with (
+        bus.ready_signal(cid, "codex") as first,
+        bus.ready_signal(cid, "codex") as second,
+        bus.ready_signal(cid, "machine") as other,
+    ):
+        await bus.publish(Notification(cid, 1, frozenset({"codex", "machine"})))
+        assert await first.wait(0) and await second.wait(0) and await other.wait(0)
+        assert first.generation == second.generation == other.generation > 0
+        await bus.publish(Notification(cid, 2, frozenset({"codex"})))
+        await bus.publish(Notification(cid, 3, frozenset({"codex"})))
+        assert await first.wait(0)
+        assert first.generation > other.generation
+        assert await second.wait(0) and second.generation == first.generation
+
+
 def test_notification_may_ready() -> None:
     assert Notification("c", 1, frozenset({"a"})).may_ready("a")
     assert not Notification("c", 1, frozenset({"a"})).may_ready("b")

@@ -115,8 +115,11 @@ class ReadySignal(Protocol):
     Set by every notification published after ``__aenter__`` returned that may have made work
     of the class ready (:meth:`Notification.may_ready`); never by others. It is debounced: any
     number of notifications between two waits count as one wake-up, and the first is not
-    delayed.
+    delayed. ``generation`` numbers the delivery that last set it: the signals that one
+    notification set share it, so their holders can tell who was woken by the same commit.
     """
+
+    generation: int
 
     async def __aenter__(self) -> ReadySignal:
         """Start listening."""
@@ -227,6 +230,7 @@ class _LocalReadySignal:
         self.worker_class = worker_class
         self._fanout = fanout
         self._set = asyncio.Event()
+        self.generation = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._active = False
 
@@ -258,9 +262,9 @@ class _LocalReadySignal:
         self._set.clear()
         return True
 
-    def fire(self) -> None:
-        """Set the signal; safe to call from any thread. Setting it again before the holder
-        waits is a no-op: that is the debounce."""
+    def fire(self, generation: int) -> None:
+        """Set the signal by delivery ``generation``; safe to call from any thread. Setting it
+        again before the holder waits only updates the generation: that is the debounce."""
         loop = self._loop
         if loop is None:
             return
@@ -269,9 +273,13 @@ class _LocalReadySignal:
         except RuntimeError:
             running = None
         if running is loop:
-            self._set.set()
+            self._raise(generation)
         elif not loop.is_closed():
-            loop.call_soon_threadsafe(self._set.set)
+            loop.call_soon_threadsafe(self._raise, generation)
+
+    def _raise(self, generation: int) -> None:
+        self.generation = max(self.generation, generation)
+        self._set.set()
 
 
 _Listener = _LocalSubscription | _LocalReadySignal
@@ -284,6 +292,7 @@ class _LocalFanout:
     def __init__(self) -> None:
         self.subscribers: dict[str, set[_LocalSubscription]] = {}
         self.signals: dict[str, dict[str, set[_LocalReadySignal]]] = {}
+        self.generation = 0  # deliveries that set ready signals, numbered
 
     def watched(self, coordinator_id: str) -> bool:
         """Whether any listener of this process needs ``coordinator_id``'s notifications."""
@@ -321,9 +330,10 @@ class _LocalFanout:
         if note.log_only or not by_class:
             return
         classes = note.worker_classes or frozenset(by_class)
+        self.generation += 1
         for worker_class in classes:
             for signal in tuple(by_class.get(worker_class, ())):
-                signal.fire()
+                signal.fire(self.generation)
 
 
 class InProcessBus:

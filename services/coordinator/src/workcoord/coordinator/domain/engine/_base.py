@@ -115,6 +115,8 @@ class EngineCore(ABC):
         # Lease tokens are derived with it (see lease_replay): never stored, never logged.
         self.lease_key = lease_token_key(service_key)
         self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        # Per (coordinator, class): the ready-signal generation whose first waiter claimed.
+        self._woken_claims: dict[tuple[str, str], int] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._worker_writes: GroupCommitter[Effects] = GroupCommitter(
             Effects, self.write_digest, self.announce

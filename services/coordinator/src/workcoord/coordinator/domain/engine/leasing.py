@@ -97,20 +97,28 @@ class LeasingCommands(WorkerFences):
         # The long-poll is bounded in real time (it is about the call, not domain time).
         loop = asyncio.get_running_loop()
         deadline = loop.time() + ask.wait_seconds
+        claim = functools.partial(self._claim_when_woken, principal, coordinator_id, ask)
+        key = (coordinator_id, ask.worker_class)
         async with self.bus.ready_signal(coordinator_id, ask.worker_class) as ready:
+            look = attempt  # look again after listening: work committed in between is not missed
             while True:
-                # Look again after listening: work committed in between is not missed.
-                granted = await attempt()
+                granted = await look()
                 remaining = deadline - loop.time()
                 if granted or remaining <= 0:
                     return granted
-                await self._wait_for_work(ready, coordinator_id, ask.worker_class, deadline)
+                woken = await self._wait_for_work(ready, coordinator_id, ask.worker_class, deadline)
+                # Of the waiters in this process that one commit woke, the first claims at once;
+                # the others look first, as usual.
+                first = woken and self._woken_claims.get(key) != ready.generation
+                if first:
+                    self._woken_claims[key] = ready.generation
+                look = claim if first else attempt
 
     async def _wait_for_work(
         self, ready: ReadySignal, coordinator_id: str, worker_class: str, deadline: float
-    ) -> None:
-        """Sleep until new work of this class is announced, a retry backoff runs out, the
-        backstop poll, or the deadline, whichever comes first.
+    ) -> bool:
+        """Sleep until new work of this class is announced (True), a retry backoff runs out,
+        the backstop poll, or the deadline, whichever comes first (False).
 
         The signal is this class's only (commits that ready other classes, or none, do not wake
         us) and debounced: announcements during the last look wake us once, at once."""
@@ -121,7 +129,55 @@ class LeasingCommands(WorkerFences):
             next_time = await reader.next_not_before(coordinator_id, worker_class, self.clock.now())
         if next_time is not None:
             until = min(until, (next_time - self.clock.now()).total_seconds() + 0.001)
-        await ready.wait(max(0.0, min(until, BACKSTOP_POLL_SECONDS)))
+        return await ready.wait(max(0.0, min(until, BACKSTOP_POLL_SECONDS)))
+
+    async def _claim_when_woken(
+        self, principal: Principal, coordinator_id: str, ask: LeaseAsk
+    ) -> list[GrantedLease]:
+        """Straight to the claim's write transaction, without ``_lease_once_unlocked``'s read
+        first (has_ready, capacity): the signal just said this class has new work, so that read
+        would mostly confirm it, and costs a transaction on the path of the wake-up. Only the
+        first waiter one commit woke in this process comes here (see ``lease``); the read keeps
+        the others from all queueing on the coordinator's row lock. ``_claim`` decides, under
+        that lock, exactly as on the usual path."""
+        worker_class = ask.worker_class
+        request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
+        lock = self._claim_locks.setdefault((coordinator_id, worker_class), asyncio.Lock())
+        async with lock:
+            try:
+                async with self.command(principal, coordinator_id, Access.LEASE) as (
+                    tx,
+                    coordinator,
+                    effects,
+                ):
+                    if worker_class not in coordinator.config.class_capacity:
+                        raise InvalidArgument.single(
+                            "worker_class", f"unknown worker class {worker_class!r}"
+                        )
+                    worker = await tx.get_worker(coordinator_id, ask.worker_id)
+                    if worker is not None and worker.worker_class != worker_class:
+                        raise InvalidArgument.single(
+                            "worker_class",
+                            f"worker {ask.worker_id} is registered with class "
+                            f"{worker.worker_class!r}",
+                        )
+                    if request_key:
+                        previous = await tx.lease_request_attempts(coordinator_id, request_key)
+                        replayed = await replay_lease_request(
+                            tx, previous, ask.worker_id, self.lease_key, tx.now
+                        )
+                        if replayed is not None:
+                            return replayed
+                        if previous:  # spent: whatever this call grants takes the id over
+                            await tx.update_attempts(
+                                [replace(a, lease_request="") for a in previous]
+                            )
+                    if not rules.ask_is_fresh(worker, tx.now):
+                        await self._note_ask(tx, coordinator_id, ask, principal, worker)
+                    return await self._claim(tx, coordinator, principal, ask, worker, effects)
+            except FenceFound as found:
+                await self.record_fence(principal, coordinator_id, found.worker_id, found.fence)
+                raise fence_error(found.worker_id, found.fence) from None
 
     async def _lease_once(
         self, principal: Principal, coordinator_id: str, ask: LeaseAsk
