@@ -46,8 +46,7 @@ async def test_one_commit_wakes_several_waiters_each_item_goes_to_one(stack: Sta
     """The first waiter woken claims at once, the others look first; nobody gets an item
     twice and the one left over waits on to its deadline."""
     waiters = [
-        asyncio.create_task(stack.lease(wait_seconds=3, worker_id=f"poller-{n}"))
-        for n in range(3)
+        asyncio.create_task(stack.lease(wait_seconds=3, worker_id=f"poller-{n}")) for n in range(3)
     ]
     await asyncio.sleep(0.3)  # a head start, as above
     await stack.create_lane(task("a"), task("b"))
