@@ -10,14 +10,16 @@ Lease so the waiter is parked. The lease is then completed so the next sample st
 
 Two modes, each with its own coordinator processes on one scratch database and Redis:
 same-process (waiter and creator on coordinator A) and cross-replica (waiter on A, creator on
-B: the wake travels through the Redis stream). Target: p50 <= 5 ms, p99 <= 25 ms.
-A negative sample means the Lease returned before the CreateLane response reached the bench.
+B: the wake travels through the Redis stream). Targets: p50 <= 5 ms in both modes, p99 <= 25 ms
+same-process and <= 50 ms cross-replica. A negative sample means the Lease returned before the
+CreateLane response reached the bench.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import time
 from typing import Any
 
@@ -25,7 +27,8 @@ from bench import common
 from workcoord.api.v1 import lane_pb2, worker_pb2
 
 TARGET_P50_MS = 5.0
-TARGET_P99_MS = 25.0
+# p99 by mode: a wake from another replica also crosses Redis.
+TARGET_P99_MS = {"same-process": 25.0, "cross-replica": 50.0}
 WAKE_CLASS = "wake"
 
 
@@ -100,9 +103,15 @@ def summarise(latencies: list[float]) -> dict[str, float]:
     }
 
 
+def met(mode: str, summary: dict[str, float]) -> bool:
+    """Whether ``mode``'s figures meet its targets."""
+    return summary["p50_ms"] <= TARGET_P50_MS and summary["p99_ms"] <= TARGET_P99_MS[mode]
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     pgbench = await common.run_pgbench(seconds=args.pgbench_seconds)
     common.print_pgbench(pgbench)
+    load_before = round(os.getloadavg()[0], 2)
     modes: dict[str, dict[str, float]] = {}
     async with common.cluster(replicas=2) as cluster:
         tenant = await common.create_tenant(cluster.address, cluster.admin_token, {WAKE_CLASS: 10})
@@ -115,7 +124,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             print(f"{mode}: {modes[mode]}", flush=True)
     rows = []
     for mode, summary in modes.items():
-        met = summary["p50_ms"] <= TARGET_P50_MS and summary["p99_ms"] <= TARGET_P99_MS
         rows.append(
             [
                 mode,
@@ -124,12 +132,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 summary["p90_ms"],
                 summary["p99_ms"],
                 summary["max_ms"],
-                "yes" if met else "NO",
+                "yes" if met(mode, summary) else "NO",
             ]
         )
+    targets = ", ".join(f"{mode} p99 <= {p99:g}" for mode, p99 in TARGET_P99_MS.items())
     common.print_table(
         f"B2 wake latency (ms, commit return -> Lease return; target p50 <= {TARGET_P50_MS:g}, "
-        f"p99 <= {TARGET_P99_MS:g})",
+        f"{targets}; 1-minute load average {load_before} before, "
+        f"{round(os.getloadavg()[0], 2)} after)",
         ["mode", "samples", "p50", "p90", "p99", "max", "met"],
         rows,
     )
@@ -137,10 +147,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "params": {"samples": args.samples, "settle_ms": args.settle_ms},
         "modes": modes,
         "pgbench": pgbench.as_dict(),
-        "targets_met": {
-            mode: f["p50_ms"] <= TARGET_P50_MS and f["p99_ms"] <= TARGET_P99_MS
-            for mode, f in modes.items()
-        },
+        "loadavg_1m_before": load_before,
+        "targets_met": {mode: met(mode, f) for mode, f in modes.items()},
     }
     return common.finish("b2_wake_latency", args, figures)
 

@@ -42,6 +42,19 @@ async def test_wait_ends_empty_after_wait_seconds(stack: Stack) -> None:
     assert time.monotonic() - began >= 0.9  # it waited (how much longer is the machine's load)
 
 
+async def test_one_commit_wakes_several_waiters_each_item_goes_to_one(stack: Stack) -> None:
+    """The first waiter woken claims at once, the others look first; nobody gets an item
+    twice and the one left over waits on to its deadline."""
+    waiters = [
+        asyncio.create_task(stack.lease(wait_seconds=3, worker_id=f"poller-{n}")) for n in range(3)
+    ]
+    await asyncio.sleep(0.3)  # a head start, as above
+    await stack.create_lane(task("a"), task("b"))
+    results = await asyncio.wait_for(asyncio.gather(*waiters), 2 * WAIT)
+    assert sorted(lease.item.key for leases in results for lease in leases) == ["a", "b"]
+    assert sorted(len(leases) for leases in results) == [0, 1, 1]
+
+
 async def test_a_waiter_of_another_class_is_not_handed_the_item(stack: Stack) -> None:
     waiting = asyncio.create_task(stack.lease("codex", wait_seconds=2))
     await asyncio.sleep(0.2)  # a head start, as above

@@ -71,6 +71,101 @@ async def test_reading_outside_the_context_is_an_error() -> None:
         await InProcessBus().subscribe("x").next(0)
 
 
+# --- ready signals (one class's wake-up) ----------------------------------------------------
+
+
+async def _yield_to_the_loop(turns: int = 20) -> None:
+    """Let every ready callback run (a woken waiter would finish), without sleeping."""
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+
+async def test_ready_signal_wakes_only_for_its_class() -> None:
+    bus = InProcessBus()
+    cid = _cid()
+    async with bus.ready_signal(cid, "codex") as codex, bus.ready_signal(cid, "machine") as machine:
+        waiting = asyncio.create_task(codex.wait(_PATIENCE_SECONDS))
+        await _yield_to_the_loop()
+        await bus.publish(Notification(cid, 1, frozenset({"machine"})))
+        await bus.publish(Notification(_cid(), 2, frozenset({"codex"})))  # another coordinator
+        await _yield_to_the_loop()
+        assert not waiting.done()
+        assert await machine.wait(0) is True
+        await bus.publish(Notification(cid, 3, frozenset({"codex", "other"})))
+        assert await asyncio.wait_for(waiting, _PATIENCE_SECONDS) is True
+        assert await machine.wait(0) is False
+
+
+async def test_ready_signal_debounces_a_burst_into_one_wake_up() -> None:
+    bus = InProcessBus()
+    cid = _cid()
+    async with bus.ready_signal(cid, "codex") as codex, bus.subscribe(cid) as feed:
+        waiting = asyncio.create_task(codex.wait(_PATIENCE_SECONDS))
+        await _yield_to_the_loop()
+        for revision in range(1, 51):
+            await bus.publish(Notification(cid, revision, frozenset({"codex"})))
+        # The first of the burst woke the waiter; the other 49 count once, for its next wait.
+        assert await asyncio.wait_for(waiting, _PATIENCE_SECONDS) is True
+        assert await codex.wait(0) is False
+        # A subscription still sees every notification.
+        seen = [note.revision for note in [await feed.next(0) for _ in range(50)] if note]
+        assert seen == list(range(1, 51))
+        for revision in range(51, 60):
+            await bus.publish(Notification(cid, revision, frozenset({"codex"})))
+        assert await codex.wait(0) is True  # set while nobody waited: at once
+        assert await codex.wait(0) is False
+
+
+async def test_ready_signal_ignores_log_only_and_wakes_on_any_class() -> None:
+    bus = InProcessBus()
+    cid = _cid()
+    async with bus.ready_signal(cid, "codex") as codex, bus.subscribe(cid) as feed:
+        await bus.publish(Notification(cid, 1, log_only=True))
+        assert await feed.next(0) == Notification(cid, 1, log_only=True)
+        assert await codex.wait(0) is False
+        await bus.publish(Notification(cid, 2))  # no class named: unknown, so any
+        assert await codex.wait(0) is True
+
+
+async def test_ready_signal_hears_nothing_before_enter_or_after_exit() -> None:
+    bus = InProcessBus()
+    cid = _cid()
+    signal = bus.ready_signal(cid, "codex")
+    with pytest.raises(RuntimeError):
+        await signal.wait(0)
+    await bus.publish(Notification(cid, 1, frozenset({"codex"})))
+    async with signal:
+        assert await signal.wait(0) is False
+    await bus.publish(Notification(cid, 2, frozenset({"codex"})))
+    with pytest.raises(RuntimeError):
+        await signal.wait(0)
+
+
+async def test_ready_signals_set_by_one_notification_share_its_generation() -> None:
+    bus = InProcessBus()
+    cid = _cid()
+    async with (
+        bus.ready_signal(cid, "codex") as first,
+        bus.ready_signal(cid, "codex") as second,
+        bus.ready_signal(cid, "machine") as other,
+    ):
+        await bus.publish(Notification(cid, 1, frozenset({"codex", "machine"})))
+        assert await first.wait(0) and await second.wait(0) and await other.wait(0)
+        assert first.generation == second.generation == other.generation > 0
+        await bus.publish(Notification(cid, 2, frozenset({"codex"})))
+        await bus.publish(Notification(cid, 3, frozenset({"codex"})))
+        assert await first.wait(0)
+        assert first.generation > other.generation
+        assert await second.wait(0) and second.generation == first.generation
+
+
+def test_notification_may_ready() -> None:
+    assert Notification("c", 1, frozenset({"a"})).may_ready("a")
+    assert not Notification("c", 1, frozenset({"a"})).may_ready("b")
+    assert Notification("c", 1).may_ready("b")
+    assert not Notification("c", 1, log_only=True).may_ready("b")
+
+
 def test_bus_from_url() -> None:
     assert isinstance(bus_from_url(None), InProcessBus)
     assert isinstance(bus_from_url(""), InProcessBus)
@@ -201,6 +296,53 @@ async def test_redis_resubscribe_and_many_streams(redis_client: aioredis.Redis) 
     finally:
         await a.close()
         await b.close()
+
+
+@pytest.mark.redis
+async def test_redis_ready_signal_across_instances(redis_client: aioredis.Redis) -> None:
+    """Through the stream: only notifications that may ready the class set the signal, a
+    burst counts once, and log-only travels as such."""
+    a, b = _bus(), _bus()
+    cid = _cid()
+    try:
+        async with b.ready_signal(cid, "codex") as codex:
+            # The signal alone makes b read the stream.
+            await a.publish(Notification(cid, 1, frozenset({"codex"})))
+            assert await codex.wait(_PATIENCE_SECONDS) is True
+            async with b.subscribe(cid) as feed:
+                await a.publish(Notification(cid, 2, frozenset({"machine"})))
+                await a.publish(Notification(cid, 3, log_only=True))
+                # Once the feed has both, the reader has handled them: neither set the signal.
+                assert await feed.next(_PATIENCE_SECONDS) == Notification(
+                    cid, 2, frozenset({"machine"})
+                )
+                assert await feed.next(_PATIENCE_SECONDS) == Notification(cid, 3, log_only=True)
+                assert await codex.wait(0) is False
+                for revision in range(4, 14):
+                    await a.publish(Notification(cid, revision, frozenset({"codex"})))
+                for revision in range(4, 14):
+                    note = await feed.next(_PATIENCE_SECONDS)
+                    assert note is not None and note.revision == revision
+                assert await codex.wait(0) is True
+                assert await codex.wait(0) is False
+    finally:
+        await a.close()
+        await b.close()
+
+
+@pytest.mark.redis
+async def test_redis_local_ready_signal_needs_no_round_trip(redis_client: aioredis.Redis) -> None:
+    bus = RedisStreamBus("redis://127.0.0.1:6390/15", stream_prefix=PREFIX, control_prefix=CONTROL)
+    cid = _cid()
+    try:
+        # Redis is unreachable: the local publish alone wakes the waiter.
+        async with asyncio.timeout(_PATIENCE_SECONDS), bus.ready_signal(cid, "codex") as codex:
+            waiting = asyncio.create_task(codex.wait(_PATIENCE_SECONDS))
+            await _yield_to_the_loop()
+            await bus.publish(Notification(cid, 1, frozenset({"codex"})))
+            assert await waiting is True
+    finally:
+        await bus.close()
 
 
 @pytest.mark.redis

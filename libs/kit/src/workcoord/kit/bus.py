@@ -6,11 +6,19 @@ notification costs latency (callers keep a slow poll as backstop), never correct
 publishing never raises, full subscriber queues drop their oldest entries, and bursts may be
 coalesced.
 
+Two kinds of listener:
+
+- a :class:`Subscription` (the live feed) receives every notification of a work coordinator;
+- a :class:`ReadySignal` (a waiting Lease) is one worker class's wake-up: only notifications
+  that may have made work of that class ready set it (not a log-only one, not one naming only
+  other classes), and however many arrive before its holder waits again count as one wake-up.
+  The first of a burst wakes the holder at once; the rest cost nothing until it looks again.
+
 Two implementations share the :class:`NotificationBus` interface:
 
 - :class:`InProcessBus`, for embedded mode and tests: asyncio queues in one process.
 - :class:`RedisStreamBus`, for production: one Redis stream per work coordinator
-  (``XADD … MAXLEN ~``), read by one background ``XREAD BLOCK`` task per process. Subscribers in
+  (``XADD … MAXLEN ~``), read by one background ``XREAD BLOCK`` task per process. Listeners in
   the publishing process are woken directly, without a Redis round trip; the reader skips the
   entries its own process wrote, so nobody sees a notification twice.
 
@@ -39,6 +47,7 @@ __all__ = [
     "InProcessBus",
     "Notification",
     "NotificationBus",
+    "ReadySignal",
     "RedisStreamBus",
     "Subscription",
     "bus_from_url",
@@ -56,12 +65,21 @@ _COOLDOWN_SECONDS = 1.0
 class Notification:
     """Work coordinator ``coordinator_id`` reached ``revision``.
 
-    ``worker_classes`` names the classes with newly ready work; empty means unknown or any.
+    ``worker_classes`` names the classes with newly ready work; empty means unknown or any,
+    unless ``log_only``: the commit made no work ready (its events are for the feed; waiting
+    workers need not look).
     """
 
     coordinator_id: str
     revision: int
     worker_classes: frozenset[str] = field(default_factory=frozenset)
+    log_only: bool = False
+
+    def may_ready(self, worker_class: str) -> bool:
+        """Whether this commit may have made work of ``worker_class`` ready."""
+        if self.log_only:
+            return False
+        return not self.worker_classes or worker_class in self.worker_classes
 
 
 class Subscription(Protocol):
@@ -91,6 +109,37 @@ class Subscription(Protocol):
         ...
 
 
+class ReadySignal(Protocol):
+    """The wake-up of one worker class of one work coordinator; use as an async context manager.
+
+    Set by every notification published after ``__aenter__`` returned that may have made work
+    of the class ready (:meth:`Notification.may_ready`); never by others. It is debounced: any
+    number of notifications between two waits count as one wake-up, and the first is not
+    delayed. ``generation`` numbers the delivery that last set it: the signals that one
+    notification set share it, so their holders can tell who was woken by the same commit.
+    """
+
+    generation: int
+
+    async def __aenter__(self) -> ReadySignal:
+        """Start listening."""
+        ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop listening."""
+        ...
+
+    async def wait(self, timeout: float) -> bool:  # noqa: ASYNC109
+        """True at once if the signal was set since the last wait returned (or since entering),
+        else True as soon as it is set; False after ``timeout`` seconds without. Clears it."""
+        ...
+
+
 class NotificationBus(Protocol):
     """Publishes and delivers :class:`Notification` hints."""
 
@@ -100,6 +149,10 @@ class NotificationBus(Protocol):
 
     def subscribe(self, coordinator_id: str) -> Subscription:
         """A subscription to ``coordinator_id``'s notifications (enter it to start receiving)."""
+        ...
+
+    def ready_signal(self, coordinator_id: str, worker_class: str) -> ReadySignal:
+        """``worker_class``'s wake-up in ``coordinator_id`` (enter it to start listening)."""
         ...
 
     async def close(self) -> None:
@@ -169,25 +222,118 @@ class _LocalSubscription:
         self._ready.set()
 
 
+class _LocalReadySignal:
+    """One waiter's wake-up for one class: an event, set by the fan-out, cleared by waiting."""
+
+    def __init__(self, fanout: _LocalFanout, coordinator_id: str, worker_class: str) -> None:
+        self.coordinator_id = coordinator_id
+        self.worker_class = worker_class
+        self._fanout = fanout
+        self._set = asyncio.Event()
+        self.generation = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._active = False
+
+    async def __aenter__(self) -> _LocalReadySignal:
+        self._loop = asyncio.get_running_loop()
+        await self._fanout.register(self)
+        self._active = True
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._active = False
+        await self._fanout.unregister(self)
+
+    async def wait(self, timeout: float) -> bool:  # noqa: ASYNC109
+        """True once set (at once if set already), False after ``timeout``; clears it."""
+        if not self._active:
+            raise RuntimeError("enter the ready signal (async with) before waiting on it")
+        if not self._set.is_set():
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._set.wait()
+            except TimeoutError:
+                return False
+        self._set.clear()
+        return True
+
+    def fire(self, generation: int) -> None:
+        """Set the signal by delivery ``generation``; safe to call from any thread. Setting it
+        again before the holder waits only updates the generation: that is the debounce."""
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._raise(generation)
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(self._raise, generation)
+
+    def _raise(self, generation: int) -> None:
+        self.generation = max(self.generation, generation)
+        self._set.set()
+
+
+_Listener = _LocalSubscription | _LocalReadySignal
+
+
 class _LocalFanout:
-    """The subscribers of this process, by work coordinator."""
+    """The listeners of this process: subscriptions by work coordinator, ready signals by work
+    coordinator and class (so a notification touches only the classes it names)."""
 
     def __init__(self) -> None:
         self.subscribers: dict[str, set[_LocalSubscription]] = {}
+        self.signals: dict[str, dict[str, set[_LocalReadySignal]]] = {}
+        self.generation = 0  # deliveries that set ready signals, numbered
 
-    async def register(self, subscription: _LocalSubscription) -> None:
-        self.subscribers.setdefault(subscription.coordinator_id, set()).add(subscription)
+    def watched(self, coordinator_id: str) -> bool:
+        """Whether any listener of this process needs ``coordinator_id``'s notifications."""
+        return coordinator_id in self.subscribers or coordinator_id in self.signals
 
-    async def unregister(self, subscription: _LocalSubscription) -> None:
-        current = self.subscribers.get(subscription.coordinator_id)
-        if current is not None:
-            current.discard(subscription)
-            if not current:
-                del self.subscribers[subscription.coordinator_id]
+    async def register(self, listener: _Listener) -> None:
+        if isinstance(listener, _LocalSubscription):
+            self.subscribers.setdefault(listener.coordinator_id, set()).add(listener)
+        else:
+            by_class = self.signals.setdefault(listener.coordinator_id, {})
+            by_class.setdefault(listener.worker_class, set()).add(listener)
+
+    async def unregister(self, listener: _Listener) -> None:
+        coordinator_id = listener.coordinator_id
+        if isinstance(listener, _LocalSubscription):
+            current = self.subscribers.get(coordinator_id)
+            if current is not None:
+                current.discard(listener)
+                if not current:
+                    del self.subscribers[coordinator_id]
+            return
+        by_class = self.signals.get(coordinator_id, {})
+        waiting = by_class.get(listener.worker_class)
+        if waiting is not None:
+            waiting.discard(listener)
+            if not waiting:
+                del by_class[listener.worker_class]
+        if not by_class:
+            self.signals.pop(coordinator_id, None)
 
     def deliver(self, note: Notification) -> None:
         for subscription in tuple(self.subscribers.get(note.coordinator_id, ())):
             subscription.deliver(note)
+        by_class = self.signals.get(note.coordinator_id)
+        if note.log_only or not by_class:
+            return
+        classes = note.worker_classes or frozenset(by_class)
+        self.generation += 1
+        for worker_class in classes:
+            for signal in tuple(by_class.get(worker_class, ())):
+                signal.fire(self.generation)
 
 
 class InProcessBus:
@@ -204,6 +350,10 @@ class InProcessBus:
         """A subscription to ``coordinator_id`` (enter it to start receiving)."""
         return _LocalSubscription(self._fanout, coordinator_id)
 
+    def ready_signal(self, coordinator_id: str, worker_class: str) -> ReadySignal:
+        """``worker_class``'s wake-up in ``coordinator_id`` (enter it to start listening)."""
+        return _LocalReadySignal(self._fanout, coordinator_id, worker_class)
+
     async def close(self) -> None:
         """Nothing to release."""
 
@@ -215,18 +365,17 @@ class _RedisFanout(_LocalFanout):
         super().__init__()
         self._bus = bus
 
-    async def register(self, subscription: _LocalSubscription) -> None:
-        coordinator_id = subscription.coordinator_id
-        if coordinator_id not in self.subscribers:
+    async def register(self, listener: _Listener) -> None:
+        if not self.watched(listener.coordinator_id):
             # Find where the stream ends *before* registering: every entry after it is ours to
             # deliver, and local publishes from here on reach us directly.
-            await self._bus.watch(coordinator_id)
-        await super().register(subscription)
+            await self._bus.watch(listener.coordinator_id)
+        await super().register(listener)
 
-    async def unregister(self, subscription: _LocalSubscription) -> None:
-        await super().unregister(subscription)
-        if subscription.coordinator_id not in self.subscribers:
-            self._bus.unwatch(subscription.coordinator_id)
+    async def unregister(self, listener: _Listener) -> None:
+        await super().unregister(listener)
+        if not self.watched(listener.coordinator_id):
+            self._bus.unwatch(listener.coordinator_id)
 
 
 class RedisStreamBus:
@@ -281,6 +430,9 @@ class RedisStreamBus:
             "classes": ",".join(sorted(note.worker_classes)),
             "source": self.instance_id,
         }
+        if note.log_only:
+            # Only when set: an entry without it reads as before (empty classes: any class).
+            fields["log_only"] = "1"
         try:
             await self._commands.xadd(
                 self.stream_key(note.coordinator_id),
@@ -297,6 +449,12 @@ class RedisStreamBus:
         if self._closed:
             raise RuntimeError("the bus is closed")
         return _LocalSubscription(self._fanout, coordinator_id)
+
+    def ready_signal(self, coordinator_id: str, worker_class: str) -> ReadySignal:
+        """``worker_class``'s wake-up in ``coordinator_id`` (enter it to start listening)."""
+        if self._closed:
+            raise RuntimeError("the bus is closed")
+        return _LocalReadySignal(self._fanout, coordinator_id, worker_class)
 
     async def close(self) -> None:
         """Stop the reader, drop the control stream, close the connections."""
@@ -446,7 +604,7 @@ def _parse(coordinator_id: str, fields: dict[str, str]) -> Notification | None:
         _log.warning("notification bus: ignoring a malformed entry for %s", coordinator_id)
         return None
     classes = frozenset(c for c in fields.get("classes", "").split(",") if c)
-    return Notification(coordinator_id, revision, classes)
+    return Notification(coordinator_id, revision, classes, log_only=fields.get("log_only") == "1")
 
 
 def _id_after(entry_id: str, cursor: str) -> bool:

@@ -117,6 +117,8 @@ class EngineCore(ABC):
         self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
         # Principals of bearer credentials, reused while the credentials epoch stands still.
         self.principals = PrincipalCache()
+        # Per (coordinator, class): the ready-signal generation whose first waiter claimed.
+        self._woken_claims: dict[tuple[str, str], int] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._worker_writes: GroupCommitter[Effects] = GroupCommitter(
             Effects, self.write_digest, self.announce
@@ -150,11 +152,13 @@ class EngineCore(ABC):
     async def announce(self, coordinator: Coordinator, effects: Effects) -> None:
         """After commit: wake waiting workers and feeds, start ticket closures."""
         if effects.changed or effects.ready_classes:
+            # No ready class: the feed reads the new events, waiting workers sleep on.
             await self.bus.publish(
                 Notification(
                     coordinator.coordinator_id,
                     coordinator.revision,
                     frozenset(effects.ready_classes),
+                    log_only=not effects.ready_classes,
                 )
             )
         if effects.close_tickets:

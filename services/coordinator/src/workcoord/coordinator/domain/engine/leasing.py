@@ -6,7 +6,7 @@ import asyncio
 import functools
 from dataclasses import replace
 
-from workcoord.kit.bus import Subscription
+from workcoord.kit.bus import ReadySignal
 from workcoord.kit.errors import InvalidArgument, PoolFull
 from workcoord.kit.secrets import hash_secret
 
@@ -98,31 +98,52 @@ class LeasingCommands(WorkerFences):
         # The long-poll is bounded in real time (it is about the call, not domain time).
         loop = asyncio.get_running_loop()
         deadline = loop.time() + ask.wait_seconds
-        async with self.bus.subscribe(coordinator_id) as subscription:
+        claim = functools.partial(self._claim_when_woken, principal, coordinator_id, ask)
+        key = (coordinator_id, ask.worker_class)
+        async with self.bus.ready_signal(coordinator_id, ask.worker_class) as ready:
+            look = attempt  # look again after listening: work committed in between is not missed
             while True:
-                # Look again after subscribing: work committed in between is not missed.
-                granted = await attempt()
+                granted = await look()
                 remaining = deadline - loop.time()
                 if granted or remaining <= 0:
                     return granted
-                await self._wait_for_work(subscription, coordinator_id, ask.worker_class, deadline)
+                woken = await self._wait_for_work(ready, coordinator_id, ask.worker_class, deadline)
+                # Of the waiters in this process that one commit woke, the first claims at once;
+                # the others look first, as usual.
+                first = woken and self._woken_claims.get(key) != ready.generation
+                if first:
+                    self._woken_claims[key] = ready.generation
+                look = claim if first else attempt
 
     async def _wait_for_work(
-        self, subscription: Subscription, coordinator_id: str, worker_class: str, deadline: float
-    ) -> None:
-        """Sleep until a notification for this class, a retry backoff running out, the backstop
-        poll, or the deadline, whichever comes first."""
+        self, ready: ReadySignal, coordinator_id: str, worker_class: str, deadline: float
+    ) -> bool:
+        """Sleep until new work of this class is announced (True), a retry backoff runs out,
+        the backstop poll, or the deadline, whichever comes first (False).
+
+        The signal is this class's only (commits that ready other classes, or none, do not wake
+        us) and debounced: announcements during the last look wake us once, at once."""
         loop = asyncio.get_running_loop()
         until = deadline - loop.time()
-        async with self.store.read() as reader:
+        # One statement: no snapshot (and no BEGIN/COMMIT round trips) needed.
+        async with self.store.read(snapshot=False) as reader:
             next_time = await reader.next_not_before(coordinator_id, worker_class, self.clock.now())
         if next_time is not None:
             until = min(until, (next_time - self.clock.now()).total_seconds() + 0.001)
-        wake = loop.time() + max(0.0, min(until, BACKSTOP_POLL_SECONDS))
-        while (timeout := wake - loop.time()) > 0:
-            note = await subscription.next(timeout)
-            if note is None or not note.worker_classes or worker_class in note.worker_classes:
-                return
+        return await ready.wait(max(0.0, min(until, BACKSTOP_POLL_SECONDS)))
+
+    async def _claim_when_woken(
+        self, principal: Principal, coordinator_id: str, ask: LeaseAsk
+    ) -> list[GrantedLease]:
+        """Straight to the claim's write transaction, without ``_lease_once_unlocked``'s read
+        first (has_ready, capacity): the signal just said this class has new work, so that read
+        would mostly confirm it, and costs a transaction on the path of the wake-up. Only the
+        first waiter one commit woke in this process comes here (see ``lease``); the read keeps
+        the others from all queueing on the coordinator's row lock. ``_claim`` decides, under
+        that lock, exactly as on the usual path."""
+        lock = self._claim_locks.setdefault((coordinator_id, ask.worker_class), asyncio.Lock())
+        async with lock:
+            return await self._claim_write(principal, coordinator_id, ask, None, looked=False)
 
     async def _lease_once(
         self, principal: Principal, coordinator_id: str, ask: LeaseAsk
@@ -146,10 +167,7 @@ class LeasingCommands(WorkerFences):
             coordinator = await self.coordinator_for(
                 reader, principal, coordinator_id, access=Access.LEASE
             )
-            if worker_class not in coordinator.config.class_capacity:
-                raise InvalidArgument.single(
-                    "worker_class", f"unknown worker class {worker_class!r}"
-                )
+            _check_class_known(coordinator, worker_class)
             if request_key:
                 # A retry of a call whose leases are all still live: the same answer, no write.
                 previous = await reader.lease_request_attempts(coordinator_id, request_key)
@@ -167,25 +185,39 @@ class LeasingCommands(WorkerFences):
                 # re-counts under the lock, so this early answer is only ever an optimisation.
                 live = await reader.count_live_attempts(coordinator_id, worker_class)
                 ready = live < coordinator.config.class_capacity[worker_class]
-        if worker is not None and worker.worker_class != worker_class:
-            raise InvalidArgument.single(
-                "worker_class",
-                f"worker {ask.worker_id} is registered with class {worker.worker_class!r}",
-            )
+        _check_worker_class(worker, ask)
         fenced = worker is not None and worker.fence is not None
         if not ready and not fenced:
             if not rules.ask_is_fresh(worker, now):
                 async with self.store.write() as tx:
                     await self._note_ask(tx, coordinator_id, ask, principal, worker)
             return []
+        return await self._claim_write(principal, coordinator_id, ask, worker, looked=True)
+
+    async def _claim_write(
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        ask: LeaseAsk,
+        worker: Worker | None,
+        *,
+        looked: bool,
+    ) -> list[GrantedLease]:
+        """The claim's write transaction. ``looked``: the caller read the worker and checked
+        the class before (the usual path); otherwise (a woken waiter) that happens here."""
+        request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
         try:
             async with self.command(principal, coordinator_id, Access.LEASE) as (
                 tx,
                 coordinator,
                 effects,
             ):
+                if not looked:
+                    _check_class_known(coordinator, ask.worker_class)
+                    worker = await tx.get_worker(coordinator_id, ask.worker_id)
+                    _check_worker_class(worker, ask)
                 if request_key:
-                    # Under the lock: the first call may have committed since the read above.
+                    # Under the lock: the first call may have committed since any read before.
                     previous = await tx.lease_request_attempts(coordinator_id, request_key)
                     replayed = await replay_lease_request(
                         tx, previous, ask.worker_id, self.lease_key, tx.now
@@ -194,7 +226,7 @@ class LeasingCommands(WorkerFences):
                         return replayed
                     if previous:  # spent: whatever this call grants takes the id over
                         await tx.update_attempts([replace(a, lease_request="") for a in previous])
-                if not rules.ask_is_fresh(worker, now):
+                if not rules.ask_is_fresh(worker, tx.now):
                     await self._note_ask(tx, coordinator_id, ask, principal, worker)
                 return await self._claim(tx, coordinator, principal, ask, worker, effects)
         except FenceFound as found:
@@ -336,3 +368,16 @@ class LeasingCommands(WorkerFences):
             if len(candidates) < scan:
                 break
         return chosen
+
+
+def _check_class_known(coordinator: Coordinator, worker_class: str) -> None:
+    if worker_class not in coordinator.config.class_capacity:
+        raise InvalidArgument.single("worker_class", f"unknown worker class {worker_class!r}")
+
+
+def _check_worker_class(worker: Worker | None, ask: LeaseAsk) -> None:
+    if worker is not None and worker.worker_class != ask.worker_class:
+        raise InvalidArgument.single(
+            "worker_class",
+            f"worker {ask.worker_id} is registered with class {worker.worker_class!r}",
+        )
