@@ -36,6 +36,7 @@ import asyncpg
 from workcoord.api.v1 import admin_pb2, lane_pb2, work_coordinator_pb2
 from workcoord.client.client import WorkcoordClient
 from workcoord.kit.secrets import ADMIN_TOKEN_PREFIX, SERVICE_KEY_PREFIX, new_secret
+from workcoord.kit.startup import free_port as free_port  # re-exported for the benches
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -47,14 +48,6 @@ WORKER_CLASS = "bench"
 
 
 # ---------------------------------------------------------------------------- small helpers
-
-
-def free_port() -> int:
-    """A TCP port that was free a moment ago on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def suffix() -> str:
