@@ -160,6 +160,13 @@ class Reader(Protocol):
     async def list_events(
         self, coordinator_id: str, since_revision: int, limit: int, lane_id: str, item_id: str
     ) -> list[Event]: ...
+    async def event_lane_ids(
+        self, coordinator_id: str, after_revision: int, limit: int
+    ) -> list[str]:
+        """The lane id of each event after ``after_revision`` ("" for an event of no lane), in
+        revision order, at most ``limit`` (what the view cache reloads)."""
+        ...
+
     async def get_worker(self, coordinator_id: str, worker_id: str) -> Worker | None: ...
     async def list_workers(
         self, coordinator_id: str, after_id: str, limit: int
