@@ -94,7 +94,9 @@ class WorkCoordinatorServicer(
         view = await self.engine.view(
             p, request.coordinator_id, request.page_size, request.page_token
         )
-        return work_coordinator_pb2.GetViewResponse(view=m.view_to_pb(view))
+        response = work_coordinator_pb2.GetViewResponse()
+        m.view_to_pb(view, response.view)
+        return response
 
     async def Explain(
         self, request: work_coordinator_pb2.ExplainRequest, context: Context

@@ -35,6 +35,7 @@ from ..tickets import TicketTracker
 from .gates import Occupancy
 from .lease_replay import lease_token_key
 from .paging import PageRequest, iso
+from .view_cache import ViewCache
 
 _log = logging.getLogger("workcoord.coordinator.engine")
 
@@ -115,6 +116,8 @@ class EngineCore(ABC):
         # Lease tokens are derived with it (see lease_replay): never stored, never logged.
         self.lease_key = lease_token_key(service_key)
         self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        # The view's lanes per work coordinator, between calls (see view_cache).
+        self.view_cache = ViewCache()
         self._background: set[asyncio.Task[Any]] = set()
         self._worker_writes: GroupCommitter[Effects] = GroupCommitter(
             Effects, self.write_digest, self.announce
