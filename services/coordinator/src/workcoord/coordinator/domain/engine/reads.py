@@ -9,8 +9,8 @@ from workcoord.kit.errors import FieldViolation, InvalidArgument, NotFound
 
 from .. import rules
 from ..auth import Principal
-from ..model import Attempt, Coordinator, Item, Lane, PendingActionState, Ticket
-from ..ports import Reader
+from ..model import Attempt, Coordinator, Item, PendingActionState, Ticket
+from ..ports import LaneStamp, Reader
 from ..specs import ClassUsage, CoordinatorView, EventPage, Explanation, LaneDetail
 from ._base import EngineCore
 from .fences import shown_fence
@@ -116,10 +116,10 @@ class Reads(EngineCore):
             coordinator = await self.coordinator_for(reader, principal, coordinator_id)
             # The token is read only once the caller may see the coordinator.
             request = PageRequest(limit, decode_page_token(token))
-            lanes = await reader.list_lanes(
-                coordinator_id, None, request.after_time_and_id(), request.fetch
+            stamps = await reader.lane_stamps(
+                coordinator_id, request.after_time_and_id(), request.fetch
             )
-            page = request.page(lanes, lambda lane: [iso(lane.create_time), lane.lane_id])
+            page = request.page(stamps, lambda lane: [iso(lane.create_time), lane.lane_id])
             live = await reader.live_attempts(coordinator_id, None)
             details = await self._view_lanes(reader, coordinator, page.items, live)
             workers = await reader.list_workers(coordinator_id, "", 10_000)
@@ -154,12 +154,12 @@ class Reads(EngineCore):
         self,
         reader: Reader,
         coordinator: Coordinator,
-        lanes: Sequence[Lane],
+        stamps: Sequence[LaneStamp],
         live: Sequence[Attempt],
     ) -> list[LaneDetail]:
-        """The details of ``lanes`` at the coordinator's revision, from the view cache where
-        nothing changed since it was filled (see view_cache), read afresh where something did.
-        The details handed out are shared with later calls: nobody may change them."""
+        """The details of the lanes of ``stamps`` at the coordinator's revision: from the view
+        cache where nothing changed since it was filled (see view_cache), read afresh where
+        something did. The details handed out are shared with later calls: never change them."""
         cid, revision = coordinator.coordinator_id, coordinator.revision
         cached = self.view_cache.get(cid)
         kept: dict[str, CachedLane] = {}
@@ -168,21 +168,24 @@ class Reads(EngineCore):
             if len(touched) < _CATCH_UP_EVENTS:
                 stale = set(touched)
                 kept = {k: v for k, v in cached.lanes.items() if k not in stale}
-        ids = [lane.lane_id for lane in lanes]
-        tickets: dict[str, list[Ticket]] = {i: [] for i in ids}
-        if kept:
-            for ticket in await reader.lane_tickets(ids):
-                tickets[ticket.lane_id].append(ticket)
+        tickets: dict[str, list[Ticket]] = {}
         live_by_lane: dict[str, list[Attempt]] = {}
-        for attempt in live:
-            live_by_lane.setdefault(attempt.lane_id, []).append(attempt)
-        reload: list[Lane] = []
-        for lane in lanes:
-            entry = kept.get(lane.lane_id)
-            stamps = lease_stamps(live_by_lane.get(lane.lane_id, ()))
-            if entry is None or not entry.still_valid(lane, stamps, tickets[lane.lane_id]):
-                reload.append(lane)
-        for detail in await self.lane_details(reader, reload, with_attempts=True):
+        if kept:
+            for ticket in await reader.coordinator_tickets(cid):
+                tickets.setdefault(ticket.lane_id, []).append(ticket)
+            for attempt in live:
+                live_by_lane.setdefault(attempt.lane_id, []).append(attempt)
+        reload: list[str] = []
+        for stamp in stamps:
+            entry = kept.get(stamp.lane_id)
+            if entry is None or not entry.still_valid(
+                stamp.version,
+                lease_stamps(live_by_lane.get(stamp.lane_id, ())),
+                tickets.get(stamp.lane_id, []),
+            ):
+                reload.append(stamp.lane_id)
+        lanes = await reader.get_lanes(reload) if reload else []
+        for detail in await self.lane_details(reader, lanes, with_attempts=True):
             detail.attempts = {
                 i.item_id: detail.attempts[i.item_id]
                 for i in detail.items
@@ -190,4 +193,4 @@ class Reads(EngineCore):
             }
             kept[detail.lane.lane_id] = CachedLane.of(detail)
         self.view_cache.put(cid, Snapshot(revision, kept))
-        return [kept[i].detail for i in ids]
+        return [kept[s.lane_id].detail for s in stamps]

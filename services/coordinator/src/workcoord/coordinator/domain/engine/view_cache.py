@@ -8,7 +8,7 @@ A view at revision N (read in one snapshot) reuses a cached lane unless
 - an event in (R, N] names the lane: every change to a lane, its items, their attempts, its
   blockers or its tickets appends such an event in the same transaction (the log is gap-free
   per work coordinator, so none is missed);
-- the lane row read now differs from the cached one;
+- the lane's version (moved by every write of the lane) differs from the one read now;
 - a live attempt of the lane differs from the one read now (a heartbeat moves the expiry and
   the progress of a lease without an event);
 - its tickets differ from those read now (a ticket sync records when it looked, with no event
@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..model import Attempt, Lane, Ticket
+from ..model import Attempt, Ticket
 from ..specs import LaneDetail
 
 # A lease as the view shows what a heartbeat changes of it.
@@ -58,9 +58,14 @@ class CachedLane:
         attempts = [a for i in detail.items for a in detail.attempts.get(i.item_id, ())]
         return cls(detail, lease_stamps(attempts))
 
-    def still_valid(self, lane: Lane, live: frozenset[LeaseStamp], tickets: list[Ticket]) -> bool:
-        """Whether nothing the log does not record has changed since it was read."""
-        return self.detail.lane == lane and self.live == live and self.detail.tickets == tickets
+    def still_valid(self, version: int, live: frozenset[LeaseStamp], tickets: list[Ticket]) -> bool:
+        """Whether nothing the log does not record has changed since it was read: the lane's
+        version, its live leases and its tickets are what they were."""
+        return (
+            self.detail.lane.version == version
+            and self.live == live
+            and self.detail.tickets == tickets
+        )
 
 
 @dataclass(frozen=True, slots=True)
