@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from workcoord.api.v1 import work_coordinator_pb2
 from workcoord.coordinator.domain.engine.view_cache import CachedLane, Snapshot, ViewCache
 from workcoord.coordinator.domain.model import (
     Item,
@@ -14,7 +15,7 @@ from workcoord.coordinator.domain.model import (
     Template,
 )
 from workcoord.coordinator.domain.specs import LaneDetail
-from workcoord.coordinator.transport.mapping.lane_cache import LaneMessages
+from workcoord.coordinator.transport.mapping.lane_cache import LaneMessages, ViewResponses
 from workcoord.coordinator.transport.mapping.lanes import lane_to_pb
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -130,3 +131,18 @@ def test_converted_lanes_are_bounded_by_their_items() -> None:
     for n in range(4):
         messages.lane(lane_detail(f"ln_{n}", 2))
     assert len(messages) == 2
+
+
+def test_an_unchanged_answer_is_reused_and_a_changed_one_rebuilt() -> None:
+    responses = ViewResponses()
+    lanes = [lane_to_pb(lane_detail("ln_a", 1)), lane_to_pb(lane_detail("ln_b", 1))]
+    head = work_coordinator_pb2.View(revision=7)
+    first = responses.response("wc_a", head, lanes)
+    assert list(first.view.lanes) == lanes and first.view.revision == 7
+    assert responses.response("wc_a", work_coordinator_pb2.View(revision=7), list(lanes)) is first
+    # Another revision, or another (even equal) lane message: a new answer.
+    assert responses.response("wc_a", work_coordinator_pb2.View(revision=8), lanes) is not first
+    copied = [lanes[0], lane_to_pb(lane_detail("ln_b", 1))]
+    again = responses.response("wc_a", work_coordinator_pb2.View(revision=8), copied)
+    assert again == responses.response("wc_a", work_coordinator_pb2.View(revision=8), copied)
+    assert responses.response("wc_b", head, lanes) is not first

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from workcoord.api.v1 import lane_pb2
+from workcoord.api.v1 import lane_pb2, work_coordinator_pb2
 from workcoord.coordinator.domain.model import ItemState
 from workcoord.coordinator.domain.specs import LaneDetail
 
@@ -87,5 +87,48 @@ class LaneMessages:
         return len(self._lanes)
 
 
-# The process's converted lanes (GetView and the feed's snapshots).
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    head: bytes  # everything but the lanes, serialized deterministically
+    lanes: tuple[lane_pb2.Lane, ...]
+    response: work_coordinator_pb2.GetViewResponse
+
+
+class ViewResponses:
+    """Per work coordinator, the last ``GetView`` answer, reused while nothing in it changed:
+    copying ten thousand items into a new answer costs more than everything else of a call."""
+
+    def __init__(self, max_coordinators: int = 8) -> None:
+        self.max_coordinators = max_coordinators
+        self._answers: OrderedDict[str, _Answer] = OrderedDict()
+
+    def response(
+        self,
+        coordinator_id: str,
+        head: work_coordinator_pb2.View,
+        lanes: list[lane_pb2.Lane],
+    ) -> work_coordinator_pb2.GetViewResponse:
+        """The answer of ``head`` with ``lanes`` (messages of :data:`LANE_MESSAGES`)."""
+        key = head.SerializeToString(deterministic=True)
+        held = self._answers.get(coordinator_id)
+        if (
+            held is not None
+            and held.head == key
+            and len(held.lanes) == len(lanes)
+            and all(a is b for a, b in zip(held.lanes, lanes, strict=True))
+        ):
+            self._answers.move_to_end(coordinator_id)
+            return held.response
+        response = work_coordinator_pb2.GetViewResponse()
+        response.view.CopyFrom(head)
+        response.view.lanes.extend(lanes)
+        self._answers[coordinator_id] = _Answer(key, tuple(lanes), response)
+        self._answers.move_to_end(coordinator_id)
+        while len(self._answers) > self.max_coordinators:
+            self._answers.popitem(last=False)
+        return response
+
+
+# The process's converted lanes (GetView and the feed's snapshots) and last answers.
 LANE_MESSAGES = LaneMessages()
+VIEW_RESPONSES = ViewResponses()
