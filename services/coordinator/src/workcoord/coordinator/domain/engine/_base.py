@@ -286,11 +286,17 @@ class EngineCore(ABC):
         return Page(details, page.next_page_token)
 
     async def _occupancy(
-        self, reader: Reader, coordinator: Coordinator, items: Sequence[Item]
+        self,
+        reader: Reader,
+        coordinator: Coordinator,
+        items: Sequence[Item],
+        live: Sequence[Attempt] | None = None,
     ) -> Occupancy:
-        """Live leases, holders of the exclusive keys ``items`` need, and the workers."""
+        """Live leases (``live`` if the caller read them already), holders of the exclusive
+        keys ``items`` need, and the workers."""
         cid = coordinator.coordinator_id
-        live = await reader.live_attempts(cid, None)
+        if live is None:
+            live = await reader.live_attempts(cid, None)
         workers = await reader.list_workers(cid, "", 10_000)
         keys = sorted({k for i in items for k in rules.exclusive_keys(i)})
         holders = await reader.live_exclusive_holders(cid, keys) if keys else {}
