@@ -146,3 +146,16 @@ def test_an_unchanged_answer_is_reused_and_a_changed_one_rebuilt() -> None:
     again = responses.response("wc_a", work_coordinator_pb2.View(revision=8), copied)
     assert again == responses.response("wc_a", work_coordinator_pb2.View(revision=8), copied)
     assert responses.response("wc_b", head, lanes) is not first
+
+
+def test_answers_are_bounded_by_their_items() -> None:
+    responses = ViewResponses(max_items=3)
+    lanes = [lane_to_pb(lane_detail("ln_a", 2))]
+    head = work_coordinator_pb2.View(revision=1)
+    first = responses.response("wc_a", head, lanes)
+    responses.response("wc_b", head, lanes)  # 4 items in all: wc_a goes
+    assert len(responses) == 1
+    assert responses.response("wc_a", head, lanes) is not first
+    big = [lane_to_pb(lane_detail("ln_b", 4))]
+    responses.response("wc_c", head, big)  # larger than the bound: answered, not kept
+    assert len(responses) == 1

@@ -87,7 +87,7 @@ class ViewCache:
     def __init__(
         self,
         *,
-        max_items: int = 200_000,
+        max_items: int = 50_000,
         idle_seconds: float = 600.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:

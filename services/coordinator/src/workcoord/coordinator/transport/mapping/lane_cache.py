@@ -91,15 +91,18 @@ class LaneMessages:
 class _Answer:
     head: bytes  # everything but the lanes, serialized deterministically
     lanes: tuple[lane_pb2.Lane, ...]
+    items: int
     response: work_coordinator_pb2.GetViewResponse
 
 
 class ViewResponses:
     """Per work coordinator, the last ``GetView`` answer, reused while nothing in it changed:
-    copying ten thousand items into a new answer costs more than everything else of a call."""
+    copying ten thousand items into a new answer costs more than everything else of a call.
+    Bounded by the items the answers hold, least recently used out."""
 
-    def __init__(self, max_coordinators: int = 8) -> None:
-        self.max_coordinators = max_coordinators
+    def __init__(self, max_items: int = 50_000) -> None:
+        self.max_items = max_items
+        self._items = 0
         self._answers: OrderedDict[str, _Answer] = OrderedDict()
 
     def response(
@@ -122,11 +125,20 @@ class ViewResponses:
         response = work_coordinator_pb2.GetViewResponse()
         response.view.CopyFrom(head)
         response.view.lanes.extend(lanes)
-        self._answers[coordinator_id] = _Answer(key, tuple(lanes), response)
-        self._answers.move_to_end(coordinator_id)
-        while len(self._answers) > self.max_coordinators:
-            self._answers.popitem(last=False)
+        if held is not None:
+            del self._answers[coordinator_id]
+            self._items -= held.items
+        items = sum(len(lane.items) for lane in lanes)
+        if items <= self.max_items:
+            self._answers[coordinator_id] = _Answer(key, tuple(lanes), items, response)
+            self._items += items
+        while self._items > self.max_items:
+            _, dropped = self._answers.popitem(last=False)
+            self._items -= dropped.items
         return response
+
+    def __len__(self) -> int:
+        return len(self._answers)
 
 
 # The process's converted lanes (GetView and the feed's snapshots) and last answers.
