@@ -166,7 +166,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             load: dict[str, float] = {}
             for name, call in (("view", view), ("why_item", why_item), ("why_lane", why_lane)):
                 cpu_before = common.cpu_seconds(pid)
-                results[name] = summary(await sample(call, args.samples))
+                output = f"{args.profile}.{name}" if args.profile else None
+                with common.profiled(pid, output):
+                    results[name] = summary(await sample(call, args.samples))
                 # CPU of the coordinator per call: what a read costs it, whatever else loads
                 # the machine (the warm-up calls included).
                 cpu = common.cpu_seconds(pid) - cpu_before
@@ -234,7 +236,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=50)
     p.add_argument("--samples", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
-    return common.add_common_flags(p, pgbench=False)
+    return common.add_common_flags(p, pgbench=False, profile=True)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
