@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import grpc
+
 from workcoord.api.v1 import work_coordinator_pb2
 from workcoord.coordinator.domain.engine.view_cache import CachedLane, Snapshot, ViewCache
 from workcoord.coordinator.domain.model import (
@@ -17,6 +19,7 @@ from workcoord.coordinator.domain.model import (
 from workcoord.coordinator.domain.specs import LaneDetail
 from workcoord.coordinator.transport.mapping.lane_cache import LaneMessages, ViewResponses
 from workcoord.coordinator.transport.mapping.lanes import lane_to_pb
+from workcoord.coordinator.transport.view_wire import GET_VIEW_METHOD, ViewWireInterceptor
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -159,3 +162,46 @@ def test_answers_are_bounded_by_their_items() -> None:
     big = [lane_to_pb(lane_detail("ln_b", 4))]
     responses.response("wc_c", head, big)  # larger than the bound: answered, not kept
     assert len(responses) == 1
+
+
+def test_a_held_answer_is_serialized_once_and_any_other_as_usual() -> None:
+    responses = ViewResponses()
+    head = work_coordinator_pb2.View(revision=1)
+    head.work_coordinator.coordinator_id = "wc_a"
+    answer = responses.response("wc_a", head, [lane_to_pb(lane_detail("ln_a", 2))])
+    calls: list[object] = []
+
+    def serialize(message: work_coordinator_pb2.GetViewResponse) -> bytes:
+        calls.append(message)
+        return message.SerializeToString()
+
+    wire = responses.serialized(answer, serialize)
+    assert wire == answer.SerializeToString()
+    assert responses.serialized(answer, serialize) is wire
+    equal_copy = work_coordinator_pb2.GetViewResponse()
+    equal_copy.CopyFrom(answer)
+    assert responses.serialized(equal_copy, serialize) == wire
+    assert calls == [answer, equal_copy]
+
+
+def test_the_get_view_handler_gets_the_caching_serializer_and_no_other() -> None:
+    def behavior(request: object, context: object) -> None:
+        return None
+
+    handler = grpc.unary_unary_rpc_method_handler(
+        behavior,
+        request_deserializer=work_coordinator_pb2.GetViewRequest.FromString,
+        response_serializer=work_coordinator_pb2.GetViewResponse.SerializeToString,
+    )
+    interceptor = ViewWireInterceptor()
+    wrapped = interceptor.wrap(handler, GET_VIEW_METHOD)
+    assert wrapped.unary_unary is behavior
+    assert wrapped.request_deserializer is handler.request_deserializer
+    assert wrapped.response_serializer is not handler.response_serializer
+    answer = work_coordinator_pb2.GetViewResponse()
+    answer.view.revision = 3
+    serializer = wrapped.response_serializer
+    assert serializer is not None
+    assert serializer(answer) == answer.SerializeToString()
+    other = "/workcoord.api.v1.WorkCoordinatorService/Explain"
+    assert interceptor.wrap(handler, other) is handler

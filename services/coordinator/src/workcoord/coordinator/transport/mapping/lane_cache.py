@@ -15,6 +15,7 @@ first call) simply convert. The cache is bounded by the items it holds, least re
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from workcoord.api.v1 import lane_pb2, work_coordinator_pb2
@@ -87,12 +88,13 @@ class LaneMessages:
         return len(self._lanes)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Answer:
     head: bytes  # everything but the lanes, serialized deterministically
     lanes: tuple[lane_pb2.Lane, ...]
     items: int
     response: work_coordinator_pb2.GetViewResponse
+    wire: bytes | None = None  # the response serialized, once it was sent
 
 
 class ViewResponses:
@@ -136,6 +138,21 @@ class ViewResponses:
             _, dropped = self._answers.popitem(last=False)
             self._items -= dropped.items
         return response
+
+    def serialized(
+        self,
+        response: work_coordinator_pb2.GetViewResponse,
+        serialize: Callable[[work_coordinator_pb2.GetViewResponse], bytes],
+    ) -> bytes:
+        """``response`` on the wire: serialized once if it is a held answer (by identity: the
+        answer is held, so its id is never reused meanwhile), else by ``serialize``."""
+        coordinator_id = response.view.work_coordinator.coordinator_id
+        held = self._answers.get(coordinator_id)
+        if held is None or held.response is not response:
+            return serialize(response)
+        if held.wire is None:
+            held.wire = serialize(response)
+        return held.wire
 
     def __len__(self) -> int:
         return len(self._answers)
