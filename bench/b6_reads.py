@@ -14,13 +14,16 @@ of each read, over one gRPC channel with the work key:
 - ``Explain(item_id=…)``: why a random item is where it is;
 - ``Explain(lane_id=…)``: why a random lane is where it is.
 
-Reports p50/p90/p99/max per read. Targets: view p99 ≤ 100 ms, why p99 ≤ 20 ms (both kinds).
+Reports p50/p90/p99/max per read, the coordinator's CPU time per call (comparable across runs
+whatever else loads the machine), the load average after each read and the coordinator's peak
+RSS. Targets: view p99 ≤ 100 ms, why p99 ≤ 20 ms (both kinds).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -158,10 +161,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
                 )
 
+            pid = cluster.coordinators[0].process.pid
             results: dict[str, dict[str, float]] = {}
+            load: dict[str, float] = {}
             for name, call in (("view", view), ("why_item", why_item), ("why_lane", why_lane)):
-                results[name] = summary(await sample(call, args.samples))
-                print(f"{name}: {results[name]}", flush=True)
+                cpu_before = common.cpu_seconds(pid)
+                output = f"{args.profile}.{name}" if args.profile else None
+                with common.profiled(pid, output):
+                    results[name] = summary(await sample(call, args.samples))
+                # CPU of the coordinator per call: what a read costs it, whatever else loads
+                # the machine (the warm-up calls included).
+                cpu = common.cpu_seconds(pid) - cpu_before
+                results[name]["cpu_ms_per_call"] = round(1000.0 * cpu / (args.samples + WARM_UP), 2)
+                load[name] = round(os.getloadavg()[0], 2)
+                print(f"{name}: {results[name]} (1-minute load average {load[name]})", flush=True)
+            rss = round(common.peak_rss_mb(pid), 1)
     targets = {
         "view_p99": results["view"]["p99"] <= TARGET_VIEW_P99_MS,
         "why_item_p99": results["why_item"]["p99"] <= TARGET_WHY_P99_MS,
@@ -175,8 +189,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     common.print_table(
         f"B6 reads: {len(item_ids):,} items in {len(lane_ids)} lanes, {args.workers} workers, "
         f"{events:,} events; view returned {view_lanes} lanes and {view_workers} workers; "
-        f"{args.samples} sequential calls each (ms)",
-        ["read", "p50", "p90", "p99", "max", "target p99", "met"],
+        f"{args.samples} sequential calls each (ms; cpu/call: coordinator CPU ms per call; "
+        f"load: 1-minute load average after the read; coordinator peak RSS {rss} MiB)",
+        ["read", "p50", "p90", "p99", "max", "cpu/call", "load", "target p99", "met"],
         [
             [
                 name,
@@ -184,6 +199,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 figures["p90"],
                 figures["p99"],
                 figures["max"],
+                figures["cpu_ms_per_call"],
+                load[name],
                 f"<= {target_of[name][0]:.0f}",
                 "yes" if target_of[name][1] else "NO",
             ]
@@ -204,6 +221,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "events": events,
             "view_lanes": view_lanes,
             "view_workers": view_workers,
+            "coordinator_peak_rss_mb": rss,
+            "loadavg_1m_after": load,
             **{f"{name}_ms": figures for name, figures in results.items()},
             "targets_met": targets,
         },
@@ -217,7 +236,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=50)
     p.add_argument("--samples", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
-    return common.add_common_flags(p, pgbench=False)
+    return common.add_common_flags(p, pgbench=False, profile=True)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

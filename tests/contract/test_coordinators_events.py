@@ -153,6 +153,31 @@ async def test_events_filter_by_lane_and_item_and_page_by_revision(store: Store)
         assert await reader.list_events("wc_missing", 0, 100, "", "") == []
 
 
+@pytest.mark.port("event_lane_ids")
+async def test_event_lane_ids_are_the_lanes_of_the_events_after_a_revision(store: Store) -> None:
+    await seed_coordinator(store)
+    await seed_coordinator(store, coordinator("wc_b"))
+    events = [
+        NewEvent(EventType.LANE_CREATED, lane_id="ln_a"),
+        NewEvent(EventType.WORKER_REGISTERED),
+        NewEvent(EventType.ITEM_QUEUED, lane_id="ln_b", item_id="it_2"),
+        NewEvent(EventType.ITEM_LEASED, lane_id="ln_a", item_id="it_1"),
+    ]
+    async with store.write("wc_a") as tx:
+        assert tx.coordinator is not None
+        await tx.append(tx.coordinator, events, "x")
+    async with store.write("wc_b") as tx:
+        assert tx.coordinator is not None
+        await tx.append(tx.coordinator, [NewEvent(EventType.LANE_CREATED, lane_id="ln_z")], "x")
+    async with store.read() as reader:
+        assert await reader.event_lane_ids("wc_a", 0, 100) == ["ln_a", "", "ln_b", "ln_a"]
+        assert await reader.event_lane_ids("wc_a", 2, 100) == ["ln_b", "ln_a"]
+        assert await reader.event_lane_ids("wc_a", 0, 2) == ["ln_a", ""]
+        assert await reader.event_lane_ids("wc_a", 4, 100) == []
+        assert await reader.event_lane_ids("wc_b", 0, 100) == ["ln_z"]
+        assert await reader.event_lane_ids("wc_missing", 0, 100) == []
+
+
 async def test_an_exception_rolls_back_the_change_and_its_events(store: Store) -> None:
     await seed_coordinator(store)
     with pytest.raises(Boom):

@@ -33,6 +33,7 @@ from workcoord.coordinator.storage.sql import SqlStore, make_engine
 from workcoord.coordinator.trackers import trackers_from_settings
 from workcoord.coordinator.transport.gate import CallGate
 from workcoord.coordinator.transport.servicers import SERVICES, build_servicer
+from workcoord.coordinator.transport.view_wire import ViewWireInterceptor
 from workcoord.kit.bus import NotificationBus, bus_from_url
 from workcoord.kit.clock import Clock, clock_from_env
 from workcoord.kit.errors import AlreadyExists
@@ -132,7 +133,8 @@ async def start_coordinator(
             settings.listen_coordinator,
             # Tracing outermost, so the access line and error logs carry the trace id; the
             # error interceptor runs the gate (authentication and validation of every call)
-            # and answers every error with its google.rpc.Status.
+            # and answers every error with its google.rpc.Status. Innermost, an unchanged view
+            # goes out as the bytes it was serialized to last time.
             [
                 *tracing.server_interceptors,
                 RpcObserver(
@@ -140,6 +142,7 @@ async def start_coordinator(
                     on_response={WATCH_METHOD: observe_feed_frame},
                 ),
                 ErrorInterceptor(CallGate(engine).check_for),
+                ViewWireInterceptor(),
             ],
             tls=tls,
             what="coordinator gRPC",

@@ -116,6 +116,15 @@ class RequestRecord:
     create_time: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class LaneStamp:
+    """A lane's place in the view's order and its version (moved by every write of the lane)."""
+
+    lane_id: str
+    create_time: datetime
+    version: int
+
+
 class Reader(Protocol):
     """Reads, in one consistent snapshot."""
 
@@ -169,6 +178,27 @@ class Reader(Protocol):
     async def list_events(
         self, coordinator_id: str, since_revision: int, limit: int, lane_id: str, item_id: str
     ) -> list[Event]: ...
+    async def lane_stamps(
+        self, coordinator_id: str, after: tuple[datetime, str] | None, limit: int
+    ) -> list[LaneStamp]:
+        """The lanes ``list_lanes`` (of every state) would give, as stamps."""
+        ...
+
+    async def get_lanes(self, lane_ids: Sequence[str]) -> list[Lane]:
+        """The lanes of ``lane_ids`` that exist, in lane id order."""
+        ...
+
+    async def coordinator_tickets(self, coordinator_id: str) -> list[Ticket]:
+        """Every ticket of the work coordinator, in ``lane_tickets``'s order."""
+        ...
+
+    async def event_lane_ids(
+        self, coordinator_id: str, after_revision: int, limit: int
+    ) -> list[str]:
+        """The lane id of each event after ``after_revision`` ("" for an event of no lane), in
+        revision order, at most ``limit`` (what the view cache reloads)."""
+        ...
+
     async def get_worker(self, coordinator_id: str, worker_id: str) -> Worker | None: ...
     async def list_workers(
         self, coordinator_id: str, after_id: str, limit: int

@@ -14,6 +14,7 @@ from . import mapping as m
 from . import tenancy_mapping as tmap
 from .base import Context, EngineServicer
 from .gate import caller
+from .mapping.reads import view_response
 
 __all__ = ["WorkCoordinatorServicer"]
 
@@ -94,7 +95,7 @@ class WorkCoordinatorServicer(
         view = await self.engine.view(
             p, request.coordinator_id, request.page_size, request.page_token
         )
-        return work_coordinator_pb2.GetViewResponse(view=m.view_to_pb(view))
+        return view_response(view)
 
     async def Explain(
         self, request: work_coordinator_pb2.ExplainRequest, context: Context

@@ -35,6 +35,7 @@ from ..tickets import TicketTracker
 from .gates import Occupancy
 from .lease_replay import lease_token_key
 from .paging import PageRequest, iso
+from .view_cache import ViewCache
 
 _log = logging.getLogger("workcoord.coordinator.engine")
 
@@ -119,6 +120,8 @@ class EngineCore(ABC):
         self.principals = PrincipalCache()
         # Per (coordinator, class): the ready-signal generation whose first waiter claimed.
         self._woken_claims: dict[tuple[str, str], int] = {}
+        # The view's lanes per work coordinator, between calls (see view_cache).
+        self.view_cache = ViewCache()
         self._background: set[asyncio.Task[Any]] = set()
         self._worker_writes: GroupCommitter[Effects] = GroupCommitter(
             Effects, self.write_digest, self.announce
@@ -289,11 +292,17 @@ class EngineCore(ABC):
         return Page(details, page.next_page_token)
 
     async def _occupancy(
-        self, reader: Reader, coordinator: Coordinator, items: Sequence[Item]
+        self,
+        reader: Reader,
+        coordinator: Coordinator,
+        items: Sequence[Item],
+        live: Sequence[Attempt] | None = None,
     ) -> Occupancy:
-        """Live leases, holders of the exclusive keys ``items`` need, and the workers."""
+        """Live leases (``live`` if the caller read them already), holders of the exclusive
+        keys ``items`` need, and the workers."""
         cid = coordinator.coordinator_id
-        live = await reader.live_attempts(cid, None)
+        if live is None:
+            live = await reader.live_attempts(cid, None)
         workers = await reader.list_workers(cid, "", 10_000)
         keys = sorted({k for i in items for k in rules.exclusive_keys(i)})
         holders = await reader.live_exclusive_holders(cid, keys) if keys else {}

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 from workcoord.kit.errors import FieldViolation, InvalidArgument, NotFound
 
 from .. import rules
 from ..auth import Principal
-from ..model import Item, PendingActionState
-from ..specs import ClassUsage, CoordinatorView, EventPage, Explanation
+from ..model import Attempt, Coordinator, Item, Lane, PendingActionState, Ticket
+from ..ports import LaneStamp, Reader
+from ..specs import ClassUsage, CoordinatorView, EventPage, Explanation, LaneDetail
 from ._base import EngineCore
 from .fences import shown_fence
 from .gates import GateContext, item_gates, lane_gates
-from .paging import PageRequest, decode_page_token, page_size
+from .paging import PageRequest, decode_page_token, iso, page_size
+from .view_cache import CachedLane, Snapshot, lease_stamps
+
+# Past this many events since the cached revision, the view reads its lanes afresh.
+_CATCH_UP_EVENTS = 5_000
 
 
 class Reads(EngineCore):
@@ -65,8 +73,11 @@ class Reads(EngineCore):
                 assert lane is not None
             else:
                 lane = await self.lane_in(reader, coordinator_id, lane_id)
-            detail = await self._lane_detail(reader, lane, with_attempts=True)
-            occupancy = await self._occupancy(reader, coordinator, detail.items)
+            live = await reader.live_attempts(coordinator_id, None)
+            detail = await self._cached_lane(reader, coordinator, lane, live)
+            if detail is None:
+                detail = await self._lane_detail(reader, lane, with_attempts=True)
+            occupancy = await self._occupancy(reader, coordinator, detail.items, live)
             events = await reader.list_events(
                 coordinator_id, 0, 200, lane.lane_id if not item_id else "", item_id
             )
@@ -108,14 +119,15 @@ class Reads(EngineCore):
             coordinator = await self.coordinator_for(reader, principal, coordinator_id)
             # The token is read only once the caller may see the coordinator.
             request = PageRequest(limit, decode_page_token(token))
-            page = await self._lane_page(
-                reader, coordinator_id, None, request, request.after_time_and_id(), True
+            stamps = await reader.lane_stamps(
+                coordinator_id, request.after_time_and_id(), request.fetch
             )
-            details = page.items
+            page = request.page(stamps, lambda lane: [iso(lane.create_time), lane.lane_id])
+            live = await reader.live_attempts(coordinator_id, None)
+            details = await self._view_lanes(reader, coordinator, page.items, live)
             workers = await reader.list_workers(coordinator_id, "", 10_000)
             for worker in workers:
                 worker.fence = await shown_fence(reader, worker, self.clock.now())
-            live = await reader.live_attempts(coordinator_id, None)
             queued = await reader.count_ready(coordinator_id)
             pending = await reader.list_pending_actions(
                 coordinator_id, PendingActionState.OPEN, "", 1000
@@ -126,15 +138,13 @@ class Reads(EngineCore):
             ClassUsage(cls, used, cap, holding.get(cls, []), queued.get(cls, 0))
             for cls, (used, cap) in sorted(capacity.items())
         ]
-        for detail in details:
-            detail.capacity = capacity
         worker_leases: dict[str, int] = {}
         for attempt in live:
             worker_leases[attempt.worker_id] = worker_leases.get(attempt.worker_id, 0) + 1
         return CoordinatorView(
             coordinator=coordinator,
             revision=coordinator.revision,
-            lanes=details,
+            lanes=[replace(d, capacity=capacity) for d in details],
             workers=workers,
             capacity=usage,
             worker_leases=worker_leases,
@@ -142,3 +152,65 @@ class Reads(EngineCore):
             escalations=escalations,
             next_page_token=page.next_page_token,
         )
+
+    async def _cached_lane(
+        self, reader: Reader, coordinator: Coordinator, lane: Lane, live: Sequence[Attempt]
+    ) -> LaneDetail | None:
+        """The lane's details from the view cache if they are still valid at the coordinator's
+        revision (the checks of ``_view_lanes``, for one lane), else None. Shared: read only."""
+        cid = coordinator.coordinator_id
+        cached = self.view_cache.get(cid)
+        entry = cached.lanes.get(lane.lane_id) if cached is not None else None
+        if cached is None or entry is None or cached.revision > coordinator.revision:
+            return None
+        touched = await reader.event_lane_ids(cid, cached.revision, _CATCH_UP_EVENTS)
+        if len(touched) >= _CATCH_UP_EVENTS or lane.lane_id in touched:
+            return None
+        tickets = await reader.lane_tickets([lane.lane_id])
+        stamps = lease_stamps([a for a in live if a.lane_id == lane.lane_id])
+        return entry.detail if entry.still_valid(lane.version, stamps, tickets) else None
+
+    async def _view_lanes(
+        self,
+        reader: Reader,
+        coordinator: Coordinator,
+        stamps: Sequence[LaneStamp],
+        live: Sequence[Attempt],
+    ) -> list[LaneDetail]:
+        """The details of the lanes of ``stamps`` at the coordinator's revision: from the view
+        cache where nothing changed since it was filled (see view_cache), read afresh where
+        something did. The details handed out are shared with later calls: never change them."""
+        cid, revision = coordinator.coordinator_id, coordinator.revision
+        cached = self.view_cache.get(cid)
+        kept: dict[str, CachedLane] = {}
+        if cached is not None and cached.revision <= revision:
+            touched = await reader.event_lane_ids(cid, cached.revision, _CATCH_UP_EVENTS)
+            if len(touched) < _CATCH_UP_EVENTS:
+                stale = set(touched)
+                kept = {k: v for k, v in cached.lanes.items() if k not in stale}
+        tickets: dict[str, list[Ticket]] = {}
+        live_by_lane: dict[str, list[Attempt]] = {}
+        if kept:
+            for ticket in await reader.coordinator_tickets(cid):
+                tickets.setdefault(ticket.lane_id, []).append(ticket)
+            for attempt in live:
+                live_by_lane.setdefault(attempt.lane_id, []).append(attempt)
+        reload: list[str] = []
+        for stamp in stamps:
+            entry = kept.get(stamp.lane_id)
+            if entry is None or not entry.still_valid(
+                stamp.version,
+                lease_stamps(live_by_lane.get(stamp.lane_id, ())),
+                tickets.get(stamp.lane_id, []),
+            ):
+                reload.append(stamp.lane_id)
+        lanes = await reader.get_lanes(reload) if reload else []
+        for detail in await self.lane_details(reader, lanes, with_attempts=True):
+            detail.attempts = {
+                i.item_id: detail.attempts[i.item_id]
+                for i in detail.items
+                if i.item_id in detail.attempts
+            }
+            kept[detail.lane.lane_id] = CachedLane.of(detail)
+        self.view_cache.put(cid, Snapshot(revision, kept))
+        return [kept[s.lane_id].detail for s in stamps]

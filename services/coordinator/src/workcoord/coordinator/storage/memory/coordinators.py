@@ -3,6 +3,7 @@ the twin of :mod:`..sql.coordinators`."""
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Sequence
 
@@ -109,3 +110,10 @@ class CoordinatorsMemory(PlatformMemory, MemoryTxBase):
             and (not item_id or e.item_id == item_id)
         ]
         return [copied(e) for e in found[:limit]]
+
+    async def event_lane_ids(
+        self, coordinator_id: str, after_revision: int, limit: int
+    ) -> list[str]:
+        log = self.tables.events.get(coordinator_id, [])  # in revision order
+        start = bisect.bisect_right(log, after_revision, key=lambda e: e.revision)
+        return [e.lane_id for e in log[start : start + max(limit, 0)]]

@@ -15,6 +15,7 @@ from .coordinators import CoordinatorsMemory
 from .follow_ups import FollowUpsMemory
 from .lanes_items import LanesItemsMemory
 from .tenancy import TenancyMemory
+from .view_reads import ViewReadsMemory
 from .workers import WorkersMemory
 
 __all__ = ["MemoryStore", "MemoryTx"]
@@ -22,6 +23,7 @@ __all__ = ["MemoryStore", "MemoryTx"]
 
 class MemoryTx(
     CoordinatorsMemory,
+    ViewReadsMemory,
     AccountsMemory,
     TenancyMemory,
     LanesItemsMemory,

@@ -118,6 +118,20 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
             stmt = stmt.where(c.item_id == item_id)
         return await self._list(EVENTS, stmt.order_by(c.revision).limit(limit))
 
+    async def event_lane_ids(
+        self, coordinator_id: str, after_revision: int, limit: int
+    ) -> list[str]:
+        """The lane id of each event after ``after_revision`` ("" for events of no lane), in
+        revision order, at most ``limit``: one range of the primary key, no event bodies."""
+        c = t.events.c
+        stmt = (
+            select(c.lane_id)
+            .where(c.coordinator_id == coordinator_id, c.revision > after_revision)
+            .order_by(c.revision)
+            .limit(limit)
+        )
+        return [row[0] for row in await self._rows(stmt)]
+
 
 # What update_coordinator writes: never the revision, the request id or the item counter.
 _ADMIN_COLUMNS = ("display_name", "enabled", "config", "config_version", "update_time")

@@ -17,6 +17,7 @@ from .errors import storage_error
 from .follow_ups import FollowUpsSql
 from .lanes_items import LanesItemsSql
 from .tenancy import TenancySql
+from .view_reads import ViewReadsSql
 from .workers import WorkersSql
 
 __all__ = ["SqlStore", "SqlTx"]
@@ -24,6 +25,7 @@ __all__ = ["SqlStore", "SqlTx"]
 
 class SqlTx(
     CoordinatorsSql,
+    ViewReadsSql,
     AccountsSql,
     TenancySql,
     LanesItemsSql,

@@ -23,9 +23,9 @@ from workcoord.coordinator.domain.specs import (
 from .coordinators import (
     coordinator_to_pb,
 )
+from .lane_cache import LANE_MESSAGES, VIEW_RESPONSES
 from .lanes import (
     attempt_to_pb,
-    lane_to_pb,
 )
 from .scalars import (
     dur,
@@ -73,13 +73,26 @@ def explanation_to_pb(x: Explanation) -> work_coordinator_pb2.Explanation:
     return out
 
 
-def view_to_pb(view: CoordinatorView) -> work_coordinator_pb2.View:
-    out = work_coordinator_pb2.View(
-        work_coordinator=coordinator_to_pb(view.coordinator),
-        revision=view.revision,
-        lanes=[lane_to_pb(d) for d in view.lanes],
-        workers=[worker_to_pb(w, view.worker_leases.get(w.worker_id, 0)) for w in view.workers],
-        capacity=[
+def view_to_pb(
+    view: CoordinatorView, out: work_coordinator_pb2.View | None = None
+) -> work_coordinator_pb2.View:
+    """The view as a message (into ``out`` when given, which saves copying it once more).
+    Lanes whose details did not change since the last call reuse their conversion."""
+    out = out if out is not None else work_coordinator_pb2.View()
+    view_head_to_pb(view, out)
+    out.lanes.extend([LANE_MESSAGES.lane(d) for d in view.lanes])
+    return out
+
+
+def view_head_to_pb(view: CoordinatorView, out: work_coordinator_pb2.View) -> None:
+    """Everything of the view but its lanes, into ``out``."""
+    out.work_coordinator.CopyFrom(coordinator_to_pb(view.coordinator))
+    out.revision = view.revision
+    out.workers.extend(
+        [worker_to_pb(w, view.worker_leases.get(w.worker_id, 0)) for w in view.workers]
+    )
+    out.capacity.extend(
+        [
             work_coordinator_pb2.ClassUsage(
                 worker_class=u.worker_class,
                 in_use=u.in_use,
@@ -88,12 +101,21 @@ def view_to_pb(view: CoordinatorView) -> work_coordinator_pb2.View:
                 queued=u.queued,
             )
             for u in view.capacity
-        ],
-        pending_actions=[pending_action_to_pb(a) for a in view.pending_actions],
-        escalations=[escalation_to_pb(e) for e in view.escalations],
-        next_page_token=view.next_page_token,
+        ]
     )
-    return out
+    out.pending_actions.extend([pending_action_to_pb(a) for a in view.pending_actions])
+    out.escalations.extend([escalation_to_pb(e) for e in view.escalations])
+    out.next_page_token = view.next_page_token
+
+
+def view_response(view: CoordinatorView) -> work_coordinator_pb2.GetViewResponse:
+    """``GetView``'s answer: the last one of the work coordinator when it is the same (its
+    lanes the same cached messages, the rest equal), so an unchanged view is not copied
+    again. Treat it as read-only."""
+    lanes = [LANE_MESSAGES.lane(d) for d in view.lanes]
+    head = work_coordinator_pb2.View()
+    view_head_to_pb(view, head)
+    return VIEW_RESPONSES.response(view.coordinator.coordinator_id, head, lanes)
 
 
 def report_to_pb(r: MaintenanceReport) -> recovery_pb2.MaintenanceReport:

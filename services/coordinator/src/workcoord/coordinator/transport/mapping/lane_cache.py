@@ -1,0 +1,163 @@
+"""Converted lanes of the view, reused while their details have not changed.
+
+The engine's view cache hands out the very same lane, item, attempt, blocker and ticket
+objects for a lane nothing has changed in (and never changes them), so a lane whose details
+are the same objects as last time converts to the same message, but for one input that is the
+coordinator's, not the lane's: the capacity in use per worker class, which sets the next
+action of queued items (``wait: CLASS used/cap``). A converted lane is reused only when the
+capacity of the classes of its queued items is also what it was.
+
+Identity (``is``), not equality, decides: the cache holds the objects it compared, so an id
+is never reused while its entry lives, and comparing is free. Details built afresh (tests, a
+first call) simply convert. The cache is bounded by the items it holds, least recently used out.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from workcoord.api.v1 import lane_pb2, work_coordinator_pb2
+from workcoord.coordinator.domain.model import ItemState
+from workcoord.coordinator.domain.specs import LaneDetail
+
+from .lanes import lane_to_pb
+
+CapacityKey = tuple[tuple[str, tuple[int, int] | None], ...]
+
+
+def _queued_classes(detail: LaneDetail) -> tuple[str, ...]:
+    """The classes whose capacity the lane's labels may show (those of its queued items)."""
+    return tuple(
+        sorted({i.worker_class for i in detail.items if i.state == ItemState.QUEUED and not i.held})
+    )
+
+
+def _capacity_key(classes: tuple[str, ...], detail: LaneDetail) -> CapacityKey:
+    return tuple((c, detail.capacity.get(c)) for c in classes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Converted:
+    detail: LaneDetail  # holds the objects compared by identity
+    classes: tuple[str, ...]
+    capacity: CapacityKey
+    message: lane_pb2.Lane
+
+    def serves(self, detail: LaneDetail) -> bool:
+        held = self.detail
+        return (
+            held.lane is detail.lane
+            and held.items is detail.items
+            and held.attempts is detail.attempts
+            and held.blockers is detail.blockers
+            and held.tickets is detail.tickets
+            and self.capacity == _capacity_key(self.classes, detail)
+        )
+
+
+class LaneMessages:
+    """Lane id -> its last conversion, bounded by ``max_items`` items."""
+
+    def __init__(self, max_items: int = 50_000) -> None:
+        self.max_items = max_items
+        self._items = 0
+        self._lanes: OrderedDict[str, _Converted] = OrderedDict()
+
+    def lane(self, detail: LaneDetail) -> lane_pb2.Lane:
+        """The lane as :func:`lane_to_pb` converts it (a cached message: copy, never change)."""
+        lane_id = detail.lane.lane_id
+        held = self._lanes.get(lane_id)
+        if held is not None and held.serves(detail):
+            self._lanes.move_to_end(lane_id)
+            return held.message
+        message = lane_to_pb(detail)
+        classes = _queued_classes(detail)
+        if held is not None:
+            self._items -= len(held.detail.items)
+        self._lanes[lane_id] = _Converted(detail, classes, _capacity_key(classes, detail), message)
+        self._lanes.move_to_end(lane_id)
+        self._items += len(detail.items)
+        while self._items > self.max_items and self._lanes:
+            _, dropped = self._lanes.popitem(last=False)
+            self._items -= len(dropped.detail.items)
+        return message
+
+    def __len__(self) -> int:
+        return len(self._lanes)
+
+
+@dataclass(slots=True)
+class _Answer:
+    head: bytes  # everything but the lanes, serialized deterministically
+    lanes: tuple[lane_pb2.Lane, ...]
+    items: int
+    response: work_coordinator_pb2.GetViewResponse
+    wire: bytes | None = None  # the response serialized, once it was sent
+
+
+class ViewResponses:
+    """Per work coordinator, the last ``GetView`` answer, reused while nothing in it changed:
+    copying ten thousand items into a new answer costs more than everything else of a call.
+    Bounded by the items the answers hold, least recently used out."""
+
+    def __init__(self, max_items: int = 50_000) -> None:
+        self.max_items = max_items
+        self._items = 0
+        self._answers: OrderedDict[str, _Answer] = OrderedDict()
+
+    def response(
+        self,
+        coordinator_id: str,
+        head: work_coordinator_pb2.View,
+        lanes: list[lane_pb2.Lane],
+    ) -> work_coordinator_pb2.GetViewResponse:
+        """The answer of ``head`` with ``lanes`` (messages of :data:`LANE_MESSAGES`)."""
+        key = head.SerializeToString(deterministic=True)
+        held = self._answers.get(coordinator_id)
+        if (
+            held is not None
+            and held.head == key
+            and len(held.lanes) == len(lanes)
+            and all(a is b for a, b in zip(held.lanes, lanes, strict=True))
+        ):
+            self._answers.move_to_end(coordinator_id)
+            return held.response
+        response = work_coordinator_pb2.GetViewResponse()
+        response.view.CopyFrom(head)
+        response.view.lanes.extend(lanes)
+        if held is not None:
+            del self._answers[coordinator_id]
+            self._items -= held.items
+        items = sum(len(lane.items) for lane in lanes)
+        if items <= self.max_items:
+            self._answers[coordinator_id] = _Answer(key, tuple(lanes), items, response)
+            self._items += items
+        while self._items > self.max_items:
+            _, dropped = self._answers.popitem(last=False)
+            self._items -= dropped.items
+        return response
+
+    def serialized(
+        self,
+        response: work_coordinator_pb2.GetViewResponse,
+        serialize: Callable[[work_coordinator_pb2.GetViewResponse], bytes],
+    ) -> bytes:
+        """``response`` on the wire: serialized once if it is a held answer (by identity: the
+        answer is held, so its id is never reused meanwhile), else by ``serialize``."""
+        coordinator_id = response.view.work_coordinator.coordinator_id
+        held = self._answers.get(coordinator_id)
+        if held is None or held.response is not response:
+            return serialize(response)
+        if held.wire is None:
+            held.wire = serialize(response)
+        return held.wire
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+
+# The process's converted lanes (GetView and the feed's snapshots) and last answers.
+LANE_MESSAGES = LaneMessages()
+VIEW_RESPONSES = ViewResponses()
