@@ -30,6 +30,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import datetime
 from typing import Any, cast
 
 from prometheus_client import REGISTRY, Counter, Histogram
@@ -38,7 +39,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from workcoord.coordinator.domain.model import Attempt, AttemptStatus, Coordinator, NewEvent
-from workcoord.coordinator.domain.ports import Reader, Store, Tx
+from workcoord.coordinator.domain.ports import ExpiredLease, Reader, Store, Tx
 from workcoord.coordinator.domain.rules import class_usage
 
 __all__ = [
@@ -147,6 +148,14 @@ class _ObservedTx:
         for attempt in attempts:
             if attempt.status in OUTCOMES:
                 self.ended[attempt.lease_id] = attempt
+
+    async def end_expired_leases(
+        self, coordinator_id: str, now: datetime, limit: int
+    ) -> list[ExpiredLease]:
+        expired: list[ExpiredLease] = await self._tx.end_expired_leases(coordinator_id, now, limit)
+        for lease in expired:
+            self.ended[lease.attempt.lease_id] = lease.attempt
+        return expired
 
     async def append(self, coordinator: Coordinator, events: Sequence[NewEvent], actor: str) -> int:
         revision = await self._tx.append(coordinator, events, actor)
