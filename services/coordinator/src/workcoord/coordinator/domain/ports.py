@@ -115,11 +115,35 @@ class RequestRecord:
     create_time: datetime
 
 
+# The fields of an item that :meth:`Tx.end_expired_leases` loads: what a retry or a
+# dead-letter reads and writes, and what an Item cannot be built without.
+EXPIRED_ITEM_FIELDS = (
+    "item_id",
+    "coordinator_id",
+    "lane_id",
+    "key",
+    "kind",
+    "worker_class",
+    "state",
+    "create_time",
+    "update_time",
+    "retry_policy",
+    "attempt_count",
+    "sensitive",
+    "current_lease_id",
+    "not_before",
+    "ready_time",
+    "dead_letter_reason",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ExpiredLease:
     """A lease :meth:`Tx.end_expired_leases` has just ended: its attempt as now stored (DEAD,
-    ended at the transaction's time), its item as stored (None if it is gone) and the retry
-    policy of the item's lane (empty if the lane is gone)."""
+    ended at ``now``), the retry policy of the item's lane (empty if the lane is gone) and its
+    item (None if it is gone) with only :data:`EXPIRED_ITEM_FIELDS` loaded — the others are
+    left at their defaults, so the item is written back with :meth:`Tx.write_retries` only,
+    which writes nothing else."""
 
     attempt: Attempt
     item: Item | None

@@ -12,7 +12,7 @@ from workcoord.coordinator.domain.model import (
     Item,
     RetryPolicy,
 )
-from workcoord.coordinator.domain.ports import ExpiredLease
+from workcoord.coordinator.domain.ports import EXPIRED_ITEM_FIELDS, ExpiredLease
 
 from ._base import MemoryTxBase, copied
 
@@ -39,7 +39,8 @@ class RecoveryMemory(MemoryTxBase):
             item = tables.items.get(attempt.item_id)
             lane = tables.lanes.get(item.lane_id) if item else None
             policy = lane.retry_policy if lane else RetryPolicy()
-            found.append(ExpiredLease(copied(attempt), copied(item) if item else None, policy))
+            loaded = Item(**{f: getattr(item, f) for f in EXPIRED_ITEM_FIELDS}) if item else None
+            found.append(ExpiredLease(copied(attempt), loaded, policy))
         ended = {a.lease_id for a in due}
         if ended:
             tables.holds = {pk: lease for pk, lease in tables.holds.items() if lease not in ended}

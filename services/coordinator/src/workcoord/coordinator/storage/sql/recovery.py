@@ -9,12 +9,20 @@ from typing import Any
 
 from sqlalchemy import ARRAY, DateTime, Text, bindparam, delete, select, text, update
 
-from workcoord.coordinator.domain.model import Attempt, AttemptStatus, Item, RetryPolicy
-from workcoord.coordinator.domain.ports import ExpiredLease
+from workcoord.coordinator.domain.model import (
+    Attempt,
+    AttemptStatus,
+    DeadLetterReason,
+    Item,
+    ItemKind,
+    ItemState,
+    RetryPolicy,
+)
+from workcoord.coordinator.domain.ports import EXPIRED_ITEM_FIELDS, ExpiredLease
 
 from .. import schema as t
 from ._base import LIVE, SqlTxBase
-from .rows import ATTEMPTS, ITEMS, LANES
+from .rows import ATTEMPTS, LANES
 
 _HOLDS = t.exclusive_holds
 
@@ -72,6 +80,34 @@ def _retry_values(item: Item) -> dict[str, Any]:
     }
 
 
+def _expired_item(row: Any) -> Item:
+    """An item of :data:`EXPIRED_ITEM_FIELDS` from its columns (stored as ``rows`` does)."""
+    values = {name: row[name] for name in EXPIRED_ITEM_FIELDS}
+    values["kind"] = ItemKind(values["kind"])
+    values["state"] = ItemState(values["state"])
+    reason = values["dead_letter_reason"]
+    values["dead_letter_reason"] = DeadLetterReason(reason) if reason is not None else None
+    values["retry_policy"] = _retry_policy(values["retry_policy"])
+    return Item(**values)
+
+
+def _retry_policy(data: dict[str, Any] | None) -> RetryPolicy:
+    """A stored retry policy (unset fields left out; JSON gives 5.0 back as 5)."""
+    data = data or {}
+
+    def number(name: str) -> float | None:
+        value = data.get(name)
+        return float(value) if value is not None else None
+
+    attempts = data.get("maximum_attempts")
+    return RetryPolicy(
+        initial_interval=number("initial_interval"),
+        backoff_coefficient=number("backoff_coefficient"),
+        maximum_interval=number("maximum_interval"),
+        maximum_attempts=int(attempts) if attempts is not None else None,
+    )
+
+
 class RecoverySql(SqlTxBase):
     async def end_expired_leases(
         self, coordinator_id: str, now: datetime, limit: int
@@ -120,9 +156,12 @@ class RecoverySql(SqlTxBase):
         return found
 
     async def _items_of(self, attempts: Sequence[Attempt]) -> dict[str, Item]:
+        """The attempts' items, only :data:`EXPIRED_ITEM_FIELDS` of them (no inputs, evidence
+        or other JSON to decode but the retry policy)."""
         ids = sorted({a.item_id for a in attempts})
-        rows = await self._rows(select(t.items).where(t.items.c.item_id.in_(ids)))
-        return {r.item_id: ITEMS.load(r) for r in rows}
+        columns = [t.items.c[name] for name in EXPIRED_ITEM_FIELDS]
+        rows = await self._rows(select(*columns).where(t.items.c.item_id.in_(ids)))
+        return {r.item_id: _expired_item(r._mapping) for r in rows}
 
     async def write_retries(self, items: Sequence[Item]) -> None:
         if not items:
