@@ -32,6 +32,7 @@ from .model import (
     NewEvent,
     PendingAction,
     PendingActionState,
+    RetryPolicy,
     Ticket,
     Worker,
 )
@@ -123,6 +124,41 @@ class LaneStamp:
     lane_id: str
     create_time: datetime
     version: int
+
+
+# The fields of an item that :meth:`Tx.end_expired_leases` loads: what a retry or a
+# dead-letter reads and writes, and what an Item cannot be built without.
+EXPIRED_ITEM_FIELDS = (
+    "item_id",
+    "coordinator_id",
+    "lane_id",
+    "key",
+    "kind",
+    "worker_class",
+    "state",
+    "create_time",
+    "update_time",
+    "retry_policy",
+    "attempt_count",
+    "sensitive",
+    "current_lease_id",
+    "not_before",
+    "ready_time",
+    "dead_letter_reason",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredLease:
+    """A lease :meth:`Tx.end_expired_leases` has just ended: its attempt as now stored (DEAD,
+    ended at ``now``), the retry policy of the item's lane (empty if the lane is gone) and its
+    item (None if it is gone) with only :data:`EXPIRED_ITEM_FIELDS` loaded — the others are
+    left at their defaults, so the item is written back with :meth:`Tx.write_retries` only,
+    which writes nothing else."""
+
+    attempt: Attempt
+    item: Item | None
+    lane_retry_policy: RetryPolicy
 
 
 class Reader(Protocol):
@@ -297,6 +333,20 @@ class Tx(Reader, Protocol):
         self, coordinator_id: str, now: datetime, limit: int, skip_items: Sequence[str]
     ) -> list[Attempt]: ...
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]: ...
+    async def end_expired_leases(
+        self, coordinator_id: str, now: datetime, limit: int
+    ) -> list[ExpiredLease]:
+        """Recovery, as a set: end (DEAD, ``end_time`` = ``now``) up to ``limit`` live attempts
+        of the coordinator whose lease expired by ``now``, earliest expiry first (then lease
+        id), release their exclusive holds, and return them in that order with their items."""
+        ...
+
+    async def write_retries(self, items: Sequence[Item]) -> None:
+        """Write, for each item, what a retry or a dead-letter changes (state, ``not_before``,
+        ``ready_time``, ``dead_letter_reason``, ``current_lease_id``, ``update_time``) and
+        nothing else, as a set (items that do not exist are skipped)."""
+        ...
+
     async def upsert_worker(self, worker: Worker) -> bool: ...
     async def count_workers(self, coordinator_id: str) -> int: ...
     async def touch_worker_ask(

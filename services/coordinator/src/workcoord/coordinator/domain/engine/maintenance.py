@@ -12,8 +12,6 @@ from ..auth import Access, Principal, PrincipalKind, authorize
 from ..grants import GrantPermission, parents_holding
 from ..model import (
     WORKER_EVICT_AFTER_SECONDS,
-    Attempt,
-    AttemptStatus,
     Coordinator,
     DigestKind,
     Escalation,
@@ -24,7 +22,7 @@ from ..model import (
     NewEvent,
     RetryPolicy,
 )
-from ..ports import Leadership, Tx
+from ..ports import ExpiredLease, Leadership, Tx
 from ..specs import LeadershipClaim, MaintenanceReport, MaintenanceTarget, MaintenanceTargets
 from ._base import Effects, new_id
 from .fences import WorkerFences
@@ -77,9 +75,9 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
                 coordinator,
                 effects,
             ):
-                # Each batch ends the attempts it read (DEAD), so the next one never sees them
-                # again: no need to send the ids handled so far (thousands of parameters).
-                expired = await tx.expired_attempts(coordinator_id, tx.now, batch, ())
+                # Each batch ends its attempts (DEAD) as it reads them, so the next one never
+                # sees them again: no need to send the ids handled so far.
+                expired = await tx.end_expired_leases(coordinator_id, tx.now, batch)
                 if expired:
                     await self._expire(
                         tx, coordinator, expired, report, handled, effects, principal
@@ -115,19 +113,20 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
         self,
         tx: Tx,
         coordinator: Coordinator,
-        expired: Sequence[Attempt],
+        expired: Sequence[ExpiredLease],
         report: MaintenanceReport,
         handled: set[str],
         effects: Effects,
         principal: Principal,
     ) -> None:
-        items = {i.item_id: i for i in await tx.items_by_ids([a.item_id for a in expired])}
-        lanes: dict[str, RetryPolicy] = {}
+        """Settle one batch of leases the store has just ended: requeue each item whose current
+        lease it was, with backoff, or dead-letter it; then write the items and the events
+        with a few statements (not one per lease)."""
+        policies: dict[tuple[str, RetryPolicy], RetryPolicy] = {}
         events: list[NewEvent] = []
         touched: list[Item] = []
-        for attempt in expired:
-            attempt.status = AttemptStatus.DEAD
-            attempt.end_time = tx.now
+        for lease in expired:
+            attempt = lease.attempt
             report.expired_attempts += 1
             events.append(
                 NewEvent(
@@ -139,25 +138,24 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
                 )
             )
             effects.ready_classes.add(attempt.worker_class)
-            item = items.get(attempt.item_id)
+            item = lease.item
             if item is None or item.item_id in handled or item.current_lease_id != attempt.lease_id:
                 continue
             handled.add(item.item_id)
-            if item.lane_id not in lanes:
-                lane = await tx.get_lane(item.lane_id)
-                lanes[item.lane_id] = lane.retry_policy if lane else RetryPolicy()
-            policy = rules.effective_retry_policy(
-                item.retry_policy, lanes[item.lane_id], coordinator.config.retry_policy
-            )
+            # Items of one lane mostly share a policy: work it out once per (lane, own policy).
+            key = (item.lane_id, item.retry_policy)
+            policy = policies.get(key)
+            if policy is None:
+                policy = policies[key] = rules.effective_retry_policy(
+                    item.retry_policy, lease.lane_retry_policy, coordinator.config.retry_policy
+                )
             self._retry_or_dead_letter(tx, item, policy, True, events, effects)
             if item.state == ItemState.DEAD:
                 report.dead_lettered += 1
             else:
                 report.requeued += 1
             touched.append(item)
-        await tx.update_attempts(list(expired))
-        if touched:
-            await tx.update_items(touched)
+        await tx.write_retries(touched)
         await self.append_events(tx, coordinator, events, principal.name)
 
     async def acquire_leadership(

@@ -14,6 +14,7 @@ from .attempts import AttemptsMemory
 from .coordinators import CoordinatorsMemory
 from .follow_ups import FollowUpsMemory
 from .lanes_items import LanesItemsMemory
+from .recovery import RecoveryMemory
 from .tenancy import TenancyMemory
 from .view_reads import ViewReadsMemory
 from .workers import WorkersMemory
@@ -28,6 +29,7 @@ class MemoryTx(
     TenancyMemory,
     LanesItemsMemory,
     AttemptsMemory,
+    RecoveryMemory,
     WorkersMemory,
     FollowUpsMemory,
 ):

@@ -16,6 +16,7 @@ from .coordinators import CoordinatorsSql
 from .errors import storage_error
 from .follow_ups import FollowUpsSql
 from .lanes_items import LanesItemsSql
+from .recovery import RecoverySql
 from .tenancy import TenancySql
 from .view_reads import ViewReadsSql
 from .workers import WorkersSql
@@ -30,6 +31,7 @@ class SqlTx(
     TenancySql,
     LanesItemsSql,
     AttemptsSql,
+    RecoverySql,
     WorkersSql,
     FollowUpsSql,
 ):
