@@ -33,10 +33,10 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, Self, TypeVar
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -160,18 +160,20 @@ class NotificationBus(Protocol):
         ...
 
 
-class _LocalSubscription:
-    """A bounded queue of notifications plus a wake-up event; entering registers it."""
+_A = TypeVar("_A")
+
+
+class _LocalListener:
+    """A listener of this process's fan-out: entering registers it (on the running loop),
+    leaving unregisters it; deliveries may come from any thread."""
 
     def __init__(self, fanout: _LocalFanout, coordinator_id: str) -> None:
         self.coordinator_id = coordinator_id
         self._fanout = fanout
-        self._items: deque[Notification] = deque()
-        self._ready = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._active = False
 
-    async def __aenter__(self) -> _LocalSubscription:
+    async def __aenter__(self) -> Self:
         self._loop = asyncio.get_running_loop()
         await self._fanout.register(self)
         self._active = True
@@ -185,6 +187,29 @@ class _LocalSubscription:
     ) -> None:
         self._active = False
         await self._fanout.unregister(self)
+
+    def _in_loop(self, handle: Callable[[_A], None], value: _A) -> None:
+        """Run ``handle(value)`` on the listener's loop: now if we are on it, else soon."""
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            handle(value)
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(handle, value)
+
+
+class _LocalSubscription(_LocalListener):
+    """A bounded queue of notifications plus a wake-up event; entering registers it."""
+
+    def __init__(self, fanout: _LocalFanout, coordinator_id: str) -> None:
+        super().__init__(fanout, coordinator_id)
+        self._items: deque[Notification] = deque()
+        self._ready = asyncio.Event()
 
     async def next(self, timeout: float) -> Notification | None:  # noqa: ASYNC109
         """The next notification, or None after ``timeout`` seconds without one."""
@@ -201,17 +226,7 @@ class _LocalSubscription:
 
     def deliver(self, note: Notification) -> None:
         """Queue ``note``; safe to call from any thread."""
-        loop = self._loop
-        if loop is None:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            self._append(note)
-        elif not loop.is_closed():
-            loop.call_soon_threadsafe(self._append, note)
+        self._in_loop(self._append, note)
 
     def _append(self, note: Notification) -> None:
         if len(self._items) >= _QUEUE_LIMIT:
@@ -222,32 +237,14 @@ class _LocalSubscription:
         self._ready.set()
 
 
-class _LocalReadySignal:
+class _LocalReadySignal(_LocalListener):
     """One waiter's wake-up for one class: an event, set by the fan-out, cleared by waiting."""
 
     def __init__(self, fanout: _LocalFanout, coordinator_id: str, worker_class: str) -> None:
-        self.coordinator_id = coordinator_id
+        super().__init__(fanout, coordinator_id)
         self.worker_class = worker_class
-        self._fanout = fanout
         self._set = asyncio.Event()
         self.generation = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._active = False
-
-    async def __aenter__(self) -> _LocalReadySignal:
-        self._loop = asyncio.get_running_loop()
-        await self._fanout.register(self)
-        self._active = True
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._active = False
-        await self._fanout.unregister(self)
 
     async def wait(self, timeout: float) -> bool:  # noqa: ASYNC109
         """True once set (at once if set already), False after ``timeout``; clears it."""
@@ -265,24 +262,11 @@ class _LocalReadySignal:
     def fire(self, generation: int) -> None:
         """Set the signal by delivery ``generation``; safe to call from any thread. Setting it
         again before the holder waits only updates the generation: that is the debounce."""
-        loop = self._loop
-        if loop is None:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            self._raise(generation)
-        elif not loop.is_closed():
-            loop.call_soon_threadsafe(self._raise, generation)
+        self._in_loop(self._raise, generation)
 
     def _raise(self, generation: int) -> None:
         self.generation = max(self.generation, generation)
         self._set.set()
-
-
-_Listener = _LocalSubscription | _LocalReadySignal
 
 
 class _LocalFanout:
@@ -298,14 +282,14 @@ class _LocalFanout:
         """Whether any listener of this process needs ``coordinator_id``'s notifications."""
         return coordinator_id in self.subscribers or coordinator_id in self.signals
 
-    async def register(self, listener: _Listener) -> None:
+    async def register(self, listener: _LocalListener) -> None:
         if isinstance(listener, _LocalSubscription):
             self.subscribers.setdefault(listener.coordinator_id, set()).add(listener)
-        else:
+        elif isinstance(listener, _LocalReadySignal):
             by_class = self.signals.setdefault(listener.coordinator_id, {})
             by_class.setdefault(listener.worker_class, set()).add(listener)
 
-    async def unregister(self, listener: _Listener) -> None:
+    async def unregister(self, listener: _LocalListener) -> None:
         coordinator_id = listener.coordinator_id
         if isinstance(listener, _LocalSubscription):
             current = self.subscribers.get(coordinator_id)
@@ -314,6 +298,7 @@ class _LocalFanout:
                 if not current:
                     del self.subscribers[coordinator_id]
             return
+        assert isinstance(listener, _LocalReadySignal)
         by_class = self.signals.get(coordinator_id, {})
         waiting = by_class.get(listener.worker_class)
         if waiting is not None:
@@ -365,14 +350,14 @@ class _RedisFanout(_LocalFanout):
         super().__init__()
         self._bus = bus
 
-    async def register(self, listener: _Listener) -> None:
+    async def register(self, listener: _LocalListener) -> None:
         if not self.watched(listener.coordinator_id):
             # Find where the stream ends *before* registering: every entry after it is ours to
             # deliver, and local publishes from here on reach us directly.
             await self._bus.watch(listener.coordinator_id)
         await super().register(listener)
 
-    async def unregister(self, listener: _Listener) -> None:
+    async def unregister(self, listener: _LocalListener) -> None:
         await super().unregister(listener)
         if not self.watched(listener.coordinator_id):
             self._bus.unwatch(listener.coordinator_id)
