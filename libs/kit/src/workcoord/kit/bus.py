@@ -82,46 +82,10 @@ class Notification:
         return not self.worker_classes or worker_class in self.worker_classes
 
 
-class Subscription(Protocol):
-    """Notifications of one work coordinator; use as an async context manager.
+class _Listening(Protocol):
+    """Listens from ``__aenter__`` until ``__aexit__`` (an async context manager)."""
 
-    Every notification published after ``__aenter__`` returned is delivered at most once, in
-    publication order per publisher; bursts may be coalesced or, if the consumer lags far
-    behind, the oldest dropped.
-    """
-
-    async def __aenter__(self) -> Subscription:
-        """Start receiving."""
-        ...
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stop receiving."""
-        ...
-
-    # A timeout parameter (not asyncio.timeout) because "nothing yet" is a normal answer here.
-    async def next(self, timeout: float) -> Notification | None:  # noqa: ASYNC109
-        """The next notification, or None after ``timeout`` seconds without one."""
-        ...
-
-
-class ReadySignal(Protocol):
-    """The wake-up of one worker class of one work coordinator; use as an async context manager.
-
-    Set by every notification published after ``__aenter__`` returned that may have made work
-    of the class ready (:meth:`Notification.may_ready`); never by others. It is debounced: any
-    number of notifications between two waits count as one wake-up, and the first is not
-    delayed. ``generation`` numbers the delivery that last set it: the signals that one
-    notification set share it, so their holders can tell who was woken by the same commit.
-    """
-
-    generation: int
-
-    async def __aenter__(self) -> ReadySignal:
+    async def __aenter__(self) -> Self:
         """Start listening."""
         ...
 
@@ -133,6 +97,33 @@ class ReadySignal(Protocol):
     ) -> None:
         """Stop listening."""
         ...
+
+
+class Subscription(_Listening, Protocol):
+    """Notifications of one work coordinator; use as an async context manager.
+
+    Every notification published after ``__aenter__`` returned is delivered at most once, in
+    publication order per publisher; bursts may be coalesced or, if the consumer lags far
+    behind, the oldest dropped.
+    """
+
+    # A timeout parameter (not asyncio.timeout) because "nothing yet" is a normal answer here.
+    async def next(self, timeout: float) -> Notification | None:  # noqa: ASYNC109
+        """The next notification, or None after ``timeout`` seconds without one."""
+        ...
+
+
+class ReadySignal(_Listening, Protocol):
+    """The wake-up of one worker class of one work coordinator; use as an async context manager.
+
+    Set by every notification published after ``__aenter__`` returned that may have made work
+    of the class ready (:meth:`Notification.may_ready`); never by others. It is debounced: any
+    number of notifications between two waits count as one wake-up, and the first is not
+    delayed. ``generation`` numbers the delivery that last set it: the signals that one
+    notification set share it, so their holders can tell who was woken by the same commit.
+    """
+
+    generation: int
 
     async def wait(self, timeout: float) -> bool:  # noqa: ASYNC109
         """True at once if the signal was set since the last wait returned (or since entering),
