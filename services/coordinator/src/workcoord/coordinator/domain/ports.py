@@ -147,6 +147,16 @@ EXPIRED_ITEM_FIELDS = (
     "dead_letter_reason",
 )
 
+# What a retry or a dead-letter changes of an item: all :meth:`Tx.write_retries` writes.
+RETRY_FIELDS = (
+    "state",
+    "not_before",
+    "ready_time",
+    "dead_letter_reason",
+    "current_lease_id",
+    "update_time",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class ExpiredLease:
@@ -342,9 +352,8 @@ class Tx(Reader, Protocol):
         ...
 
     async def write_retries(self, items: Sequence[Item]) -> None:
-        """Write, for each item, what a retry or a dead-letter changes (state, ``not_before``,
-        ``ready_time``, ``dead_letter_reason``, ``current_lease_id``, ``update_time``) and
-        nothing else, as a set (items that do not exist are skipped)."""
+        """Write, for each item, what a retry or a dead-letter changes (:data:`RETRY_FIELDS`)
+        and nothing else, as a set (items that do not exist are skipped)."""
         ...
 
     async def upsert_worker(self, worker: Worker) -> bool: ...

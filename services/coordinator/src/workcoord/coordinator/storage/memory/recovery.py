@@ -12,7 +12,7 @@ from workcoord.coordinator.domain.model import (
     Item,
     RetryPolicy,
 )
-from workcoord.coordinator.domain.ports import EXPIRED_ITEM_FIELDS, ExpiredLease
+from workcoord.coordinator.domain.ports import EXPIRED_ITEM_FIELDS, RETRY_FIELDS, ExpiredLease
 
 from ._base import MemoryTxBase, copied
 
@@ -52,12 +52,5 @@ class RecoveryMemory(MemoryTxBase):
             current = stored.get(item.item_id)
             if current is None:
                 continue
-            stored[item.item_id] = dataclasses.replace(
-                current,
-                state=item.state,
-                not_before=item.not_before,
-                ready_time=item.ready_time,
-                dead_letter_reason=item.dead_letter_reason,
-                current_lease_id=item.current_lease_id,
-                update_time=item.update_time,
-            )
+            changed = {name: getattr(item, name) for name in RETRY_FIELDS}
+            stored[item.item_id] = dataclasses.replace(current, **changed)

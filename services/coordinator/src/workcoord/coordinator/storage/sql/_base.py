@@ -108,18 +108,25 @@ class SqlTxBase:
             return
         await self.conn.execute(rows.insert_statement, params)
 
-    async def _update_each(self, rows: RowMap[_R], key: str, records: Sequence[_R]) -> None:
-        """Write every column of each record to the row with the same ``key`` (one statement)."""
+    async def _update_each(
+        self,
+        rows: RowMap[_R],
+        key: str,
+        records: Sequence[_R],
+        columns: Sequence[str] | None = None,
+    ) -> None:
+        """Write every column (or only ``columns``) of each record to the row with the same
+        ``key`` (one statement)."""
         if not records:
             return
-        params = _keyed_params(rows, key, records)
-        columns = tuple(name for name in params[0] if name != f"b_{key}")
+        params = _keyed_params(rows, key, records, columns)
+        written = tuple(name for name in params[0] if name != f"b_{key}")
         if self.dialect == "postgresql" and len(params) > 1:
             # One statement whatever the number of rows: each column as one array parameter.
-            part = _unnest_update(rows.table, key, columns, self.raw.dialect, 1)
+            part = _unnest_update(rows.table, key, written, self.raw.dialect, 1)
             await self._run_parts([(part, params)], None)
             return
-        await self.raw.execute(rows.update_statement(key, columns), params)
+        await self.raw.execute(rows.update_statement(key, written), params)
 
     async def _write_together(
         self, events: Sequence[Event], revision: tuple[str, int] | None
@@ -202,10 +209,16 @@ _Unnest = tuple[str, list[tuple[str, Any]]]
 _UNNESTS: dict[tuple[str, str, tuple[str, ...], int], _Unnest] = {}
 
 
-def _keyed_params(rows: RowMap[_R], key: str, records: Sequence[_R]) -> list[dict[str, Any]]:
-    """The column values of each record, its ``key`` renamed ``b_<key>`` (the row to write)."""
+def _keyed_params(
+    rows: RowMap[_R], key: str, records: Sequence[_R], columns: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """The column values (all, or ``columns`` only) of each record, its ``key`` renamed
+    ``b_<key>`` (the row to write)."""
     bound = f"b_{key}"
-    params = [rows.values(r) for r in records]
+    if columns is None:
+        params = [rows.values(r) for r in records]
+    else:
+        params = [rows.some_values(r, (key, *columns)) for r in records]
     for values in params:
         values[bound] = values.pop(key)
     return params

@@ -201,6 +201,7 @@ class RowMap(Generic[_R]):
             for column, names in packed.items()
         )
         self._column_names = tuple(table.c.keys())
+        self._codecs = {n: c for n, c in columns}
         # Built once: a statement object memoizes its cache key, so SQLAlchemy finds its
         # compiled form without walking the statement on every call.
         self.insert_statement = table.insert()
@@ -224,6 +225,19 @@ class RowMap(Generic[_R]):
             out[column] = {name: _encode(codec, getattr(record, name)) for name, codec in members}
         out.update(store_columns)
         return out
+
+    def some_values(self, record: _R, names: Sequence[str]) -> dict[str, Any]:
+        """The values of the columns ``names`` only (unpacked columns)."""
+        return {name: _encode(self._codecs[name], getattr(record, name)) for name in names}
+
+    def load_some(self, names: Sequence[str], row: Row[Any]) -> _R:
+        """A record of only the columns ``names`` (selected in that order; unpacked columns):
+        the record's other fields keep their defaults. For reads that need a few columns of
+        many rows."""
+        kwargs = dict(zip(names, row, strict=True))
+        for name in names:
+            kwargs[name] = _decode(self._codecs[name], kwargs[name])
+        return self.record(**kwargs)
 
     def load(self, row: Row[Any], offset: int = 0) -> _R:
         """The record a row holds: the table's columns in their declared order, from
