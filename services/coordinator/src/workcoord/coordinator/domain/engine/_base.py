@@ -261,13 +261,12 @@ class EngineCore(ABC):
         items = await reader.lane_items(ids) if ids else []
         blockers = await reader.lane_blockers(ids) if ids else []
         tickets = await reader.lane_tickets(ids) if ids else []
-        attempts: dict[str, list[Attempt]] = {}
+        by_lane: dict[str, LaneDetail] = {
+            lane.lane_id: LaneDetail(lane=lane, items=[], attempts={}) for lane in lanes
+        }
         if with_attempts and items:
             for attempt in await reader.item_attempts([i.item_id for i in items]):
-                attempts.setdefault(attempt.item_id, []).append(attempt)
-        by_lane: dict[str, LaneDetail] = {
-            lane.lane_id: LaneDetail(lane=lane, items=[], attempts=attempts) for lane in lanes
-        }
+                by_lane[attempt.lane_id].attempts.setdefault(attempt.item_id, []).append(attempt)
         for item in items:
             by_lane[item.lane_id].items.append(item)
         for blocker in blockers:

@@ -9,7 +9,7 @@ from workcoord.kit.errors import FieldViolation, InvalidArgument, NotFound
 
 from .. import rules
 from ..auth import Principal
-from ..model import Attempt, Coordinator, Item, Lane, PendingActionState, Ticket
+from ..model import Attempt, Coordinator, Item, PendingActionState, Ticket
 from ..ports import LaneStamp, Reader
 from ..specs import ClassUsage, CoordinatorView, EventPage, Explanation, LaneDetail
 from ._base import EngineCore
@@ -74,9 +74,8 @@ class Reads(EngineCore):
             else:
                 lane = await self.lane_in(reader, coordinator_id, lane_id)
             live = await reader.live_attempts(coordinator_id, None)
-            detail = await self._cached_lane(reader, coordinator, lane, live)
-            if detail is None:
-                detail = await self._lane_detail(reader, lane, with_attempts=True)
+            stamp = LaneStamp(lane.lane_id, lane.create_time, lane.version)
+            (detail,) = await self._view_lanes(reader, coordinator, [stamp], live)
             occupancy = await self._occupancy(reader, coordinator, detail.items, live)
             events = await reader.list_events(
                 coordinator_id, 0, 200, lane.lane_id if not item_id else "", item_id
@@ -153,23 +152,6 @@ class Reads(EngineCore):
             next_page_token=page.next_page_token,
         )
 
-    async def _cached_lane(
-        self, reader: Reader, coordinator: Coordinator, lane: Lane, live: Sequence[Attempt]
-    ) -> LaneDetail | None:
-        """The lane's details from the view cache if they are still valid at the coordinator's
-        revision (the checks of ``_view_lanes``, for one lane), else None. Shared: read only."""
-        cid = coordinator.coordinator_id
-        cached = self.view_cache.get(cid)
-        entry = cached.lanes.get(lane.lane_id) if cached is not None else None
-        if cached is None or entry is None or cached.revision > coordinator.revision:
-            return None
-        touched = await reader.event_lane_ids(cid, cached.revision, _CATCH_UP_EVENTS)
-        if len(touched) >= _CATCH_UP_EVENTS or lane.lane_id in touched:
-            return None
-        tickets = await reader.lane_tickets([lane.lane_id])
-        stamps = lease_stamps([a for a in live if a.lane_id == lane.lane_id])
-        return entry.detail if entry.still_valid(lane.version, stamps, tickets) else None
-
     async def _view_lanes(
         self,
         reader: Reader,
@@ -206,11 +188,6 @@ class Reads(EngineCore):
                 reload.append(stamp.lane_id)
         lanes = await reader.get_lanes(reload) if reload else []
         for detail in await self.lane_details(reader, lanes, with_attempts=True):
-            detail.attempts = {
-                i.item_id: detail.attempts[i.item_id]
-                for i in detail.items
-                if i.item_id in detail.attempts
-            }
             kept[detail.lane.lane_id] = CachedLane.of(detail)
         self.view_cache.put(cid, Snapshot(revision, kept))
         return [kept[s.lane_id].detail for s in stamps]
