@@ -101,7 +101,7 @@ async def gateways(cluster: common.Cluster, count: int) -> AsyncIterator[list[Ga
             address = f"127.0.0.1:{common.free_port()}"
             log = (cluster.workdir / f"gateway-{index}.log").open("wb")
             process = subprocess.Popen(  # noqa: ASYNC220  # started once, not awaited
-                [common.workcoord_executable(), "serve", "gateway"],
+                [*common.workcoord_command(), "serve", "gateway"],
                 env={
                     **env,
                     "WORKCOORD_LISTEN_GATEWAY": address,

@@ -17,12 +17,10 @@ import os
 import platform
 import re
 import secrets
-import shutil
 import signal
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -33,6 +31,8 @@ from typing import Any
 
 import asyncpg
 
+from tests.support.processes import service_env as service_env  # re-exported for the benches
+from tests.support.processes import workcoord_command as workcoord_command
 from workcoord.api.v1 import admin_pb2, lane_pb2, work_coordinator_pb2
 from workcoord.client.client import WorkcoordClient
 from workcoord.kit.secrets import ADMIN_TOKEN_PREFIX, SERVICE_KEY_PREFIX, new_secret
@@ -65,29 +65,6 @@ def percentile(values: Sequence[float], fraction: float) -> float:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
-
-
-def workcoord_executable() -> str:
-    """The ``workcoord`` console script of this environment."""
-    beside = Path(sys.executable).with_name("workcoord")
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("workcoord")
-    if found is None:
-        raise SystemExit("bench: the workcoord CLI is not installed (run `uv sync`)")
-    return found
-
-
-def service_env(**extra: str) -> dict[str, str]:
-    """This process's environment without any workcoord setting, plus ``extra``."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("WORKCOORD_") and key not in ("DATABASE_URL", "REDIS_URL")
-    }
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(extra)
-    return env
 
 
 def cpu_seconds(pid: int) -> float:
@@ -225,7 +202,7 @@ async def scratch_database(prefix: str = "workcoord_bench") -> AsyncIterator[str
 
 def migrate(database_url: str) -> None:
     subprocess.run(
-        [workcoord_executable(), "db", "upgrade", "--database-url", database_url],
+        [*workcoord_command(), "db", "upgrade", "--database-url", database_url],
         check=True,
         stdout=subprocess.DEVNULL,
     )
@@ -382,7 +359,7 @@ class Cluster:
         log_path = self.workdir / f"coordinator-{len(self.coordinators)}.log"
         with log_path.open("wb") as log:
             process = subprocess.Popen(  # noqa: ASYNC220  # started once, not awaited
-                [workcoord_executable(), "serve", "coordinator"],
+                [*workcoord_command(), "serve", "coordinator"],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -98,7 +98,7 @@ def sample(args: argparse.Namespace, folder: Path) -> tuple[list[float], dict[st
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKCOORD_")}
     dev = _start(
         [
-            common.workcoord_executable(),
+            *common.workcoord_command(),
             "dev",
             *("--state-dir", str(folder / "state")),
             *("--coordinator-port", str(ports[0])),
@@ -119,7 +119,7 @@ def sample(args: argparse.Namespace, folder: Path) -> tuple[list[float], dict[st
         starts = folder / "starts"
         supervisor = _start(
             [
-                common.workcoord_executable(),
+                *common.workcoord_command(),
                 *("worker", "run", "--json"),
                 *("--coordinator", tenant.coordinator_id, "--class", "machine"),
                 *("--wait-seconds", "30"),

@@ -31,7 +31,7 @@ import grpc
 import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from bench.common import free_port, service_env, workcoord_executable
+from bench.common import free_port, service_env, workcoord_command
 
 __all__ = [
     "Deployment",
@@ -292,7 +292,7 @@ class Service:
             log.write(f"---- starting {self.name}\n".encode())
             log.flush()
             self.process = subprocess.Popen(
-                [workcoord_executable(), "serve", self.kind],
+                [*workcoord_command(), "serve", self.kind],
                 env=self.env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -370,7 +370,7 @@ class Deployment:
         await wait_until(self.redis.answering, "redis")
         migrate = await asyncio.to_thread(
             subprocess.run,
-            [workcoord_executable(), "db", "upgrade", "--database-url", self.database_url],
+            [*workcoord_command(), "db", "upgrade", "--database-url", self.database_url],
             env=service_env(),
             capture_output=True,
             text=True,
