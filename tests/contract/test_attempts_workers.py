@@ -147,32 +147,6 @@ async def test_live_attempts_hold_their_exclusive_keys_until_they_end(store: Sto
         assert await tx.live_exclusive_holders("wc_a", keys) == {"gpu:0": "ls_3"}
 
 
-@pytest.mark.port("expired_attempts")
-async def test_expired_attempts_in_expiry_order(store: Store) -> None:
-    await _lane_of_three(store)
-    async with store.write("wc_a") as tx:
-        await tx.insert_attempts(
-            [
-                attempt("ls_late", IT_A, expire_time=at(30)),
-                attempt("ls_b", IT_B, expire_time=at(10)),
-                attempt("ls_a", IT_C, expire_time=at(10), status=AttemptStatus.RUNNING),
-                attempt("ls_ended", IT_A, expire_time=at(5), status=AttemptStatus.DEAD),
-            ]
-        )
-    async with store.write("wc_a") as tx:
-
-        async def ids(now_seconds: float, limit: int, skip: list[str]) -> list[str]:
-            found = await tx.expired_attempts("wc_a", at(now_seconds), limit, skip)
-            return [a.lease_id for a in found]
-
-        assert await ids(9, 10, []) == []
-        assert await ids(10, 10, []) == ["ls_a", "ls_b"]
-        assert await ids(30, 10, []) == ["ls_a", "ls_b", "ls_late"]
-        assert await ids(30, 1, []) == ["ls_a"]
-        assert await ids(30, 10, ["it_c", "it_x"]) == ["ls_b", "ls_late"]
-        assert await tx.expired_attempts("wc_b", at(99), 10, []) == []
-
-
 @pytest.mark.port("upsert_worker", "get_worker", "list_workers", "count_workers")
 async def test_workers_register_and_refresh(store: Store) -> None:
     await seed_coordinator(store)

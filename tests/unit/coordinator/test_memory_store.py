@@ -146,7 +146,5 @@ async def test_claim_order_and_expiry_queries(
     granted = await engine.lease(world.worker, world.cid, LeaseAsk("w1", "codex", 2, 30, 0, None))
     clock.advance(timedelta(seconds=30))
     async with store.write(world.cid) as tx:
-        expired = await tx.expired_attempts(world.cid, tx.now, 10, [])
-        assert {a.lease_id for a in expired} == {g.attempt.lease_id for g in granted}
-        skip = [granted[0].item.item_id]
-        assert len(await tx.expired_attempts(world.cid, tx.now, 10, skip)) == 1
+        ended = await tx.end_expired_leases(world.cid, tx.now, 10)
+        assert {e.attempt.lease_id for e in ended} == {g.attempt.lease_id for g in granted}

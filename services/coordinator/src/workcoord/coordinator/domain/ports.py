@@ -339,9 +339,6 @@ class Tx(Reader, Protocol):
         """The attempt (as get_attempt_for_update) and its item, in one read."""
         ...
 
-    async def expired_attempts(
-        self, coordinator_id: str, now: datetime, limit: int, skip_items: Sequence[str]
-    ) -> list[Attempt]: ...
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]: ...
     async def end_expired_leases(
         self, coordinator_id: str, now: datetime, limit: int

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from workcoord.coordinator.domain.model import LIVE_ATTEMPT_STATUSES, Attempt, Item
 
@@ -114,18 +113,3 @@ class AttemptsMemory(MemoryTxBase):
         ended = {a.lease_id for a in attempts if a.status not in LIVE_ATTEMPT_STATUSES}
         if ended:
             tables.holds = {pk: lease for pk, lease in tables.holds.items() if lease not in ended}
-
-    async def expired_attempts(
-        self, coordinator_id: str, now: datetime, limit: int, skip_items: Sequence[str]
-    ) -> list[Attempt]:
-        skip = set(skip_items)
-        found = [
-            a
-            for a in self.tables.attempts.values()
-            if a.coordinator_id == coordinator_id
-            and a.status in LIVE_ATTEMPT_STATUSES
-            and a.lease_expire_time <= now
-            and a.item_id not in skip
-        ]
-        found.sort(key=lambda a: (a.lease_expire_time, a.lease_id))
-        return [copied(a) for a in found[:limit]]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, select
@@ -171,16 +170,3 @@ class AttemptsSql(SqlTxBase):
         ended = [a.lease_id for a in attempts if a.status.value not in LIVE and a.exclusive_key]
         if ended:
             await self.raw.execute(_RELEASE_HOLDS, {"lease_ids": ended})
-
-    async def expired_attempts(
-        self, coordinator_id: str, now: datetime, limit: int, skip_items: Sequence[str]
-    ) -> list[Attempt]:
-        c = t.attempts.c
-        stmt = select(t.attempts).where(
-            c.coordinator_id == coordinator_id, c.status.in_(LIVE), c.lease_expire_time <= now
-        )
-        if skip_items:
-            stmt = stmt.where(c.item_id.not_in(list(skip_items)))
-        return await self._list(
-            ATTEMPTS, stmt.order_by(c.lease_expire_time, c.lease_id).limit(limit)
-        )
