@@ -11,12 +11,8 @@ from workcoord.api.v1 import (
     policy_pb2,
     work_coordinator_pb2,
 )
-from workcoord.coordinator.domain.model import (
-    Coordinator,
-)
-from workcoord.coordinator.domain.specs import (
-    CapacityEntries,
-)
+from workcoord.coordinator.domain.model import Coordinator
+from workcoord.coordinator.domain.specs import CapacityEntries
 from workcoord.kit.errors import InvalidArgument
 
 from .scalars import (

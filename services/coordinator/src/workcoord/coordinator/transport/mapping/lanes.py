@@ -8,9 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from google.protobuf import json_format
 
-from workcoord.api.v1 import (
-    lane_pb2,
-)
+from workcoord.api.v1 import lane_pb2
 from workcoord.coordinator.domain import rules
 from workcoord.coordinator.domain.model import (
     Attempt,

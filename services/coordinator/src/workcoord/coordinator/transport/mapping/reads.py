@@ -20,22 +20,16 @@ from workcoord.coordinator.domain.specs import (
     MaintenanceReport,
 )
 
-from .coordinators import (
-    coordinator_to_pb,
-)
+from .coordinators import coordinator_to_pb
 from .lane_cache import LANE_MESSAGES, VIEW_RESPONSES
-from .lanes import (
-    attempt_to_pb,
-)
+from .lanes import attempt_to_pb
 from .scalars import (
     dur,
     set_message,
     struct,
     ts,
 )
-from .workers import (
-    worker_to_pb,
-)
+from .workers import worker_to_pb
 
 
 def event_to_pb(e: Event) -> event_pb2.Event:
@@ -73,12 +67,10 @@ def explanation_to_pb(x: Explanation) -> work_coordinator_pb2.Explanation:
     return out
 
 
-def view_to_pb(
-    view: CoordinatorView, out: work_coordinator_pb2.View | None = None
-) -> work_coordinator_pb2.View:
-    """The view as a message (into ``out`` when given, which saves copying it once more).
-    Lanes whose details did not change since the last call reuse their conversion."""
-    out = out if out is not None else work_coordinator_pb2.View()
+def view_to_pb(view: CoordinatorView) -> work_coordinator_pb2.View:
+    """The view as a message. Lanes whose details did not change since the last call reuse
+    their conversion."""
+    out = work_coordinator_pb2.View()
     view_head_to_pb(view, out)
     out.lanes.extend([LANE_MESSAGES.lane(d) for d in view.lanes])
     return out

@@ -18,9 +18,7 @@ from workcoord.coordinator.domain.specs import (
     Verdict,
 )
 
-from .scalars import (
-    from_ts,
-)
+from .scalars import from_ts
 
 
 def run_identity_from_pb(r: lane_pb2.RunIdentity) -> RunIdentity:

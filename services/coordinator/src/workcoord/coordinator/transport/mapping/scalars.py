@@ -9,18 +9,14 @@ from typing import Any, TypeVar, overload
 from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
-from workcoord.api.v1 import (
-    policy_pb2,
-)
+from workcoord.api.v1 import policy_pb2
 from workcoord.coordinator.domain.model import (
     JsonObject,
     OnPass,
     RetryPolicy,
     ReviewPolicy,
 )
-from workcoord.coordinator.domain.specs import (
-    Page,
-)
+from workcoord.coordinator.domain.specs import Page
 
 _Response = TypeVar("_Response", bound=Message)
 _Record = TypeVar("_Record")

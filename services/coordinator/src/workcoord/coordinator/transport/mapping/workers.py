@@ -5,20 +5,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from workcoord.api.v1 import (
-    worker_pb2,
-)
+from workcoord.api.v1 import worker_pb2
 from workcoord.coordinator.domain.model import (
     JsonObject,
     Worker,
 )
-from workcoord.coordinator.domain.specs import (
-    GrantedLease,
-)
+from workcoord.coordinator.domain.specs import GrantedLease
 
-from .reports import (
-    checkpoint_to_pb,
-)
+from .reports import checkpoint_to_pb
 from .scalars import (
     from_dict,
     set_message,
