@@ -39,8 +39,11 @@ from .rows import BLOCKERS, ITEMS, LANES, TICKETS
 _QUEUED = ItemState.QUEUED.value
 
 
-def ready_filter(coordinator_id: str, now: datetime) -> list[ColumnElement[bool]]:
-    """Items a worker could claim at ``now``: queued, not held, not backing off."""
+def ready_filter(
+    coordinator_id: str | BindParameter[str], now: datetime | BindParameter[datetime]
+) -> list[ColumnElement[bool]]:
+    """Items a worker could claim at ``now``: queued, not held, not backing off (values, or
+    parameters of a statement built once)."""
     c = t.items.c
     return [
         c.coordinator_id == coordinator_id,
@@ -74,11 +77,8 @@ _LANE_WITH_COUNTS = (
 _GET_LANE = select(_L).where(_L.c.lane_id == _LANE_ID)
 _GET_ITEM = select(_I).where(_I.c.item_id == bindparam("item_id"))
 _READY = [
-    _I.c.coordinator_id == bindparam("coordinator_id"),
+    *ready_filter(bindparam("coordinator_id"), bindparam("now")),
     _I.c.worker_class == bindparam("worker_class"),
-    _I.c.state == _QUEUED,
-    _I.c.held.is_(False),
-    or_(_I.c.not_before.is_(None), _I.c.not_before <= bindparam("now")),
 ]
 _HAS_READY = select(_I.c.item_id).where(*_READY).limit(1)
 _CANDIDATE_ORDER = (_I.c.priority.desc(), _I.c.seq)
