@@ -14,6 +14,7 @@ from workcoord.coordinator.domain.model import Attempt, Item, ItemState
 from .. import schema as t
 from ..records import hold_keys
 from ._base import LIVE, SqlTxBase
+from .lanes_items import GET_ITEM
 from .rows import ATTEMPTS, ITEMS, LANES
 
 _HOLDS = t.exclusive_holds
@@ -21,7 +22,6 @@ _A, _I = t.attempts, t.items
 
 # The hot statements, built once (see RowMap.insert_statement).
 _GET_ATTEMPT = select(_A).where(_A.c.lease_id == bindparam("lease_id"))
-_GET_ITEM = select(_I).where(_I.c.item_id == bindparam("item_id"))
 _L, _OTHER = t.lanes, t.items.alias("other_items")
 
 
@@ -48,16 +48,11 @@ _ATTEMPT_WITH_LANE = {
     "postgresql": _with_lane(func.string_agg),
     "sqlite": _with_lane(func.group_concat),
 }
-_LIVE = select(_A).where(_A.c.coordinator_id == bindparam("coordinator_id"), _A.c.status.in_(LIVE))
-_LIVE_OF_CLASS = _LIVE.where(_A.c.worker_class == bindparam("worker_class"))
-_LIVE_ORDER = (_A.c.create_time, _A.c.lease_id)
-_LIVE = _LIVE.order_by(*_LIVE_ORDER)
-_LIVE_OF_CLASS = _LIVE_OF_CLASS.order_by(*_LIVE_ORDER)
-_COUNT_LIVE = select(func.count()).where(
-    _A.c.coordinator_id == bindparam("coordinator_id"),
-    _A.c.status.in_(LIVE),
-    _A.c.worker_class == bindparam("worker_class"),
-)
+_LIVE_WHERE = (_A.c.coordinator_id == bindparam("coordinator_id"), _A.c.status.in_(LIVE))
+_OF_CLASS = _A.c.worker_class == bindparam("worker_class")
+_LIVE = select(_A).where(*_LIVE_WHERE).order_by(_A.c.create_time, _A.c.lease_id)
+_LIVE_OF_CLASS = _LIVE.where(_OF_CLASS)
+_COUNT_LIVE = select(func.count()).where(*_LIVE_WHERE, _OF_CLASS)
 _RELEASE_HOLDS = delete(_HOLDS).where(_HOLDS.c.lease_id.in_(bindparam("lease_ids", expanding=True)))
 
 
@@ -80,7 +75,7 @@ class AttemptsSql(SqlTxBase):
             item = self._pending_items.get(attempt.item_id)
             if item is not None:
                 return copy.copy(attempt), copy.copy(item)
-            row = (await self.raw.execute(_GET_ITEM, {"item_id": attempt.item_id})).first()
+            row = (await self.raw.execute(GET_ITEM, {"item_id": attempt.item_id})).first()
             return copy.copy(attempt), ITEMS.load(row) if row is not None else None
         # With the item's lane and its other items' states: a Complete needs them next.
         statement = _ATTEMPT_WITH_LANE[self.dialect]

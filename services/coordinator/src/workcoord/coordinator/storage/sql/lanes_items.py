@@ -75,7 +75,7 @@ _LANE_WITH_COUNTS = (
     .where(_L.c.lane_id == _LANE_ID)
 )
 _GET_LANE = select(_L).where(_L.c.lane_id == _LANE_ID)
-_GET_ITEM = select(_I).where(_I.c.item_id == bindparam("item_id"))
+GET_ITEM = select(_I).where(_I.c.item_id == bindparam("item_id"))
 _READY = [
     *ready_filter(bindparam("coordinator_id"), bindparam("now")),
     _I.c.worker_class == bindparam("worker_class"),
@@ -177,7 +177,7 @@ class LanesItemsSql(SqlTxBase):
         pending = self._pending_items.get(item_id)
         if pending is not None:
             return copy.copy(pending)
-        row = (await self.raw.execute(_GET_ITEM, {"item_id": item_id})).first()
+        row = (await self.raw.execute(GET_ITEM, {"item_id": item_id})).first()
         return ITEMS.load(row) if row is not None else None
 
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]:
