@@ -10,7 +10,7 @@ from workcoord.kit.errors import InvalidArgument
 
 from . import mapping as m
 from . import tenancy_mapping as tmap
-from .base import Context, EngineServicer
+from .base import Context, EngineServicer, rpc
 from .gate import caller
 
 __all__ = ["AdminServicer"]
@@ -23,52 +23,43 @@ class AdminServicer(EngineServicer, admin_pb2_grpc.AdminServiceServicer):
         principal = m.principal_to_pb(caller().principal)
         return admin_pb2.GetCurrentPrincipalResponse(principal=principal)
 
-    async def CreateOrg(
-        self, request: admin_pb2.CreateOrgRequest, context: Context
-    ) -> admin_pb2.CreateOrgResponse:
-        p = caller().principal
-        org = await self.engine.create_org(p, request.org.slug, request.org.display_name)
-        return admin_pb2.CreateOrgResponse(org=m.org_to_pb(org))
+    CreateOrg = rpc(
+        admin_pb2.CreateOrgRequest,
+        lambda s, p, r: s.engine.create_org(p, r.org.slug, r.org.display_name),
+        lambda org: admin_pb2.CreateOrgResponse(org=m.org_to_pb(org)),
+    )
 
-    async def ListOrgs(
-        self, request: admin_pb2.ListOrgsRequest, context: Context
-    ) -> admin_pb2.ListOrgsResponse:
-        p = caller().principal
-        page = await self.engine.list_orgs(p, request.page_size, request.page_token)
-        return m.page_to_pb(admin_pb2.ListOrgsResponse, "orgs", page, m.org_to_pb)
+    ListOrgs = rpc(
+        admin_pb2.ListOrgsRequest,
+        lambda s, p, r: s.engine.list_orgs(p, r.page_size, r.page_token),
+        lambda page: m.page_to_pb(admin_pb2.ListOrgsResponse, "orgs", page, m.org_to_pb),
+    )
 
-    async def GetOrg(
-        self, request: admin_pb2.GetOrgRequest, context: Context
-    ) -> admin_pb2.GetOrgResponse:
-        p = caller().principal
-        return admin_pb2.GetOrgResponse(
-            org=m.org_to_pb(await self.engine.get_org(p, request.org_slug))
-        )
+    GetOrg = rpc(
+        admin_pb2.GetOrgRequest,
+        lambda s, p, r: s.engine.get_org(p, r.org_slug),
+        lambda org: admin_pb2.GetOrgResponse(org=m.org_to_pb(org)),
+    )
 
-    async def CreateUser(
-        self, request: admin_pb2.CreateUserRequest, context: Context
-    ) -> admin_pb2.CreateUserResponse:
-        p = caller().principal
-        u = request.user
-        user = await self.engine.create_user(
-            p, u.email, u.display_name, u.platform_admin, u.verified
-        )
-        return admin_pb2.CreateUserResponse(user=m.user_to_pb(user))
+    CreateUser = rpc(
+        admin_pb2.CreateUserRequest,
+        lambda s, p, r: s.engine.create_user(
+            p, r.user.email, r.user.display_name, r.user.platform_admin, r.user.verified
+        ),
+        lambda user: admin_pb2.CreateUserResponse(user=m.user_to_pb(user)),
+    )
 
-    async def ListUsers(
-        self, request: admin_pb2.ListUsersRequest, context: Context
-    ) -> admin_pb2.ListUsersResponse:
-        p = caller().principal
-        page = await self.engine.list_users(p, request.page_size, request.page_token)
-        return m.page_to_pb(admin_pb2.ListUsersResponse, "users", page, m.user_to_pb)
+    ListUsers = rpc(
+        admin_pb2.ListUsersRequest,
+        lambda s, p, r: s.engine.list_users(p, r.page_size, r.page_token),
+        lambda page: m.page_to_pb(admin_pb2.ListUsersResponse, "users", page, m.user_to_pb),
+    )
 
-    async def GetUser(
-        self, request: admin_pb2.GetUserRequest, context: Context
-    ) -> admin_pb2.GetUserResponse:
-        p = caller().principal
-        return admin_pb2.GetUserResponse(
-            user=m.user_to_pb(await self.engine.get_user(p, request.user_id))
-        )
+    GetUser = rpc(
+        admin_pb2.GetUserRequest,
+        lambda s, p, r: s.engine.get_user(p, r.user_id),
+        lambda user: admin_pb2.GetUserResponse(user=m.user_to_pb(user)),
+    )
 
     async def AddOrgMember(
         self, request: admin_pb2.AddOrgMemberRequest, context: Context
@@ -81,21 +72,19 @@ class AdminServicer(EngineServicer, admin_pb2_grpc.AdminServiceServicer):
         member = MemberRecord(request.org_slug, request.member.user_id, role, when)
         return admin_pb2.AddOrgMemberResponse(member=tmap.member_to_pb(member))
 
-    async def ListOrgMembers(
-        self, request: admin_pb2.ListOrgMembersRequest, context: Context
-    ) -> admin_pb2.ListOrgMembersResponse:
-        p = caller().principal
-        page = await self.tenancy.list_org_members(
-            p, request.org_slug, request.page_size, request.page_token
-        )
-        return m.page_to_pb(admin_pb2.ListOrgMembersResponse, "members", page, tmap.member_to_pb)
+    ListOrgMembers = rpc(
+        admin_pb2.ListOrgMembersRequest,
+        lambda s, p, r: s.tenancy.list_org_members(p, r.org_slug, r.page_size, r.page_token),
+        lambda page: m.page_to_pb(
+            admin_pb2.ListOrgMembersResponse, "members", page, tmap.member_to_pb
+        ),
+    )
 
-    async def RemoveOrgMember(
-        self, request: admin_pb2.RemoveOrgMemberRequest, context: Context
-    ) -> admin_pb2.RemoveOrgMemberResponse:
-        p = caller().principal
-        await self.tenancy.remove_org_member(p, request.org_slug, request.user_id)
-        return admin_pb2.RemoveOrgMemberResponse()
+    RemoveOrgMember = rpc(
+        admin_pb2.RemoveOrgMemberRequest,
+        lambda s, p, r: s.tenancy.remove_org_member(p, r.org_slug, r.user_id),
+        lambda _: admin_pb2.RemoveOrgMemberResponse(),
+    )
 
     async def CreateUserToken(
         self, request: admin_pb2.CreateUserTokenRequest, context: Context
@@ -116,12 +105,11 @@ class AdminServicer(EngineServicer, admin_pb2_grpc.AdminServiceServicer):
             token_id=issued.token_id, secret=issued.secret, token=tmap.token_to_pb(token)
         )
 
-    async def RevokeUserToken(
-        self, request: admin_pb2.RevokeUserTokenRequest, context: Context
-    ) -> admin_pb2.RevokeUserTokenResponse:
-        p = caller().principal
-        token = await self.tenancy.revoke_user_token(p, request.user_id, request.token_id)
-        return admin_pb2.RevokeUserTokenResponse(token=tmap.token_to_pb(token))
+    RevokeUserToken = rpc(
+        admin_pb2.RevokeUserTokenRequest,
+        lambda s, p, r: s.tenancy.revoke_user_token(p, r.user_id, r.token_id),
+        lambda token: admin_pb2.RevokeUserTokenResponse(token=tmap.token_to_pb(token)),
+    )
 
     async def CreateWorkKey(
         self, request: admin_pb2.CreateWorkKeyRequest, context: Context
@@ -140,38 +128,31 @@ class AdminServicer(EngineServicer, admin_pb2_grpc.AdminServiceServicer):
             key_id=issued.key.key_id, secret=issued.secret, work_key=m.work_key_to_pb(issued.key)
         )
 
-    async def ListWorkKeys(
-        self, request: admin_pb2.ListWorkKeysRequest, context: Context
-    ) -> admin_pb2.ListWorkKeysResponse:
-        p = caller().principal
-        page = await self.engine.list_work_keys(
-            p, request.org_slug, request.page_size, request.page_token
-        )
-        return m.page_to_pb(admin_pb2.ListWorkKeysResponse, "work_keys", page, m.work_key_to_pb)
+    ListWorkKeys = rpc(
+        admin_pb2.ListWorkKeysRequest,
+        lambda s, p, r: s.engine.list_work_keys(p, r.org_slug, r.page_size, r.page_token),
+        lambda page: m.page_to_pb(
+            admin_pb2.ListWorkKeysResponse, "work_keys", page, m.work_key_to_pb
+        ),
+    )
 
-    async def GetWorkKey(
-        self, request: admin_pb2.GetWorkKeyRequest, context: Context
-    ) -> admin_pb2.GetWorkKeyResponse:
-        p = caller().principal
-        return admin_pb2.GetWorkKeyResponse(
-            work_key=m.work_key_to_pb(await self.engine.get_work_key(p, request.key_id))
-        )
+    GetWorkKey = rpc(
+        admin_pb2.GetWorkKeyRequest,
+        lambda s, p, r: s.engine.get_work_key(p, r.key_id),
+        lambda key: admin_pb2.GetWorkKeyResponse(work_key=m.work_key_to_pb(key)),
+    )
 
-    async def RevokeWorkKey(
-        self, request: admin_pb2.RevokeWorkKeyRequest, context: Context
-    ) -> admin_pb2.RevokeWorkKeyResponse:
-        p = caller().principal
-        return admin_pb2.RevokeWorkKeyResponse(
-            work_key=m.work_key_to_pb(await self.engine.revoke_work_key(p, request.key_id))
-        )
+    RevokeWorkKey = rpc(
+        admin_pb2.RevokeWorkKeyRequest,
+        lambda s, p, r: s.engine.revoke_work_key(p, r.key_id),
+        lambda key: admin_pb2.RevokeWorkKeyResponse(work_key=m.work_key_to_pb(key)),
+    )
 
-    async def GetSettings(
-        self, request: admin_pb2.GetSettingsRequest, context: Context
-    ) -> admin_pb2.GetSettingsResponse:
-        p = caller().principal
-        return admin_pb2.GetSettingsResponse(
-            settings=m.settings_to_pb(await self.engine.get_settings(p))
-        )
+    GetSettings = rpc(
+        admin_pb2.GetSettingsRequest,
+        lambda s, p, r: s.engine.get_settings(p),
+        lambda settings: admin_pb2.GetSettingsResponse(settings=m.settings_to_pb(settings)),
+    )
 
     async def UpdateSettings(
         self, request: admin_pb2.UpdateSettingsRequest, context: Context

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol, TypeVar
+
+from google.protobuf.message import Message
 
 from workcoord.api.v1 import lane_pb2, lane_pb2_grpc
 from workcoord.coordinator.domain.model import LaneState, Ticket
@@ -10,25 +12,58 @@ from workcoord.coordinator.domain.specs import Decision
 from workcoord.kit.fingerprint import request_fingerprint
 
 from . import mapping as m
-from .base import Context, EngineServicer
+from .base import Context, EngineServicer, Rpc, rpc
 from .gate import caller
 
 __all__ = ["LaneServicer"]
 
+_DecisionRequest = TypeVar("_DecisionRequest", bound="_ItemNote")
+_ItemResponse = TypeVar("_ItemResponse", bound=Message)
+
+
+class _ItemNote(Protocol):
+    """What every decision on an item names: the item and the person's note."""
+
+    @property
+    def coordinator_id(self) -> str: ...
+
+    @property
+    def lane_id(self) -> str: ...
+
+    @property
+    def item_id(self) -> str: ...
+
+    @property
+    def note(self) -> str: ...
+
+
+def _decision(
+    request_type: type[_DecisionRequest],
+    decision: Decision,
+    response: type[_ItemResponse],
+) -> Rpc[_DecisionRequest, _ItemResponse]:
+    """The method that makes ``decision`` on the item the request names and answers with it."""
+    return rpc(
+        request_type,
+        lambda s, p, r: s.engine.decide_item(
+            p, r.coordinator_id, r.lane_id, r.item_id, decision, r.note
+        ),
+        lambda detail: response(item=m.item_detail_to_pb(detail)),
+    )
+
 
 class LaneServicer(EngineServicer, lane_pb2_grpc.LaneServiceServicer):
-    async def CreateLane(
-        self, request: lane_pb2.CreateLaneRequest, context: Context
-    ) -> lane_pb2.CreateLaneResponse:
-        p = caller().principal
-        detail = await self.engine.create_lane(
+    CreateLane = rpc(
+        lane_pb2.CreateLaneRequest,
+        lambda s, p, r: s.engine.create_lane(
             p,
-            request.coordinator_id,
-            m.lane_spec_from_pb(request.lane),
-            request.request_id,
-            fingerprint=request_fingerprint(request),
-        )
-        return lane_pb2.CreateLaneResponse(lane=m.lane_to_pb(detail))
+            r.coordinator_id,
+            m.lane_spec_from_pb(r.lane),
+            r.request_id,
+            fingerprint=request_fingerprint(r),
+        ),
+        lambda detail: lane_pb2.CreateLaneResponse(lane=m.lane_to_pb(detail)),
+    )
 
     async def ListLanes(
         self, request: lane_pb2.ListLanesRequest, context: Context
@@ -41,124 +76,76 @@ class LaneServicer(EngineServicer, lane_pb2_grpc.LaneServiceServicer):
         )
         return m.page_to_pb(lane_pb2.ListLanesResponse, "lanes", page, m.lane_to_pb)
 
-    async def GetLane(
-        self, request: lane_pb2.GetLaneRequest, context: Context
-    ) -> lane_pb2.GetLaneResponse:
-        p = caller().principal
-        detail = await self.engine.get_lane(p, request.coordinator_id, request.lane_id)
-        return lane_pb2.GetLaneResponse(lane=m.lane_to_pb(detail))
+    GetLane = rpc(
+        lane_pb2.GetLaneRequest,
+        lambda s, p, r: s.engine.get_lane(p, r.coordinator_id, r.lane_id),
+        lambda detail: lane_pb2.GetLaneResponse(lane=m.lane_to_pb(detail)),
+    )
 
-    async def PauseLane(
-        self, request: lane_pb2.PauseLaneRequest, context: Context
-    ) -> lane_pb2.PauseLaneResponse:
-        p = caller().principal
-        detail = await self.engine.pause_lane(
-            p, request.coordinator_id, request.lane_id, request.reason, True
-        )
-        return lane_pb2.PauseLaneResponse(lane=m.lane_to_pb(detail))
+    PauseLane = rpc(
+        lane_pb2.PauseLaneRequest,
+        lambda s, p, r: s.engine.pause_lane(p, r.coordinator_id, r.lane_id, r.reason, True),
+        lambda detail: lane_pb2.PauseLaneResponse(lane=m.lane_to_pb(detail)),
+    )
 
-    async def ResumeLane(
-        self, request: lane_pb2.ResumeLaneRequest, context: Context
-    ) -> lane_pb2.ResumeLaneResponse:
-        p = caller().principal
-        detail = await self.engine.pause_lane(
-            p, request.coordinator_id, request.lane_id, request.reason, False
-        )
-        return lane_pb2.ResumeLaneResponse(lane=m.lane_to_pb(detail))
+    ResumeLane = rpc(
+        lane_pb2.ResumeLaneRequest,
+        lambda s, p, r: s.engine.pause_lane(p, r.coordinator_id, r.lane_id, r.reason, False),
+        lambda detail: lane_pb2.ResumeLaneResponse(lane=m.lane_to_pb(detail)),
+    )
 
-    async def CancelLane(
-        self, request: lane_pb2.CancelLaneRequest, context: Context
-    ) -> lane_pb2.CancelLaneResponse:
-        p = caller().principal
-        detail = await self.engine.cancel_lane(
-            p, request.coordinator_id, request.lane_id, request.reason
-        )
-        return lane_pb2.CancelLaneResponse(lane=m.lane_to_pb(detail))
+    CancelLane = rpc(
+        lane_pb2.CancelLaneRequest,
+        lambda s, p, r: s.engine.cancel_lane(p, r.coordinator_id, r.lane_id, r.reason),
+        lambda detail: lane_pb2.CancelLaneResponse(lane=m.lane_to_pb(detail)),
+    )
 
-    async def AddBlocker(
-        self, request: lane_pb2.AddBlockerRequest, context: Context
-    ) -> lane_pb2.AddBlockerResponse:
-        p = caller().principal
-        detail = await self.engine.add_blocker(
-            p, request.coordinator_id, request.lane_id, request.blocker.reason
-        )
-        return lane_pb2.AddBlockerResponse(lane=m.lane_to_pb(detail))
+    AddBlocker = rpc(
+        lane_pb2.AddBlockerRequest,
+        lambda s, p, r: s.engine.add_blocker(p, r.coordinator_id, r.lane_id, r.blocker.reason),
+        lambda detail: lane_pb2.AddBlockerResponse(lane=m.lane_to_pb(detail)),
+    )
 
-    async def ResolveBlocker(
-        self, request: lane_pb2.ResolveBlockerRequest, context: Context
-    ) -> lane_pb2.ResolveBlockerResponse:
-        p = caller().principal
-        detail = await self.engine.resolve_blocker(
-            p, request.coordinator_id, request.lane_id, request.blocker_id
-        )
-        return lane_pb2.ResolveBlockerResponse(lane=m.lane_to_pb(detail))
+    ResolveBlocker = rpc(
+        lane_pb2.ResolveBlockerRequest,
+        lambda s, p, r: s.engine.resolve_blocker(p, r.coordinator_id, r.lane_id, r.blocker_id),
+        lambda detail: lane_pb2.ResolveBlockerResponse(lane=m.lane_to_pb(detail)),
+    )
 
-    async def LinkTicket(
-        self, request: lane_pb2.LinkTicketRequest, context: Context
-    ) -> lane_pb2.LinkTicketResponse:
-        p = caller().principal
-        t = request.ticket
-        detail = await self.engine.link_ticket(
-            p, request.coordinator_id, request.lane_id, Ticket("", t.tracker, t.key, t.url)
-        )
-        return lane_pb2.LinkTicketResponse(lane=m.lane_to_pb(detail))
-
-    async def CreateItem(
-        self, request: lane_pb2.CreateItemRequest, context: Context
-    ) -> lane_pb2.CreateItemResponse:
-        p = caller().principal
-        detail = await self.engine.create_item(
+    LinkTicket = rpc(
+        lane_pb2.LinkTicketRequest,
+        lambda s, p, r: s.engine.link_ticket(
             p,
-            request.coordinator_id,
-            request.lane_id,
-            m.item_spec_from_pb(request.item),
-            request.request_id,
-            fingerprint=request_fingerprint(request),
-        )
-        return lane_pb2.CreateItemResponse(item=m.item_detail_to_pb(detail))
+            r.coordinator_id,
+            r.lane_id,
+            Ticket("", r.ticket.tracker, r.ticket.key, r.ticket.url),
+        ),
+        lambda detail: lane_pb2.LinkTicketResponse(lane=m.lane_to_pb(detail)),
+    )
 
-    async def GetItem(
-        self, request: lane_pb2.GetItemRequest, context: Context
-    ) -> lane_pb2.GetItemResponse:
-        p = caller().principal
-        detail = await self.engine.get_item(
-            p, request.coordinator_id, request.lane_id, request.item_id
-        )
-        return lane_pb2.GetItemResponse(item=m.item_detail_to_pb(detail))
+    CreateItem = rpc(
+        lane_pb2.CreateItemRequest,
+        lambda s, p, r: s.engine.create_item(
+            p,
+            r.coordinator_id,
+            r.lane_id,
+            m.item_spec_from_pb(r.item),
+            r.request_id,
+            fingerprint=request_fingerprint(r),
+        ),
+        lambda detail: lane_pb2.CreateItemResponse(item=m.item_detail_to_pb(detail)),
+    )
 
-    async def _decide(self, request: Any, context: Context, decision: Decision) -> lane_pb2.Item:
-        p = caller().principal
-        detail = await self.engine.decide_item(
-            p, request.coordinator_id, request.lane_id, request.item_id, decision, request.note
-        )
-        return m.item_detail_to_pb(detail)
+    GetItem = rpc(
+        lane_pb2.GetItemRequest,
+        lambda s, p, r: s.engine.get_item(p, r.coordinator_id, r.lane_id, r.item_id),
+        lambda detail: lane_pb2.GetItemResponse(item=m.item_detail_to_pb(detail)),
+    )
 
-    async def ApproveItem(
-        self, request: lane_pb2.ApproveItemRequest, context: Context
-    ) -> lane_pb2.ApproveItemResponse:
-        item = await self._decide(request, context, Decision.APPROVE)
-        return lane_pb2.ApproveItemResponse(item=item)
-
-    async def DenyItem(
-        self, request: lane_pb2.DenyItemRequest, context: Context
-    ) -> lane_pb2.DenyItemResponse:
-        item = await self._decide(request, context, Decision.DENY)
-        return lane_pb2.DenyItemResponse(item=item)
-
-    async def ResumeItem(
-        self, request: lane_pb2.ResumeItemRequest, context: Context
-    ) -> lane_pb2.ResumeItemResponse:
-        item = await self._decide(request, context, Decision.RESUME)
-        return lane_pb2.ResumeItemResponse(item=item)
-
-    async def CancelItem(
-        self, request: lane_pb2.CancelItemRequest, context: Context
-    ) -> lane_pb2.CancelItemResponse:
-        item = await self._decide(request, context, Decision.CANCEL)
-        return lane_pb2.CancelItemResponse(item=item)
-
-    async def RetryItem(
-        self, request: lane_pb2.RetryItemRequest, context: Context
-    ) -> lane_pb2.RetryItemResponse:
-        item = await self._decide(request, context, Decision.RETRY)
-        return lane_pb2.RetryItemResponse(item=item)
+    ApproveItem = _decision(
+        lane_pb2.ApproveItemRequest, Decision.APPROVE, lane_pb2.ApproveItemResponse
+    )
+    DenyItem = _decision(lane_pb2.DenyItemRequest, Decision.DENY, lane_pb2.DenyItemResponse)
+    ResumeItem = _decision(lane_pb2.ResumeItemRequest, Decision.RESUME, lane_pb2.ResumeItemResponse)
+    CancelItem = _decision(lane_pb2.CancelItemRequest, Decision.CANCEL, lane_pb2.CancelItemResponse)
+    RetryItem = _decision(lane_pb2.RetryItemRequest, Decision.RETRY, lane_pb2.RetryItemResponse)

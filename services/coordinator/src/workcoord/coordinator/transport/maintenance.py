@@ -6,19 +6,17 @@ from __future__ import annotations
 from workcoord.api.v1 import maintenance_pb2, maintenance_pb2_grpc
 
 from . import mapping as m
-from .base import Context, EngineServicer
+from .base import Context, EngineServicer, rpc
 from .gate import caller
 
 __all__ = ["MaintenanceServicer"]
 
 
 class MaintenanceServicer(EngineServicer, maintenance_pb2_grpc.MaintenanceServiceServicer):
-    async def ListMaintenanceTargets(
-        self, request: maintenance_pb2.ListMaintenanceTargetsRequest, context: Context
-    ) -> maintenance_pb2.ListMaintenanceTargetsResponse:
-        p = caller().principal
-        found = await self.engine.maintenance_targets(p)
-        return maintenance_pb2.ListMaintenanceTargetsResponse(
+    ListMaintenanceTargets = rpc(
+        maintenance_pb2.ListMaintenanceTargetsRequest,
+        lambda s, p, r: s.engine.maintenance_targets(p),
+        lambda found: maintenance_pb2.ListMaintenanceTargetsResponse(
             platform_enabled=found.platform_enabled,
             targets=[
                 maintenance_pb2.MaintenanceTarget(
@@ -26,25 +24,22 @@ class MaintenanceServicer(EngineServicer, maintenance_pb2_grpc.MaintenanceServic
                 )
                 for t in found.targets
             ],
-        )
+        ),
+    )
 
-    async def RunMaintenance(
-        self, request: maintenance_pb2.RunMaintenanceRequest, context: Context
-    ) -> maintenance_pb2.RunMaintenanceResponse:
-        p = caller().principal
-        report = await self.engine.run_maintenance(p, request.coordinator_id, request.batch_size)
-        return maintenance_pb2.RunMaintenanceResponse(report=m.report_to_pb(report))
+    RunMaintenance = rpc(
+        maintenance_pb2.RunMaintenanceRequest,
+        lambda s, p, r: s.engine.run_maintenance(p, r.coordinator_id, r.batch_size),
+        lambda report: maintenance_pb2.RunMaintenanceResponse(report=m.report_to_pb(report)),
+    )
 
-    async def AcquireLeadership(
-        self, request: maintenance_pb2.AcquireLeadershipRequest, context: Context
-    ) -> maintenance_pb2.AcquireLeadershipResponse:
-        p = caller().principal
-        claim = await self.engine.acquire_leadership(
-            p, request.name, request.holder_id, request.lease_seconds
-        )
-        return maintenance_pb2.AcquireLeadershipResponse(
+    AcquireLeadership = rpc(
+        maintenance_pb2.AcquireLeadershipRequest,
+        lambda s, p, r: s.engine.acquire_leadership(p, r.name, r.holder_id, r.lease_seconds),
+        lambda claim: maintenance_pb2.AcquireLeadershipResponse(
             leadership=m.leadership_to_pb(claim.leadership, claim.held)
-        )
+        ),
+    )
 
     async def ReleaseLeadership(
         self, request: maintenance_pb2.ReleaseLeadershipRequest, context: Context

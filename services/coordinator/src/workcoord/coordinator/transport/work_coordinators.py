@@ -12,7 +12,7 @@ from workcoord.kit.fingerprint import request_fingerprint
 
 from . import mapping as m
 from . import tenancy_mapping as tmap
-from .base import Context, EngineServicer
+from .base import Context, EngineServicer, rpc
 from .gate import caller
 from .mapping.reads import view_response
 
@@ -42,28 +42,24 @@ class WorkCoordinatorServicer(
             work_coordinator=m.coordinator_to_pb(created)
         )
 
-    async def ListWorkCoordinators(
-        self, request: work_coordinator_pb2.ListWorkCoordinatorsRequest, context: Context
-    ) -> work_coordinator_pb2.ListWorkCoordinatorsResponse:
-        p = caller().principal
-        page = await self.engine.list_coordinators(
-            p, request.org_slug, request.page_size, request.page_token
-        )
-        return m.page_to_pb(
+    ListWorkCoordinators = rpc(
+        work_coordinator_pb2.ListWorkCoordinatorsRequest,
+        lambda s, p, r: s.engine.list_coordinators(p, r.org_slug, r.page_size, r.page_token),
+        lambda page: m.page_to_pb(
             work_coordinator_pb2.ListWorkCoordinatorsResponse,
             "work_coordinators",
             page,
             m.coordinator_to_pb,
-        )
+        ),
+    )
 
-    async def GetWorkCoordinator(
-        self, request: work_coordinator_pb2.GetWorkCoordinatorRequest, context: Context
-    ) -> work_coordinator_pb2.GetWorkCoordinatorResponse:
-        p = caller().principal
-        c = await self.engine.get_coordinator(p, request.coordinator_id)
-        return work_coordinator_pb2.GetWorkCoordinatorResponse(
+    GetWorkCoordinator = rpc(
+        work_coordinator_pb2.GetWorkCoordinatorRequest,
+        lambda s, p, r: s.engine.get_coordinator(p, r.coordinator_id),
+        lambda c: work_coordinator_pb2.GetWorkCoordinatorResponse(
             work_coordinator=m.coordinator_to_pb(c)
-        )
+        ),
+    )
 
     async def UpdateWorkCoordinator(
         self, request: work_coordinator_pb2.UpdateWorkCoordinatorRequest, context: Context
@@ -88,47 +84,41 @@ class WorkCoordinatorServicer(
             work_coordinator=m.coordinator_to_pb(updated)
         )
 
-    async def GetView(
-        self, request: work_coordinator_pb2.GetViewRequest, context: Context
-    ) -> work_coordinator_pb2.GetViewResponse:
-        p = caller().principal
-        view = await self.engine.view(
-            p, request.coordinator_id, request.page_size, request.page_token
-        )
-        return view_response(view)
+    GetView = rpc(
+        work_coordinator_pb2.GetViewRequest,
+        lambda s, p, r: s.engine.view(p, r.coordinator_id, r.page_size, r.page_token),
+        view_response,
+    )
 
-    async def Explain(
-        self, request: work_coordinator_pb2.ExplainRequest, context: Context
-    ) -> work_coordinator_pb2.ExplainResponse:
-        p = caller().principal
-        x = await self.engine.explain(p, request.coordinator_id, request.lane_id, request.item_id)
-        return work_coordinator_pb2.ExplainResponse(explanation=m.explanation_to_pb(x))
+    Explain = rpc(
+        work_coordinator_pb2.ExplainRequest,
+        lambda s, p, r: s.engine.explain(p, r.coordinator_id, r.lane_id, r.item_id),
+        lambda x: work_coordinator_pb2.ExplainResponse(explanation=m.explanation_to_pb(x)),
+    )
 
-    async def ListEvents(
-        self, request: work_coordinator_pb2.ListEventsRequest, context: Context
-    ) -> work_coordinator_pb2.ListEventsResponse:
-        p = caller().principal
-        page = await self.engine.list_events(
+    ListEvents = rpc(
+        work_coordinator_pb2.ListEventsRequest,
+        lambda s, p, r: s.engine.list_events(
             p,
-            request.coordinator_id,
-            request.since_revision,
-            request.page_size,
-            request.page_token,
-            request.lane_id,
-            request.item_id,
-        )
-        return work_coordinator_pb2.ListEventsResponse(
+            r.coordinator_id,
+            r.since_revision,
+            r.page_size,
+            r.page_token,
+            r.lane_id,
+            r.item_id,
+        ),
+        lambda page: work_coordinator_pb2.ListEventsResponse(
             events=[m.event_to_pb(e) for e in page.events],
             next_page_token=page.next_page_token,
             revision=page.revision,
-        )
+        ),
+    )
 
-    async def GetDigest(
-        self, request: work_coordinator_pb2.GetDigestRequest, context: Context
-    ) -> work_coordinator_pb2.GetDigestResponse:
-        p = caller().principal
-        digest = await self.engine.get_digest(p, request.coordinator_id, request.day)
-        return work_coordinator_pb2.GetDigestResponse(digest=m.digest_to_pb(digest))
+    GetDigest = rpc(
+        work_coordinator_pb2.GetDigestRequest,
+        lambda s, p, r: s.engine.get_digest(p, r.coordinator_id, r.day),
+        lambda digest: work_coordinator_pb2.GetDigestResponse(digest=m.digest_to_pb(digest)),
+    )
 
     async def ListPendingActions(
         self, request: work_coordinator_pb2.ListPendingActionsRequest, context: Context
@@ -146,16 +136,15 @@ class WorkCoordinatorServicer(
             m.pending_action_to_pb,
         )
 
-    async def ResolvePendingAction(
-        self, request: work_coordinator_pb2.ResolvePendingActionRequest, context: Context
-    ) -> work_coordinator_pb2.ResolvePendingActionResponse:
-        p = caller().principal
-        action = await self.engine.resolve_pending_action(
-            p, request.coordinator_id, request.action_id, request.resolution
-        )
-        return work_coordinator_pb2.ResolvePendingActionResponse(
+    ResolvePendingAction = rpc(
+        work_coordinator_pb2.ResolvePendingActionRequest,
+        lambda s, p, r: s.engine.resolve_pending_action(
+            p, r.coordinator_id, r.action_id, r.resolution
+        ),
+        lambda action: work_coordinator_pb2.ResolvePendingActionResponse(
             pending_action=m.pending_action_to_pb(action)
-        )
+        ),
+    )
 
     async def CreateGrant(
         self, request: work_coordinator_pb2.CreateGrantRequest, context: Context
@@ -203,61 +192,48 @@ class WorkCoordinatorServicer(
             grant=tmap.grant_to_pb(grant, self.engine.clock.now())
         )
 
-    async def GetChildSummary(
-        self, request: work_coordinator_pb2.GetChildSummaryRequest, context: Context
-    ) -> work_coordinator_pb2.GetChildSummaryResponse:
-        p = caller().principal
-        summary = await self.tenancy.child_summary(p, request.coordinator_id, request.child_id)
-        return work_coordinator_pb2.GetChildSummaryResponse(
+    GetChildSummary = rpc(
+        work_coordinator_pb2.GetChildSummaryRequest,
+        lambda s, p, r: s.tenancy.child_summary(p, r.coordinator_id, r.child_id),
+        lambda summary: work_coordinator_pb2.GetChildSummaryResponse(
             summary=tmap.child_summary_to_pb(summary)
-        )
+        ),
+    )
 
-    async def ListChildEscalations(
-        self, request: work_coordinator_pb2.ListChildEscalationsRequest, context: Context
-    ) -> work_coordinator_pb2.ListChildEscalationsResponse:
-        p = caller().principal
-        escalations = await self.tenancy.child_escalations(
-            p, request.coordinator_id, request.child_id
-        )
-        return work_coordinator_pb2.ListChildEscalationsResponse(
+    ListChildEscalations = rpc(
+        work_coordinator_pb2.ListChildEscalationsRequest,
+        lambda s, p, r: s.tenancy.child_escalations(p, r.coordinator_id, r.child_id),
+        lambda escalations: work_coordinator_pb2.ListChildEscalationsResponse(
             escalations=[m.escalation_to_pb(e) for e in escalations]
-        )
+        ),
+    )
 
-    async def AssignChildWork(
-        self, request: work_coordinator_pb2.AssignChildWorkRequest, context: Context
-    ) -> work_coordinator_pb2.AssignChildWorkResponse:
-        p = caller().principal
-        item = await self.tenancy.assign_child_work(
-            p,
-            request.coordinator_id,
-            request.child_id,
-            request.lane_id,
-            request.item_id,
-            request.worker_id,
-        )
-        return work_coordinator_pb2.AssignChildWorkResponse(item=tmap.item_summary_to_pb(item))
+    AssignChildWork = rpc(
+        work_coordinator_pb2.AssignChildWorkRequest,
+        lambda s, p, r: s.tenancy.assign_child_work(
+            p, r.coordinator_id, r.child_id, r.lane_id, r.item_id, r.worker_id
+        ),
+        lambda item: work_coordinator_pb2.AssignChildWorkResponse(
+            item=tmap.item_summary_to_pb(item)
+        ),
+    )
 
-    async def SteerChildWork(
-        self, request: work_coordinator_pb2.SteerChildWorkRequest, context: Context
-    ) -> work_coordinator_pb2.SteerChildWorkResponse:
-        p = caller().principal
-        lane = await self.tenancy.steer_child_work(
-            p, request.coordinator_id, request.child_id, request.lane_id, request.priority
-        )
-        return work_coordinator_pb2.SteerChildWorkResponse(lane=tmap.lane_summary_to_pb(lane))
+    SteerChildWork = rpc(
+        work_coordinator_pb2.SteerChildWorkRequest,
+        lambda s, p, r: s.tenancy.steer_child_work(
+            p, r.coordinator_id, r.child_id, r.lane_id, r.priority
+        ),
+        lambda lane: work_coordinator_pb2.SteerChildWorkResponse(
+            lane=tmap.lane_summary_to_pb(lane)
+        ),
+    )
 
-    async def EscalateChildWork(
-        self, request: work_coordinator_pb2.EscalateChildWorkRequest, context: Context
-    ) -> work_coordinator_pb2.EscalateChildWorkResponse:
-        p = caller().principal
-        escalation = await self.tenancy.escalate_child_work(
-            p,
-            request.coordinator_id,
-            request.child_id,
-            request.lane_id,
-            request.item_id,
-            request.reason,
-        )
-        return work_coordinator_pb2.EscalateChildWorkResponse(
+    EscalateChildWork = rpc(
+        work_coordinator_pb2.EscalateChildWorkRequest,
+        lambda s, p, r: s.tenancy.escalate_child_work(
+            p, r.coordinator_id, r.child_id, r.lane_id, r.item_id, r.reason
+        ),
+        lambda escalation: work_coordinator_pb2.EscalateChildWorkResponse(
             escalation=m.escalation_to_pb(escalation)
-        )
+        ),
+    )

@@ -3,20 +3,14 @@ checkpoint, complete, fail or release their leases."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from workcoord.api.v1 import worker_pb2, worker_pb2_grpc
-from workcoord.coordinator.domain.auth import Principal
 
 from . import mapping as m
-from .base import Context, EngineServicer
-from .gate import caller
+from .base import EngineServicer, rpc
 
 __all__ = ["WorkerServicer"]
-
-_D = TypeVar("_D")
-_R = TypeVar("_R")
 
 
 class _LeaseRequest(Protocol):
@@ -32,87 +26,71 @@ class _LeaseRequest(Protocol):
     def lease_token(self) -> str: ...
 
 
+def _lease(request: _LeaseRequest) -> tuple[str, str, str]:
+    """The lease a call on a held lease names: its work coordinator, id and secret token, the
+    engine's first three arguments after the caller's principal."""
+    return request.coordinator_id, request.lease_id, request.lease_token
+
+
 class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
-    async def _on_lease(
-        self,
-        request: _LeaseRequest,
-        write: Callable[[Principal, str, str, str, _D], Awaitable[_R]],
-        detail: _D,
-    ) -> _R:
-        """The engine call ``write`` by the caller on the lease ``request`` names, with the
-        call's own ``detail`` (what the worker reports)."""
-        principal = caller().principal
-        lease = (request.coordinator_id, request.lease_id, request.lease_token)
-        return await write(principal, *lease, detail)
+    ReportWorker = rpc(
+        worker_pb2.ReportWorkerRequest,
+        lambda s, p, r: s.engine.report_worker(
+            p, r.coordinator_id, m.worker_from_pb(r.worker, s.engine.clock.now())
+        ),
+        lambda worker: worker_pb2.ReportWorkerResponse(worker=m.worker_to_pb(worker)),
+    )
 
-    async def ReportWorker(
-        self, request: worker_pb2.ReportWorkerRequest, context: Context
-    ) -> worker_pb2.ReportWorkerResponse:
-        p = caller().principal
-        worker = await self.engine.report_worker(
-            p, request.coordinator_id, m.worker_from_pb(request.worker, self.engine.clock.now())
-        )
-        return worker_pb2.ReportWorkerResponse(worker=m.worker_to_pb(worker))
+    ListWorkers = rpc(
+        worker_pb2.ListWorkersRequest,
+        lambda s, p, r: s.engine.list_workers(p, r.coordinator_id, r.page_size, r.page_token),
+        lambda page: m.page_to_pb(worker_pb2.ListWorkersResponse, "workers", page, m.worker_to_pb),
+    )
 
-    async def ListWorkers(
-        self, request: worker_pb2.ListWorkersRequest, context: Context
-    ) -> worker_pb2.ListWorkersResponse:
-        p = caller().principal
-        page = await self.engine.list_workers(
-            p, request.coordinator_id, request.page_size, request.page_token
-        )
-        return m.page_to_pb(worker_pb2.ListWorkersResponse, "workers", page, m.worker_to_pb)
+    Lease = rpc(
+        worker_pb2.LeaseRequest,
+        lambda s, p, r: s.engine.lease(p, r.coordinator_id, m.lease_ask_from_pb(r)),
+        lambda granted: worker_pb2.LeaseResponse(leases=[m.lease_to_pb(g) for g in granted]),
+    )
 
-    async def Lease(
-        self, request: worker_pb2.LeaseRequest, context: Context
-    ) -> worker_pb2.LeaseResponse:
-        p = caller().principal
-        granted = await self.engine.lease(p, request.coordinator_id, m.lease_ask_from_pb(request))
-        return worker_pb2.LeaseResponse(leases=[m.lease_to_pb(g) for g in granted])
+    Start = rpc(
+        worker_pb2.StartRequest,
+        lambda s, p, r: s.engine.start(p, *_lease(r), m.run_identity_from_pb(r.run_identity)),
+        lambda attempt: worker_pb2.StartResponse(attempt=m.attempt_to_pb(attempt)),
+    )
 
-    async def Start(
-        self, request: worker_pb2.StartRequest, context: Context
-    ) -> worker_pb2.StartResponse:
-        identity = m.run_identity_from_pb(request.run_identity)
-        attempt = await self._on_lease(request, self.engine.start, identity)
-        return worker_pb2.StartResponse(attempt=m.attempt_to_pb(attempt))
+    Heartbeat = rpc(
+        worker_pb2.HeartbeatRequest,
+        lambda s, p, r: s.engine.heartbeat(p, *_lease(r), r.progress),
+        lambda expire: worker_pb2.HeartbeatResponse(lease_expire_time=m.ts(expire)),
+    )
 
-    async def Heartbeat(
-        self, request: worker_pb2.HeartbeatRequest, context: Context
-    ) -> worker_pb2.HeartbeatResponse:
-        expire = await self._on_lease(request, self.engine.heartbeat, request.progress)
-        return worker_pb2.HeartbeatResponse(lease_expire_time=m.ts(expire))
+    Complete = rpc(
+        worker_pb2.CompleteRequest,
+        lambda s, p, r: s.engine.complete(p, *_lease(r), m.evidence_from_pb(r.evidence)),
+        lambda attempt: worker_pb2.CompleteResponse(attempt=m.attempt_to_pb(attempt)),
+    )
 
-    async def Complete(
-        self, request: worker_pb2.CompleteRequest, context: Context
-    ) -> worker_pb2.CompleteResponse:
-        evidence = m.evidence_from_pb(request.evidence)
-        attempt = await self._on_lease(request, self.engine.complete, evidence)
-        return worker_pb2.CompleteResponse(attempt=m.attempt_to_pb(attempt))
+    Fail = rpc(
+        worker_pb2.FailRequest,
+        lambda s, p, r: s.engine.fail(p, *_lease(r), m.failure_from_pb(r.error)),
+        lambda attempt: worker_pb2.FailResponse(attempt=m.attempt_to_pb(attempt)),
+    )
 
-    async def Fail(
-        self, request: worker_pb2.FailRequest, context: Context
-    ) -> worker_pb2.FailResponse:
-        failure = m.failure_from_pb(request.error)
-        attempt = await self._on_lease(request, self.engine.fail, failure)
-        return worker_pb2.FailResponse(attempt=m.attempt_to_pb(attempt))
+    Checkpoint = rpc(
+        worker_pb2.CheckpointRequest,
+        lambda s, p, r: s.engine.checkpoint(p, *_lease(r), m.checkpoint_from_pb(r.checkpoint)),
+        lambda attempt: worker_pb2.CheckpointResponse(attempt=m.attempt_to_pb(attempt)),
+    )
 
-    async def Checkpoint(
-        self, request: worker_pb2.CheckpointRequest, context: Context
-    ) -> worker_pb2.CheckpointResponse:
-        checkpoint = m.checkpoint_from_pb(request.checkpoint)
-        attempt = await self._on_lease(request, self.engine.checkpoint, checkpoint)
-        return worker_pb2.CheckpointResponse(attempt=m.attempt_to_pb(attempt))
+    Release = rpc(
+        worker_pb2.ReleaseRequest,
+        lambda s, p, r: s.engine.release(p, *_lease(r), r.reason),
+        lambda attempt: worker_pb2.ReleaseResponse(attempt=m.attempt_to_pb(attempt)),
+    )
 
-    async def Release(
-        self, request: worker_pb2.ReleaseRequest, context: Context
-    ) -> worker_pb2.ReleaseResponse:
-        attempt = await self._on_lease(request, self.engine.release, request.reason)
-        return worker_pb2.ReleaseResponse(attempt=m.attempt_to_pb(attempt))
-
-    async def ForgetWorker(
-        self, request: worker_pb2.ForgetWorkerRequest, context: Context
-    ) -> worker_pb2.ForgetWorkerResponse:
-        p = caller().principal
-        worker = await self.engine.forget_worker(p, request.coordinator_id, request.worker_id)
-        return worker_pb2.ForgetWorkerResponse(worker=m.worker_to_pb(worker))
+    ForgetWorker = rpc(
+        worker_pb2.ForgetWorkerRequest,
+        lambda s, p, r: s.engine.forget_worker(p, r.coordinator_id, r.worker_id),
+        lambda worker: worker_pb2.ForgetWorkerResponse(worker=m.worker_to_pb(worker)),
+    )
