@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from google.protobuf.message import Message
 
@@ -12,29 +12,25 @@ from workcoord.coordinator.domain.specs import Decision
 from workcoord.kit.fingerprint import request_fingerprint
 
 from . import mapping as m
-from .base import Context, EngineServicer, Rpc, rpc
-from .gate import caller
+from .base import EngineServicer, Rpc, rpc
 
 __all__ = ["LaneServicer"]
 
-_DecisionRequest = TypeVar("_DecisionRequest", bound="_ItemNote")
+_DecisionRequest = TypeVar(
+    "_DecisionRequest",
+    bound=lane_pb2.ApproveItemRequest
+    | lane_pb2.DenyItemRequest
+    | lane_pb2.ResumeItemRequest
+    | lane_pb2.CancelItemRequest
+    | lane_pb2.RetryItemRequest,
+)
 _ItemResponse = TypeVar("_ItemResponse", bound=Message)
 
 
-class _ItemNote(Protocol):
-    """What every decision on an item names: the item and the person's note."""
-
-    @property
-    def coordinator_id(self) -> str: ...
-
-    @property
-    def lane_id(self) -> str: ...
-
-    @property
-    def item_id(self) -> str: ...
-
-    @property
-    def note(self) -> str: ...
+def _lane_state(state: int) -> LaneState | None:
+    """The state a listing of lanes asks for; None for any."""
+    name = lane_pb2.Lane.State.Name(state)
+    return None if name == "STATE_UNSPECIFIED" else LaneState(name)
 
 
 def _decision(
@@ -65,16 +61,13 @@ class LaneServicer(EngineServicer, lane_pb2_grpc.LaneServiceServicer):
         lambda detail: lane_pb2.CreateLaneResponse(lane=m.lane_to_pb(detail)),
     )
 
-    async def ListLanes(
-        self, request: lane_pb2.ListLanesRequest, context: Context
-    ) -> lane_pb2.ListLanesResponse:
-        p = caller().principal
-        state_name = lane_pb2.Lane.State.Name(request.state)
-        state = None if state_name == "STATE_UNSPECIFIED" else LaneState(state_name)
-        page = await self.engine.list_lanes(
-            p, request.coordinator_id, state, request.page_size, request.page_token
-        )
-        return m.page_to_pb(lane_pb2.ListLanesResponse, "lanes", page, m.lane_to_pb)
+    ListLanes = rpc(
+        lane_pb2.ListLanesRequest,
+        lambda s, p, r: s.engine.list_lanes(
+            p, r.coordinator_id, _lane_state(r.state), r.page_size, r.page_token
+        ),
+        lambda page: m.page_to_pb(lane_pb2.ListLanesResponse, "lanes", page, m.lane_to_pb),
+    )
 
     GetLane = rpc(
         lane_pb2.GetLaneRequest,

@@ -19,6 +19,12 @@ from .mapping.reads import view_response
 __all__ = ["WorkCoordinatorServicer"]
 
 
+def _pending_action_state(state: int) -> PendingActionState | None:
+    """The state a listing of pending actions asks for; None for any."""
+    name = work_coordinator_pb2.PendingAction.State.Name(state)
+    return None if name == "STATE_UNSPECIFIED" else PendingActionState(name)
+
+
 class WorkCoordinatorServicer(
     EngineServicer, work_coordinator_pb2_grpc.WorkCoordinatorServiceServicer
 ):
@@ -120,21 +126,18 @@ class WorkCoordinatorServicer(
         lambda digest: work_coordinator_pb2.GetDigestResponse(digest=m.digest_to_pb(digest)),
     )
 
-    async def ListPendingActions(
-        self, request: work_coordinator_pb2.ListPendingActionsRequest, context: Context
-    ) -> work_coordinator_pb2.ListPendingActionsResponse:
-        p = caller().principal
-        name = work_coordinator_pb2.PendingAction.State.Name(request.state)
-        state = None if name == "STATE_UNSPECIFIED" else PendingActionState(name)
-        page = await self.engine.list_pending_actions(
-            p, request.coordinator_id, state, request.page_size, request.page_token
-        )
-        return m.page_to_pb(
+    ListPendingActions = rpc(
+        work_coordinator_pb2.ListPendingActionsRequest,
+        lambda s, p, r: s.engine.list_pending_actions(
+            p, r.coordinator_id, _pending_action_state(r.state), r.page_size, r.page_token
+        ),
+        lambda page: m.page_to_pb(
             work_coordinator_pb2.ListPendingActionsResponse,
             "pending_actions",
             page,
             m.pending_action_to_pb,
-        )
+        ),
+    )
 
     ResolvePendingAction = rpc(
         work_coordinator_pb2.ResolvePendingActionRequest,
