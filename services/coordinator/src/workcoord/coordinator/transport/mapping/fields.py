@@ -40,11 +40,10 @@ class ToPb(Generic[_M]):
 
     def __call__(self, record: object, **converted: Any) -> _M:
         """The message of ``record``'s named fields and the ``converted`` ones."""
-        out = self.message(
-            **copied(record, self.plain),
-            **{name: _enum_value(getattr(record, name)) for name in self.enums},
-            **converted,
-        )
+        fields = copied(record, self.plain)
+        for name in self.enums:
+            fields[name] = _enum_value(getattr(record, name))
+        out = self.message(**fields, **converted)
         for name in self.times:
             set_message(out, name, ts(getattr(record, name)))
         return out
