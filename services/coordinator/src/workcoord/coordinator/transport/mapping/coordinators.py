@@ -15,39 +15,32 @@ from workcoord.coordinator.domain.model import Coordinator
 from workcoord.coordinator.domain.specs import CapacityEntries
 from workcoord.kit.errors import InvalidArgument
 
-from .scalars import (
-    dur,
-    retry_from_pb,
-    retry_to_pb,
-    review_from_pb,
-    review_to_pb,
-    set_message,
-    ts,
+from .fields import ToPb
+from .scalars import dur, retry_from_pb, retry_to_pb, review_from_pb, review_to_pb
+
+_COORDINATOR = ToPb(
+    work_coordinator_pb2.WorkCoordinator,
+    plain=("coordinator_id", "org_slug", "display_name", "enabled", "revision"),
+    enums=("scope",),
+    times=("create_time", "update_time"),
 )
 
 
 def coordinator_to_pb(c: Coordinator) -> work_coordinator_pb2.WorkCoordinator:
-    out = work_coordinator_pb2.WorkCoordinator(
-        coordinator_id=c.coordinator_id,
-        scope=c.scope.value,
-        org_slug=c.org_slug,
-        display_name=c.display_name,
-        enabled=c.enabled,
-        revision=c.revision,
-        class_capacity=c.config.class_capacity,
-        retry_policy=retry_to_pb(c.config.retry_policy),
-        review_policy=review_to_pb(c.config.review_policy),
+    config = c.config
+    return _COORDINATOR(
+        c,
+        class_capacity=config.class_capacity,
+        retry_policy=retry_to_pb(config.retry_policy),
+        review_policy=review_to_pb(config.review_policy),
         action_policy=policy_pb2.ActionPolicy(
-            allowed_action_classes=list(c.config.allowed_action_classes)
+            allowed_action_classes=list(config.allowed_action_classes)
         ),
-        digest_owner=c.config.digest_owner,
-        escalate_after=dur(c.config.escalate_after_seconds),
-        parent_coordinator_id=c.config.parent_coordinator_id,
+        digest_owner=config.digest_owner,
+        escalate_after=dur(config.escalate_after_seconds),
+        parent_coordinator_id=config.parent_coordinator_id,
         etag=str(c.config_version),
     )
-    set_message(out, "create_time", ts(c.create_time))
-    set_message(out, "update_time", ts(c.update_time))
-    return out
 
 
 _COORDINATOR_FIELDS: dict[str, str] = {

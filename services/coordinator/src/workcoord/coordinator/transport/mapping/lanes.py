@@ -25,15 +25,23 @@ from workcoord.coordinator.domain.specs import (
     TicketSpec,
 )
 
+from .fields import ToPb
 from .scalars import (
     from_dict,
     retry_from_pb,
     retry_to_pb,
     review_from_pb,
     review_to_pb,
-    set_message,
     to_dict,
-    ts,
+)
+
+# Lane.WorkerClasses field -> the worker class it names.
+_WORKER_CLASSES = (
+    ("build", "BUILD"),
+    ("review", "REVIEW"),
+    ("fix", "FIX"),
+    ("integrate", "INTEGRATE"),
+    ("ship", "SHIP"),
 )
 
 
@@ -68,15 +76,9 @@ def lane_spec_from_pb(lane: lane_pb2.Lane) -> LaneSpec:
         items=[item_spec_from_pb(i) for i in lane.items],
         tickets=[TicketSpec(t.tracker, t.key, t.url) for t in lane.tickets],
         worker_classes={
-            name: value
-            for name, value in (
-                ("BUILD", classes.build),
-                ("REVIEW", classes.review),
-                ("FIX", classes.fix),
-                ("INTEGRATE", classes.integrate),
-                ("SHIP", classes.ship),
-            )
-            if value
+            name: getattr(classes, field)
+            for field, name in _WORKER_CLASSES
+            if getattr(classes, field)
         },
         retry_policy=retry_from_pb(lane.retry_policy),
         review_policy=review_from_pb(lane.review_policy),
@@ -85,28 +87,77 @@ def lane_spec_from_pb(lane: lane_pb2.Lane) -> LaneSpec:
     )
 
 
+_ATTEMPT = ToPb(
+    lane_pb2.Attempt,
+    # Never the token (nor its hash) and never the checkpoint body.
+    plain=(
+        "lease_id",
+        "item_id",
+        "attempt",
+        "worker_id",
+        "principal",
+        "lease_seconds",
+        "progress",
+        "continues_lease_id",
+        "counted",
+    ),
+    enums=("status",),
+    times=("lease_expire_time", "create_time", "start_time", "end_time"),
+)
+# What an item shows both its readers and the worker that leases it (besides its kind).
+ITEM_SHOWN = (
+    "item_id",
+    "lane_id",
+    "key",
+    "worker_class",
+    "title",
+    "brief",
+    "exclusive_key",
+    "action_classes",
+)
+_ITEM = ToPb(
+    lane_pb2.Item,
+    # Never the inputs.
+    plain=(
+        *ITEM_SHOWN,
+        "depends_on",
+        "priority",
+        "needs_human",
+        "requires_approval",
+        "attempt_count",
+        "stop_reason",
+        "current_lease_id",
+    ),
+    enums=("kind", "state", "dead_letter_reason"),
+    times=("not_before", "create_time", "update_time"),
+)
+_LANE = ToPb(
+    lane_pb2.Lane,
+    # Never the inputs.
+    plain=(
+        "lane_id",
+        "coordinator_id",
+        "title",
+        "priority",
+        "paused",
+        "brief",
+        "fail_rounds",
+        "close_reason",
+    ),
+    enums=("template", "state"),
+    times=("create_time", "update_time"),
+)
+_BLOCKER = ToPb(
+    lane_pb2.Blocker, plain=("blocker_id", "reason", "open"), times=("create_time", "resolve_time")
+)
+_TICKET = ToPb(lane_pb2.Ticket, plain=("tracker", "key", "url"), times=("observe_time",))
+
+
 def attempt_to_pb(a: Attempt) -> lane_pb2.Attempt:
     """An attempt as readers see it: never its token, never its checkpoint body."""
-    out = lane_pb2.Attempt(
-        lease_id=a.lease_id,
-        item_id=a.item_id,
-        attempt=a.attempt,
-        status=a.status.value,
-        worker_id=a.worker_id,
-        principal=a.principal,
-        lease_seconds=a.lease_seconds,
-        progress=a.progress,
-        continues_lease_id=a.continues_lease_id,
-        counted=a.counted,
-    )
-    if a.run_identity:
-        from_dict(a.run_identity, out.run_identity)
-    if a.error:
-        from_dict(a.error, out.error)
-    set_message(out, "lease_expire_time", ts(a.lease_expire_time))
-    set_message(out, "create_time", ts(a.create_time))
-    set_message(out, "start_time", ts(a.start_time))
-    set_message(out, "end_time", ts(a.end_time))
+    out = _ATTEMPT(a)
+    from_dict(a.run_identity, out.run_identity)
+    from_dict(a.error, out.error)
     return out
 
 
@@ -116,38 +167,15 @@ def item_to_pb(
     capacity: Mapping[str, tuple[int, int]] | None = None,
 ) -> lane_pb2.Item:
     """An item as readers see it: inputs are private and left out."""
-    out = lane_pb2.Item(
-        item_id=item.item_id,
-        lane_id=item.lane_id,
-        key=item.key,
-        kind=item.kind.value,
-        worker_class=item.worker_class,
-        title=item.title,
-        brief=item.brief,
-        depends_on=item.depends_on,
-        exclusive_key=item.exclusive_key,
-        priority=item.priority,
+    out = _ITEM(
+        item,
         retry_policy=retry_to_pb(item.retry_policy) if not item.retry_policy.is_empty() else None,
-        action_classes=item.action_classes,
-        needs_human=item.needs_human,
-        requires_approval=item.requires_approval,
-        state=item.state.value,
-        attempt_count=item.attempt_count,
-        stop_reason=item.stop_reason,
         attempts=[attempt_to_pb(a) for a in attempts],
         next_action=rules.item_next_action(item, capacity),
-        current_lease_id=item.current_lease_id,
-        dead_letter_reason=item.dead_letter_reason.value if item.dead_letter_reason else None,
     )
-    if item.placement:
-        from_dict(item.placement, out.placement)
-    if item.evidence:
-        from_dict(item.evidence, out.evidence)
-    if item.last_error:
-        from_dict(item.last_error, out.last_error)
-    set_message(out, "not_before", ts(item.not_before))
-    set_message(out, "create_time", ts(item.create_time))
-    set_message(out, "update_time", ts(item.update_time))
+    from_dict(item.placement, out.placement)
+    from_dict(item.evidence, out.evidence)
+    from_dict(item.last_error, out.last_error)
     return out
 
 
@@ -155,56 +183,30 @@ def lane_to_pb(detail: LaneDetail) -> lane_pb2.Lane:
     """A lane with its items, blockers and tickets; inputs are private and left out."""
     lane = detail.lane
     classes = lane.worker_classes
-    out = lane_pb2.Lane(
-        lane_id=lane.lane_id,
-        coordinator_id=lane.coordinator_id,
-        title=lane.title,
-        template=lane.template.value,
-        priority=lane.priority,
-        state=lane.state.value,
+    out = _LANE(
+        lane,
         next_action=rules.lane_next_action(
             lane, detail.items, detail.open_blockers, detail.capacity
         ),
         items=[
             item_to_pb(i, detail.attempts.get(i.item_id, ()), detail.capacity) for i in detail.items
         ],
-        paused=lane.paused,
         retry_policy=retry_to_pb(lane.retry_policy) if not lane.retry_policy.is_empty() else None,
         review_policy=review_to_pb(lane.review_policy)
         if lane.review_policy != ReviewPolicy()
         else None,
-        brief=lane.brief,
-        fail_rounds=lane.fail_rounds,
-        close_reason=lane.close_reason,
+        blockers=[_BLOCKER(b) for b in detail.blockers],
+        tickets=[_TICKET(t, state=t.state or None) for t in detail.tickets],
         etag=str(lane.version),
     )
     if classes:
         out.worker_classes.CopyFrom(
             lane_pb2.Lane.WorkerClasses(
-                build=classes.get("BUILD", ""),
-                review=classes.get("REVIEW", ""),
-                fix=classes.get("FIX", ""),
-                integrate=classes.get("INTEGRATE", ""),
-                ship=classes.get("SHIP", ""),
+                **{field: classes.get(name, "") for field, name in _WORKER_CLASSES}
             )
         )
-    if lane.placement:
-        from_dict(lane.placement, out.placement)
-    if lane.receipt:
-        from_dict(lane.receipt, out.receipt)
-    for blocker in detail.blockers:
-        b = out.blockers.add(
-            blocker_id=blocker.blocker_id, reason=blocker.reason, open=blocker.open
-        )
-        set_message(b, "create_time", ts(blocker.create_time))
-        set_message(b, "resolve_time", ts(blocker.resolve_time))
-    for ticket in detail.tickets:
-        tk = out.tickets.add(
-            tracker=ticket.tracker, key=ticket.key, url=ticket.url, state=ticket.state or None
-        )
-        set_message(tk, "observe_time", ts(ticket.observe_time))
-    set_message(out, "create_time", ts(lane.create_time))
-    set_message(out, "update_time", ts(lane.update_time))
+    from_dict(lane.placement, out.placement)
+    from_dict(lane.receipt, out.receipt)
     return out
 
 

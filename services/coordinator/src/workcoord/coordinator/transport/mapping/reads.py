@@ -21,50 +21,78 @@ from workcoord.coordinator.domain.specs import (
 )
 
 from .coordinators import coordinator_to_pb
+from .fields import ToPb
 from .lane_cache import LANE_MESSAGES, VIEW_RESPONSES
 from .lanes import attempt_to_pb
-from .scalars import (
-    dur,
-    set_message,
-    struct,
-    ts,
-)
+from .scalars import dur, struct, ts
 from .workers import worker_to_pb
+
+_EVENT = ToPb(
+    event_pb2.Event,
+    plain=("revision", "lane_id", "item_id", "lease_id", "actor"),
+    enums=("type",),
+    times=("time",),
+)
+_EXPLANATION = ToPb(
+    work_coordinator_pb2.Explanation, plain=("lane_id", "item_id", "state", "next_action")
+)
+_GATE = ToPb(
+    work_coordinator_pb2.Gate,
+    plain=("gate", "detail", "lease_ids", "counts_toward_escalation"),
+    times=("since",),
+)
+_CLASS_USAGE = ToPb(
+    work_coordinator_pb2.ClassUsage,
+    plain=("worker_class", "in_use", "capacity", "lease_ids", "queued"),
+)
+_REPORT = ToPb(
+    recovery_pb2.MaintenanceReport,
+    plain=(
+        "coordinator_id",
+        "expired_attempts",
+        "requeued",
+        "dead_lettered",
+        "escalated",
+        "evicted_workers",
+        "pending_actions_attempted",
+        "pending_actions_succeeded",
+        "tickets_synced",
+        "revision",
+        "skipped_disabled",
+    ),
+    times=("start_time",),
+)
+_PENDING_ACTION = ToPb(
+    work_coordinator_pb2.PendingAction,
+    plain=("action_id", "lane_id", "kind", "owner", "attempts", "last_error", "resolution"),
+    enums=("state",),
+    times=("next_attempt_time", "create_time", "update_time"),
+)
+_ESCALATION = ToPb(
+    work_coordinator_pb2.Escalation,
+    plain=("escalation_id", "lane_id", "item_id", "reason", "escalated_to", "open"),
+    times=("create_time", "resolve_time"),
+)
+_DIGEST_ENTRY = ToPb(
+    work_coordinator_pb2.DigestEntry,
+    plain=("lane_id", "item_id", "action_id", "reason"),
+    enums=("kind",),
+    times=("time",),
+)
 
 
 def event_to_pb(e: Event) -> event_pb2.Event:
-    out = event_pb2.Event(
-        revision=e.revision,
-        type=e.type.value,
-        lane_id=e.lane_id,
-        item_id=e.item_id,
-        lease_id=e.lease_id,
-        actor=e.actor,
-        data=struct(e.data),
-    )
-    set_message(out, "time", ts(e.time))
-    return out
+    return _EVENT(e, data=struct(e.data))
 
 
 def explanation_to_pb(x: Explanation) -> work_coordinator_pb2.Explanation:
-    out = work_coordinator_pb2.Explanation(
-        lane_id=x.lane_id,
-        item_id=x.item_id,
-        state=x.state,
-        next_action=x.next_action,
+    return _EXPLANATION(
+        x,
         attempts=[attempt_to_pb(a) for a in x.attempts],
         events=[event_to_pb(e) for e in x.events],
         items=[explanation_to_pb(i) for i in x.items],
+        gates=[_GATE(g) for g in x.gates],
     )
-    for gate in x.gates:
-        g = out.gates.add(
-            gate=gate.gate,
-            detail=gate.detail,
-            lease_ids=gate.lease_ids,
-            counts_toward_escalation=gate.counts_toward_escalation,
-        )
-        set_message(g, "since", ts(gate.since))
-    return out
 
 
 def view_to_pb(view: CoordinatorView) -> work_coordinator_pb2.View:
@@ -83,18 +111,7 @@ def view_head_to_pb(view: CoordinatorView, out: work_coordinator_pb2.View) -> No
     out.workers.extend(
         [worker_to_pb(w, view.worker_leases.get(w.worker_id, 0)) for w in view.workers]
     )
-    out.capacity.extend(
-        [
-            work_coordinator_pb2.ClassUsage(
-                worker_class=u.worker_class,
-                in_use=u.in_use,
-                capacity=u.capacity,
-                lease_ids=u.lease_ids,
-                queued=u.queued,
-            )
-            for u in view.capacity
-        ]
-    )
+    out.capacity.extend([_CLASS_USAGE(u) for u in view.capacity])
     out.pending_actions.extend([pending_action_to_pb(a) for a in view.pending_actions])
     out.escalations.extend([escalation_to_pb(e) for e in view.escalations])
     out.next_page_token = view.next_page_token
@@ -111,55 +128,16 @@ def view_response(view: CoordinatorView) -> work_coordinator_pb2.GetViewResponse
 
 
 def report_to_pb(r: MaintenanceReport) -> recovery_pb2.MaintenanceReport:
-    out = recovery_pb2.MaintenanceReport(
-        coordinator_id=r.coordinator_id,
-        expired_attempts=r.expired_attempts,
-        requeued=r.requeued,
-        dead_lettered=r.dead_lettered,
-        escalated=r.escalated,
-        evicted_workers=r.evicted_workers,
-        pending_actions_attempted=r.pending_actions_attempted,
-        pending_actions_succeeded=r.pending_actions_succeeded,
-        tickets_synced=r.tickets_synced,
-        revision=r.revision,
-        duration=dur(r.duration_seconds),
-        skipped_disabled=r.skipped_disabled,
-    )
-    set_message(out, "start_time", ts(r.start_time))
-    return out
+    return _REPORT(r, duration=dur(r.duration_seconds))
 
 
 def pending_action_to_pb(a: PendingAction) -> work_coordinator_pb2.PendingAction:
-    out = work_coordinator_pb2.PendingAction(
-        action_id=a.action_id,
-        lane_id=a.lane_id,
-        kind=a.kind,
-        state=a.state.value,
-        owner=a.owner,
-        attempts=a.attempts,
-        last_error=a.last_error,
-        resolution=a.resolution,
-    )
-    if a.ticket_key:
-        out.ticket.CopyFrom(lane_pb2.Ticket(tracker=a.ticket_tracker, key=a.ticket_key))
-    set_message(out, "next_attempt_time", ts(a.next_attempt_time))
-    set_message(out, "create_time", ts(a.create_time))
-    set_message(out, "update_time", ts(a.update_time))
-    return out
+    ticket = lane_pb2.Ticket(tracker=a.ticket_tracker, key=a.ticket_key) if a.ticket_key else None
+    return _PENDING_ACTION(a, ticket=ticket)
 
 
 def escalation_to_pb(e: Escalation) -> work_coordinator_pb2.Escalation:
-    out = work_coordinator_pb2.Escalation(
-        escalation_id=e.escalation_id,
-        lane_id=e.lane_id,
-        item_id=e.item_id,
-        reason=e.reason,
-        escalated_to=e.escalated_to,
-        open=e.open,
-    )
-    set_message(out, "create_time", ts(e.create_time))
-    set_message(out, "resolve_time", ts(e.resolve_time))
-    return out
+    return _ESCALATION(e)
 
 
 def digest_to_pb(digest: Digest) -> work_coordinator_pb2.Digest:
@@ -167,15 +145,7 @@ def digest_to_pb(digest: Digest) -> work_coordinator_pb2.Digest:
     out = work_coordinator_pb2.Digest(
         coordinator_id=digest.coordinator_id, day=digest.day, owner=digest.owner
     )
-    for e in entries:
-        entry = out.entries.add(
-            kind=e.kind.value,
-            lane_id=e.lane_id,
-            item_id=e.item_id,
-            action_id=e.action_id,
-            reason=e.reason,
-        )
-        entry.time.CopyFrom(ts(e.time))
+    out.entries.extend([_DIGEST_ENTRY(e) for e in entries])
     if entries:
         out.update_time.CopyFrom(ts(max(e.time for e in entries)))
     return out

@@ -18,20 +18,24 @@ from workcoord.coordinator.domain.specs import (
     Verdict,
 )
 
-from .scalars import from_ts
+from .fields import copied
+from .scalars import from_optional_ts
+
+# Fields of one name and type in the message and the record, copied as they are.
+_RUN_IDENTITY = ("pid", "agent_id", "engine", "account", "hostname", "worktree_path", "branch")
+_LEASE_ASK = (
+    "worker_id",
+    "worker_class",
+    "max_items",
+    "lease_seconds",
+    "wait_seconds",
+    "request_id",
+)
+_CHECKPOINT = ("summary", "next_action", "blocked_reason")
 
 
 def run_identity_from_pb(r: lane_pb2.RunIdentity) -> RunIdentity:
-    return RunIdentity(
-        pid=r.pid,
-        agent_id=r.agent_id,
-        engine=r.engine,
-        account=r.account,
-        hostname=r.hostname,
-        worktree_path=r.worktree_path,
-        branch=r.branch,
-        started_at=from_ts(r.started_at) if r.HasField("started_at") else None,
-    )
+    return RunIdentity(**copied(r, _RUN_IDENTITY), started_at=from_optional_ts(r, "started_at"))
 
 
 def evidence_from_pb(e: lane_pb2.Evidence) -> Evidence:
@@ -50,7 +54,7 @@ def evidence_from_pb(e: lane_pb2.Evidence) -> Evidence:
             environment=receipt.environment,
             version=receipt.version,
             url=receipt.url,
-            time=from_ts(receipt.time) if receipt.HasField("time") else None,
+            time=from_optional_ts(receipt, "time"),
         )
         if e.HasField("receipt")
         else None,
@@ -60,32 +64,17 @@ def evidence_from_pb(e: lane_pb2.Evidence) -> Evidence:
 def lease_ask_from_pb(request: worker_pb2.LeaseRequest) -> LeaseAsk:
     identity = request.run_identity
     return LeaseAsk(
-        worker_id=request.worker_id,
-        worker_class=request.worker_class,
-        max_items=request.max_items,
-        lease_seconds=request.lease_seconds,
-        wait_seconds=request.wait_seconds,
+        **copied(request, _LEASE_ASK),
         run_identity=run_identity_from_pb(identity) if request.HasField("run_identity") else None,
-        request_id=request.request_id,
     )
 
 
 def checkpoint_from_pb(c: lane_pb2.Checkpoint) -> Checkpoint:
-    return Checkpoint(
-        summary=c.summary,
-        files_changed=tuple(c.files_changed),
-        next_action=c.next_action,
-        blocked_reason=c.blocked_reason,
-    )
+    return Checkpoint(**copied(c, _CHECKPOINT), files_changed=tuple(c.files_changed))
 
 
 def checkpoint_to_pb(c: Checkpoint) -> lane_pb2.Checkpoint:
-    return lane_pb2.Checkpoint(
-        summary=c.summary,
-        files_changed=list(c.files_changed),
-        next_action=c.next_action,
-        blocked_reason=c.blocked_reason,
-    )
+    return lane_pb2.Checkpoint(**copied(c, _CHECKPOINT), files_changed=list(c.files_changed))
 
 
 def failure_from_pb(e: lane_pb2.ErrorInfo) -> Failure:

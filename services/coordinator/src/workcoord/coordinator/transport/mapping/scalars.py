@@ -59,6 +59,8 @@ def to_dict(message: Message) -> JsonObject:
 
 
 def from_dict(data: Mapping[str, Any] | None, message: Message) -> Message:
+    """Parse ``data`` into ``message``; nothing when it is None or empty (so a message field
+    passed as ``message`` stays unset)."""
     if data:
         json_format.ParseDict(dict(data), message, ignore_unknown_fields=True)
     return message

@@ -12,49 +12,44 @@ from workcoord.coordinator.domain.model import (
 )
 from workcoord.coordinator.domain.specs import GrantedLease
 
+from .fields import ToPb, copied
+from .lanes import ITEM_SHOWN
 from .reports import checkpoint_to_pb
-from .scalars import (
-    from_dict,
-    set_message,
-    struct,
-    ts,
+from .scalars import from_dict, set_message, struct, ts
+
+# Fields a worker describes itself with, of one name and type in the message and the record.
+_DESCRIBED = ("worker_id", "worker_class", "cpu_count", "memory_bytes", "disk_bytes")
+_WORKER = ToPb(
+    worker_pb2.Worker,
+    plain=(*_DESCRIBED, "capabilities", "toolchains", "labels", "principal"),
+    times=("observe_time", "create_time"),
+)
+# What a leased item shows the worker holding it, besides the inputs (of the lane and the item).
+_LEASED_ITEM = ToPb(worker_pb2.LeasedItem, plain=ITEM_SHOWN, enums=("kind",))
+# Never the token's hash: the token itself goes out, once, to the worker granted it.
+_LEASE = ToPb(
+    worker_pb2.Lease, plain=("lease_id", "attempt"), enums=("status",), times=("lease_expire_time",)
 )
 
 
 def worker_from_pb(w: worker_pb2.Worker, now: datetime) -> Worker:
     return Worker(
+        **copied(w, _DESCRIBED),
         coordinator_id="",
-        worker_id=w.worker_id,
-        worker_class=w.worker_class,
         create_time=now,
         observe_time=now,
         capabilities=list(w.capabilities),
         toolchains=dict(w.toolchains),
         labels=dict(w.labels),
-        cpu_count=w.cpu_count,
-        memory_bytes=w.memory_bytes,
-        disk_bytes=w.disk_bytes,
     )
 
 
 def worker_to_pb(w: Worker, active_leases: int = 0) -> worker_pb2.Worker:
-    out = worker_pb2.Worker(
-        worker_id=w.worker_id,
-        worker_class=w.worker_class,
-        capabilities=w.capabilities,
-        toolchains=w.toolchains,
-        labels=w.labels,
-        cpu_count=w.cpu_count,
-        memory_bytes=w.memory_bytes,
-        disk_bytes=w.disk_bytes,
-        principal=w.principal,
+    return _WORKER(
+        w,
         active_leases=active_leases,
+        fence=worker_fence_to_pb(w.fence) if w.fence else None,
     )
-    set_message(out, "observe_time", ts(w.observe_time))
-    set_message(out, "create_time", ts(w.create_time))
-    if w.fence:
-        set_message(out, "fence", worker_fence_to_pb(w.fence))
-    return out
 
 
 def worker_fence_to_pb(fence: JsonObject) -> worker_pb2.WorkerFence:
@@ -77,29 +72,12 @@ def lease_to_pb(granted: GrantedLease) -> worker_pb2.Lease:
     item = granted.item
     inputs = dict(granted.lane.inputs)
     inputs.update(item.inputs)
-    leased = worker_pb2.LeasedItem(
-        item_id=item.item_id,
-        lane_id=item.lane_id,
-        key=item.key,
-        kind=item.kind.value,
-        worker_class=item.worker_class,
-        title=item.title,
-        brief=item.brief,
+    checkpoint = granted.checkpoint
+    leased = _LEASED_ITEM(
+        item,
         inputs=struct(inputs),
-        exclusive_key=item.exclusive_key,
         continues_lease_id=granted.attempt.continues_lease_id,
-        action_classes=item.action_classes,
+        checkpoint=checkpoint_to_pb(checkpoint) if checkpoint is not None else None,
     )
-    if item.placement:
-        from_dict(item.placement, leased.placement)
-    if granted.checkpoint is not None:
-        leased.checkpoint.CopyFrom(checkpoint_to_pb(granted.checkpoint))
-    out = worker_pb2.Lease(
-        lease_id=granted.attempt.lease_id,
-        lease_token=granted.lease_token,
-        attempt=granted.attempt.attempt,
-        item=leased,
-        status=granted.attempt.status.value,
-    )
-    set_message(out, "lease_expire_time", ts(granted.attempt.lease_expire_time))
-    return out
+    from_dict(item.placement, leased.placement)
+    return _LEASE(granted.attempt, lease_token=granted.lease_token, item=leased)
