@@ -75,7 +75,7 @@ _LANE_WITH_COUNTS = (
     .where(_L.c.lane_id == _LANE_ID)
 )
 _GET_LANE = select(_L).where(_L.c.lane_id == _LANE_ID)
-GET_ITEM = select(_I).where(_I.c.item_id == bindparam("item_id"))
+GET_ITEM = select(_I).where(_I.c.item_id == bindparam("id"))
 _READY = [
     *ready_filter(bindparam("coordinator_id"), bindparam("now")),
     _I.c.worker_class == bindparam("worker_class"),
@@ -141,13 +141,7 @@ class LanesItemsSql(SqlTxBase):
         await self._update_each(LANES, "lane_id", [lane])
 
     async def lane_blockers(self, lane_ids: Sequence[str]) -> list[Blocker]:
-        c = t.blockers.c
-        return await self._list(
-            BLOCKERS,
-            select(t.blockers)
-            .where(c.lane_id.in_(list(lane_ids)))
-            .order_by(c.create_time, c.blocker_id),
-        )
+        return await self._list_in(BLOCKERS, "lane_id", lane_ids, "create_time", "blocker_id")
 
     async def insert_blocker(self, coordinator_id: str, blocker: Blocker) -> None:
         await self._insert(BLOCKERS, [blocker], coordinator_id=coordinator_id)
@@ -160,13 +154,7 @@ class LanesItemsSql(SqlTxBase):
         )
 
     async def lane_tickets(self, lane_ids: Sequence[str]) -> list[Ticket]:
-        c = t.tickets.c
-        return await self._list(
-            TICKETS,
-            select(t.tickets)
-            .where(c.lane_id.in_(list(lane_ids)))
-            .order_by(c.key, c.tracker, c.lane_id),
-        )
+        return await self._list_in(TICKETS, "lane_id", lane_ids, "key", "tracker", "lane_id")
 
     async def insert_ticket(self, coordinator_id: str, ticket: Ticket) -> None:
         await self._insert(TICKETS, [ticket], coordinator_id=coordinator_id)
@@ -174,27 +162,13 @@ class LanesItemsSql(SqlTxBase):
     # -------------------------------------------------------------- items
 
     async def get_item(self, item_id: str) -> Item | None:
-        pending = self._pending_items.get(item_id)
-        if pending is not None:
-            return copy.copy(pending)
-        row = (await self.raw.execute(GET_ITEM, {"item_id": item_id})).first()
-        return ITEMS.load(row) if row is not None else None
+        return await self._held_back_or_stored(self._pending_items, ITEMS, GET_ITEM, item_id)
 
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]:
-        if not item_ids:
-            return []
-        c = t.items.c
-        return await self._list(
-            ITEMS, select(t.items).where(c.item_id.in_(list(item_ids))).order_by(c.item_id)
-        )
+        return await self._list_in(ITEMS, "item_id", item_ids, "item_id")
 
     async def lane_items(self, lane_ids: Sequence[str]) -> list[Item]:
-        if not lane_ids:
-            return []
-        c = t.items.c
-        return await self._list(
-            ITEMS, select(t.items).where(c.lane_id.in_(list(lane_ids))).order_by(c.seq)
-        )
+        return await self._list_in(ITEMS, "lane_id", lane_ids, "seq")
 
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
         c = t.items.c

@@ -31,12 +31,7 @@ class ViewReadsSql(SqlTxBase):
         return [LaneStamp(r.lane_id, r.create_time, r.version) for r in await self._rows(stmt)]
 
     async def get_lanes(self, lane_ids: Sequence[str]) -> list[Lane]:
-        if not lane_ids:
-            return []
-        c = t.lanes.c
-        return await self._list(
-            LANES, select(t.lanes).where(c.lane_id.in_(list(lane_ids))).order_by(c.lane_id)
-        )
+        return await self._list_in(LANES, "lane_id", lane_ids, "lane_id")
 
     async def coordinator_tickets(self, coordinator_id: str) -> list[Ticket]:
         """Every ticket of the work coordinator's lanes, in ``lane_tickets``'s order."""
