@@ -126,6 +126,19 @@ class LaneStamp:
     version: int
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimScan:
+    """One page of :meth:`Tx.claim_candidates`: the items of ``worker_class`` ready at ``now``
+    in a work coordinator, highest priority first then FIFO, after the (priority, seq)
+    ``after``, at most ``limit``."""
+
+    coordinator_id: str
+    worker_class: str
+    now: datetime
+    after: tuple[int, int] | None
+    limit: int
+
+
 # The fields of an item that :meth:`Tx.end_expired_leases` loads: what a retry or a
 # dead-letter reads and writes, and what an Item cannot be built without.
 EXPIRED_ITEM_FIELDS = (
@@ -324,14 +337,7 @@ class Tx(Reader, Protocol):
     async def insert_blocker(self, coordinator_id: str, blocker: Blocker) -> None: ...
     async def update_blocker(self, blocker: Blocker) -> None: ...
     async def insert_ticket(self, coordinator_id: str, ticket: Ticket) -> None: ...
-    async def claim_candidates(
-        self,
-        coordinator_id: str,
-        worker_class: str,
-        now: datetime,
-        after: tuple[int, int] | None,
-        limit: int,
-    ) -> list[Item]: ...
+    async def claim_candidates(self, scan: ClaimScan) -> list[Item]: ...
     async def insert_attempts(self, attempts: Sequence[Attempt]) -> None: ...
     async def update_attempts(self, attempts: Sequence[Attempt]) -> None: ...
     async def get_attempt_for_update(self, lease_id: str) -> Attempt | None: ...

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from workcoord.coordinator.domain.model import Blocker, Item, ItemState, Lane, LaneState, Ticket
+from workcoord.coordinator.domain.ports import ClaimScan
 
 from ._base import MemoryTxBase, copied, refuse, selected
 
@@ -170,23 +171,17 @@ class LanesItemsMemory(MemoryTxBase):
             if item.item_id in stored:
                 stored[item.item_id] = copied(item)
 
-    async def claim_candidates(
-        self,
-        coordinator_id: str,
-        worker_class: str,
-        now: datetime,
-        after: tuple[int, int] | None,
-        limit: int,
-    ) -> list[Item]:
+    async def claim_candidates(self, scan: ClaimScan) -> list[Item]:
+        after = scan.after
         found = [
             i
             for i in self.tables.items.values()
-            if ready(i, coordinator_id, now)
-            and i.worker_class == worker_class
+            if ready(i, scan.coordinator_id, scan.now)
+            and i.worker_class == scan.worker_class
             and (after is None or (-i.priority, i.seq) > (-after[0], after[1]))
         ]
         found.sort(key=lambda i: (-i.priority, i.seq))
-        return [copied(i) for i in found[:limit]]
+        return [copied(i) for i in found[: scan.limit]]
 
     async def has_ready(self, coordinator_id: str, worker_class: str, now: datetime) -> bool:
         return any(

@@ -31,6 +31,7 @@ from workcoord.coordinator.domain.model import (
     LaneState,
     Ticket,
 )
+from workcoord.coordinator.domain.ports import ClaimScan
 
 from .. import schema as t
 from ._base import SqlTxBase
@@ -244,27 +245,20 @@ class LanesItemsSql(SqlTxBase):
             if read is not None and read[2] != item.item_id:
                 del self._lane_counts[item.lane_id]  # another item of the lane changed
 
-    async def claim_candidates(
-        self,
-        coordinator_id: str,
-        worker_class: str,
-        now: datetime,
-        after: tuple[int, int] | None,
-        limit: int,
-    ) -> list[Item]:
+    async def claim_candidates(self, scan: ClaimScan) -> list[Item]:
         """Ready items of one class, highest priority first then FIFO, after the (priority,
-        seq) ``after``. On PostgreSQL they are locked, skipping rows another claim holds."""
+        seq) ``scan.after``. On PostgreSQL they are locked, skipping rows another claim holds."""
         params = {
-            "coordinator_id": coordinator_id,
-            "worker_class": worker_class,
-            "now": now,
-            "limit": limit,
+            "coordinator_id": scan.coordinator_id,
+            "worker_class": scan.worker_class,
+            "now": scan.now,
+            "limit": scan.limit,
         }
-        if after is None:
+        if scan.after is None:
             stmt = _CANDIDATES
         else:
             stmt = _CANDIDATES_AFTER
-            params.update(after_priority=after[0], after_seq=after[1])
+            params.update(after_priority=scan.after[0], after_seq=scan.after[1])
         rows = await self.conn.execute(stmt, params)
         return [ITEMS.load(r) for r in rows.fetchall()]
 
