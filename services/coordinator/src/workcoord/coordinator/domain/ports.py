@@ -117,6 +117,10 @@ class RequestRecord:
     create_time: datetime
 
 
+# A place in the lane list (newest first): the (create_time, lane_id) of the last lane seen.
+LaneCursor = tuple[datetime, str]
+
+
 @dataclass(frozen=True, slots=True)
 class LaneStamp:
     """A lane's place in the view's order and its version (moved by every write of the lane)."""
@@ -194,11 +198,7 @@ class Reader(Protocol):
     ) -> list[Coordinator]: ...
     async def get_lane(self, lane_id: str) -> Lane | None: ...
     async def list_lanes(
-        self,
-        coordinator_id: str,
-        state: LaneState | None,
-        after: tuple[datetime, str] | None,
-        limit: int,
+        self, coordinator_id: str, state: LaneState | None, after: LaneCursor | None, limit: int
     ) -> list[Lane]: ...
     async def lane_items(self, lane_ids: Sequence[str]) -> list[Item]: ...
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]: ...
@@ -238,7 +238,7 @@ class Reader(Protocol):
         self, coordinator_id: str, since_revision: int, limit: int, lane_id: str, item_id: str
     ) -> list[Event]: ...
     async def lane_stamps(
-        self, coordinator_id: str, after: tuple[datetime, str] | None, limit: int
+        self, coordinator_id: str, after: LaneCursor | None, limit: int
     ) -> list[LaneStamp]:
         """The lanes ``list_lanes`` (of every state) would give, as stamps."""
         ...

@@ -31,10 +31,11 @@ from workcoord.coordinator.domain.model import (
     LaneState,
     Ticket,
 )
-from workcoord.coordinator.domain.ports import ClaimScan
+from workcoord.coordinator.domain.ports import ClaimScan, LaneCursor
 
 from .. import schema as t
 from ._base import SqlTxBase
+from .keyset import newest_first
 from .rows import BLOCKERS, ITEMS, LANES, TICKETS
 
 _QUEUED = ItemState.QUEUED.value
@@ -114,22 +115,13 @@ class LanesItemsSql(SqlTxBase):
         return LANES.load(row) if row is not None else None
 
     async def list_lanes(
-        self,
-        coordinator_id: str,
-        state: LaneState | None,
-        after: tuple[datetime, str] | None,
-        limit: int,
+        self, coordinator_id: str, state: LaneState | None, after: LaneCursor | None, limit: int
     ) -> list[Lane]:
         c = t.lanes.c
         stmt = select(t.lanes).where(c.coordinator_id == coordinator_id)
         if state is not None:
             stmt = stmt.where(c.state == state.value)
-        if after is not None:
-            # Newest first: continue strictly below the last (create_time, lane_id) seen.
-            stmt = stmt.where(
-                or_(c.create_time < after[0], and_(c.create_time == after[0], c.lane_id < after[1]))
-            )
-        stmt = stmt.order_by(c.create_time.desc(), c.lane_id.desc()).limit(limit)
+        stmt = newest_first(stmt, c.create_time, c.lane_id, after, limit)
         return await self._list(LANES, stmt)
 
     async def insert_lane(self, lane: Lane) -> None:
