@@ -207,22 +207,18 @@ class LanesItemsSql(SqlTxBase):
         return LANES.load(rows[0]), counts
 
     async def waiting_items(self, lane_id: str) -> list[Item]:
-        c = t.items.c
-        return await self._list(
-            ITEMS,
-            select(t.items)
-            .where(c.lane_id == lane_id, c.state == ItemState.WAITING.value)
-            .order_by(c.seq),
-        )
+        return await self._items_in_state(t.items.c.lane_id == lane_id, ItemState.WAITING)
 
     async def queued_items(self, coordinator_id: str) -> list[Item]:
+        mine = t.items.c.coordinator_id == coordinator_id
+        return await self._items_in_state(mine, ItemState.QUEUED)
+
+    async def _items_in_state(self, of: ColumnElement[bool], state: ItemState) -> list[Item]:
+        """The items ``of`` selects (a lane's, a work coordinator's) that are in ``state``, in
+        the order they were created in."""
         c = t.items.c
-        return await self._list(
-            ITEMS,
-            select(t.items)
-            .where(c.coordinator_id == coordinator_id, c.state == ItemState.QUEUED.value)
-            .order_by(c.seq, c.item_id),
-        )
+        stmt = select(t.items).where(of, c.state == state.value).order_by(c.seq, c.item_id)
+        return await self._list(ITEMS, stmt)
 
     async def insert_items(self, items: Sequence[Item]) -> None:
         for item in items:
