@@ -37,6 +37,7 @@ from bench import common
 from bench.b1_throughput import run_workers
 from workcoord.api.v1 import lane_pb2
 from workcoord.coordinator.domain.engine.leasing import CLAIM_SCAN_FACTOR
+from workcoord.coordinator.domain.ports import ClaimScan
 from workcoord.coordinator.storage import schema as t
 from workcoord.coordinator.storage.sql.engine import normalize_url
 from workcoord.coordinator.storage.sql.lanes_items import LanesItemsSql
@@ -142,10 +143,10 @@ async def explain_claim(database_url: str, coordinator_id: str, batch: int) -> s
         async with engine.connect() as conn:
             tx = await conn.begin()
             storage = LanesItemsSql(conn, "postgresql", datetime.now(UTC), None)
+            scan = max(batch * CLAIM_SCAN_FACTOR, 32)
             await storage.claim_candidates(
-                coordinator_id, common.WORKER_CLASS, storage.now, None,
-                max(batch * CLAIM_SCAN_FACTOR, 32),
-            )  # fmt: skip
+                ClaimScan(coordinator_id, common.WORKER_CLASS, storage.now, None, scan)
+            )
             statement, parameters = captured[-1]
             result = await conn.exec_driver_sql(
                 "EXPLAIN (ANALYZE, BUFFERS) " + statement, parameters

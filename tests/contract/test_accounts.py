@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from workcoord.coordinator.domain.grants import TokenRecord
 from workcoord.coordinator.domain.ports import (
     Credential,
     Leadership,
@@ -115,7 +116,7 @@ async def test_set_member_adds_or_changes_a_role(store: Store) -> None:
 async def test_a_credential_is_found_by_its_secret_hash(store: Store) -> None:
     async with store.write() as tx:
         await tx.insert_user(user("usr_a"))
-        await tx.insert_user_token("tok_a", "usr_a", "laptop", HASH_A, T0, at(60))
+        await tx.insert_user_token(TokenRecord("tok_a", "usr_a", "laptop", T0, at(60)), HASH_A)
         await tx.insert_work_key(work_key("key_a"))
     async with store.write() as tx:
         assert await tx.find_credential(HASH_A) == Credential(
@@ -146,8 +147,8 @@ async def test_a_credential_resolves_with_its_owner_in_one_read(store: Store) ->
         await tx.insert_user(user("usr_b"))
         await tx.set_member("acme", "usr_a", "ORG_ADMIN", at(1))
         await tx.set_member("beta", "usr_a", "ORG_VIEWER", at(1))
-        await tx.insert_user_token("tok_a", "usr_a", "laptop", HASH_A, T0, at(60))
-        await tx.insert_user_token("tok_b", "usr_b", "laptop", "c" * 64, T0, None)
+        await tx.insert_user_token(TokenRecord("tok_a", "usr_a", "laptop", T0, at(60)), HASH_A)
+        await tx.insert_user_token(TokenRecord("tok_b", "usr_b", "laptop", T0), "c" * 64)
         await tx.insert_work_key(work_key("key_a"))
     async with store.read(snapshot=False) as reader:
         by_token = await reader.resolve_credential(HASH_A)
@@ -186,7 +187,7 @@ async def test_every_change_to_credentials_users_or_roles_moves_the_epoch(store:
         lambda tx: tx.insert_user(user("usr_a")),
         lambda tx: tx.set_member("acme", "usr_a", "ORG_VIEWER", at(1)),
         lambda tx: tx.set_member("acme", "usr_a", "ORG_ADMIN", at(2)),
-        lambda tx: tx.insert_user_token("tok_a", "usr_a", "laptop", HASH_A, T0, None),
+        lambda tx: tx.insert_user_token(TokenRecord("tok_a", "usr_a", "laptop", T0), HASH_A),
         lambda tx: tx.insert_work_key(work_key("key_a")),
         lambda tx: tx.revoke_work_key("key_a", at(3)),
         lambda tx: tx.revoke_user_token("tok_a", at(4)),

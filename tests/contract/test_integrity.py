@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from workcoord.coordinator.domain.grants import TokenRecord
 from workcoord.coordinator.domain.model import EventType, NewEvent, Ticket
 from workcoord.coordinator.domain.ports import (
     OrgRecord,
@@ -38,7 +39,7 @@ async def _seeded(store: Store) -> None:
         await tx.insert_user(user("usr_a", "a@acme.test"))
         await tx.insert_ticket("wc_a", Ticket("ln_a", "github", "acme/parser#12"))
         await tx.insert_work_key(_key("key_a"))
-        await tx.insert_user_token("tok_a", "usr_a", "bootstrap", TOKEN_HASH, T0, None)
+        await tx.insert_user_token(TokenRecord("tok_a", "usr_a", "bootstrap", T0), TOKEN_HASH)
         await tx.insert_attempts([attempt("ls_a", item("it_a", "ln_a"), exclusive_key="k")])
         await tx.insert_request(RequestRecord("wc_a/lanes", "req-1", "f1", "ln_a", T0))
 
@@ -63,7 +64,7 @@ ALREADY_EXISTS: dict[str, Change] = {
     ),
     "pk_tickets": lambda tx: tx.insert_ticket("wc_a", Ticket("ln_a", "github", "acme/parser#12")),
     "uq_user_tokens_secret_hash": lambda tx: tx.insert_user_token(
-        "tok_b", "usr_a", "again", TOKEN_HASH, T0, None
+        TokenRecord("tok_b", "usr_a", "again", T0), TOKEN_HASH
     ),
 }
 

@@ -92,7 +92,7 @@ async def test_members_of_an_org(store: Store) -> None:
 async def test_a_user_token_is_revoked_once(store: Store) -> None:
     async with store.write() as tx:
         await tx.insert_user(user("usr_a"))
-        await tx.insert_user_token("tok_a", "usr_a", "laptop", "a" * 64, T0, None)
+        await tx.insert_user_token(TokenRecord("tok_a", "usr_a", "laptop", T0), "a" * 64)
     async with store.write() as tx:
         assert await tx.get_user_token("tok_a") == TokenRecord("tok_a", "usr_a", "laptop", T0)
         assert await tx.get_user_token("tok_x") is None

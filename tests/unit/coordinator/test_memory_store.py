@@ -9,7 +9,7 @@ import pytest
 
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.model import AttemptStatus, EventType, NewEvent
-from workcoord.coordinator.domain.ports import OrgRecord
+from workcoord.coordinator.domain.ports import ClaimScan, OrgRecord
 from workcoord.coordinator.domain.specs import LeaseAsk
 from workcoord.coordinator.storage.memory import MemoryStore, ReadOnlyViolation
 from workcoord.kit.clock import ManualClock
@@ -134,11 +134,12 @@ async def test_claim_order_and_expiry_queries(
         "",
     )
     async with store.write(world.cid) as tx:
-        found = await tx.claim_candidates(world.cid, "codex", tx.now, None, 10)
+        found = await tx.claim_candidates(ClaimScan(world.cid, "codex", tx.now, None, 10))
         assert [i.key for i in found] == ["b", "a", "c"]
         after = (found[0].priority, found[0].seq)
         assert [
-            i.key for i in await tx.claim_candidates(world.cid, "codex", tx.now, after, 10)
+            i.key
+            for i in await tx.claim_candidates(ClaimScan(world.cid, "codex", tx.now, after, 10))
         ] == [
             "a",
             "c",

@@ -117,6 +117,10 @@ class RequestRecord:
     create_time: datetime
 
 
+# A place in the lane list (newest first): the (create_time, lane_id) of the last lane seen.
+LaneCursor = tuple[datetime, str]
+
+
 @dataclass(frozen=True, slots=True)
 class LaneStamp:
     """A lane's place in the view's order and its version (moved by every write of the lane)."""
@@ -124,6 +128,19 @@ class LaneStamp:
     lane_id: str
     create_time: datetime
     version: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimScan:
+    """One page of :meth:`Tx.claim_candidates`: the items of ``worker_class`` ready at ``now``
+    in a work coordinator, highest priority first then FIFO, after the (priority, seq)
+    ``after``, at most ``limit``."""
+
+    coordinator_id: str
+    worker_class: str
+    now: datetime
+    after: tuple[int, int] | None
+    limit: int
 
 
 # The fields of an item that :meth:`Tx.end_expired_leases` loads: what a retry or a
@@ -181,11 +198,7 @@ class Reader(Protocol):
     ) -> list[Coordinator]: ...
     async def get_lane(self, lane_id: str) -> Lane | None: ...
     async def list_lanes(
-        self,
-        coordinator_id: str,
-        state: LaneState | None,
-        after: tuple[datetime, str] | None,
-        limit: int,
+        self, coordinator_id: str, state: LaneState | None, after: LaneCursor | None, limit: int
     ) -> list[Lane]: ...
     async def lane_items(self, lane_ids: Sequence[str]) -> list[Item]: ...
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]: ...
@@ -225,7 +238,7 @@ class Reader(Protocol):
         self, coordinator_id: str, since_revision: int, limit: int, lane_id: str, item_id: str
     ) -> list[Event]: ...
     async def lane_stamps(
-        self, coordinator_id: str, after: tuple[datetime, str] | None, limit: int
+        self, coordinator_id: str, after: LaneCursor | None, limit: int
     ) -> list[LaneStamp]:
         """The lanes ``list_lanes`` (of every state) would give, as stamps."""
         ...
@@ -324,14 +337,7 @@ class Tx(Reader, Protocol):
     async def insert_blocker(self, coordinator_id: str, blocker: Blocker) -> None: ...
     async def update_blocker(self, blocker: Blocker) -> None: ...
     async def insert_ticket(self, coordinator_id: str, ticket: Ticket) -> None: ...
-    async def claim_candidates(
-        self,
-        coordinator_id: str,
-        worker_class: str,
-        now: datetime,
-        after: tuple[int, int] | None,
-        limit: int,
-    ) -> list[Item]: ...
+    async def claim_candidates(self, scan: ClaimScan) -> list[Item]: ...
     async def insert_attempts(self, attempts: Sequence[Attempt]) -> None: ...
     async def update_attempts(self, attempts: Sequence[Attempt]) -> None: ...
     async def get_attempt_for_update(self, lease_id: str) -> Attempt | None: ...
@@ -370,15 +376,7 @@ class Tx(Reader, Protocol):
     async def insert_org(self, org: OrgRecord) -> None: ...
     async def insert_user(self, user: UserRecord) -> None: ...
     async def find_user_by_email(self, email: str) -> UserRecord | None: ...
-    async def insert_user_token(
-        self,
-        token_id: str,
-        user_id: str,
-        display_name: str,
-        secret_hash: str,
-        create_time: datetime,
-        expire_time: datetime | None,
-    ) -> None: ...
+    async def insert_user_token(self, token: TokenRecord, secret_hash: str) -> None: ...
     async def insert_work_key(self, key: WorkKeyRecord) -> None: ...
     async def revoke_work_key(self, key_id: str, when: datetime) -> None: ...
     async def set_member(self, org_slug: str, user_id: str, role: str, when: datetime) -> None: ...

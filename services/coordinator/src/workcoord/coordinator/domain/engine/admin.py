@@ -34,6 +34,7 @@ from ..auth import (
     require_self_or_platform_admin,
     user_principal,
 )
+from ..grants import TokenRecord
 from ..model import Scope
 from ..ports import OrgRecord, UserRecord, WorkKeyRecord
 from ..specs import IssuedUserToken, IssuedWorkKey, Page, PlatformSettings
@@ -113,9 +114,8 @@ class AdminCommands(EngineCore):
                     create_time=tx.now,
                 )
                 await tx.insert_user(user)
-            await tx.insert_user_token(
-                new_id("tok"), user.user_id, "bootstrap", digest, tx.now, None
-            )
+            record = TokenRecord(new_id("tok"), user.user_id, "bootstrap", tx.now)
+            await tx.insert_user_token(record, digest)
             return user.user_id
 
     async def create_org(self, principal: Principal, slug: str, display_name: str) -> OrgRecord:
@@ -203,9 +203,8 @@ class AdminCommands(EngineCore):
                 raise InvalidArgument.single("token.expire_time", "must be in the future")
             if await tx.get_user(user_id) is None:
                 raise NotFound(f"user {user_id} not found")
-            await tx.insert_user_token(
-                token_id, user_id, display_name, hash_secret(secret), tx.now, expire_time
-            )
+            record = TokenRecord(token_id, user_id, display_name, tx.now, expire_time)
+            await tx.insert_user_token(record, hash_secret(secret))
             return IssuedUserToken(token_id, secret, tx.now)
 
     async def create_work_key(

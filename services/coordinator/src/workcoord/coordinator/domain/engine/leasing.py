@@ -24,7 +24,7 @@ from ..model import (
     NewEvent,
     Worker,
 )
-from ..ports import Tx
+from ..ports import ClaimScan, Tx
 from ..specs import Checkpoint, GrantedLease, LeaseAsk, Page
 from ._base import Effects, new_id
 from .fences import FenceFound, WorkerFences, fence_error, shown_fence
@@ -347,7 +347,8 @@ class LeasingCommands(WorkerFences):
         cursor: tuple[int, int] | None = None
         scan = max(wanted * CLAIM_SCAN_FACTOR, 32)
         while len(chosen) < wanted:
-            candidates = await tx.claim_candidates(cid, ask.worker_class, tx.now, cursor, scan)
+            page = ClaimScan(cid, ask.worker_class, tx.now, cursor, scan)
+            candidates = await tx.claim_candidates(page)
             if not candidates:
                 break
             cursor = (candidates[-1].priority, candidates[-1].seq)

@@ -110,21 +110,12 @@ class AccountsMemory(MemoryTxBase):
 
     # -------------------------------------------------------------- credentials
 
-    async def insert_user_token(
-        self,
-        token_id: str,
-        user_id: str,
-        display_name: str,
-        secret_hash: str,
-        create_time: datetime,
-        expire_time: datetime | None,
-    ) -> None:
+    async def insert_user_token(self, token: TokenRecord, secret_hash: str) -> None:
         tokens = self._credentials_changed().tokens
         secret = ("uq_user_tokens_secret_hash", lambda r: r.secret_hash == secret_hash)
-        refuse_taken(tokens, token_id, "pk_user_tokens", secret)
-        self._check_user(user_id, "fk_user_tokens_user_id_users")
-        token = TokenRecord(token_id, user_id, display_name, create_time, expire_time)
-        tokens[token_id] = TokenRow(token, secret_hash)
+        refuse_taken(tokens, token.token_id, "pk_user_tokens", secret)
+        self._check_user(token.user_id, "fk_user_tokens_user_id_users")
+        tokens[token.token_id] = TokenRow(token, secret_hash)
 
     async def get_work_key(self, key_id: str) -> WorkKeyRecord | None:
         return self.tables.work_keys.get(key_id)

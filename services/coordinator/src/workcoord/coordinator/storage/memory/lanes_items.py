@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from workcoord.coordinator.domain.model import Blocker, Item, ItemState, Lane, LaneState, Ticket
+from workcoord.coordinator.domain.ports import ClaimScan, LaneCursor
 
 from ._base import MemoryTxBase, copied, refuse, selected
 
@@ -27,6 +28,14 @@ def ready(item: Item, coordinator_id: str, now: datetime) -> bool:
     )
 
 
+def newest_first(lanes: Iterable[Lane], after: LaneCursor | None) -> list[Lane]:
+    """``lanes`` newest first, by (create_time, lane_id) descending, strictly below ``after``
+    (where the previous page ended)."""
+    found = [lane for lane in lanes if after is None or (lane.create_time, lane.lane_id) < after]
+    found.sort(key=lambda lane: (lane.create_time, lane.lane_id), reverse=True)
+    return found
+
+
 class LanesItemsMemory(MemoryTxBase):
     # -------------------------------------------------------------- lanes
 
@@ -35,22 +44,14 @@ class LanesItemsMemory(MemoryTxBase):
         return copied(lane) if lane else None
 
     async def list_lanes(
-        self,
-        coordinator_id: str,
-        state: LaneState | None,
-        after: tuple[datetime, str] | None,
-        limit: int,
+        self, coordinator_id: str, state: LaneState | None, after: LaneCursor | None, limit: int
     ) -> list[Lane]:
-        lanes = [
+        mine = (
             lane
             for lane in self.tables.lanes.values()
-            if lane.coordinator_id == coordinator_id
-            and (state is None or lane.state == state)
-            # Newest first: continue strictly below the last (create_time, lane_id) seen.
-            and (after is None or (lane.create_time, lane.lane_id) < after)
-        ]
-        lanes.sort(key=lambda lane: (lane.create_time, lane.lane_id), reverse=True)
-        return [copied(lane) for lane in lanes[:limit]]
+            if lane.coordinator_id == coordinator_id and (state is None or lane.state == state)
+        )
+        return [copied(lane) for lane in newest_first(mine, after)[:limit]]
 
     async def insert_lane(self, lane: Lane) -> None:
         lanes = self._w().lanes
@@ -170,23 +171,17 @@ class LanesItemsMemory(MemoryTxBase):
             if item.item_id in stored:
                 stored[item.item_id] = copied(item)
 
-    async def claim_candidates(
-        self,
-        coordinator_id: str,
-        worker_class: str,
-        now: datetime,
-        after: tuple[int, int] | None,
-        limit: int,
-    ) -> list[Item]:
+    async def claim_candidates(self, scan: ClaimScan) -> list[Item]:
+        after = scan.after
         found = [
             i
             for i in self.tables.items.values()
-            if ready(i, coordinator_id, now)
-            and i.worker_class == worker_class
+            if ready(i, scan.coordinator_id, scan.now)
+            and i.worker_class == scan.worker_class
             and (after is None or (-i.priority, i.seq) > (-after[0], after[1]))
         ]
         found.sort(key=lambda i: (-i.priority, i.seq))
-        return [copied(i) for i in found[:limit]]
+        return [copied(i) for i in found[: scan.limit]]
 
     async def has_ready(self, coordinator_id: str, worker_class: str, now: datetime) -> bool:
         return any(

@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from workcoord.coordinator.domain.model import Lane, Ticket
-from workcoord.coordinator.domain.ports import LaneStamp
+from workcoord.coordinator.domain.ports import LaneCursor, LaneStamp
 
 from ._base import MemoryTxBase, copied
+from .lanes_items import newest_first
 
 
 class ViewReadsMemory(MemoryTxBase):
     async def lane_stamps(
-        self, coordinator_id: str, after: tuple[datetime, str] | None, limit: int
+        self, coordinator_id: str, after: LaneCursor | None, limit: int
     ) -> list[LaneStamp]:
-        lanes = [
-            lane
-            for lane in self.tables.lanes.values()
-            if lane.coordinator_id == coordinator_id
-            and (after is None or (lane.create_time, lane.lane_id) < after)
-        ]
-        lanes.sort(key=lambda lane: (lane.create_time, lane.lane_id), reverse=True)
-        return [LaneStamp(x.lane_id, x.create_time, x.version) for x in lanes[: max(limit, 0)]]
+        mine = (
+            lane for lane in self.tables.lanes.values() if lane.coordinator_id == coordinator_id
+        )
+        lanes = newest_first(mine, after)[: max(limit, 0)]
+        return [LaneStamp(x.lane_id, x.create_time, x.version) for x in lanes]
 
     async def get_lanes(self, lane_ids: Sequence[str]) -> list[Lane]:
         found = [self.tables.lanes[i] for i in sorted(set(lane_ids)) if i in self.tables.lanes]

@@ -3,7 +3,8 @@ statements that differ between PostgreSQL and SQLite (row locks and upserts)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -92,9 +93,32 @@ class SqlTxBase:
         row = await self._one(select(rows.table).where(*where))
         return rows.load(row) if row is not None else None
 
+    async def _held_back_or_stored(
+        self, held_back: Mapping[str, _R], rows: RowMap[_R], by_id: Executable, record_id: str
+    ) -> _R | None:
+        """The record with id ``record_id``: a copy of its held-back update if there is one,
+        else the row ``by_id`` (a select of ``rows``'s table by the parameter ``id``) finds;
+        the held-back changes are not written first."""
+        pending = held_back.get(record_id)
+        if pending is not None:
+            return copy.copy(pending)
+        row = (await self.raw.execute(by_id, {"id": record_id})).first()
+        return rows.load(row) if row is not None else None
+
     async def _list(self, rows: RowMap[_R], stmt: Select[Any]) -> list[_R]:
         """The records ``stmt`` (a select of ``rows``'s table) finds, in its order."""
         return [rows.load(r) for r in await self._rows(stmt)]
+
+    async def _list_in(
+        self, rows: RowMap[_R], column: str, values: Sequence[str], *order_by: str
+    ) -> list[_R]:
+        """The records whose ``column`` is one of ``values``, ordered by the columns
+        ``order_by`` (no statement for no values)."""
+        if not values:
+            return []
+        c = rows.table.c
+        stmt = select(rows.table).where(c[column].in_(list(values)))
+        return await self._list(rows, stmt.order_by(*(c[name] for name in order_by)))
 
     async def _insert(self, rows: RowMap[_R], records: Sequence[_R], **store: Any) -> None:
         """Insert ``records`` (one statement; nothing for none)."""

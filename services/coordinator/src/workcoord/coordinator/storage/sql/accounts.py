@@ -20,6 +20,7 @@ from workcoord.coordinator.domain.ports import (
 
 from .. import schema as t
 from ._base import SqlTxBase
+from .keyset import page_after
 from .rows import MEMBERS, ORGS, USER_TOKENS, USERS, WORK_KEYS
 
 
@@ -73,10 +74,7 @@ class AccountsSql(SqlTxBase):
         return await self._get(ORGS, t.orgs.c.slug == slug)
 
     async def list_orgs(self, after_slug: str, limit: int) -> list[OrgRecord]:
-        c = t.orgs.c
-        return await self._list(
-            ORGS, select(t.orgs).where(c.slug > after_slug).order_by(c.slug).limit(limit)
-        )
+        return await self._list(ORGS, page_after(t.orgs, "slug", after_slug, limit))
 
     async def insert_org(self, org: OrgRecord) -> None:
         await self._insert(ORGS, [org])
@@ -90,10 +88,7 @@ class AccountsSql(SqlTxBase):
         return await self._get(USERS, t.users.c.email == email)
 
     async def list_users(self, after_id: str, limit: int) -> list[UserRecord]:
-        c = t.users.c
-        return await self._list(
-            USERS, select(t.users).where(c.user_id > after_id).order_by(c.user_id).limit(limit)
-        )
+        return await self._list(USERS, page_after(t.users, "user_id", after_id, limit))
 
     async def insert_user(self, user: UserRecord) -> None:
         await self._insert(USERS, [user])
@@ -114,16 +109,7 @@ class AccountsSql(SqlTxBase):
 
     # -------------------------------------------------------------- credentials
 
-    async def insert_user_token(
-        self,
-        token_id: str,
-        user_id: str,
-        display_name: str,
-        secret_hash: str,
-        create_time: datetime,
-        expire_time: datetime | None,
-    ) -> None:
-        token = TokenRecord(token_id, user_id, display_name, create_time, expire_time)
+    async def insert_user_token(self, token: TokenRecord, secret_hash: str) -> None:
         await self._insert(USER_TOKENS, [token], secret_hash=secret_hash)
 
     async def get_work_key(self, key_id: str) -> WorkKeyRecord | None:

@@ -21,7 +21,7 @@ _HOLDS = t.exclusive_holds
 _A, _I = t.attempts, t.items
 
 # The hot statements, built once (see RowMap.insert_statement).
-_GET_ATTEMPT = select(_A).where(_A.c.lease_id == bindparam("lease_id"))
+_GET_ATTEMPT = select(_A).where(_A.c.lease_id == bindparam("id"))
 _L, _OTHER = t.lanes, t.items.alias("other_items")
 
 
@@ -58,11 +58,8 @@ _RELEASE_HOLDS = delete(_HOLDS).where(_HOLDS.c.lease_id.in_(bindparam("lease_ids
 
 class AttemptsSql(SqlTxBase):
     async def get_attempt(self, lease_id: str) -> Attempt | None:
-        pending = self._pending_attempts.get(lease_id)
-        if pending is not None:
-            return copy.copy(pending)
-        row = (await self.raw.execute(_GET_ATTEMPT, {"lease_id": lease_id})).first()
-        return ATTEMPTS.load(row) if row is not None else None
+        held_back = self._pending_attempts
+        return await self._held_back_or_stored(held_back, ATTEMPTS, _GET_ATTEMPT, lease_id)
 
     async def get_attempt_for_update(self, lease_id: str) -> Attempt | None:
         # The coordinator lock already serialises writers; no row lock needed.
@@ -72,11 +69,10 @@ class AttemptsSql(SqlTxBase):
         """One round trip (a join), unless held-back updates already hold the records."""
         attempt = self._pending_attempts.get(lease_id)
         if attempt is not None:
-            item = self._pending_items.get(attempt.item_id)
-            if item is not None:
-                return copy.copy(attempt), copy.copy(item)
-            row = (await self.raw.execute(GET_ITEM, {"item_id": attempt.item_id})).first()
-            return copy.copy(attempt), ITEMS.load(row) if row is not None else None
+            item = await self._held_back_or_stored(
+                self._pending_items, ITEMS, GET_ITEM, attempt.item_id
+            )
+            return copy.copy(attempt), item
         # With the item's lane and its other items' states: a Complete needs them next.
         statement = _ATTEMPT_WITH_LANE[self.dialect]
         row = (await self.raw.execute(statement, {"lease_id": lease_id})).first()
@@ -99,13 +95,7 @@ class AttemptsSql(SqlTxBase):
         return found, item
 
     async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:
-        if not item_ids:
-            return []
-        c = t.attempts.c
-        return await self._list(
-            ATTEMPTS,
-            select(t.attempts).where(c.item_id.in_(list(item_ids))).order_by(c.item_id, c.attempt),
-        )
+        return await self._list_in(ATTEMPTS, "item_id", item_ids, "item_id", "attempt")
 
     async def live_attempts(self, coordinator_id: str, worker_class: str | None) -> list[Attempt]:
         if worker_class is None:

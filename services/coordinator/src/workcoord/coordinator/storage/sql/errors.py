@@ -15,6 +15,8 @@ key ("UNIQUE constraint failed: users.email"), which the schema maps back to the
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import asyncpg
 from sqlalchemy import Index, PrimaryKeyConstraint, UniqueConstraint
@@ -26,7 +28,7 @@ from workcoord.kit.errors import Code, Internal, WorkcoordError
 from .. import schema as t
 from ..integrity import violation
 
-__all__ = ["StorageUnavailable", "constraint_of", "storage_error", "translate"]
+__all__ = ["StorageUnavailable", "constraint_of", "storage_error", "storage_errors", "translate"]
 
 _log = logging.getLogger(__name__)
 
@@ -61,6 +63,22 @@ def storage_error(exc: BaseException) -> WorkcoordError | None:
     if isinstance(exc, _UNREACHABLE):
         return StorageUnavailable()
     return None
+
+
+@contextmanager
+def storage_errors() -> Iterator[None]:
+    """Raise what the block raises as the workcoord error it stands for (see
+    :func:`storage_error`); workcoord errors, and errors that are not the database's, go
+    through as they are."""
+    try:
+        yield
+    except WorkcoordError:
+        raise
+    except Exception as exc:
+        error = storage_error(exc)
+        if error is None:
+            raise
+        raise error from exc
 
 
 def translate(exc: DBAPIError) -> WorkcoordError:

@@ -31,9 +31,11 @@ from workcoord.coordinator.domain.model import (
     LaneState,
     Ticket,
 )
+from workcoord.coordinator.domain.ports import ClaimScan, LaneCursor
 
 from .. import schema as t
 from ._base import SqlTxBase
+from .keyset import newest_first
 from .rows import BLOCKERS, ITEMS, LANES, TICKETS
 
 _QUEUED = ItemState.QUEUED.value
@@ -75,7 +77,7 @@ _LANE_WITH_COUNTS = (
     .where(_L.c.lane_id == _LANE_ID)
 )
 _GET_LANE = select(_L).where(_L.c.lane_id == _LANE_ID)
-GET_ITEM = select(_I).where(_I.c.item_id == bindparam("item_id"))
+GET_ITEM = select(_I).where(_I.c.item_id == bindparam("id"))
 _READY = [
     *ready_filter(bindparam("coordinator_id"), bindparam("now")),
     _I.c.worker_class == bindparam("worker_class"),
@@ -113,22 +115,13 @@ class LanesItemsSql(SqlTxBase):
         return LANES.load(row) if row is not None else None
 
     async def list_lanes(
-        self,
-        coordinator_id: str,
-        state: LaneState | None,
-        after: tuple[datetime, str] | None,
-        limit: int,
+        self, coordinator_id: str, state: LaneState | None, after: LaneCursor | None, limit: int
     ) -> list[Lane]:
         c = t.lanes.c
         stmt = select(t.lanes).where(c.coordinator_id == coordinator_id)
         if state is not None:
             stmt = stmt.where(c.state == state.value)
-        if after is not None:
-            # Newest first: continue strictly below the last (create_time, lane_id) seen.
-            stmt = stmt.where(
-                or_(c.create_time < after[0], and_(c.create_time == after[0], c.lane_id < after[1]))
-            )
-        stmt = stmt.order_by(c.create_time.desc(), c.lane_id.desc()).limit(limit)
+        stmt = newest_first(stmt, c.create_time, c.lane_id, after, limit)
         return await self._list(LANES, stmt)
 
     async def insert_lane(self, lane: Lane) -> None:
@@ -141,13 +134,7 @@ class LanesItemsSql(SqlTxBase):
         await self._update_each(LANES, "lane_id", [lane])
 
     async def lane_blockers(self, lane_ids: Sequence[str]) -> list[Blocker]:
-        c = t.blockers.c
-        return await self._list(
-            BLOCKERS,
-            select(t.blockers)
-            .where(c.lane_id.in_(list(lane_ids)))
-            .order_by(c.create_time, c.blocker_id),
-        )
+        return await self._list_in(BLOCKERS, "lane_id", lane_ids, "create_time", "blocker_id")
 
     async def insert_blocker(self, coordinator_id: str, blocker: Blocker) -> None:
         await self._insert(BLOCKERS, [blocker], coordinator_id=coordinator_id)
@@ -160,13 +147,7 @@ class LanesItemsSql(SqlTxBase):
         )
 
     async def lane_tickets(self, lane_ids: Sequence[str]) -> list[Ticket]:
-        c = t.tickets.c
-        return await self._list(
-            TICKETS,
-            select(t.tickets)
-            .where(c.lane_id.in_(list(lane_ids)))
-            .order_by(c.key, c.tracker, c.lane_id),
-        )
+        return await self._list_in(TICKETS, "lane_id", lane_ids, "key", "tracker", "lane_id")
 
     async def insert_ticket(self, coordinator_id: str, ticket: Ticket) -> None:
         await self._insert(TICKETS, [ticket], coordinator_id=coordinator_id)
@@ -174,27 +155,13 @@ class LanesItemsSql(SqlTxBase):
     # -------------------------------------------------------------- items
 
     async def get_item(self, item_id: str) -> Item | None:
-        pending = self._pending_items.get(item_id)
-        if pending is not None:
-            return copy.copy(pending)
-        row = (await self.raw.execute(GET_ITEM, {"item_id": item_id})).first()
-        return ITEMS.load(row) if row is not None else None
+        return await self._held_back_or_stored(self._pending_items, ITEMS, GET_ITEM, item_id)
 
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]:
-        if not item_ids:
-            return []
-        c = t.items.c
-        return await self._list(
-            ITEMS, select(t.items).where(c.item_id.in_(list(item_ids))).order_by(c.item_id)
-        )
+        return await self._list_in(ITEMS, "item_id", item_ids, "item_id")
 
     async def lane_items(self, lane_ids: Sequence[str]) -> list[Item]:
-        if not lane_ids:
-            return []
-        c = t.items.c
-        return await self._list(
-            ITEMS, select(t.items).where(c.lane_id.in_(list(lane_ids))).order_by(c.seq)
-        )
+        return await self._list_in(ITEMS, "lane_id", lane_ids, "seq")
 
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
         c = t.items.c
@@ -240,22 +207,18 @@ class LanesItemsSql(SqlTxBase):
         return LANES.load(rows[0]), counts
 
     async def waiting_items(self, lane_id: str) -> list[Item]:
-        c = t.items.c
-        return await self._list(
-            ITEMS,
-            select(t.items)
-            .where(c.lane_id == lane_id, c.state == ItemState.WAITING.value)
-            .order_by(c.seq),
-        )
+        return await self._items_in_state(t.items.c.lane_id == lane_id, ItemState.WAITING)
 
     async def queued_items(self, coordinator_id: str) -> list[Item]:
+        mine = t.items.c.coordinator_id == coordinator_id
+        return await self._items_in_state(mine, ItemState.QUEUED)
+
+    async def _items_in_state(self, of: ColumnElement[bool], state: ItemState) -> list[Item]:
+        """The items ``of`` selects (a lane's, a work coordinator's) that are in ``state``, in
+        the order they were created in."""
         c = t.items.c
-        return await self._list(
-            ITEMS,
-            select(t.items)
-            .where(c.coordinator_id == coordinator_id, c.state == ItemState.QUEUED.value)
-            .order_by(c.seq, c.item_id),
-        )
+        stmt = select(t.items).where(of, c.state == state.value).order_by(c.seq, c.item_id)
+        return await self._list(ITEMS, stmt)
 
     async def insert_items(self, items: Sequence[Item]) -> None:
         for item in items:
@@ -270,27 +233,20 @@ class LanesItemsSql(SqlTxBase):
             if read is not None and read[2] != item.item_id:
                 del self._lane_counts[item.lane_id]  # another item of the lane changed
 
-    async def claim_candidates(
-        self,
-        coordinator_id: str,
-        worker_class: str,
-        now: datetime,
-        after: tuple[int, int] | None,
-        limit: int,
-    ) -> list[Item]:
+    async def claim_candidates(self, scan: ClaimScan) -> list[Item]:
         """Ready items of one class, highest priority first then FIFO, after the (priority,
-        seq) ``after``. On PostgreSQL they are locked, skipping rows another claim holds."""
+        seq) ``scan.after``. On PostgreSQL they are locked, skipping rows another claim holds."""
         params = {
-            "coordinator_id": coordinator_id,
-            "worker_class": worker_class,
-            "now": now,
-            "limit": limit,
+            "coordinator_id": scan.coordinator_id,
+            "worker_class": scan.worker_class,
+            "now": scan.now,
+            "limit": scan.limit,
         }
-        if after is None:
+        if scan.after is None:
             stmt = _CANDIDATES
         else:
             stmt = _CANDIDATES_AFTER
-            params.update(after_priority=after[0], after_seq=after[1])
+            params.update(after_priority=scan.after[0], after_seq=scan.after[1])
         rows = await self.conn.execute(stmt, params)
         return [ITEMS.load(r) for r in rows.fetchall()]
 

@@ -8,12 +8,11 @@ from contextlib import asynccontextmanager
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from workcoord.kit.clock import Clock
-from workcoord.kit.errors import WorkcoordError
 
 from .accounts import AccountsSql
 from .attempts import AttemptsSql
 from .coordinators import CoordinatorsSql
-from .errors import storage_error
+from .errors import storage_errors
 from .follow_ups import FollowUpsSql
 from .lanes_items import LanesItemsSql
 from .recovery import RecoverySql
@@ -55,7 +54,7 @@ class SqlStore:
 
         ``snapshot=False`` (one statement, so nothing to keep consistent across statements):
         autocommit on PostgreSQL, which saves the BEGIN and COMMIT round trips."""
-        try:
+        with storage_errors():
             async with self.engine.connect() as conn:
                 if self.dialect == "postgresql" and not snapshot:
                     conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
@@ -67,19 +66,12 @@ class SqlStore:
                     )
                 async with conn.begin():
                     yield SqlTx(conn, self.dialect, self.clock.now(), None)
-        except WorkcoordError:
-            raise
-        except Exception as exc:
-            error = storage_error(exc)
-            if error is None:
-                raise
-            raise error from exc
 
     @asynccontextmanager
     async def write(self, coordinator_id: str | None = None) -> AsyncIterator[SqlTx]:
         """A write transaction; with ``coordinator_id``, holding that work coordinator's lock
         (``tx.coordinator`` is then its committed state, or None if it does not exist)."""
-        try:
+        with storage_errors():
             async with self.engine.connect() as conn:
                 conn = await conn.execution_options(workcoord_write=True)
                 async with conn.begin():
@@ -88,10 +80,3 @@ class SqlStore:
                         tx.coordinator = await tx.lock_coordinator(coordinator_id)
                     yield tx
                     await tx.flush()
-        except WorkcoordError:
-            raise
-        except Exception as exc:
-            error = storage_error(exc)
-            if error is None:
-                raise
-            raise error from exc
