@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 JsonObject = dict[str, Any]
 
@@ -147,17 +147,25 @@ class EventType(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class RetryPolicy:
+class _Inheriting:
+    """A policy whose unset (``None``) fields inherit from the next level up."""
+
+    def over(self, base: Self) -> Self:
+        """This policy with unset fields taken from ``base``."""
+        unset = {
+            f.name: getattr(base, f.name) for f in fields(self) if getattr(self, f.name) is None
+        }
+        return replace(self, **unset)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy(_Inheriting):
     """A retry policy; ``None`` fields inherit from the next level up."""
 
     initial_interval: float | None = None
     backoff_coefficient: float | None = None
     maximum_interval: float | None = None
     maximum_attempts: int | None = None
-
-    def over(self, base: RetryPolicy) -> RetryPolicy:
-        """This policy with unset fields taken from ``base``."""
-        return RetryPolicy(**_inherited(self, base))
 
     def is_empty(self) -> bool:
         return self == RetryPolicy()
@@ -175,16 +183,12 @@ class OnPass(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class ReviewPolicy:
+class ReviewPolicy(_Inheriting):
     """A review policy; ``None`` fields inherit."""
 
     max_fail_rounds: int | None = None
     on_pass: OnPass | None = None
     ship_requires_approval: bool | None = None
-
-    def over(self, base: ReviewPolicy) -> ReviewPolicy:
-        """This policy with unset fields taken from ``base``."""
-        return ReviewPolicy(**_inherited(self, base))
 
 
 DEFAULT_REVIEW_POLICY = ReviewPolicy(
@@ -388,14 +392,6 @@ class Event:
     lease_id: str
     actor: str
     data: JsonObject
-
-
-def _inherited(policy: RetryPolicy | ReviewPolicy, base: RetryPolicy | ReviewPolicy) -> JsonObject:
-    """The fields of ``policy``, each unset one (None) taken from ``base`` instead."""
-    return {
-        f.name: value if (value := getattr(policy, f.name)) is not None else getattr(base, f.name)
-        for f in fields(policy)
-    }
 
 
 class DigestKind(enum.StrEnum):
