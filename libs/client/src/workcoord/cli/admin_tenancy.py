@@ -51,12 +51,12 @@ def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]
 
     members = group("members", "org roles")
     p = command(members, "add", "give a user a role in an org")
-    p.add_argument("--org", dest="org_slug", required=True)
-    p.add_argument("--user", dest="user_id", required=True, metavar="USER_ID")
+    _add_org(p)
+    _add_user(p)
     p.add_argument("--role", required=True, choices=_ROLES)
     set_call(p, _member_request, lambda c: c.admin.AddOrgMember)
     p = command(members, "list", "list an org's members")
-    p.add_argument("--org", dest="org_slug", required=True)
+    _add_org(p)
     add_paging_flags(p)
     set_call(
         p,
@@ -64,8 +64,8 @@ def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]
         lambda c: c.admin.ListOrgMembers,
     )
     p = command(members, "remove", "remove a user's role in an org")
-    p.add_argument("--org", dest="org_slug", required=True)
-    p.add_argument("--user", dest="user_id", required=True, metavar="USER_ID")
+    _add_org(p)
+    _add_user(p)
     set_call(
         p,
         request_of(admin_pb2.RemoveOrgMemberRequest, "org_slug", "user_id"),
@@ -74,14 +74,14 @@ def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]
 
     tokens = group("tokens", "admin API tokens")
     p = command(tokens, "create", "create an admin token for a user (its secret is shown once)")
-    p.add_argument("--user", dest="user_id", required=True, metavar="USER_ID")
+    _add_user(p)
     p.add_argument("--display-name", default="")
     p.add_argument(
         "--expire-time", type=parse_timestamp, default=None, help="RFC 3339; default never"
     )
     set_call(p, _token_request, lambda c: c.admin.CreateUserToken)
     p = command(tokens, "revoke", "revoke a user's admin token at once")
-    p.add_argument("--user", dest="user_id", required=True, metavar="USER_ID")
+    _add_user(p)
     p.add_argument("token_id", metavar="TOKEN_ID")
     set_call(
         p,
@@ -91,7 +91,7 @@ def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]
 
     grants = group("grants", "parent grants of a child work coordinator")
     p = command(grants, "create", "grant the parent explicit, expiring permissions")
-    p.add_argument("--coordinator", dest="coordinator_id", required=True, metavar="CHILD_ID")
+    _add_child(p)
     p.add_argument("--parent", dest="parent_id", required=True, metavar="PARENT_ID")
     add_repeated_choice(p, "--permission", "permissions", _PERMISSIONS)
     p.add_argument(
@@ -100,7 +100,7 @@ def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--request-id", default="")
     set_call(p, _grant_request, lambda c: c.coordinators.CreateGrant)
     p = command(grants, "list", "list the grants a work coordinator gave")
-    p.add_argument("--coordinator", dest="coordinator_id", required=True, metavar="CHILD_ID")
+    _add_child(p)
     add_paging_flags(p)
     set_call(
         p,
@@ -108,7 +108,7 @@ def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]
         lambda c: c.coordinators.ListGrants,
     )
     p = command(grants, "revoke", "revoke a grant at once")
-    p.add_argument("--coordinator", dest="coordinator_id", required=True, metavar="CHILD_ID")
+    _add_child(p)
     p.add_argument("grant_id", metavar="GRANT_ID")
     set_call(
         p,
@@ -117,6 +117,19 @@ def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]
     )
 
     add_client_flags(parsers)
+
+
+def _add_org(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--org", dest="org_slug", required=True)
+
+
+def _add_user(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--user", dest="user_id", required=True, metavar="USER_ID")
+
+
+def _add_child(parser: argparse.ArgumentParser) -> None:
+    """The child work coordinator whose grants a command handles."""
+    parser.add_argument("--coordinator", dest="coordinator_id", required=True, metavar="CHILD_ID")
 
 
 def _user_request(args: argparse.Namespace) -> admin_pb2.CreateUserRequest:
