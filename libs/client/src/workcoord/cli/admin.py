@@ -105,9 +105,8 @@ def _key_request(args: argparse.Namespace) -> admin_pb2.CreateWorkKeyRequest:
         org_slug=args.org_slug,
         coordinator_ids=args.coordinator_ids,
         capabilities=args.capabilities,
+        expire_time=args.expire_time,  # None: never
     )
-    if args.expire_time is not None:
-        key.expire_time.CopyFrom(args.expire_time)
     return admin_pb2.CreateWorkKeyRequest(work_key=key)
 
 

@@ -149,17 +149,16 @@ def _member_request(args: argparse.Namespace) -> admin_pb2.AddOrgMemberRequest:
 
 
 def _token_request(args: argparse.Namespace) -> admin_pb2.CreateUserTokenRequest:
-    token = admin_pb2.UserToken(display_name=args.display_name)
-    if args.expire_time is not None:
-        token.expire_time.CopyFrom(args.expire_time)
+    token = admin_pb2.UserToken(display_name=args.display_name, expire_time=args.expire_time)
     return admin_pb2.CreateUserTokenRequest(user_id=args.user_id, token=token)
 
 
 def _grant_request(args: argparse.Namespace) -> work_coordinator_pb2.CreateGrantRequest:
     grant = work_coordinator_pb2.Grant(
-        parent_coordinator_id=args.parent_id, permissions=args.permissions
+        parent_coordinator_id=args.parent_id,
+        permissions=args.permissions,
+        expire_time=args.expire_time,
     )
-    grant.expire_time.CopyFrom(args.expire_time)
     return work_coordinator_pb2.CreateGrantRequest(
         coordinator_id=args.coordinator_id, grant=grant, request_id=args.request_id
     )
