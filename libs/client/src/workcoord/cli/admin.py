@@ -15,10 +15,10 @@ from workcoord.cli.common import (
     add_paging_flags,
     add_repeated_choice,
     enum_names,
-    paging,
     parse_bool,
     parse_timestamp,
-    run_call,
+    request_of,
+    set_call,
 )
 
 __all__ = ["register"]
@@ -35,10 +35,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     create = orgs.add_parser("create", help="create an org")
     create.add_argument("--slug", required=True, help="lowercase letters, digits, dashes")
     create.add_argument("--display-name", default="")
-    create.set_defaults(handler=_orgs_create)
+    set_call(create, _org_request, lambda c: c.admin.CreateOrg)
     list_orgs = orgs.add_parser("list", help="list orgs")
     add_paging_flags(list_orgs)
-    list_orgs.set_defaults(handler=_orgs_list)
+    set_call(
+        list_orgs, request_of(admin_pb2.ListOrgsRequest, paged=True), lambda c: c.admin.ListOrgs
+    )
 
     keys = add_command_group(groups, "admin_command", "keys", help="work keys")
     create_key = keys.add_parser("create", help="create a work key (its secret is shown once)")
@@ -56,18 +58,26 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     create_key.add_argument(
         "--expire-time", type=parse_timestamp, default=None, help="RFC 3339; default never"
     )
-    create_key.set_defaults(handler=_keys_create)
+    set_call(create_key, _key_request, lambda c: c.admin.CreateWorkKey)
     list_keys = keys.add_parser("list", help="list work keys")
     list_keys.add_argument("--org", dest="org_slug", default="")
     add_paging_flags(list_keys)
-    list_keys.set_defaults(handler=_keys_list)
+    set_call(
+        list_keys,
+        request_of(admin_pb2.ListWorkKeysRequest, "org_slug", paged=True),
+        lambda c: c.admin.ListWorkKeys,
+    )
     revoke = keys.add_parser("revoke", help="revoke a work key")
     revoke.add_argument("key_id", metavar="KEY_ID")
-    revoke.set_defaults(handler=_keys_revoke)
+    set_call(
+        revoke,
+        request_of(admin_pb2.RevokeWorkKeyRequest, "key_id"),
+        lambda c: c.admin.RevokeWorkKey,
+    )
 
     settings = add_command_group(groups, "admin_command", "settings", help="platform settings")
     get = settings.add_parser("get", help="show the platform settings")
-    get.set_defaults(handler=_settings_get)
+    set_call(get, request_of(admin_pb2.GetSettingsRequest), lambda c: c.admin.GetSettings)
     set_ = settings.add_parser("set", help="change the platform settings")
     set_.add_argument(
         "--enabled",
@@ -77,54 +87,31 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="the platform switch: false stops work calls, the feed and recovery passes",
     )
     set_.add_argument("--etag", default="", help="refuse the change if settings moved on")
-    set_.set_defaults(handler=_settings_set)
+    set_call(set_, _settings_request, lambda c: c.admin.UpdateSettings)
 
     add_client_flags((create, list_orgs, create_key, list_keys, revoke, get, set_))
     register_tenancy(groups)
 
 
-def _orgs_create(args: argparse.Namespace) -> int:
-    request = admin_pb2.CreateOrgRequest(
+def _org_request(args: argparse.Namespace) -> admin_pb2.CreateOrgRequest:
+    return admin_pb2.CreateOrgRequest(
         org=admin_pb2.Org(slug=args.slug, display_name=args.display_name)
     )
-    return run_call(args, lambda client: client.admin.CreateOrg(request))
 
 
-def _orgs_list(args: argparse.Namespace) -> int:
-    request = admin_pb2.ListOrgsRequest(**paging(args))
-    return run_call(args, lambda client: client.admin.ListOrgs(request))
-
-
-def _keys_create(args: argparse.Namespace) -> int:
+def _key_request(args: argparse.Namespace) -> admin_pb2.CreateWorkKeyRequest:
     key = admin_pb2.WorkKey(
         display_name=args.display_name,
         org_slug=args.org_slug,
         coordinator_ids=args.coordinator_ids,
         capabilities=args.capabilities,
+        expire_time=args.expire_time,  # None: never
     )
-    if args.expire_time is not None:
-        key.expire_time.CopyFrom(args.expire_time)
-    request = admin_pb2.CreateWorkKeyRequest(work_key=key)
-    return run_call(args, lambda client: client.admin.CreateWorkKey(request))
+    return admin_pb2.CreateWorkKeyRequest(work_key=key)
 
 
-def _keys_list(args: argparse.Namespace) -> int:
-    request = admin_pb2.ListWorkKeysRequest(org_slug=args.org_slug, **paging(args))
-    return run_call(args, lambda client: client.admin.ListWorkKeys(request))
-
-
-def _keys_revoke(args: argparse.Namespace) -> int:
-    request = admin_pb2.RevokeWorkKeyRequest(key_id=args.key_id)
-    return run_call(args, lambda client: client.admin.RevokeWorkKey(request))
-
-
-def _settings_get(args: argparse.Namespace) -> int:
-    return run_call(args, lambda client: client.admin.GetSettings(admin_pb2.GetSettingsRequest()))
-
-
-def _settings_set(args: argparse.Namespace) -> int:
-    request = admin_pb2.UpdateSettingsRequest(
+def _settings_request(args: argparse.Namespace) -> admin_pb2.UpdateSettingsRequest:
+    return admin_pb2.UpdateSettingsRequest(
         settings=admin_pb2.Settings(work_coordinator_enabled=args.enabled, etag=args.etag),
         update_mask=field_mask_pb2.FieldMask(paths=["work_coordinator_enabled"]),
     )
-    return run_call(args, lambda client: client.admin.UpdateSettings(request))

@@ -45,9 +45,11 @@ __all__ = [
     "parse_timestamp",
     "print_error",
     "print_message",
+    "request_of",
     "require_given",
     "run_call",
     "run_client_command",
+    "set_call",
 ]
 
 EXIT_OK = 0
@@ -56,6 +58,7 @@ EXIT_USAGE = 2
 
 Handler = Callable[[argparse.Namespace], int]
 _M = TypeVar("_M", bound=Message)
+_R = TypeVar("_R", bound=Message)
 
 
 class CliError(Exception):
@@ -207,6 +210,37 @@ def run_call(
         return await call(client)
 
     return run_client_command(args, body)
+
+
+def set_call(
+    parser: argparse.ArgumentParser,
+    build: Callable[[argparse.Namespace], _R],
+    method: Callable[[WorkcoordClient], Callable[[_R], Awaitable[Message]]],
+) -> None:
+    """Make ``parser``'s command one call: ``build`` turns the flags into the request,
+    ``method`` picks the stub method (``lambda c: c.admin.ListOrgs``); the answer is printed
+    as with :func:`run_call`."""
+
+    def handler(args: argparse.Namespace) -> int:
+        request = build(args)
+        return run_call(args, lambda client: method(client)(request))
+
+    parser.set_defaults(handler=handler)
+
+
+def request_of(
+    request_type: Callable[..., _R], *flags: str, paged: bool = False
+) -> Callable[[argparse.Namespace], _R]:
+    """A ``build`` for :func:`set_call`: ``request_type`` with each of ``flags`` (a flag's
+    ``dest``, the same as the request field's name) copied in, and :func:`paging` if ``paged``."""
+
+    def build(args: argparse.Namespace) -> _R:
+        fields: dict[str, Any] = {flag: getattr(args, flag) for flag in flags}
+        if paged:
+            fields.update(paging(args))
+        return request_type(**fields)
+
+    return build
 
 
 def run_and_report(

@@ -17,9 +17,9 @@ from workcoord.cli.common import (
     add_paging_flags,
     enum_names,
     load_message,
-    paging,
     parse_bool,
-    run_call,
+    request_of,
+    set_call,
 )
 from workcoord.cli.output import add_output_flag
 
@@ -36,7 +36,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     digest = commands.add_parser("digest", help="the digest of one UTC day (default today)")
     digest.add_argument("day", nargs="?", default=None, metavar="DAY", help="YYYY-MM-DD (UTC)")
-    digest.set_defaults(handler=_digest)
+    set_call(digest, _digest_request, lambda c: c.coordinators.GetDigest)
 
     sub = add_command_group(
         commands, "actions_command", "pending-actions", help="owned follow-ups (ticket closures)"
@@ -44,11 +44,26 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     list_ = sub.add_parser("list", help="list pending actions")
     list_.add_argument("--state", choices=_ACTION_STATES, default=None)
     add_paging_flags(list_)
-    list_.set_defaults(handler=_actions_list)
+    set_call(
+        list_,
+        request_of(
+            work_coordinator_pb2.ListPendingActionsRequest, "coordinator_id", "state", paged=True
+        ),
+        lambda c: c.coordinators.ListPendingActions,
+    )
     resolve = sub.add_parser("resolve", help="resolve a pending action by hand")
     resolve.add_argument("action_id", metavar="ACTION_ID")
     resolve.add_argument("--resolution", required=True, help="how it was resolved")
-    resolve.set_defaults(handler=_actions_resolve)
+    set_call(
+        resolve,
+        request_of(
+            work_coordinator_pb2.ResolvePendingActionRequest,
+            "coordinator_id",
+            "action_id",
+            "resolution",
+        ),
+        lambda c: c.coordinators.ResolvePendingAction,
+    )
 
     for parser in (digest, list_, resolve):
         add_output_flag(parser)
@@ -68,23 +83,31 @@ def _register_coordinators(commands: argparse._SubParsersAction[argparse.Argumen
     create.add_argument("--org", dest="org_slug", default=None, help="the org's slug (ORG scope)")
     _add_settable(create)
     create.add_argument("--request-id", default="", help="idempotency key")
-    create.set_defaults(handler=_create)
+    set_call(create, _create_request, lambda c: c.coordinators.CreateWorkCoordinator)
 
     list_ = sub.add_parser("list", help="list the work coordinators you may read")
     list_.add_argument("--org", dest="org_slug", default="", help="only this org's")
     add_paging_flags(list_)
-    list_.set_defaults(handler=_list)
+    set_call(
+        list_,
+        request_of(work_coordinator_pb2.ListWorkCoordinatorsRequest, "org_slug", paged=True),
+        lambda c: c.coordinators.ListWorkCoordinators,
+    )
 
     get = sub.add_parser("get", help="show a work coordinator")
     get.add_argument("coordinator_id", metavar="ID")
-    get.set_defaults(handler=_get)
+    set_call(
+        get,
+        request_of(work_coordinator_pb2.GetWorkCoordinatorRequest, "coordinator_id"),
+        lambda c: c.coordinators.GetWorkCoordinator,
+    )
 
     update = sub.add_parser("update", help="change a work coordinator (only the given fields)")
     update.add_argument("coordinator_id", metavar="ID")
     _add_settable(update)
     update.add_argument("--enabled", type=parse_bool, default=None, help="true or false")
     update.add_argument("--etag", default="", help="refuse the change if it moved since")
-    update.set_defaults(handler=_update)
+    set_call(update, _update_request, lambda c: c.coordinators.UpdateWorkCoordinator)
 
     for parser in (create, list_, get, update):
         add_output_flag(parser)
@@ -136,7 +159,9 @@ def _apply(args: argparse.Namespace, coordinator: WorkCoordinator) -> list[str]:
     return changed
 
 
-def _create(args: argparse.Namespace) -> int:
+def _create_request(
+    args: argparse.Namespace,
+) -> work_coordinator_pb2.CreateWorkCoordinatorRequest:
     coordinator = WorkCoordinator()
     if args.file:
         load_message(args.file, coordinator)
@@ -147,55 +172,25 @@ def _create(args: argparse.Namespace) -> int:
         coordinator.scope = WorkCoordinator.ORG
     if args.org_slug is not None:
         coordinator.org_slug = args.org_slug
-
-    request = work_coordinator_pb2.CreateWorkCoordinatorRequest(
+    return work_coordinator_pb2.CreateWorkCoordinatorRequest(
         work_coordinator=coordinator, request_id=args.request_id
     )
-    return run_call(args, lambda client: client.coordinators.CreateWorkCoordinator(request))
 
 
-def _list(args: argparse.Namespace) -> int:
-    request = work_coordinator_pb2.ListWorkCoordinatorsRequest(
-        org_slug=args.org_slug, **paging(args)
-    )
-    return run_call(args, lambda client: client.coordinators.ListWorkCoordinators(request))
-
-
-def _get(args: argparse.Namespace) -> int:
-    request = work_coordinator_pb2.GetWorkCoordinatorRequest(coordinator_id=args.coordinator_id)
-    return run_call(args, lambda client: client.coordinators.GetWorkCoordinator(request))
-
-
-def _update(args: argparse.Namespace) -> int:
+def _update_request(
+    args: argparse.Namespace,
+) -> work_coordinator_pb2.UpdateWorkCoordinatorRequest:
     coordinator = WorkCoordinator(etag=args.etag)
     changed = _apply(args, coordinator)
     if not changed:
         raise CliError("nothing to change: give at least one field flag", EXIT_USAGE)
-
-    request = work_coordinator_pb2.UpdateWorkCoordinatorRequest(
+    return work_coordinator_pb2.UpdateWorkCoordinatorRequest(
         coordinator_id=args.coordinator_id,
         work_coordinator=coordinator,
         update_mask=field_mask_pb2.FieldMask(paths=changed),
     )
-    return run_call(args, lambda client: client.coordinators.UpdateWorkCoordinator(request))
 
 
-def _digest(args: argparse.Namespace) -> int:
+def _digest_request(args: argparse.Namespace) -> work_coordinator_pb2.GetDigestRequest:
     day = args.day or datetime.now(UTC).strftime("%Y-%m-%d")
-
-    request = work_coordinator_pb2.GetDigestRequest(coordinator_id=args.coordinator_id, day=day)
-    return run_call(args, lambda client: client.coordinators.GetDigest(request))
-
-
-def _actions_list(args: argparse.Namespace) -> int:
-    request = work_coordinator_pb2.ListPendingActionsRequest(
-        coordinator_id=args.coordinator_id, state=args.state, **paging(args)
-    )
-    return run_call(args, lambda client: client.coordinators.ListPendingActions(request))
-
-
-def _actions_resolve(args: argparse.Namespace) -> int:
-    request = work_coordinator_pb2.ResolvePendingActionRequest(
-        coordinator_id=args.coordinator_id, action_id=args.action_id, resolution=args.resolution
-    )
-    return run_call(args, lambda client: client.coordinators.ResolvePendingAction(request))
+    return work_coordinator_pb2.GetDigestRequest(coordinator_id=args.coordinator_id, day=day)

@@ -12,8 +12,8 @@ from workcoord.cli.common import (
     add_paging_flags,
     enum_names,
     load_message,
-    paging,
-    run_call,
+    request_of,
+    set_call,
 )
 from workcoord.cli.items import register_lane_decisions
 from workcoord.cli.output import add_output_flag
@@ -34,16 +34,24 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     create.add_argument(
         "--request-id", default="", help="idempotency key: a retry with it creates nothing new"
     )
-    create.set_defaults(handler=_create)
+    set_call(create, _create_request, lambda c: c.lanes.CreateLane)
 
     get = sub.add_parser("get", help="show a lane with its items")
     get.add_argument("lane_id", metavar="LANE_ID")
-    get.set_defaults(handler=_get)
+    set_call(
+        get,
+        request_of(lane_pb2.GetLaneRequest, "coordinator_id", "lane_id"),
+        lambda c: c.lanes.GetLane,
+    )
 
     list_ = sub.add_parser("list", help="list lanes")
     list_.add_argument("--state", choices=_STATES, default=None)
     add_paging_flags(list_)
-    list_.set_defaults(handler=_list)
+    set_call(
+        list_,
+        request_of(lane_pb2.ListLanesRequest, "coordinator_id", "state", paged=True),
+        lambda c: c.lanes.ListLanes,
+    )
 
     for parser in (create, get, list_):
         add_output_flag(parser)
@@ -51,22 +59,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     register_lane_decisions(sub)
 
 
-def _create(args: argparse.Namespace) -> int:
-    request = lane_pb2.CreateLaneRequest(
+def _create_request(args: argparse.Namespace) -> lane_pb2.CreateLaneRequest:
+    return lane_pb2.CreateLaneRequest(
         coordinator_id=args.coordinator_id,
         lane=load_message(args.file, lane_pb2.Lane()),
         request_id=args.request_id,
     )
-    return run_call(args, lambda client: client.lanes.CreateLane(request))
-
-
-def _get(args: argparse.Namespace) -> int:
-    request = lane_pb2.GetLaneRequest(coordinator_id=args.coordinator_id, lane_id=args.lane_id)
-    return run_call(args, lambda client: client.lanes.GetLane(request))
-
-
-def _list(args: argparse.Namespace) -> int:
-    request = lane_pb2.ListLanesRequest(
-        coordinator_id=args.coordinator_id, state=args.state, **paging(args)
-    )
-    return run_call(args, lambda client: client.lanes.ListLanes(request))

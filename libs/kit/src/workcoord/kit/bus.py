@@ -170,12 +170,7 @@ class _LocalListener:
         self._active = True
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:  # leaving is the same either way
         self._active = False
         await self._fanout.unregister(self)
 

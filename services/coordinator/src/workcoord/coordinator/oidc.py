@@ -23,18 +23,17 @@ import jwt
 
 from workcoord.kit.clock import Clock
 from workcoord.kit.errors import Code, Unauthenticated, WorkcoordError, generic_error
+from workcoord.kit.oidc_discovery import HTTP_TIMEOUT_SECONDS, discovered_urls, discovery_url
 
 __all__ = ["ALGORITHMS", "OidcIdentity", "OidcVerifier", "verifier_from_settings"]
 
 _log = logging.getLogger(__name__)
 
 ALGORITHMS = frozenset({"RS256", "ES256"})
-_DISCOVERY = "/.well-known/openid-configuration"
 _LEEWAY_SECONDS = 60
 _JWKS_TTL_SECONDS = 300.0
 # A token naming an unknown key refetches the keys at most this often (no refetch storm).
 _REFRESH_MIN_SECONDS = 10.0
-_HTTP_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,17 +99,15 @@ class OidcVerifier:
 
     async def _refresh(self) -> None:
         async with httpx.AsyncClient(
-            timeout=_HTTP_TIMEOUT_SECONDS, transport=self._transport
+            timeout=HTTP_TIMEOUT_SECONDS, transport=self._transport
         ) as client:
             if self._jwks_uri is None:
-                discovery = await self._get_json(client, self.issuer + _DISCOVERY)
-                if str(discovery.get("issuer", "")).rstrip("/") != self.issuer:
-                    _log.warning("identity provider discovery names another issuer")
+                discovery = await self._get_json(client, discovery_url(self.issuer))
+                urls = discovered_urls(discovery, self.issuer, "jwks_uri")
+                if urls is None:
+                    _log.warning("identity provider discovery is unusable for %s", self.issuer)
                     raise _unavailable()
-                uri = discovery.get("jwks_uri")
-                if not isinstance(uri, str) or not uri.startswith(("https://", "http://")):
-                    raise _unavailable()
-                self._jwks_uri = uri
+                (self._jwks_uri,) = urls
             document = await self._get_json(client, self._jwks_uri)
         keys: dict[str, jwt.PyJWK] = {}
         raw_keys = document.get("keys")

@@ -38,6 +38,7 @@ from workcoord.gateway.errors import make_status, status_response
 from workcoord.gateway.session import no_store, open_session
 from workcoord.gateway.upstream import Upstreams
 from workcoord.kit.errors import Code
+from workcoord.kit.oidc_discovery import HTTP_TIMEOUT_SECONDS, discovered_urls, discovery_url
 from workcoord.kit.settings import GatewaySettings
 
 __all__ = ["OIDC_CALLBACK_PATH", "OIDC_COOKIE", "OIDC_LOGIN_PATH", "OidcLogin"]
@@ -50,7 +51,6 @@ OIDC_COOKIE = "workcoord_oidc"
 _SCOPE = "openid email profile"
 _FLOW_SECONDS = 600
 _DISCOVERY_TTL_SECONDS = 3600.0
-_HTTP_TIMEOUT_SECONDS = 10.0
 _MAX_PARAM = 2048
 
 
@@ -126,7 +126,7 @@ class OidcLogin:
     # ------------------------------------------------------------------ provider
 
     def _client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=_HTTP_TIMEOUT_SECONDS, transport=self._transport)
+        return httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS, transport=self._transport)
 
     async def _discover(self) -> _Provider | None:
         now = time.monotonic()
@@ -134,7 +134,7 @@ class OidcLogin:
             return self._provider
         try:
             async with self._client() as client:
-                answer = await client.get(self.issuer + "/.well-known/openid-configuration")
+                answer = await client.get(discovery_url(self.issuer))
             document = answer.json() if answer.status_code == 200 else None
         except (httpx.HTTPError, ValueError) as exc:
             _log.warning("OIDC discovery failed: %s", type(exc).__name__)
@@ -142,17 +142,11 @@ class OidcLogin:
         if not isinstance(document, dict):
             _log.warning("OIDC discovery answered HTTP %d", answer.status_code)
             return None
-        authorization = document.get("authorization_endpoint")
-        token = document.get("token_endpoint")
-        if (
-            str(document.get("issuer", "")).rstrip("/") != self.issuer
-            or not isinstance(authorization, str)
-            or not isinstance(token, str)
-            or not authorization.startswith(("https://", "http://"))
-            or not token.startswith(("https://", "http://"))
-        ):
+        urls = discovered_urls(document, self.issuer, "authorization_endpoint", "token_endpoint")
+        if urls is None:
             _log.warning("OIDC discovery document is unusable for issuer %s", self.issuer)
             return None
+        authorization, token = urls
         methods = document.get("token_endpoint_auth_methods_supported")
         basic = not isinstance(methods, list) or "client_secret_basic" in methods
         self._provider = _Provider(authorization, token, basic)
