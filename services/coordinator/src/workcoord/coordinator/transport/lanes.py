@@ -25,6 +25,10 @@ _DecisionRequest = TypeVar(
     | lane_pb2.RetryItemRequest,
 )
 _ItemResponse = TypeVar("_ItemResponse", bound=Message)
+_PauseRequest = TypeVar(
+    "_PauseRequest", bound=lane_pb2.PauseLaneRequest | lane_pb2.ResumeLaneRequest
+)
+_LaneResponse = TypeVar("_LaneResponse", bound=Message)
 
 
 def _lane_state(state: int) -> LaneState | None:
@@ -45,6 +49,18 @@ def _decision(
             p, r.coordinator_id, r.lane_id, r.item_id, decision, r.note
         ),
         lambda detail: response(item=m.item_detail_to_pb(detail)),
+    )
+
+
+def _pause(
+    request_type: type[_PauseRequest], pause: bool, response_type: type[_LaneResponse]
+) -> Rpc[_PauseRequest, _LaneResponse]:
+    """The method that pauses (``pause``) or resumes the lane the request names and answers
+    with it."""
+    return rpc(
+        request_type,
+        lambda s, p, r: s.engine.pause_lane(p, r.coordinator_id, r.lane_id, r.reason, pause),
+        lambda detail: response_type(lane=m.lane_to_pb(detail)),
     )
 
 
@@ -75,17 +91,8 @@ class LaneServicer(EngineServicer, lane_pb2_grpc.LaneServiceServicer):
         lambda detail: lane_pb2.GetLaneResponse(lane=m.lane_to_pb(detail)),
     )
 
-    PauseLane = rpc(
-        lane_pb2.PauseLaneRequest,
-        lambda s, p, r: s.engine.pause_lane(p, r.coordinator_id, r.lane_id, r.reason, True),
-        lambda detail: lane_pb2.PauseLaneResponse(lane=m.lane_to_pb(detail)),
-    )
-
-    ResumeLane = rpc(
-        lane_pb2.ResumeLaneRequest,
-        lambda s, p, r: s.engine.pause_lane(p, r.coordinator_id, r.lane_id, r.reason, False),
-        lambda detail: lane_pb2.ResumeLaneResponse(lane=m.lane_to_pb(detail)),
-    )
+    PauseLane = _pause(lane_pb2.PauseLaneRequest, True, lane_pb2.PauseLaneResponse)
+    ResumeLane = _pause(lane_pb2.ResumeLaneRequest, False, lane_pb2.ResumeLaneResponse)
 
     CancelLane = rpc(
         lane_pb2.CancelLaneRequest,

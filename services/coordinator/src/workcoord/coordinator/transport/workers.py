@@ -3,12 +3,18 @@ checkpoint, complete, fail or release their leases."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
+
+from google.protobuf.message import Message
 
 from workcoord.api.v1 import worker_pb2, worker_pb2_grpc
+from workcoord.coordinator.domain.auth import Principal
+from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.model import Attempt
 
 from . import mapping as m
-from .base import EngineServicer, rpc
+from .base import EngineServicer, Rpc, rpc
 
 __all__ = ["WorkerServicer"]
 
@@ -32,6 +38,27 @@ def _lease(request: _LeaseRequest) -> tuple[str, str, str]:
     return request.coordinator_id, request.lease_id, request.lease_token
 
 
+_OnLease = TypeVar("_OnLease", bound=_LeaseRequest)
+_AttemptResponse = TypeVar("_AttemptResponse", bound=Message)
+_Arg = TypeVar("_Arg")
+
+
+def _on_lease(
+    request_type: type[_OnLease],
+    response_type: type[_AttemptResponse],
+    engine_method: Callable[[Engine, Principal, str, str, str, _Arg], Awaitable[Attempt]],
+    convert: Callable[[_OnLease], _Arg],
+) -> Rpc[_OnLease, _AttemptResponse]:
+    """The method that calls ``engine_method`` (e.g. ``Engine.complete``) on the lease the
+    request names, with ``convert(request)`` as its last argument, and answers with the
+    attempt."""
+    return rpc(
+        request_type,
+        lambda s, p, r: engine_method(s.engine, p, *_lease(r), convert(r)),
+        lambda attempt: response_type(attempt=m.attempt_to_pb(attempt)),
+    )
+
+
 class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
     ReportWorker = rpc(
         worker_pb2.ReportWorkerRequest,
@@ -53,10 +80,11 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
         lambda granted: worker_pb2.LeaseResponse(leases=[m.lease_to_pb(g) for g in granted]),
     )
 
-    Start = rpc(
+    Start = _on_lease(
         worker_pb2.StartRequest,
-        lambda s, p, r: s.engine.start(p, *_lease(r), m.run_identity_from_pb(r.run_identity)),
-        lambda attempt: worker_pb2.StartResponse(attempt=m.attempt_to_pb(attempt)),
+        worker_pb2.StartResponse,
+        Engine.start,
+        lambda r: m.run_identity_from_pb(r.run_identity),
     )
 
     Heartbeat = rpc(
@@ -65,28 +93,29 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
         lambda expire: worker_pb2.HeartbeatResponse(lease_expire_time=m.ts(expire)),
     )
 
-    Complete = rpc(
+    Complete = _on_lease(
         worker_pb2.CompleteRequest,
-        lambda s, p, r: s.engine.complete(p, *_lease(r), m.evidence_from_pb(r.evidence)),
-        lambda attempt: worker_pb2.CompleteResponse(attempt=m.attempt_to_pb(attempt)),
+        worker_pb2.CompleteResponse,
+        Engine.complete,
+        lambda r: m.evidence_from_pb(r.evidence),
     )
 
-    Fail = rpc(
+    Fail = _on_lease(
         worker_pb2.FailRequest,
-        lambda s, p, r: s.engine.fail(p, *_lease(r), m.failure_from_pb(r.error)),
-        lambda attempt: worker_pb2.FailResponse(attempt=m.attempt_to_pb(attempt)),
+        worker_pb2.FailResponse,
+        Engine.fail,
+        lambda r: m.failure_from_pb(r.error),
     )
 
-    Checkpoint = rpc(
+    Checkpoint = _on_lease(
         worker_pb2.CheckpointRequest,
-        lambda s, p, r: s.engine.checkpoint(p, *_lease(r), m.checkpoint_from_pb(r.checkpoint)),
-        lambda attempt: worker_pb2.CheckpointResponse(attempt=m.attempt_to_pb(attempt)),
+        worker_pb2.CheckpointResponse,
+        Engine.checkpoint,
+        lambda r: m.checkpoint_from_pb(r.checkpoint),
     )
 
-    Release = rpc(
-        worker_pb2.ReleaseRequest,
-        lambda s, p, r: s.engine.release(p, *_lease(r), r.reason),
-        lambda attempt: worker_pb2.ReleaseResponse(attempt=m.attempt_to_pb(attempt)),
+    Release = _on_lease(
+        worker_pb2.ReleaseRequest, worker_pb2.ReleaseResponse, Engine.release, lambda r: r.reason
     )
 
     ForgetWorker = rpc(
