@@ -55,8 +55,8 @@ def _decision(
 def _pause(
     request_type: type[_PauseRequest], pause: bool, response_type: type[_LaneResponse]
 ) -> Rpc[_PauseRequest, _LaneResponse]:
-    """The method that pauses (``pause``) or resumes the lane the request names and answers
-    with it."""
+    """The method that pauses the lane the request names (resumes it when ``pause`` is False)
+    and answers with the lane."""
     return rpc(
         request_type,
         lambda s, p, r: s.engine.pause_lane(p, r.coordinator_id, r.lane_id, r.reason, pause),
