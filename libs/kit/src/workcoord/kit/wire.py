@@ -1,8 +1,9 @@
 """What workcoord's processes agree on over the wire, defined once.
 
 The gRPC metadata keys of a caller's credential, the trailer that carries a rich error status,
-and the generated modules of the v1 API. :func:`call_credentials` is the one reader of a
-caller's credential from call metadata; :func:`bearer_metadata` is how a process sends one.
+the generated modules of the v1 API, and the work counters of a maintenance report.
+:func:`call_credentials` is the one reader of a caller's credential from call metadata;
+:func:`bearer_metadata` is how a process sends one.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "API_PACKAGE",
     "AUTHORIZATION_KEY",
     "CSRF_KEY",
+    "MAINTENANCE_COUNTERS",
     "SESSION_KEY",
     "STATUS_DETAILS_KEY",
     "CallCredentials",
@@ -43,6 +45,19 @@ CSRF_KEY = "x-workcoord-csrf"
 
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 """The trailer holding the serialized ``google.rpc.Status`` (ErrorInfo, BadRequest)."""
+
+MAINTENANCE_COUNTERS = (
+    "expired_attempts",
+    "requeued",
+    "dead_lettered",
+    "escalated",
+    "evicted_workers",
+    "pending_actions_attempted",
+    "pending_actions_succeeded",
+    "tickets_synced",
+)
+"""The work counters of a ``MaintenanceReport``, in the order the recovery pass log line names
+them: the coordinator fills these fields and the recovery service sums them per kind."""
 
 Metadata = Iterable[tuple[str, str | bytes]]
 _CREDENTIAL_KEYS = frozenset({AUTHORIZATION_KEY, SESSION_KEY, CSRF_KEY})

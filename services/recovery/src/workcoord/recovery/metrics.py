@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from workcoord.kit.wire import MAINTENANCE_COUNTERS
+
 __all__ = [
     "LAST_SUCCESSFUL_PASS",
     "LEADER",
@@ -44,16 +46,7 @@ PASS_WORK = Counter(
     ["kind"],
 )
 
-REPORT_FIELDS = (
-    "expired_attempts",
-    "requeued",
-    "dead_lettered",
-    "escalated",
-    "evicted_workers",
-    "pending_actions_attempted",
-    "pending_actions_succeeded",
-    "tickets_synced",
-)
+REPORT_FIELDS = MAINTENANCE_COUNTERS
 """The MaintenanceReport counters, in the order the pass log line names them."""
 
 # Both outcomes exist from the start, so "failed" reads 0 (not absent) until a pass fails.

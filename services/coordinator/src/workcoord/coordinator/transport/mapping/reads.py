@@ -19,6 +19,7 @@ from workcoord.coordinator.domain.specs import (
     Explanation,
     MaintenanceReport,
 )
+from workcoord.kit.wire import MAINTENANCE_COUNTERS
 
 from .coordinators import coordinator_to_pb
 from .fields import ToPb
@@ -47,19 +48,7 @@ _CLASS_USAGE = ToPb(
 )
 _REPORT = ToPb(
     recovery_pb2.MaintenanceReport,
-    plain=(
-        "coordinator_id",
-        "expired_attempts",
-        "requeued",
-        "dead_lettered",
-        "escalated",
-        "evicted_workers",
-        "pending_actions_attempted",
-        "pending_actions_succeeded",
-        "tickets_synced",
-        "revision",
-        "skipped_disabled",
-    ),
+    plain=("coordinator_id", *MAINTENANCE_COUNTERS, "revision", "skipped_disabled"),
     times=("start_time",),
 )
 _PENDING_ACTION = ToPb(
