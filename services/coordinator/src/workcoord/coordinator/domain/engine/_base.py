@@ -29,12 +29,12 @@ from .. import rules
 from ..auth import RECOVERY, Access, Principal, PrincipalCache, authorize
 from ..group_commit import GroupCommitter
 from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Item, Lane, LaneState, NewEvent
-from ..ports import Reader, Store, Tx
+from ..ports import LaneCursor, Reader, Store, Tx
 from ..specs import LaneDetail, Page, PendingActionsRun
 from ..tickets import TicketTracker
 from .gates import Occupancy
 from .lease_replay import lease_token_key
-from .paging import PageRequest, iso
+from .paging import PageRequest, lane_key
 from .view_cache import ViewCache
 
 _log = logging.getLogger("workcoord.coordinator.engine")
@@ -281,13 +281,12 @@ class EngineCore(ABC):
         coordinator_id: str,
         state: LaneState | None,
         request: PageRequest,
-        after: tuple[datetime, str] | None,
-        with_attempts: bool = False,
+        after: LaneCursor | None,
     ) -> Page[LaneDetail]:
         """A page of the coordinator's lanes, newest first, with their details."""
         lanes = await reader.list_lanes(coordinator_id, state, after, request.fetch)
-        page = request.page(lanes, lambda lane: [iso(lane.create_time), lane.lane_id])
-        details = await self.lane_details(reader, page.items, with_attempts)
+        page = request.page(lanes, lane_key)
+        details = await self.lane_details(reader, page.items)
         return Page(details, page.next_page_token)
 
     async def _occupancy(

@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 
 from workcoord.kit.errors import InvalidArgument
 
+from ..model import Lane
+from ..ports import LaneStamp
 from ..specs import Page
 
 _T = TypeVar("_T")
@@ -104,6 +106,12 @@ def page_size(requested: int) -> int:
 
 def iso(value: datetime) -> str:
     return value.isoformat()
+
+
+def lane_key(lane: Lane | LaneStamp) -> list[Any]:
+    """A lane's sort key in the newest-first lane lists: what :meth:`PageRequest.after_time_and_id`
+    reads back from the next page's token."""
+    return [iso(lane.create_time), lane.lane_id]
 
 
 def page_of(rows: list[_T], limit: int, key: Callable[[_T], list[Any]]) -> Page[_T]:

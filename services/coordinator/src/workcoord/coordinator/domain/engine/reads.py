@@ -15,7 +15,7 @@ from ..specs import ClassUsage, CoordinatorView, EventPage, Explanation, LaneDet
 from ._base import EngineCore
 from .fences import shown_fence
 from .gates import GateContext, item_gates, lane_gates
-from .paging import PageRequest, decode_page_token, iso, page_size
+from .paging import PageRequest, decode_page_token, lane_key, page_size
 from .view_cache import CachedLane, Snapshot, lease_stamps
 
 # Past this many events since the cached revision, the view reads its lanes afresh.
@@ -121,7 +121,7 @@ class Reads(EngineCore):
             stamps = await reader.lane_stamps(
                 coordinator_id, request.after_time_and_id(), request.fetch
             )
-            page = request.page(stamps, lambda lane: [iso(lane.create_time), lane.lane_id])
+            page = request.page(stamps, lane_key)
             live = await reader.live_attempts(coordinator_id, None)
             details = await self._view_lanes(reader, coordinator, page.items, live)
             workers = await reader.list_workers(coordinator_id, "", 10_000)
