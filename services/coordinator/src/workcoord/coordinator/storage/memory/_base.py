@@ -229,6 +229,13 @@ class MemoryTxBase:
             tables.settings = dataclasses.replace(tables.settings, credentials_epoch=epoch)
         return tables
 
+    def _release_holds(self, ended: Iterable[Attempt]) -> None:
+        """Free the exclusive keys the ``ended`` attempts held."""
+        gone = {a.lease_id for a in ended}
+        if gone:
+            tables = self._w()
+            tables.holds = {pk: lease for pk, lease in tables.holds.items() if lease not in gone}
+
     def _w(self) -> Tables:
         if not self.writable:
             raise ReadOnlyViolation("write through a read transaction")

@@ -110,6 +110,4 @@ class AttemptsMemory(MemoryTxBase):
                 continue
             self._check_one_live_per_item(attempt)
             tables.attempts[attempt.lease_id] = copied(attempt)
-        ended = {a.lease_id for a in attempts if a.status not in LIVE_ATTEMPT_STATUSES}
-        if ended:
-            tables.holds = {pk: lease for pk, lease in tables.holds.items() if lease not in ended}
+        self._release_holds(a for a in attempts if a.status not in LIVE_ATTEMPT_STATUSES)

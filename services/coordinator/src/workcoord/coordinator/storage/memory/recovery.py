@@ -41,9 +41,7 @@ class RecoveryMemory(MemoryTxBase):
             policy = lane.retry_policy if lane else RetryPolicy()
             loaded = Item(**{f: getattr(item, f) for f in EXPIRED_ITEM_FIELDS}) if item else None
             found.append(ExpiredLease(copied(attempt), loaded, policy))
-        ended = {a.lease_id for a in due}
-        if ended:
-            tables.holds = {pk: lease for pk, lease in tables.holds.items() if lease not in ended}
+        self._release_holds(due)
         return found
 
     async def write_retries(self, items: Sequence[Item]) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Table, select
+from sqlalchemy import Table, bindparam, delete, select
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import CursorResult, Dialect, Row
@@ -18,12 +18,17 @@ from sqlalchemy.sql.base import Executable
 
 from workcoord.coordinator.domain.model import Attempt, Coordinator, Event, Item, ItemState, Lane
 
+from .. import schema as t
 from .rows import ATTEMPTS, EVENTS, ITEMS, RowMap
 
 _R = TypeVar("_R")
 
 # Attempt statuses that hold a lease (LIVE_ATTEMPT_STATUSES of the model), as stored.
 LIVE = ("LEASED", "RUNNING")
+
+_RELEASE_HOLDS = delete(t.exclusive_holds).where(
+    t.exclusive_holds.c.lease_id.in_(bindparam("lease_ids", expanding=True))
+)
 
 
 class _FlushingConnection:
@@ -104,6 +109,13 @@ class SqlTxBase:
             return copy.copy(pending)
         row = (await self.raw.execute(by_id, {"id": record_id})).first()
         return rows.load(row) if row is not None else None
+
+    async def _release_holds(self, ended: Sequence[Attempt]) -> None:
+        """Free the exclusive keys the ``ended`` attempts held (one statement; none if none
+        held a key)."""
+        keyed = [a.lease_id for a in ended if a.exclusive_key]
+        if keyed:
+            await self.raw.execute(_RELEASE_HOLDS, {"lease_ids": keyed})
 
     async def _list(self, rows: RowMap[_R], stmt: Select[Any]) -> list[_R]:
         """The records ``stmt`` (a select of ``rows``'s table) finds, in its order."""

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import bindparam, func, select
 
 from workcoord.coordinator.domain.model import Attempt, Item, ItemState
 
@@ -53,7 +53,6 @@ _OF_CLASS = _A.c.worker_class == bindparam("worker_class")
 _LIVE = select(_A).where(*_LIVE_WHERE).order_by(_A.c.create_time, _A.c.lease_id)
 _LIVE_OF_CLASS = _LIVE.where(_OF_CLASS)
 _COUNT_LIVE = select(func.count()).where(*_LIVE_WHERE, _OF_CLASS)
-_RELEASE_HOLDS = delete(_HOLDS).where(_HOLDS.c.lease_id.in_(bindparam("lease_ids", expanding=True)))
 
 
 class AttemptsSql(SqlTxBase):
@@ -152,6 +151,4 @@ class AttemptsSql(SqlTxBase):
         for attempt in attempts:
             # A copy: the record as it is now is what gets written (see write_pending).
             self._pending_attempts[attempt.lease_id] = copy.copy(attempt)
-        ended = [a.lease_id for a in attempts if a.status.value not in LIVE and a.exclusive_key]
-        if ended:
-            await self.raw.execute(_RELEASE_HOLDS, {"lease_ids": ended})
+        await self._release_holds([a for a in attempts if a.status.value not in LIVE])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 
 from workcoord.coordinator.domain.model import Attempt, AttemptStatus, Item, RetryPolicy
 from workcoord.coordinator.domain.ports import EXPIRED_ITEM_FIELDS, RETRY_FIELDS, ExpiredLease
@@ -15,7 +15,6 @@ from .. import schema as t
 from ._base import LIVE, SqlTxBase
 from .rows import ATTEMPTS, ITEMS, LANES
 
-_HOLDS = t.exclusive_holds
 _EXPIRED_ITEM_COLUMNS = [t.items.c[name] for name in EXPIRED_ITEM_FIELDS]
 
 
@@ -48,17 +47,11 @@ class RecoverySql(SqlTxBase):
             return []
         # RETURNING has no order: the batch is handed back in expiry order.
         attempts.sort(key=lambda a: (a.lease_expire_time, a.lease_id))
-        keyed = [a.lease_id for a in attempts if a.exclusive_key]
-        if keyed:
-            await self.raw.execute(delete(_HOLDS).where(_HOLDS.c.lease_id.in_(keyed)))
+        await self._release_holds(attempts)
         items = await self._items_of(attempts)
         lane_ids = sorted({i.lane_id for i in items.values()})
-        policies: dict[str, RetryPolicy] = {}
-        if lane_ids:
-            lanes = select(t.lanes).where(t.lanes.c.lane_id.in_(lane_ids))
-            for row in await self._rows(lanes):
-                lane = LANES.load(row)
-                policies[lane.lane_id] = lane.retry_policy
+        lanes = await self._list_in(LANES, "lane_id", lane_ids)
+        policies = {lane.lane_id: lane.retry_policy for lane in lanes}
         found: list[ExpiredLease] = []
         for attempt in attempts:
             item = items.get(attempt.item_id)
