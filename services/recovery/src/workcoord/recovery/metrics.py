@@ -18,7 +18,6 @@ __all__ = [
     "PASSES",
     "PASS_DURATION",
     "PASS_WORK",
-    "REPORT_FIELDS",
 ]
 
 PASS_DURATION = Histogram(
@@ -41,13 +40,9 @@ LEADER = Gauge(
 )
 PASS_WORK = Counter(
     "workcoord_recovery_work_total",
-    "What recovery passes did, by kind (expired_attempts, requeued, dead_lettered, escalated, "
-    "evicted_workers, pending_actions_attempted, pending_actions_succeeded, tickets_synced).",
+    f"What recovery passes did, by kind ({', '.join(MAINTENANCE_COUNTERS)}).",
     ["kind"],
 )
-
-REPORT_FIELDS = MAINTENANCE_COUNTERS
-"""The MaintenanceReport counters, in the order the pass log line names them."""
 
 # Both outcomes exist from the start, so "failed" reads 0 (not absent) until a pass fails.
 for _outcome in ("ok", "failed"):

@@ -33,7 +33,7 @@ from opentelemetry import trace
 from workcoord.api.v1 import maintenance_pb2, recovery_pb2
 from workcoord.kit.clock import Clock, SystemClock
 from workcoord.kit.status import error_from_rpc
-from workcoord.kit.wire import bearer_metadata
+from workcoord.kit.wire import MAINTENANCE_COUNTERS, bearer_metadata
 from workcoord.recovery import metrics
 
 if TYPE_CHECKING:
@@ -241,7 +241,7 @@ class Recoverer:
             span.set_status(trace.StatusCode.ERROR, "listing maintenance targets failed")
             return False
         failures = 0
-        work = dict.fromkeys(metrics.REPORT_FIELDS, 0)
+        work = dict.fromkeys(MAINTENANCE_COUNTERS, 0)
         if not targets.platform_enabled:
             _log.info("recovery pass skipped: coordination is disabled platform-wide")
         else:
@@ -250,7 +250,7 @@ class Recoverer:
                 if report is None:
                     failures += 1
                     continue
-                for kind in metrics.REPORT_FIELDS:
+                for kind in MAINTENANCE_COUNTERS:
                     work[kind] += int(getattr(report, kind))
             done = ", ".join(f"{kind} {count}" for kind, count in work.items() if count)
             _log.info(
