@@ -31,12 +31,6 @@ _PauseRequest = TypeVar(
 _LaneResponse = TypeVar("_LaneResponse", bound=Message)
 
 
-def _lane_state(state: int) -> LaneState | None:
-    """The state a listing of lanes asks for; None for any."""
-    name = lane_pb2.Lane.State.Name(state)
-    return None if name == "STATE_UNSPECIFIED" else LaneState(name)
-
-
 def _decision(
     request_type: type[_DecisionRequest],
     decision: Decision,
@@ -80,7 +74,11 @@ class LaneServicer(EngineServicer, lane_pb2_grpc.LaneServiceServicer):
     ListLanes = rpc(
         lane_pb2.ListLanesRequest,
         lambda s, p, r: s.engine.list_lanes(
-            p, r.coordinator_id, _lane_state(r.state), r.page_size, r.page_token
+            p,
+            r.coordinator_id,
+            m.enum_from_pb(lane_pb2.Lane.State, r.state, LaneState),
+            r.page_size,
+            r.page_token,
         ),
         lambda page: m.page_to_pb(lane_pb2.ListLanesResponse, "lanes", page, m.lane_to_pb),
     )

@@ -19,12 +19,6 @@ from .mapping.reads import view_response
 __all__ = ["WorkCoordinatorServicer"]
 
 
-def _pending_action_state(state: int) -> PendingActionState | None:
-    """The state a listing of pending actions asks for; None for any."""
-    name = work_coordinator_pb2.PendingAction.State.Name(state)
-    return None if name == "STATE_UNSPECIFIED" else PendingActionState(name)
-
-
 class WorkCoordinatorServicer(
     EngineServicer, work_coordinator_pb2_grpc.WorkCoordinatorServiceServicer
 ):
@@ -33,9 +27,8 @@ class WorkCoordinatorServicer(
     ) -> work_coordinator_pb2.CreateWorkCoordinatorResponse:
         p = caller().principal
         wc = request.work_coordinator
-        scope = work_coordinator_pb2.WorkCoordinator.Scope.Name(wc.scope)
         spec = CoordinatorSpec(
-            scope=None if scope == "SCOPE_UNSPECIFIED" else Scope(scope),
+            scope=m.enum_from_pb(work_coordinator_pb2.WorkCoordinator.Scope, wc.scope, Scope),
             org_slug=wc.org_slug,
             display_name=wc.display_name,
             enabled=wc.enabled if wc.HasField("enabled") else None,
@@ -129,7 +122,11 @@ class WorkCoordinatorServicer(
     ListPendingActions = rpc(
         work_coordinator_pb2.ListPendingActionsRequest,
         lambda s, p, r: s.engine.list_pending_actions(
-            p, r.coordinator_id, _pending_action_state(r.state), r.page_size, r.page_token
+            p,
+            r.coordinator_id,
+            m.enum_from_pb(work_coordinator_pb2.PendingAction.State, r.state, PendingActionState),
+            r.page_size,
+            r.page_token,
         ),
         lambda page: m.page_to_pb(
             work_coordinator_pb2.ListPendingActionsResponse,

@@ -47,6 +47,7 @@ from .reports import (
 )
 from .scalars import (
     dur,
+    enum_from_pb,
     from_dict,
     from_optional_ts,
     from_ts,
@@ -75,6 +76,7 @@ __all__ = [
     "coordinator_to_pb",
     "digest_to_pb",
     "dur",
+    "enum_from_pb",
     "escalation_to_pb",
     "event_to_pb",
     "evidence_from_pb",

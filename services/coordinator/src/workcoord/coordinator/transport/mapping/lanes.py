@@ -27,6 +27,7 @@ from workcoord.coordinator.domain.specs import (
 
 from .fields import ToPb
 from .scalars import (
+    enum_from_pb,
     from_dict,
     retry_from_pb,
     retry_to_pb,
@@ -46,10 +47,9 @@ _WORKER_CLASSES = (
 
 
 def item_spec_from_pb(item: lane_pb2.Item) -> ItemSpec:
-    kind = lane_pb2.Item.Kind.Name(item.kind)
     return ItemSpec(
         key=item.key,
-        kind=None if kind == "KIND_UNSPECIFIED" else ItemKind(kind),
+        kind=enum_from_pb(lane_pb2.Item.Kind, item.kind, ItemKind),
         worker_class=item.worker_class,
         title=item.title,
         brief=item.brief,
@@ -66,11 +66,10 @@ def item_spec_from_pb(item: lane_pb2.Item) -> ItemSpec:
 
 
 def lane_spec_from_pb(lane: lane_pb2.Lane) -> LaneSpec:
-    template = lane_pb2.Lane.Template.Name(lane.template)
     classes = lane.worker_classes
     return LaneSpec(
         title=lane.title,
-        template=None if template == "TEMPLATE_UNSPECIFIED" else Template(template),
+        template=enum_from_pb(lane_pb2.Lane.Template, lane.template, Template),
         priority=lane.priority,
         inputs=json_format.MessageToDict(lane.inputs) if lane.HasField("inputs") else {},
         items=[item_spec_from_pb(i) for i in lane.items],

@@ -19,7 +19,7 @@ from workcoord.coordinator.domain.specs import (
 )
 
 from .fields import copied
-from .scalars import from_optional_ts
+from .scalars import enum_from_pb, from_optional_ts
 
 # Fields of one name and type in the message and the record, copied as they are.
 _RUN_IDENTITY = ("pid", "agent_id", "engine", "account", "hostname", "worktree_path", "branch")
@@ -48,7 +48,7 @@ def evidence_from_pb(e: lane_pb2.Evidence) -> Evidence:
             CheckResult(c.name, lane_pb2.Check.Status.Name(c.status) if c.status else "")
             for c in e.checks
         ),
-        verdict=Verdict(lane_pb2.Evidence.Verdict.Name(e.verdict)) if e.verdict else None,
+        verdict=enum_from_pb(lane_pb2.Evidence.Verdict, e.verdict, Verdict),
         findings=tuple(e.findings),
         receipt=Receipt(
             environment=receipt.environment,

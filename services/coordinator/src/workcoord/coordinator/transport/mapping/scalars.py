@@ -1,10 +1,12 @@
-"""Timestamps, durations, JSON, pages and retry/review policies between protobuf and the domain."""
+"""Timestamps, durations, JSON, enums, pages and retry/review policies between protobuf and the
+domain."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload
 
 from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
 from google.protobuf.message import Message
@@ -20,6 +22,19 @@ from workcoord.coordinator.domain.specs import Page
 
 _Response = TypeVar("_Response", bound=Message)
 _Record = TypeVar("_Record")
+_Enum = TypeVar("_Enum", bound=enum.Enum)
+
+
+class _ProtoEnum(Protocol):
+    """A generated proto enum (``lane_pb2.Lane.State``): it names its values."""
+
+    def Name(self, number: int) -> str: ...
+
+
+def enum_from_pb(proto_enum: _ProtoEnum, number: int, kind: type[_Enum]) -> _Enum | None:
+    """The member of ``kind`` named like the value ``number`` of ``proto_enum``; None for its
+    zero value (``…_UNSPECIFIED``: not given)."""
+    return None if number == 0 else kind(proto_enum.Name(number))
 
 
 @overload
@@ -122,10 +137,9 @@ def retry_to_pb(policy: RetryPolicy) -> policy_pb2.RetryPolicy:
 
 
 def review_from_pb(policy: policy_pb2.ReviewPolicy) -> ReviewPolicy:
-    unset = policy.on_pass == policy_pb2.ReviewPolicy.ON_PASS_UNSPECIFIED
     return ReviewPolicy(
         max_fail_rounds=policy.max_fail_rounds or None,
-        on_pass=None if unset else OnPass(policy_pb2.ReviewPolicy.OnPass.Name(policy.on_pass)),
+        on_pass=enum_from_pb(policy_pb2.ReviewPolicy.OnPass, policy.on_pass, OnPass),
         ship_requires_approval=policy.ship_requires_approval
         if policy.HasField("ship_requires_approval")
         else None,
