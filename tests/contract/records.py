@@ -18,6 +18,7 @@ from workcoord.coordinator.domain.model import (
     ItemState,
     Lane,
     LaneState,
+    NewEvent,
     OnPass,
     RetryPolicy,
     ReviewPolicy,
@@ -236,3 +237,10 @@ async def seed_lane(store: Store, *items: Item, record: Lane | None = None) -> L
         await tx.insert_lane(replace(record))
         await tx.insert_items([replace(i) for i in items])
     return record
+
+
+async def seed_events(store: Store, coordinator_id: str, events: list[NewEvent]) -> None:
+    """Append ``events`` to a seeded work coordinator's log (actor ``x``)."""
+    async with store.write(coordinator_id) as tx:
+        assert tx.coordinator is not None
+        await tx.append(tx.coordinator, events, "x")

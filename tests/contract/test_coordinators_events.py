@@ -11,7 +11,7 @@ from workcoord.coordinator.domain.model import CoordinatorConfig, EventType, New
 from workcoord.coordinator.domain.ports import OrgRecord, Store
 from workcoord.kit.clock import ManualClock
 
-from .records import at, coordinator, item, lane, seed_coordinator, seed_lane
+from .records import at, coordinator, item, lane, seed_coordinator, seed_events, seed_lane
 
 
 class Boom(Exception):
@@ -133,9 +133,7 @@ async def test_events_filter_by_lane_and_item_and_page_by_revision(store: Store)
         NewEvent(EventType.LANE_CREATED, lane_id="ln_b"),
     ]
     for cid in ("wc_a", "wc_b"):
-        async with store.write(cid) as tx:
-            assert tx.coordinator is not None
-            await tx.append(tx.coordinator, events, "x")
+        await seed_events(store, cid, events)
     async with store.read() as reader:
 
         async def revisions(since: int, limit: int, lane_id: str, item_id: str) -> list[int]:
@@ -163,12 +161,8 @@ async def test_event_lane_ids_are_the_lanes_of_the_events_after_a_revision(store
         NewEvent(EventType.ITEM_QUEUED, lane_id="ln_b", item_id="it_2"),
         NewEvent(EventType.ITEM_LEASED, lane_id="ln_a", item_id="it_1"),
     ]
-    async with store.write("wc_a") as tx:
-        assert tx.coordinator is not None
-        await tx.append(tx.coordinator, events, "x")
-    async with store.write("wc_b") as tx:
-        assert tx.coordinator is not None
-        await tx.append(tx.coordinator, [NewEvent(EventType.LANE_CREATED, lane_id="ln_z")], "x")
+    await seed_events(store, "wc_a", events)
+    await seed_events(store, "wc_b", [NewEvent(EventType.LANE_CREATED, lane_id="ln_z")])
     async with store.read() as reader:
         assert await reader.event_lane_ids("wc_a", 0, 100) == ["ln_a", "", "ln_b", "ln_a"]
         assert await reader.event_lane_ids("wc_a", 2, 100) == ["ln_b", "ln_a"]
