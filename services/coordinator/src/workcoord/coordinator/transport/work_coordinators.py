@@ -14,7 +14,6 @@ from . import mapping as m
 from . import tenancy_mapping as tmap
 from .base import Context, EngineServicer, rpc
 from .gate import caller
-from .mapping.reads import view_response
 
 __all__ = ["WorkCoordinatorServicer"]
 
@@ -86,7 +85,7 @@ class WorkCoordinatorServicer(
     GetView = rpc(
         work_coordinator_pb2.GetViewRequest,
         lambda s, p, r: s.engine.view(p, r.coordinator_id, r.page_size, r.page_token),
-        view_response,
+        m.view_response,
     )
 
     Explain = rpc(

@@ -35,6 +35,7 @@ from .reads import (
     explanation_to_pb,
     pending_action_to_pb,
     report_to_pb,
+    view_response,
     view_to_pb,
 )
 from .reports import (
@@ -109,6 +110,7 @@ __all__ = [
     "to_dict",
     "ts",
     "user_to_pb",
+    "view_response",
     "view_to_pb",
     "work_key_to_pb",
     "worker_fence_to_pb",
