@@ -8,6 +8,8 @@ nothing (an empty cache) in the same state."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -26,14 +28,22 @@ async def get_view(client: WorkcoordClient, cid: str, size: int = 500) -> work_c
     return response.view
 
 
-async def fresh_view(stack: Stack, client: WorkcoordClient, cid: str) -> work_coordinator_pb2.View:
-    """The view built with an empty cache (the cache in use is put back afterwards)."""
+@contextmanager
+def empty_view_cache(stack: Stack) -> Iterator[None]:
+    """Calls inside build their answers with an empty view cache; the cache in use is put back
+    afterwards, as the calls before left it."""
     engine = stack.running.engine
     kept, engine.view_cache = engine.view_cache, ViewCache()
     try:
-        return await get_view(client, cid)
+        yield
     finally:
         engine.view_cache = kept
+
+
+async def fresh_view(stack: Stack, client: WorkcoordClient, cid: str) -> work_coordinator_pb2.View:
+    """The view built with an empty cache."""
+    with empty_view_cache(stack):
+        return await get_view(client, cid)
 
 
 async def assert_cached_equals_fresh(
@@ -42,18 +52,14 @@ async def assert_cached_equals_fresh(
     fresh = await fresh_view(stack, client, cid)
     # Why, for every lane and one item of each, through the cache (still as the last view
     # left it) and without it.
-    engine = stack.running.engine
     for lane in fresh.lanes:
         for request in (
             work_coordinator_pb2.ExplainRequest(coordinator_id=cid, lane_id=lane.lane_id),
             work_coordinator_pb2.ExplainRequest(coordinator_id=cid, item_id=lane.items[-1].item_id),
         ):
             through_cache = await client.coordinators.Explain(request)
-            kept, engine.view_cache = engine.view_cache, ViewCache()
-            try:
+            with empty_view_cache(stack):
                 without = await client.coordinators.Explain(request)
-            finally:
-                engine.view_cache = kept
             assert through_cache == without
     cached = await get_view(client, cid)
     assert cached.revision == fresh.revision
