@@ -30,7 +30,9 @@ class ViewReadsSql(SqlTxBase):
         return await self._list_in(LANES, "lane_id", lane_ids, "lane_id")
 
     async def coordinator_tickets(self, coordinator_id: str) -> list[Ticket]:
-        """Every ticket of the work coordinator's lanes, in ``lane_tickets``'s order."""
+        """Every ticket of the work coordinator's lanes, in ``lane_tickets``'s order. Found
+        through the lanes (``ix_lanes_coordinator_created``, then the tickets' primary key,
+        which starts with the lane id): no index leads from ``tickets.coordinator_id``."""
         c = t.tickets.c
         stmt = (
             select(t.tickets)
