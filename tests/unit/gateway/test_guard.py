@@ -175,9 +175,9 @@ async def test_connections_past_the_cap_are_refused_at_once_and_logged_boundedly
     assert len(refusals) == 5, refusals
 
 
-async def _feed(address: str, key: str) -> ClientConnection:
+async def _feed(address: str, key: str, scheme: str = "Bearer ") -> ClientConnection:
     url = f"ws://{address}/v1/work-coordinators/wc-1/ws?since={HOLD_OPEN_SINCE}"
-    socket = await connect(url, additional_headers={"Authorization": f"Bearer {key}"})
+    socket = await connect(url, additional_headers={"Authorization": f"{scheme}{key}"})
     return socket
 
 
@@ -214,4 +214,21 @@ async def test_one_credential_holds_a_bounded_number_of_feeds(upstream: Upstream
                 except websockets.ConnectionClosedError:
                     await asyncio.sleep(0.05)  # the server has not seen the close yet
         for feed in [*feeds, other]:
+            await feed.close()
+
+
+async def test_spellings_of_one_bearer_count_as_one_credential(upstream: Upstream) -> None:
+    # Regression: the cap counted the header's raw text, so "bearer k1" and "Bearer  k1" were
+    # new credentials to it (555 feeds on one key under a cap of 256).
+    async with _gateway(upstream, gateway_max_feeds_per_credential=2) as running:
+        feeds = [await _feed(running.address, "k1", scheme) for scheme in ("Bearer ", "bearer ")]
+        for feed in feeds:
+            assert json.loads(await feed.recv())["type"] == "hello"
+        for scheme in ("Bearer  ", "BEARER\t", "Bearer "):
+            extra = await _feed(running.address, "k1 ", scheme)
+            with pytest.raises(websockets.ConnectionClosedError) as closed:
+                await extra.recv()
+            assert closed.value.rcvd is not None
+            assert closed.value.rcvd.reason.startswith("RESOURCE_EXHAUSTED")
+        for feed in feeds:
             await feed.close()
