@@ -91,3 +91,12 @@ async def test_the_origin_scheme_follows_only_a_trusted_proxy(upstream: Upstream
             else:
                 assert await _refused(running.address, headers) == 403
 
+
+async def test_a_handshake_line_the_websocket_parser_refuses_is_431_not_a_hang(
+    upstream: Upstream,
+) -> None:
+    # The WebSocket parser reads lines of at most 8 KiB and dropped a longer one without an
+    # answer: the client waited for its own timeout while the gateway held the connection.
+    async with _gateway(upstream) as running:
+        headers = {**_COOKIE, "Authorization": "Bearer " + "k" * 9000}
+        assert await _refused(running.address, headers) == 431

@@ -13,6 +13,9 @@ file descriptor of a gateway. :func:`guarded_protocol` is uvicorn's httptools pr
   application reading it sees the client gone;
 - a **header size limit**: 64 KiB for a request's whole head (request line and every header
   together, however the bytes arrive), else ``431`` and the connection closes;
+- a WebSocket handshake whose head the WebSocket parser would not read (a line over 8 KiB,
+  over 128 headers) is answered ``431`` at once: that parser drops it without an answer, which
+  would leave the client waiting and its connection held;
 - a **connection cap**: with ``max_connections`` connections open (HTTP and WebSocket), a new
   one is answered ``503`` and closed at once, so its descriptor is freed immediately.
 
@@ -29,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from websockets.http11 import MAX_LINE_LENGTH as _WS_MAX_LINE
+from websockets.http11 import MAX_NUM_HEADERS as _WS_MAX_HEADERS
 
 __all__ = ["ConnectionLimits", "effective_max_connections", "guarded_protocol"]
 
@@ -99,6 +104,7 @@ def guarded_protocol(limits: ConnectionLimits) -> type[HttpToolsProtocol]:
         _header_bytes = 0
         _head_parts_bytes = 0
         _head_too_large = False
+        _longest_line = 0
         _deadline: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -134,10 +140,14 @@ def guarded_protocol(limits: ConnectionLimits) -> type[HttpToolsProtocol]:
         def on_url(self, url: bytes) -> None:
             self._count_head(len(url))
             super().on_url(url)
+            # The request line as uvicorn hands it on: "GET " + url + " HTTP/1.1\r\n".
+            self._longest_line = max(self._longest_line, len(self.url) + 20)
 
         def on_header(self, name: bytes, value: bytes) -> None:
             # As sent: the name, ": ", the value and CRLF.
-            self._count_head(len(name) + len(value) + 4)
+            line = len(name) + len(value) + 4
+            self._count_head(line)
+            self._longest_line = max(self._longest_line, line)
             super().on_header(name, value)
 
         def _count_head(self, size: int) -> None:
@@ -175,12 +185,16 @@ def guarded_protocol(limits: ConnectionLimits) -> type[HttpToolsProtocol]:
 
         def handle_websocket_upgrade(self) -> None:
             self._disarm()
+            if self._longest_line > _WS_MAX_LINE or len(self.headers) > _WS_MAX_HEADERS:
+                self._give_up(_HEADERS_TOO_LARGE, "WebSocket handshake headers too large")
+                return
             super().handle_websocket_upgrade()
 
         def _expect_headers(self) -> None:
             self._reading_headers = True
             self._header_bytes = 0
             self._head_parts_bytes = 0
+            self._longest_line = 0
             self._arm(limits.header_timeout_seconds, self._headers_timed_out)
 
         def _arm(self, seconds: float, callback: Any) -> None:
