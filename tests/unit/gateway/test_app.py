@@ -364,6 +364,44 @@ async def test_credentials_and_trace_context_reach_the_servicer(
     assert metadata["traceparent"].startswith("00-0af7651916cd43dd")
 
 
+async def test_the_bearer_secret_is_forwarded_as_parsed(
+    client: httpx.AsyncClient, recorder: Recorder
+) -> None:
+    response = await client.get("/v1/me", headers={"Authorization": "bearer \t s3cret "})
+    assert response.status_code == 200
+    assert recorder.last("GetCurrentPrincipal").metadata["authorization"] == "Bearer s3cret"
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        b"Basic czNjcmV0",
+        b"Bearer",
+        b"",
+        b"Bearer s3cret extra",
+        "Bearer s3cr\u00e9t".encode(),  # non-ASCII: gRPC metadata cannot carry it
+        b"Bearer " + b"a" * (9 * 1024),  # over what gRPC metadata carries
+    ],
+    ids=["basic", "no-secret", "empty", "two-words", "non-ASCII", "over-8KiB"],
+)
+async def test_a_malformed_authorization_is_401_never_the_session_cookie(
+    client: httpx.AsyncClient, recorder: Recorder, authorization: bytes
+) -> None:
+    # Regression: a header gRPC could not carry was dropped on the way upstream, and the
+    # session cookie beside it authenticated the request instead.
+    calls = len(recorder.calls)
+    headers = {b"Authorization": authorization, b"Cookie": b"workcoord_session=wcses_s"}
+    for response in (
+        await client.get("/v1/me", headers=headers),
+        await client.post(LANES, headers=headers, json={"title": "t"}),
+    ):
+        assert response.status_code == 401, response.text
+        body = response.json()
+        assert body["code"] == 16
+        assert body["message"].startswith("Authorization must be 'Bearer <secret>'")
+    assert len(recorder.calls) == calls  # nothing reached the coordinator
+
+
 async def test_recovery_routes_reach_the_recovery_upstream(
     upstream: Upstream, recorder: Recorder
 ) -> None:

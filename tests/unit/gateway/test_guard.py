@@ -94,6 +94,39 @@ async def test_oversized_headers_get_431_but_a_large_body_in_one_write_does_not(
         writer.close()
 
 
+def _head(size: int) -> bytes:
+    """A complete ``GET /healthz`` head of about ``size`` bytes, in 1 KiB headers."""
+    start = b"GET /healthz HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n"
+    fillers = [b"X-Filler-%d: %s\r\n" % (i, b"a" * 1000) for i in range(size // 1024)]
+    return start + b"".join(fillers) + b"\r\n"
+
+
+@pytest.mark.parametrize("kilobytes", [70, 100])
+async def test_a_whole_head_past_the_limit_in_one_write_gets_431(
+    upstream: Upstream, kilobytes: int
+) -> None:
+    # Regression: the limit counted only reads that left the head incomplete, so a complete
+    # 70-100 KB head in one read reached the application.
+    async with _gateway(upstream) as running:
+        reader, writer = await _open(running.address)
+        writer.write(_head(kilobytes * 1024))
+        assert (await _answer(reader)).startswith(b"HTTP/1.1 431 ")
+        writer.close()
+
+
+async def test_a_head_under_the_limit_is_served_however_it_arrives(upstream: Upstream) -> None:
+    head = _head(60 * 1024)
+    assert len(head) < 64 * 1024
+    async with _gateway(upstream) as running:
+        for pieces in ([head], [head[:30_000], head[30_000:]]):
+            reader, writer = await _open(running.address)
+            for piece in pieces:
+                writer.write(piece)
+                await writer.drain()
+            assert (await _answer(reader)).startswith(b"HTTP/1.1 200 ")
+            writer.close()
+
+
 async def test_connections_past_the_cap_are_refused_at_once_and_logged_boundedly(
     upstream: Upstream,
 ) -> None:
@@ -142,9 +175,9 @@ async def test_connections_past_the_cap_are_refused_at_once_and_logged_boundedly
     assert len(refusals) == 5, refusals
 
 
-async def _feed(address: str, key: str) -> ClientConnection:
+async def _feed(address: str, key: str, scheme: str = "Bearer ") -> ClientConnection:
     url = f"ws://{address}/v1/work-coordinators/wc-1/ws?since={HOLD_OPEN_SINCE}"
-    socket = await connect(url, additional_headers={"Authorization": f"Bearer {key}"})
+    socket = await connect(url, additional_headers={"Authorization": f"{scheme}{key}"})
     return socket
 
 
@@ -181,4 +214,21 @@ async def test_one_credential_holds_a_bounded_number_of_feeds(upstream: Upstream
                 except websockets.ConnectionClosedError:
                     await asyncio.sleep(0.05)  # the server has not seen the close yet
         for feed in [*feeds, other]:
+            await feed.close()
+
+
+async def test_spellings_of_one_bearer_count_as_one_credential(upstream: Upstream) -> None:
+    # Regression: the cap counted the header's raw text, so "bearer k1" and "Bearer  k1" were
+    # new credentials to it (555 feeds on one key under a cap of 256).
+    async with _gateway(upstream, gateway_max_feeds_per_credential=2) as running:
+        feeds = [await _feed(running.address, "k1", scheme) for scheme in ("Bearer ", "bearer ")]
+        for feed in feeds:
+            assert json.loads(await feed.recv())["type"] == "hello"
+        for scheme in ("Bearer  ", "BEARER\t", "Bearer "):
+            extra = await _feed(running.address, "k1 ", scheme)
+            with pytest.raises(websockets.ConnectionClosedError) as closed:
+                await extra.recv()
+            assert closed.value.rcvd is not None
+            assert closed.value.rcvd.reason.startswith("RESOURCE_EXHAUSTED")
+        for feed in feeds:
             await feed.close()

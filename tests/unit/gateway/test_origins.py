@@ -54,6 +54,22 @@ async def test_a_cookie_feed_must_come_from_the_gateways_own_origin(upstream: Up
         assert await _first_frame(running.address, {"Origin": "https://evil.example"}) == "hello"
 
 
+@pytest.mark.parametrize(
+    "authorization",
+    ["Basic k", "Bearer", "Bearer " + "k" * 5000, "Bearer k\u00e9", "Bearer k k"],
+    ids=["basic", "no-secret", "oversized", "non-ASCII", "two-words"],
+)
+async def test_a_malformed_authorization_is_401_not_a_cookie_feed(
+    upstream: Upstream, authorization: str
+) -> None:
+    # Regression: a present but malformed Authorization header skipped the Origin check, then
+    # was dropped on the way upstream, so the session cookie opened another site's feed.
+    async with _gateway(upstream) as running:
+        for origin in ("https://evil.example", f"http://{running.address}"):
+            headers = {**_COOKIE, "Origin": origin, "Authorization": authorization}
+            assert await _refused(running.address, headers) == 401
+
+
 async def test_configured_public_origins_replace_the_host(upstream: Upstream) -> None:
     public = "https://workcoord.example.com"
     async with _gateway(upstream, public_origins=[public]) as running:
@@ -74,3 +90,13 @@ async def test_the_origin_scheme_follows_only_a_trusted_proxy(upstream: Upstream
                 assert await _first_frame(running.address, headers) == "hello"
             else:
                 assert await _refused(running.address, headers) == 403
+
+
+async def test_a_handshake_line_the_websocket_parser_refuses_is_431_not_a_hang(
+    upstream: Upstream,
+) -> None:
+    # The WebSocket parser reads lines of at most 8 KiB and dropped a longer one without an
+    # answer: the client waited for its own timeout while the gateway held the connection.
+    async with _gateway(upstream) as running:
+        headers = {**_COOKIE, "Authorization": "Bearer " + "k" * 9000}
+        assert await _refused(running.address, headers) == 431

@@ -9,10 +9,12 @@ from workcoord.kit.errors import Unauthenticated
 from workcoord.kit.wire import (
     AUTHORIZATION_KEY,
     CSRF_KEY,
+    MAX_SECRET_CHARS,
     SESSION_KEY,
     CallCredentials,
     api_modules,
     bearer_metadata,
+    bearer_secret,
     call_credentials,
 )
 
@@ -28,10 +30,41 @@ def test_a_bearer_secret_round_trips() -> None:
     assert call_credentials([(AUTHORIZATION_KEY, "bearer  wck_x ")]).bearer == "wck_x"
 
 
-@pytest.mark.parametrize("value", ["Basic abc", "Bearer", "Bearer   ", "", "wck_x"])
+@pytest.mark.parametrize(
+    "value", ["Bearer wck_x", "bearer wck_x", "BEARER wck_x", "Bearer  wck_x", "\tBearer\twck_x "]
+)
+def test_every_spelling_of_one_bearer_is_one_secret(value: str) -> None:
+    # The gateway counts feeds by this secret: spellings of one key must not count apart.
+    assert bearer_secret(value) == "wck_x"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Basic abc",
+        "Bearer",
+        "Bearer   ",
+        "",
+        "wck_x",
+        "Bearerwck_x",
+        "Bearer wck_x extra",
+        "Bearer wck_\u00e9",  # non-ASCII (an HTTP header's bytes read as latin-1)
+        "Bearer wck_\x00x",
+        "Bearer " + "a" * (MAX_SECRET_CHARS + 1),
+        "Bearer " + "a" * (100 * 1024),
+        "Bearer\u00a0wck_x",
+    ],
+)
 def test_a_malformed_authorization_is_refused(value: str) -> None:
     with pytest.raises(Unauthenticated, match="must be 'Bearer <secret>'"):
+        bearer_secret(value)
+    with pytest.raises(Unauthenticated, match="must be 'Bearer <secret>'"):
         call_credentials([(AUTHORIZATION_KEY, value), (SESSION_KEY, "wcses_s")])
+
+
+def test_the_longest_secret_is_accepted() -> None:
+    longest = "a" * MAX_SECRET_CHARS
+    assert bearer_secret(f"Bearer {longest}") == longest
 
 
 def test_session_and_csrf_are_read_and_bytes_decoded() -> None:

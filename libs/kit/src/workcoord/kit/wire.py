@@ -2,8 +2,10 @@
 
 The gRPC metadata keys of a caller's credential, the trailer that carries a rich error status,
 the generated modules of the v1 API, and the work counters of a maintenance report.
-:func:`call_credentials` is the one reader of a caller's credential from call metadata;
-:func:`bearer_metadata` is how a process sends one.
+:func:`bearer_secret` is the one parse of an ``Authorization`` value (the gateway's, for HTTP
+headers, and the coordinator's, for call metadata, so both read the same credential from the
+same text); :func:`call_credentials` is the one reader of a caller's credential from call
+metadata; :func:`bearer_metadata` is how a process sends one.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
@@ -23,11 +26,13 @@ __all__ = [
     "AUTHORIZATION_KEY",
     "CSRF_KEY",
     "MAINTENANCE_COUNTERS",
+    "MAX_SECRET_CHARS",
     "SESSION_KEY",
     "STATUS_DETAILS_KEY",
     "CallCredentials",
     "api_modules",
     "bearer_metadata",
+    "bearer_secret",
     "call_credentials",
 ]
 
@@ -59,8 +64,20 @@ MAINTENANCE_COUNTERS = (
 """The work counters of a ``MaintenanceReport``, in the order the recovery pass log line names
 them: the coordinator fills these fields and the recovery service sums them per kind."""
 
+MAX_SECRET_CHARS = 4096
+"""The longest bearer secret accepted. Ours are under 80 characters; the bound keeps an
+``Authorization`` value within what gRPC metadata carries (8 KiB), so a credential the gateway
+accepts always reaches the coordinator."""
+
 Metadata = Iterable[tuple[str, str | bytes]]
 _CREDENTIAL_KEYS = frozenset({AUTHORIZATION_KEY, SESSION_KEY, CSRF_KEY})
+# RFC 9110 credentials: a scheme, one or more blanks, a token; blanks around the value are not
+# part of it. The secret is visible ASCII, so it is the same bytes on HTTP and in gRPC metadata.
+_BEARER = re.compile(r"[ \t]*([A-Za-z]+)[ \t]+([!-~]+)[ \t]*", re.ASCII)
+_MALFORMED = (
+    "Authorization must be 'Bearer <secret>', the secret 1 to "
+    f"{MAX_SECRET_CHARS} visible ASCII characters"
+)
 
 
 @dataclass(frozen=True)
@@ -72,23 +89,37 @@ class CallCredentials:
     csrf: str | None = None
 
 
+def bearer_secret(authorization: str) -> str:
+    """The secret of an ``Authorization`` value ``Bearer <secret>``.
+
+    The scheme is matched in any case and may be followed by any number of spaces or tabs;
+    blanks around the value are ignored. The secret is 1 to :data:`MAX_SECRET_CHARS` visible
+    ASCII characters with no blank inside. Anything else (another scheme, no secret, a
+    non-ASCII or oversized value) raises UNAUTHENTICATED: a present but malformed credential is
+    refused, never ignored, so it can never fall back to a browser session.
+    """
+    # Bounded before matching: a 100 KB header is refused without being scanned.
+    found = (
+        _BEARER.fullmatch(authorization) if len(authorization) <= MAX_SECRET_CHARS + 64 else None
+    )
+    if found is None or found[1].lower() != "bearer" or len(found[2]) > MAX_SECRET_CHARS:
+        raise Unauthenticated(_MALFORMED)
+    return found[2]
+
+
 def call_credentials(metadata: Metadata | None) -> CallCredentials:
     """The credentials in a call's metadata (the first value of each key counts).
 
-    An ``authorization`` value that is not ``Bearer <secret>`` is refused (UNAUTHENTICATED)
-    rather than ignored, so a mistyped credential never falls back to a browser session.
+    An ``authorization`` value is read by :func:`bearer_secret`: one that is not a well-formed
+    ``Bearer <secret>`` is refused (UNAUTHENTICATED) rather than ignored.
     """
     values: dict[str, str] = {}
     for key, value in metadata or ():
         if key in _CREDENTIAL_KEYS and key not in values:
-            values[key] = value.decode() if isinstance(value, bytes) else str(value)
+            # Undecodable bytes become U+FFFD, which no credential contains.
+            values[key] = value.decode(errors="replace") if isinstance(value, bytes) else value
     authorization = values.get(AUTHORIZATION_KEY)
-    bearer = None
-    if authorization is not None:
-        scheme, _, secret = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
-            raise Unauthenticated("the authorization metadata must be 'Bearer <secret>'")
-        bearer = secret.strip()
+    bearer = bearer_secret(authorization) if authorization is not None else None
     return CallCredentials(
         bearer=bearer,
         session=values.get(SESSION_KEY) or None,

@@ -41,11 +41,12 @@ from workcoord.gateway.openapi import openapi_document
 from workcoord.gateway.routes import Route, RouteTable, load_routes
 from workcoord.gateway.session import LOGIN_PATH, login
 from workcoord.gateway.transcode import build_request, parse_json_body, response_to_json
-from workcoord.gateway.upstream import SESSION_COOKIE, Upstreams, forwarded_metadata
+from workcoord.gateway.upstream import Upstreams, forwarded_metadata, request_credentials
 from workcoord.gateway.web import WebPages
 from workcoord.kit.descriptors import call_deadline_seconds
-from workcoord.kit.errors import Code, TooLarge, WorkcoordError
+from workcoord.kit.errors import Code, TooLarge, Unauthenticated, WorkcoordError
 from workcoord.kit.settings import GatewaySettings
+from workcoord.kit.wire import CallCredentials
 
 __all__ = ["OPENAPI_PATH", "build_app"]
 
@@ -159,6 +160,8 @@ class _Gateway:
 
     async def _unary(self, request: Request, route: Route, path_values: dict[str, str]) -> Response:
         try:
+            # The credential first: a malformed one is a 401 whatever else the request holds.
+            metadata = _metadata(request)
             body: Any = None
             if route.body:
                 body = parse_json_body(await self._read_body(request))
@@ -178,7 +181,7 @@ class _Gateway:
             reply = await upstreams.call(
                 route,
                 message,
-                metadata=_metadata(request),
+                metadata=metadata,
                 deadline_seconds=self._timeout(message),
             )
         except grpc.RpcError as exc:
@@ -249,7 +252,13 @@ class _Gateway:
             # Refused before the handshake: the server answers 403.
             await websocket.close(code=1008)
             return
-        if not self._origin_allowed(websocket):
+        try:
+            credentials = request_credentials(websocket.headers, websocket.cookies)
+        except Unauthenticated as err:
+            # Refused before the handshake, as REST refuses it (401), never read as a cookie feed.
+            await _deny(websocket, error_response(err))
+            return
+        if not self._origin_allowed(websocket, credentials):
             # Refused before the handshake (403): another site's page riding the session cookie.
             await websocket.close(code=1008)
             return
@@ -262,7 +271,7 @@ class _Gateway:
             await websocket.accept()
             await _close(websocket, 1008, f"{err.reason}: {err.message}")
             return
-        holder = _credential_digest(websocket)
+        holder = _holder(credentials)
         limit = self.settings.gateway_max_feeds_per_credential
         if self._feeds.get(holder, 0) >= limit:
             await websocket.accept()
@@ -279,12 +288,13 @@ class _Gateway:
             else:
                 del self._feeds[holder]
 
-    def _origin_allowed(self, websocket: WebSocket) -> bool:
+    def _origin_allowed(self, websocket: WebSocket, credentials: CallCredentials) -> bool:
         """A feed authenticated by the session cookie must come from a page of this gateway:
         its ``Origin`` one of ``WORKCOORD_PUBLIC_ORIGINS``, or (unset) the request's own scheme
         and Host. A bearer credential is never sent by a browser on its own, so those feeds,
-        and feeds with no cookie at all, are not checked."""
-        if websocket.headers.get("authorization") or not websocket.cookies.get(SESSION_COOKIE):
+        and feeds with no cookie at all, are not checked. ``credentials`` are what the
+        coordinator will authenticate: a feed it reads as a session's is checked."""
+        if credentials.bearer is not None or credentials.session is None:
             return True
         origin = websocket.headers.get("origin", "").strip().lower().rstrip("/")
         if not origin:
@@ -346,13 +356,24 @@ def _metadata(connection: HTTPConnection) -> tuple[tuple[str, str], ...]:
     return forwarded_metadata(headers, connection.cookies)
 
 
-def _credential_digest(connection: HTTPConnection) -> str:
-    """Whom a feed counts against: its bearer credential, else its session cookie, else the
-    anonymous (whose feeds the coordinator refuses anyway), as a digest."""
-    credential = connection.headers.get("authorization") or connection.cookies.get(SESSION_COOKIE)
-    if not credential:
-        return "anonymous"
-    return hashlib.sha256(credential.encode("utf-8", "backslashreplace")).hexdigest()
+def _holder(credentials: CallCredentials) -> str:
+    """Whom a feed counts against, as a digest: the credential the coordinator authenticates
+    (its bearer secret as parsed, so no spelling of ``Bearer`` counts apart, else its session),
+    else the anonymous (whose feeds the coordinator refuses anyway)."""
+    if credentials.bearer is not None:
+        return "bearer:" + hashlib.sha256(credentials.bearer.encode()).hexdigest()
+    if credentials.session is not None:
+        return "session:" + hashlib.sha256(credentials.session.encode()).hexdigest()
+    return "anonymous"
+
+
+async def _deny(websocket: WebSocket, response: Response) -> None:
+    """Answer a WebSocket handshake with ``response`` (uvicorn supports the ASGI denial
+    response); a server without it answers 403."""
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        await websocket.send_denial_response(response)
+    else:
+        await websocket.close(code=1008)
 
 
 def _oidc_off() -> Response:

@@ -11,7 +11,11 @@ file descriptor of a gateway. :func:`guarded_protocol` is uvicorn's httptools pr
 - a **body deadline**: a request's whole body must arrive within ``body_timeout_seconds`` of its
   headers, else ``408`` (when no answer has started) and the connection closes, and the
   application reading it sees the client gone;
-- a **header size limit** (64 KiB, ``431``);
+- a **header size limit**: 64 KiB for a request's whole head (request line and every header
+  together, however the bytes arrive), else ``431`` and the connection closes;
+- a WebSocket handshake whose head the WebSocket parser would not read (a line over 8 KiB,
+  over 128 headers) is answered ``431`` at once: that parser drops it without an answer, which
+  would leave the client waiting and its connection held;
 - a **connection cap**: with ``max_connections`` connections open (HTTP and WebSocket), a new
   one is answered ``503`` and closed at once, so its descriptor is freed immediately.
 
@@ -28,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from websockets.http11 import MAX_LINE_LENGTH as _WS_MAX_LINE
+from websockets.http11 import MAX_NUM_HEADERS as _WS_MAX_HEADERS
 
 __all__ = ["ConnectionLimits", "effective_max_connections", "guarded_protocol"]
 
@@ -81,13 +87,24 @@ _TIMED_OUT = _answer(b"408 Request Timeout")
 _HEADERS_TOO_LARGE = _answer(b"431 Request Header Fields Too Large")
 
 
+class _HeadTooLarge(Exception):
+    """A request's head grew past :data:`MAX_HEADER_BYTES` while being parsed."""
+
+
 def guarded_protocol(limits: ConnectionLimits) -> type[HttpToolsProtocol]:
     """uvicorn's httptools protocol class with ``limits`` applied (pass it as ``http=``)."""
 
     class GuardedHttpToolsProtocol(HttpToolsProtocol):
         _refused = False
         _reading_headers = False
+        # Two lower bounds of the head's size, either of which refuses it past the limit: the
+        # bytes received while the head was incomplete (a header trickled in over many reads
+        # is buffered by the parser before any callback sees it), and the parsed parts (a head
+        # that arrives whole in one read is never incomplete after it).
         _header_bytes = 0
+        _head_parts_bytes = 0
+        _head_too_large = False
+        _longest_line = 0
         _deadline: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -120,6 +137,33 @@ def guarded_protocol(limits: ConnectionLimits) -> type[HttpToolsProtocol]:
                 if self._header_bytes > MAX_HEADER_BYTES:
                     self._give_up(_HEADERS_TOO_LARGE, "request headers larger than 64 KiB")
 
+        def on_url(self, url: bytes) -> None:
+            self._count_head(len(url))
+            super().on_url(url)
+            # The request line as uvicorn hands it on: "GET " + url + " HTTP/1.1\r\n".
+            self._longest_line = max(self._longest_line, len(self.url) + 20)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            # As sent: the name, ": ", the value and CRLF.
+            line = len(name) + len(value) + 4
+            self._count_head(line)
+            self._longest_line = max(self._longest_line, line)
+            super().on_header(name, value)
+
+        def _count_head(self, size: int) -> None:
+            self._head_parts_bytes += size
+            if self._head_parts_bytes > MAX_HEADER_BYTES:
+                self._head_too_large = True
+                # Raised inside the parser, this stops it before the request reaches the
+                # application; uvicorn then answers through send_400_response.
+                raise _HeadTooLarge
+
+        def send_400_response(self, msg: str) -> None:
+            if self._head_too_large:
+                self._give_up(_HEADERS_TOO_LARGE, "request headers larger than 64 KiB")
+                return
+            super().send_400_response(msg)
+
         def on_message_begin(self) -> None:
             super().on_message_begin()
             if not self._reading_headers:
@@ -141,11 +185,16 @@ def guarded_protocol(limits: ConnectionLimits) -> type[HttpToolsProtocol]:
 
         def handle_websocket_upgrade(self) -> None:
             self._disarm()
+            if self._longest_line > _WS_MAX_LINE or len(self.headers) > _WS_MAX_HEADERS:
+                self._give_up(_HEADERS_TOO_LARGE, "WebSocket handshake headers too large")
+                return
             super().handle_websocket_upgrade()
 
         def _expect_headers(self) -> None:
             self._reading_headers = True
             self._header_bytes = 0
+            self._head_parts_bytes = 0
+            self._longest_line = 0
             self._arm(limits.header_timeout_seconds, self._headers_timed_out)
 
         def _arm(self, seconds: float, callback: Any) -> None:

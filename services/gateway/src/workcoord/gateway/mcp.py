@@ -42,10 +42,11 @@ from workcoord.gateway.errors import (
 from workcoord.gateway.routes import Route, RouteTable
 from workcoord.gateway.upstream import Upstreams, forwarded_metadata
 from workcoord.kit.descriptors import API_PACKAGE, call_deadline_seconds
-from workcoord.kit.errors import Code, generic_error, http_status_for
+from workcoord.kit.errors import Code, Unauthenticated, generic_error, http_status_for
 from workcoord.kit.mcp_server import build_mcp_server
 from workcoord.kit.mcp_tools import McpTool
-from workcoord.kit.status import error_from_status, status_to_json
+from workcoord.kit.status import error_from_status, status_to_json, to_rpc_status
+from workcoord.kit.wire import AUTHORIZATION_KEY
 
 __all__ = ["MCP_PATH", "McpEndpoint"]
 
@@ -156,8 +157,12 @@ class McpEndpoint:
             status = make_status(Code.UNAVAILABLE, "the gateway is not connected to its upstreams")
             await _refusal(status, 503)(scope, receive, send)
             return
-        scheme, _, secret = headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
+        try:
+            metadata = _metadata(headers)  # read by the one parse of Authorization
+        except Unauthenticated as err:
+            await _refusal(to_rpc_status(err), 401)(scope, receive, send)
+            return
+        if not any(key == AUTHORIZATION_KEY for key, _ in metadata):
             status = make_status(
                 Code.UNAUTHENTICATED,
                 "MCP needs a work key or user token: send Authorization: Bearer <secret>",
@@ -168,7 +173,7 @@ class McpEndpoint:
             await upstreams.call(
                 self._who_am_i,
                 admin_pb2.GetCurrentPrincipalRequest(),
-                metadata=_metadata(headers),
+                metadata=metadata,
                 deadline_seconds=self._timeout,
             )
         except grpc.RpcError as exc:

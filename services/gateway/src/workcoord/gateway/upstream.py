@@ -19,7 +19,14 @@ from workcoord.gateway.routes import Route
 from workcoord.kit.grpc_server import TlsSettings, client_channel
 from workcoord.kit.settings import GatewaySettings
 from workcoord.kit.telemetry import current_tracing
-from workcoord.kit.wire import AUTHORIZATION_KEY, CSRF_KEY, SESSION_KEY
+from workcoord.kit.wire import (
+    AUTHORIZATION_KEY,
+    CSRF_KEY,
+    SESSION_KEY,
+    CallCredentials,
+    bearer_metadata,
+    bearer_secret,
+)
 
 __all__ = [
     "CSRF_HEADER",
@@ -27,20 +34,20 @@ __all__ = [
     "Upstreams",
     "forwarded_metadata",
     "open_channel",
+    "request_credentials",
 ]
 
 SESSION_COOKIE = "workcoord_session"
 CSRF_HEADER = "x-csrf-token"
 """The header a browser's UI copies its CSRF cookie into (double submit)."""
 
-# HTTP header → gRPC metadata key, forwarded verbatim.
+# HTTP header → gRPC metadata key, forwarded verbatim. The credentials (Authorization, the
+# session cookie and its double-submit CSRF token) are forwarded as request_credentials reads
+# them.
 _FORWARDED_HEADERS = {
-    AUTHORIZATION_KEY: AUTHORIZATION_KEY,
     "x-request-id": "x-request-id",
     "traceparent": "traceparent",
     "tracestate": "tracestate",
-    # Double-submit CSRF token of a browser session; the coordinator checks it.
-    CSRF_HEADER: CSRF_KEY,
 }
 _MAX_METADATA_VALUE = 8192
 
@@ -55,22 +62,48 @@ def open_channel(address: str, settings: GatewaySettings) -> grpc.aio.Channel:
     )
 
 
+def request_credentials(headers: Mapping[str, str], cookies: Mapping[str, str]) -> CallCredentials:
+    """What an HTTP request presents, read as the coordinator reads the metadata forwarded
+    from it: the secret of its ``Authorization`` header, its session cookie, its CSRF header.
+
+    An ``Authorization`` header that is present but not a well-formed bearer credential
+    (:func:`~workcoord.kit.wire.bearer_secret`: another scheme, non-ASCII, oversized) raises
+    UNAUTHENTICATED: dropping it would let the session cookie authenticate the request
+    instead. A cookie or CSRF value gRPC cannot carry is absent (no credential, so a 401 or a
+    403 from the coordinator).
+    """
+    authorization = headers.get(AUTHORIZATION_KEY)
+    session = cookies.get(SESSION_COOKIE)
+    csrf = headers.get(CSRF_HEADER)
+    return CallCredentials(
+        bearer=bearer_secret(authorization) if authorization is not None else None,
+        session=session if session and _carriable(session) else None,
+        csrf=csrf if csrf and _carriable(csrf) else None,
+    )
+
+
 def forwarded_metadata(
     headers: Mapping[str, str], cookies: Mapping[str, str]
 ) -> tuple[tuple[str, str], ...]:
-    """The gRPC metadata carried over from an HTTP request's headers and session cookie.
+    """The gRPC metadata carried over from an HTTP request's headers and session cookie: its
+    :func:`request_credentials` (the bearer secret re-sent as ``Bearer <secret>``; raises
+    UNAUTHENTICATED like it), its request id and trace context.
 
-    Values that gRPC cannot carry (non-printable ASCII) are dropped rather than failing the
-    call: a mangled credential is then simply absent, and the coordinator answers 401.
+    Other values that gRPC cannot carry (non-printable ASCII) are dropped rather than failing
+    the call.
     """
+    credentials = request_credentials(headers, cookies)
     metadata: list[tuple[str, str]] = []
+    if credentials.bearer is not None:
+        metadata.extend(bearer_metadata(credentials.bearer))
     for header, key in _FORWARDED_HEADERS.items():
         value = headers.get(header)
         if value is not None and _carriable(value):
             metadata.append((key, value))
-    session = cookies.get(SESSION_COOKIE)
-    if session and _carriable(session):
-        metadata.append((SESSION_KEY, session))
+    if credentials.session is not None:
+        metadata.append((SESSION_KEY, credentials.session))
+    if credentials.csrf is not None:
+        metadata.append((CSRF_KEY, credentials.csrf))
     return tuple(metadata)
 
 

@@ -35,6 +35,7 @@ from workcoord.gateway.oidc import OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH, OidcLogi
 from workcoord.gateway.session import LOGIN_PATH
 from workcoord.gateway.upstream import SESSION_COOKIE, Upstreams, forwarded_metadata
 from workcoord.gateway.web.assets import ASSET_PREFIX, Assets, page_headers
+from workcoord.kit.errors import Unauthenticated
 
 __all__ = ["ADMIN_PAGE", "SIGN_IN_PAGE", "WebPages", "org_page"]
 
@@ -171,7 +172,10 @@ class WebPages:
             request_serializer=admin_pb2.GetCurrentPrincipalRequest.SerializeToString,
             response_deserializer=admin_pb2.GetCurrentPrincipalResponse.FromString,
         )
-        metadata = forwarded_metadata(dict(request.headers), request.cookies)
+        try:
+            metadata = forwarded_metadata(dict(request.headers), request.cookies)
+        except Unauthenticated:
+            return None  # a malformed Authorization header: not the session's either
         try:
             reply: admin_pb2.GetCurrentPrincipalResponse = await who(
                 admin_pb2.GetCurrentPrincipalRequest(),
