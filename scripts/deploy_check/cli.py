@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from . import __doc__ as description
 from .common import CheckFailed, Doc
@@ -26,6 +27,21 @@ def check_source(source: Source, docs: list[Doc]) -> list[str]:
     ]
 
 
+def start_all(rendered: list[tuple[str, list[Doc]]], jobs: int) -> list[str]:
+    """``start_source`` for each rendered source, ``jobs`` at a time: each has its own database,
+    ports and folder, and most of a start is spent waiting for processes to come up."""
+
+    def start_one(name: str, docs: list[Doc]) -> list[str]:
+        try:
+            return start_source(name, docs)
+        except CheckFailed as exc:
+            return [f"{name}: {exc}"]
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(start_one, name, docs) for name, docs in rendered]
+        return [problem for future in futures for problem in future.result()]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the checks; 0 when nothing is wrong, else 1 with one line per problem on stderr."""
     parser = argparse.ArgumentParser(description=(description or "").split("\n\n")[0])
@@ -37,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="NAME",
         help="only these sources (staging, production, helm, helm-production); base always",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="with --start, how many sources start at once (2)"
     )
     args = parser.parse_args(argv)
     problems: list[str] = []
@@ -58,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
                     rendered[chart], rendered[overlay], labels[chart], labels[overlay]
                 )
         if args.start and not problems:
-            for source in (s for s in chosen if s.startable):
-                problems += start_source(source.name, rendered[source.name])
+            startable = [(s.name, rendered[s.name]) for s in chosen if s.startable]
+            problems += start_all(startable, args.jobs)
     except CheckFailed as exc:
         problems.append(str(exc))
     for problem in problems:

@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,8 +72,6 @@ async def _admin_sql(statement: str) -> None:
 def local_cluster(source: str, docs: list[Doc]) -> Iterator[LocalCluster]:
     """A fresh database, Secrets with local values and a certificate for the rendered
     Services; the database is dropped afterwards."""
-    import tempfile
-
     from sqlalchemy.engine import make_url
 
     name = f"workcoord_deploycheck_{source.replace('-', '_')}_{os.getpid()}"[:63]

@@ -46,6 +46,8 @@ class Source:
     path: Path  # a Kustomize directory, or the chart
     values: Path | None = None  # the chart's values file (None: its defaults)
     startable: bool = True  # whether ``--start`` runs its pods (not the bare base)
+    release: str = RELEASE  # the chart's release name
+    sets: tuple[str, ...] = ()  # the chart's --set NAME=VALUE
 
     @property
     def is_chart(self) -> bool:
@@ -61,7 +63,8 @@ class Source:
         return f"helm {self.path.relative_to(ROOT)}{values}"
 
     def _values_args(self) -> list[str]:
-        return ["--values", str(self.values)] if self.values else []
+        values = ["--values", str(self.values)] if self.values else []
+        return values + [arg for pair in self.sets for arg in ("--set", pair)]
 
     def lint(self) -> None:
         """``helm lint --strict`` for the chart (nothing for Kustomize)."""
@@ -73,7 +76,7 @@ class Source:
         """The objects, as ``kubectl apply`` or ``helm install`` would send them."""
         if not self.is_chart:
             return _documents(_run([tool("kubectl"), "kustomize", str(self.path)], self.label))
-        command = [tool("helm"), "template", RELEASE, str(self.path), "--namespace", NAMESPACE]
+        command = [tool("helm"), "template", self.release, str(self.path), "--namespace", NAMESPACE]
         command += [*self._values_args(), "--kube-version", f"{KUBERNETES_VERSION}.0"]
         return _documents(_run(command, self.label))
 

@@ -4,6 +4,7 @@ rule or a Grafana dashboard names must be one the code exports."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -14,22 +15,31 @@ PROMETHEUS_KINDS = ("ServiceMonitor", "PrometheusRule")
 
 def check_schemas(docs: list[Doc], source: str) -> list[str]:
     """What kubernetes-validate (and the Prometheus checks below) find wrong."""
-    import kubernetes_validate  # type: ignore[import-untyped]
-
     problems = []
     for doc in docs:
         where = f"{source}: {doc.get('kind')}/{doc.get('metadata', {}).get('name')}"
         if doc.get("kind") in PROMETHEUS_KINDS:
             problems += [f"{where}: {p}" for p in _check_prometheus_object(doc, docs)]
             continue
-        try:
-            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
-        except kubernetes_validate.ValidationError as exc:
-            path = ".".join(str(p) for p in exc.path)
-            problems.append(f"{where}: {path}: {exc.message}")
-        except kubernetes_validate.SchemaNotFoundError:
-            problems.append(f"{where}: no schema for this kind in Kubernetes {KUBERNETES_VERSION}")
+        problem = _schema_problem(json.dumps(doc, sort_keys=True))
+        if problem:
+            problems.append(f"{where}: {problem}")
     return problems
+
+
+@functools.lru_cache(maxsize=512)
+def _schema_problem(document: str) -> str | None:
+    """kubernetes-validate's verdict on one object (as JSON). Cached: it reads its schema files
+    anew on every call, and the same objects come back in several sources and tests."""
+    import kubernetes_validate  # type: ignore[import-untyped]
+
+    try:
+        kubernetes_validate.validate(json.loads(document), KUBERNETES_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        return f"{'.'.join(str(p) for p in exc.path)}: {exc.message}"
+    except kubernetes_validate.SchemaNotFoundError:
+        return f"no schema for this kind in Kubernetes {KUBERNETES_VERSION}"
+    return None
 
 
 def _check_prometheus_object(doc: Doc, docs: list[Doc]) -> list[str]:
@@ -74,7 +84,8 @@ def _check_prometheus_object(doc: Doc, docs: list[Doc]) -> list[str]:
     return problems
 
 
-def exported_metrics() -> set[str]:
+@functools.cache
+def exported_metrics() -> frozenset[str]:
     """Every sample name the services can export (importing their metric modules)."""
     import importlib
 
@@ -96,7 +107,7 @@ def exported_metrics() -> set[str]:
     for family in REGISTRY.collect():
         names.add(family.name)
         names.update(family.name + suffix for suffix in suffixes.get(family.type, ()))
-    return names
+    return frozenset(names)
 
 
 def dashboards(docs: list[Doc]) -> dict[str, Doc]:
