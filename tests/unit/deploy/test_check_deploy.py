@@ -1,51 +1,24 @@
-"""scripts/check_deploy.py catches what broke the first manifests, and passes the committed ones.
+"""The deploy check catches what broke the first manifests, and passes the committed ones.
 
 Each case breaks a rendered manifest in memory the way a real mistake would and expects the
-check to name it. Rendering needs kubectl (scripts/install-kubectl provides it in CI).
+check to name it.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_deploy", ROOT / "scripts/check_deploy.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_deploy"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-check = _load()
 Doc = dict[str, Any]
 
 
-@pytest.fixture(scope="module")
-def production() -> list[Doc]:
-    docs: list[Doc] = check.render(check.K8S / "overlays" / "production")
-    return docs
-
-
-def _all_problems(docs: list[Doc]) -> list[str]:
-    dashboards = sorted((check.K8S / "overlays" / "production").rglob("*.json"))
-    problems: list[str] = [
-        *check.check_schemas(docs, "t"),
-        *check.check_settings(docs, "t"),
-        *check.check_ports(docs, "t"),
-        *check.check_metric_names(docs, "t", dashboards),
-    ]
+def _all_problems(check: ModuleType, docs: list[Doc]) -> list[str]:
+    source = check.render.Source("t", check.common.K8S)
+    problems: list[str] = check.cli.check_source(source, docs)
     return problems
 
 
@@ -63,10 +36,11 @@ def _container(docs: list[Doc], deployment: str) -> Doc:
     return container
 
 
-def test_the_committed_overlays_pass(production: list[Doc]) -> None:
-    assert _all_problems(production) == []
-    staging = check.render(check.K8S / "overlays" / "staging")
-    assert _all_problems(staging) == []
+@pytest.mark.parametrize("name", ["base", "staging", "production", "helm", "helm-production"])
+def test_the_committed_sources_pass(
+    check: ModuleType, rendered: dict[str, list[Doc]], name: str
+) -> None:
+    assert _all_problems(check, rendered[name]) == []
 
 
 def _listen_host_only(docs: list[Doc]) -> None:
@@ -85,6 +59,12 @@ def _redis_on_recovery(docs: list[Doc]) -> None:
     _container(docs, "workcoord-recovery")["env"].append({"name": "REDIS_URL", "value": "x"})
 
 
+def _smtp_on_gateway(docs: list[Doc]) -> None:
+    _container(docs, "workcoord-gateway")["env"].append(
+        {"name": "WORKCOORD_SMTP_URL", "value": "x"}
+    )
+
+
 def _misspelled_field(docs: list[Doc]) -> None:
     container = _container(docs, "workcoord-gateway")
     container["readinesProbe"] = container.pop("readinessProbe")
@@ -99,27 +79,107 @@ def _alert_on_missing_metric(docs: list[Doc]) -> None:
     rules[0]["expr"] = "workcoord_recovery_leaders == 0"
 
 
+def _dashboard_on_missing_metric(docs: list[Doc]) -> None:
+    dashboard = _one(docs, "ConfigMap", "workcoord-grafana-dashboard")["data"]
+    dashboard["workcoord.json"] = dashboard["workcoord.json"].replace(
+        "workcoord_queue_depth", "workcoord_queue_size"
+    )
+
+
 def _monitor_wrong_port(docs: list[Doc]) -> None:
     _one(docs, "ServiceMonitor", "workcoord")["spec"]["endpoints"][0]["port"] = "prometheus"
 
 
-@pytest.mark.parametrize(
-    ("breakage", "expected"),
-    [
-        (_listen_host_only, "WORKCOORD_LISTEN_HOST is read by no service"),
-        (_listen_host_only, "WORKCOORD_LISTEN_COORDINATOR is not set"),
-        (_loopback, "listens on 127.0.0.1:8080, not on all interfaces"),
-        (_redis_on_recovery, "sets REDIS_URL, which `serve recovery` never reads"),
-        (_misspelled_field, "readinesProbe"),
-        (_probe_on_undeclared_port, "readinessProbe probes port 50099"),
-        (_alert_on_missing_metric, "no metric named workcoord_recovery_leaders"),
-        (_monitor_wrong_port, "have no port named 'prometheus'"),
-    ],
-)
+def _annotations(docs: list[Doc]) -> dict[str, str]:
+    annotations: dict[str, str] = _one(docs, "Ingress", "workcoord")["metadata"]["annotations"]
+    return annotations
+
+
+def _nginx_default_timeout(docs: list[Doc]) -> None:
+    _annotations(docs)["nginx.ingress.kubernetes.io/proxy-read-timeout"] = "60"
+
+
+def _no_send_timeout(docs: list[Doc]) -> None:
+    del _annotations(docs)["nginx.ingress.kubernetes.io/proxy-send-timeout"]
+
+
+def _ping_slower_than_the_timeout(docs: list[Doc]) -> None:
+    data = _one(docs, "ConfigMap", "workcoord-config")["data"]
+    data["WORKCOORD_FEED_PING_SECONDS"] = "300"
+
+
+def _body_larger_than_the_gateways(docs: list[Doc]) -> None:
+    _annotations(docs)["nginx.ingress.kubernetes.io/proxy-body-size"] = "8m"
+
+
+def _gateway_limit_raised_alone(docs: list[Doc]) -> None:
+    _one(docs, "ConfigMap", "workcoord-config")["data"]["WORKCOORD_MAX_BODY_BYTES"] = "4194304"
+
+
+def _plain_http_to_a_tls_gateway(docs: list[Doc]) -> None:
+    del _annotations(docs)["nginx.ingress.kubernetes.io/backend-protocol"]
+
+
+def _buffered(docs: list[Doc]) -> None:
+    del _annotations(docs)["nginx.ingress.kubernetes.io/proxy-buffering"]
+
+
+def _mcp_not_routed(docs: list[Doc]) -> None:
+    rule = _one(docs, "Ingress", "workcoord")["spec"]["rules"][0]
+    rule["http"]["paths"][0]["path"] = "/v1"
+
+
+def _routed_to_metrics(docs: list[Doc]) -> None:
+    rule = _one(docs, "Ingress", "workcoord")["spec"]["rules"][0]
+    rule["http"]["paths"][0]["backend"]["service"]["port"] = {"name": "metrics"}
+
+
+def _host_without_tls(docs: list[Doc]) -> None:
+    _one(docs, "Ingress", "workcoord")["spec"]["rules"][0]["host"] = "other.example.com"
+
+
+BREAKAGES = [
+    (_listen_host_only, "WORKCOORD_LISTEN_HOST is read by no service"),
+    (_listen_host_only, "WORKCOORD_LISTEN_COORDINATOR is not set"),
+    (_loopback, "listens on 127.0.0.1:8080, not on all interfaces"),
+    (_redis_on_recovery, "sets REDIS_URL, which `serve recovery` never reads"),
+    (_smtp_on_gateway, "sets WORKCOORD_SMTP_URL, which `serve gateway` never reads"),
+    (_misspelled_field, "readinesProbe"),
+    (_probe_on_undeclared_port, "readinessProbe probes port 50099"),
+    (_alert_on_missing_metric, "no metric named workcoord_recovery_leaders"),
+    (_dashboard_on_missing_metric, "no metric named workcoord_queue_size"),
+    (_monitor_wrong_port, "have no port named 'prometheus'"),
+    (_nginx_default_timeout, "proxy-read-timeout is '60': it must be at least 100 seconds"),
+    (_no_send_timeout, "proxy-send-timeout is None"),
+    (_ping_slower_than_the_timeout, "it must be at least 310 seconds"),
+    (_body_larger_than_the_gateways, "proxy-body-size is '8m', not the gateway's 1048576"),
+    (_gateway_limit_raised_alone, "not the gateway's 4194304"),
+    (_plain_http_to_a_tls_gateway, "backend-protocol is HTTP, but the gateway serves HTTPS"),
+    (_buffered, "proxy-buffering must be off"),
+    (_mcp_not_routed, "/mcp is not routed"),
+    (_routed_to_metrics, "goes to the metrics port"),
+    (_host_without_tls, "host 'other.example.com' has no TLS entry"),
+]
+
+
+@pytest.mark.parametrize("name", ["production", "helm-production"])
+@pytest.mark.parametrize(("breakage", "expected"), BREAKAGES)
 def test_a_broken_manifest_is_named(
-    production: list[Doc], breakage: Callable[[list[Doc]], None], expected: str
+    check: ModuleType,
+    rendered: dict[str, list[Doc]],
+    name: str,
+    breakage: Callable[[list[Doc]], None],
+    expected: str,
 ) -> None:
-    docs = copy.deepcopy(production)
+    docs = copy.deepcopy(rendered[name])
     breakage(docs)
-    problems = _all_problems(docs)
+    problems = _all_problems(check, docs)
     assert any(expected in problem for problem in problems), problems
+
+
+def test_the_ingress_timeout_covers_a_long_poll_and_the_feed_ping(
+    check: ModuleType, rendered: dict[str, list[Doc]]
+) -> None:
+    # 30 s request timeout + the API's 60 s longest wait + 10 s margin; the ping is 15 s.
+    assert check.config.required_proxy_timeout(rendered["production"]) == 100
+    assert check.config.nginx_size("1m") == check.config.nginx_size("1048576") == 1 << 20
