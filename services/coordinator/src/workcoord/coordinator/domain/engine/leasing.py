@@ -122,7 +122,9 @@ class LeasingCommands(WorkerFences):
                     return granted
                 woken = await self._wait_for_work(ready, coordinator_id, ask.worker_class, deadline)
                 if reauthenticate is not None:
-                    principal = await self._caller_after_wait(reauthenticate, coordinator_id)
+                    principal = await self._caller_after_wait(
+                        reauthenticate, principal, coordinator_id
+                    )
                 # Of the waiters in this process that one commit woke, the first claims at once;
                 # the others look first, as usual.
                 first = woken and self._woken_claims.get(key) != ready.generation
@@ -131,15 +133,17 @@ class LeasingCommands(WorkerFences):
                 look = self._claim_when_woken if first else self._lease_once
 
     async def _caller_after_wait(
-        self, reauthenticate: Reauthenticate, coordinator_id: str
+        self, reauthenticate: Reauthenticate, before: Principal, coordinator_id: str
     ) -> Principal:
         """The caller as current state has it, if it may still lease here.
 
         Cheap while nothing changed: the principal cache answers for an unmoved credentials
-        epoch. The caller was allowed to lease here when the call began, so it already knows
-        the work coordinator exists: a lost role or scope is PERMISSION_DENIED, not the
-        NOT_FOUND a stranger gets."""
+        epoch, and an unchanged principal needs no new authorization. The caller was allowed
+        to lease here when the call began, so it already knows the work coordinator exists: a
+        lost role or scope is PERMISSION_DENIED, not the NOT_FOUND a stranger gets."""
         principal = await reauthenticate()  # a revoked or expired credential: UNAUTHENTICATED
+        if principal == before:
+            return principal
         async with self.store.read(snapshot=False) as reader:
             coordinator = await reader.get_coordinator(coordinator_id)
         if coordinator is None:
