@@ -13,9 +13,9 @@ import asyncio
 
 import pytest
 
-from tests.integration.tenancy.world import new_user
+from tests.integration.tenancy.world import login, new_user, session_metadata, sessions
 from tests.support.harness import Stack, event_type, expect_error, task
-from workcoord.api.v1 import admin_pb2, lane_pb2, worker_pb2
+from workcoord.api.v1 import admin_pb2, lane_pb2, session_pb2, worker_pb2
 from workcoord.client import WorkcoordClient
 from workcoord.kit.errors import PermissionDenied, Unauthenticated
 
@@ -24,7 +24,10 @@ SECRET = {"deploy_token": "only-for-whoever-leases-this"}
 
 
 async def waiting_lease(
-    client: WorkcoordClient, stack: Stack, worker_id: str
+    client: WorkcoordClient,
+    stack: Stack,
+    worker_id: str,
+    metadata: tuple[tuple[str, str], ...] | None = None,
 ) -> asyncio.Task[worker_pb2.LeaseResponse]:
     """A Lease of ``client`` for ``worker_id`` that waits up to WAIT, once it waits."""
 
@@ -37,7 +40,7 @@ async def waiting_lease(
             lease_seconds=30,
             wait_seconds=WAIT,
         )
-        response: worker_pb2.LeaseResponse = await client.workers.Lease(request)
+        response: worker_pb2.LeaseResponse = await client.workers.Lease(request, metadata=metadata)
         return response
 
     waiting = asyncio.create_task(lease())
@@ -88,3 +91,16 @@ async def test_a_user_token_revoked_while_the_lease_waits(stack: Stack, revoke: 
         return
     response = await asyncio.wait_for(waiting, WAIT / 2)
     assert [lease.item.key for lease in response.leases] == ["a"]
+
+
+async def test_a_browser_session_ended_while_its_lease_waits_gets_nothing(stack: Stack) -> None:
+    """A session re-checks like a bearer credential (with its CSRF token, as the gate did)."""
+    admin = await new_user(stack, role=admin_pb2.OrgMember.ORG_ADMIN)
+    issued = await login(stack, admin.user_id)
+    browser = stack.client(None)
+    metadata = session_metadata(issued.session_secret, issued.csrf_token)
+    waiting = await waiting_lease(browser, stack, "browser-poller", metadata)
+    await sessions(browser).EndSession(session_pb2.EndSessionRequest(), metadata=metadata)
+    lane = await stack.create_lane(task("a", inputs=SECRET))
+    await expect_error(asyncio.wait_for(waiting, WAIT / 2), Unauthenticated)
+    await assert_nothing_leased(stack, lane.items[0])
