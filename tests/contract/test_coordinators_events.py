@@ -81,6 +81,31 @@ async def test_a_write_for_a_coordinator_holds_its_committed_state(
 
 
 @pytest.mark.port("append", "list_events")
+async def test_event_times_never_decrease_with_revision_when_the_clock_steps_back(
+    store: Store, clock: ManualClock
+) -> None:
+    """Before, each event took its transaction's time: a clock stepped back (or a writer whose
+    time was read before it waited for the lock) logged a later revision at an earlier time."""
+    await seed_coordinator(store)
+    clock.advance(10)
+    await seed_events(store, "wc_a", [NewEvent(EventType.LANE_CREATED)])
+    clock.set(at(5))  # the wall clock steps back
+    await seed_events(store, "wc_a", [NewEvent(EventType.ITEM_QUEUED)])
+    async with store.write("wc_a") as tx:
+        assert tx.coordinator is not None
+        # Two appends in one transaction (a group commit): the second follows the first.
+        tx.coordinator.revision = await tx.append(
+            tx.coordinator, [NewEvent(EventType.ITEM_LEASED)], "w"
+        )
+        await tx.append(tx.coordinator, [NewEvent(EventType.ITEM_STARTED)], "w")
+    clock.set(at(24))
+    await seed_events(store, "wc_a", [NewEvent(EventType.LANE_DONE)])
+    async with store.read() as reader:
+        events = await reader.list_events("wc_a", 0, 100, "", "")
+    assert [e.time for e in events] == [at(10), at(10), at(10), at(10), at(24)]
+
+
+@pytest.mark.port("append", "list_events")
 async def test_append_gives_gap_free_revisions_committed_with_the_change(
     store: Store, clock: ManualClock
 ) -> None:

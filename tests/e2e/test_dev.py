@@ -275,3 +275,56 @@ def test_dev_runs_everything_and_keeps_its_state(dev: DevProcess) -> None:
 
     assert dev.interrupt() == 0, dev.output()
     assert "Traceback" not in dev.output(), dev.output()
+
+
+def test_a_lease_retried_after_a_dev_restart_answers_the_same_lease(dev: DevProcess) -> None:
+    """Before, every run drew a fresh service key and with it a fresh lease-token key: the
+    retry after a restart answered ``[]`` while its item stayed held by the first lease."""
+    dev.start()
+    dev.wait_for_line(READY_LINE)
+    token = announced_token(dev.output())
+    with rest_client(dev.gateway_url, token) as admin:
+        ok(admin.post("/v1/orgs", json={"slug": "retryorg", "displayName": "Retry"}))
+        coordinator = ok(
+            admin.post(
+                "/v1/work-coordinators",
+                json={"scope": "ORG", "orgSlug": "retryorg", "displayName": "Retry work"},
+            )
+        )
+        key = ok(
+            admin.post(
+                "/v1/work-keys",
+                json={
+                    "displayName": "retry-fleet",
+                    "orgSlug": "retryorg",
+                    "coordinatorIds": [coordinator["coordinatorId"]],
+                    "capabilities": ["READ", "LEASE", "WRITE"],
+                },
+            )
+        )
+    base = f"/v1/work-coordinators/{coordinator['coordinatorId']}"
+    ask = {
+        "workerId": "dev-machine",
+        "workerClass": "machine",
+        "maxItems": 1,
+        "leaseSeconds": 300,
+        "requestId": "lease-across-a-restart",
+    }
+    with rest_client(dev.gateway_url, key["secret"]) as worker:
+        ok(worker.post(f"{base}/lanes", json=EXAMPLE_LANE))
+        [first] = ok(worker.post(f"{base}/leases", json=ask))["leases"]
+    assert dev.interrupt() == 0, dev.output()
+
+    dev.start()
+    dev.wait_for_line(READY_LINE)
+    with rest_client(dev.gateway_url, key["secret"]) as worker:
+        [again] = ok(worker.post(f"{base}/leases", json=ask))["leases"]
+        assert (again["leaseId"], again["leaseToken"]) == (first["leaseId"], first["leaseToken"])
+        ok(
+            worker.post(
+                f"{base}/leases/{again['leaseId']}/heartbeat",
+                json={"leaseToken": again["leaseToken"]},
+            )
+        )
+    assert dev.interrupt() == 0, dev.output()
+    assert "Traceback" not in dev.output(), dev.output()

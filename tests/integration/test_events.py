@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from datetime import UTC, timedelta
 from typing import Any
 
 from google.protobuf import json_format
 
-from tests.support.harness import Stack, all_events, expect_error, task
+from tests.support.harness import (
+    Stack,
+    TestClock,
+    all_events,
+    expect_error,
+    start_coordinator_for,
+    task,
+)
 from workcoord.api.v1 import (
     event_pb2,
     lane_pb2,
     work_coordinator_pb2,
 )
+from workcoord.client import WorkcoordClient
 from workcoord.kit.errors import InvalidArgument
 
 SECRET = "zq-very-private-8c1f3a"
@@ -170,3 +179,29 @@ async def test_foreign_page_tokens_on_every_list(stack: Stack) -> None:
         for call in requests:
             err = await expect_error(call, InvalidArgument)
             assert {v.field for v in err.field_violations} == {"page_token"}, token
+
+
+async def test_event_times_never_decrease_across_replicas_with_skewed_clocks(
+    stack: Stack,
+) -> None:
+    """Before, each replica stamped events with its own clock: a write on a replica 30 s
+    behind the one that wrote the previous event logged the later revision at an earlier time.
+    Now a write never stamps an event before the coordinator's last one."""
+    ahead = TestClock(stack.clock.now() + timedelta(seconds=30))
+    other = await start_coordinator_for(
+        stack.database_url, stack.redis_url, ahead, stack.admin_token, stack.service_key
+    )
+    try:
+        async with WorkcoordClient(other.address, stack.key_secret) as on_ahead:
+            await stack.create_lane(task("a"))
+            await stack.create_lane(task("b"), client=on_ahead)
+            await stack.create_lane(task("c"))  # behind: follows the replica ahead
+            stack.clock.advance(60)
+            await stack.create_lane(task("d"))  # its own time again, once that is later
+    finally:
+        await other.stop(0)
+    events = await stack.events()
+    times = [e.time.ToDatetime(tzinfo=UTC) for e in events]
+    shown = [(e.revision, t.isoformat()) for e, t in zip(events, times, strict=True)]
+    assert times == sorted(times), shown
+    assert times[-1] == stack.clock.now()

@@ -8,6 +8,7 @@ the fewest keystrokes a test can read at a glance; they never hide an assertion.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import Awaitable, Mapping, Sequence
@@ -56,6 +57,7 @@ ALL_CAPABILITIES: tuple[admin_pb2.WorkKey.Capability, ...] = (
 )
 
 _E = TypeVar("_E", bound=WorkcoordError)
+_T = TypeVar("_T")
 
 
 class _Fence(TypedDict):
@@ -321,6 +323,21 @@ class Stack:
         assert len(leases) == 1, leases
         await self.start(leases[0])
         return leases[0]
+
+    async def until_asked(self, worker_id: str, waiting: asyncio.Future[_T]) -> None:
+        """Return once the waiting Lease ``waiting`` of ``worker_id`` made its first look (that
+        look notes the worker's ask, so the worker is listed): it now waits. A generous
+        deadline, no fixed sleep; the Lease must not have ended meanwhile."""
+        async with asyncio.timeout(30):
+            while True:
+                if waiting.done():
+                    raise AssertionError(f"the Lease ended before it waited: {waiting.result()!r}")
+                listed = await self.admin.workers.ListWorkers(
+                    worker_pb2.ListWorkersRequest(coordinator_id=self.cid)
+                )
+                if any(w.worker_id == worker_id for w in listed.workers):
+                    return
+                await asyncio.sleep(0.05)
 
     async def maintain(
         self, coordinator_id: str | None = None

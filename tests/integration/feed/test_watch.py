@@ -12,6 +12,7 @@ import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from tests.integration.tenancy.world import new_user
 from tests.support.harness import Stack, identity, task
 from workcoord.api.v1 import (
     admin_pb2,
@@ -181,6 +182,48 @@ async def test_a_revoked_key_ends_the_stream_at_the_next_commit(feed_stack: Stac
         assert watch.of("delta") == []  # nothing after the revocation reached the caller
     finally:
         await watch.close()
+
+
+async def test_an_org_admin_removed_while_watching_is_sent_nothing_after(
+    feed_stack: Stack,
+) -> None:
+    """The catch-up after the removal resolves the caller again: the member's roles are gone,
+    so the stream ends (the coordinator is hidden from a stranger, as on every read)."""
+    stack = feed_stack
+    admin = await new_user(stack, role=admin_pb2.OrgMember.ORG_ADMIN)
+    watch = Watch(admin.client, stack.cid)
+    try:
+        await watch.until(lambda w: "snapshot" in w.kinds())
+        await stack.admin.admin.RemoveOrgMember(
+            admin_pb2.RemoveOrgMemberRequest(org_slug=stack.org, user_id=admin.user_id)
+        )
+        await stack.create_lane(task("after-removal"))
+        await watch.until_ended()
+        assert isinstance(watch.error, NotFound), watch.error
+        assert watch.of("delta") == []
+    finally:
+        await watch.close()
+
+
+async def test_resuming_a_feed_with_a_revoked_key_is_refused(feed_stack: Stack) -> None:
+    """A reconnect that would catch up from ``since`` is refused before any frame."""
+    stack = feed_stack
+    key_id, client = await stack.work_key()
+    first = Watch(client, stack.cid)
+    try:
+        await first.until(lambda w: "snapshot" in w.kinds())
+        resume_from = first.delivered()
+    finally:
+        await first.close()
+    await stack.create_lane(task("missed"))  # what the catch-up would send
+    await stack.admin.admin.RevokeWorkKey(admin_pb2.RevokeWorkKeyRequest(key_id=key_id))
+    again = Watch(client, stack.cid, since=resume_from)
+    try:
+        await again.until_ended()
+        assert isinstance(again.error, Unauthenticated), again.error
+        assert again.frames == []
+    finally:
+        await again.close()
 
 
 async def test_switching_the_coordinator_off_ends_the_stream(feed_stack: Stack) -> None:

@@ -16,8 +16,9 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from tests.support.harness import event_type, task
 from tests.support.mcp_agents import HTTP, HTTP_LEGACY, STDIO, reason, violated
-from workcoord.api.v1 import admin_pb2
+from workcoord.api.v1 import admin_pb2, lane_pb2
 
 from .conftest import McpWorld
 
@@ -206,6 +207,36 @@ async def test_the_coordinator_authorizes_every_call(world: McpWorld, transport:
         assert reason(elsewhere) in {"PERMISSION_DENIED", "NOT_FOUND"}
         listed = await agent.ok("work_coordinators", {})
         assert [c["coordinatorId"] for c in listed["workCoordinators"]] == [world.stack.cid]
+
+
+@pytest.mark.parametrize("transport", [HTTP, STDIO])
+async def test_a_key_revoked_while_lease_work_waits_gets_nothing(
+    world: McpWorld, transport: str
+) -> None:
+    """lease_work is the coordinator's Lease: a wait ends with the authority the key has at
+    the claim (before, the revoked key was handed the item and its inputs)."""
+    stack = world.stack
+    key_id, secret = await new_key(world)
+    worker_id = f"mcp-poller-{transport}"
+    arguments = {
+        "coordinatorId": stack.cid,
+        "workerId": worker_id,
+        "workerClass": "machine",
+        "maxItems": 1,
+        "leaseSeconds": 30,
+        "waitSeconds": 60,
+    }
+    async with world.agent(transport, token=secret) as agent:
+        waiting = asyncio.create_task(agent.call("lease_work", arguments))
+        await stack.until_asked(worker_id, waiting)
+        await stack.admin.admin.RevokeWorkKey(admin_pb2.RevokeWorkKeyRequest(key_id=key_id))
+        lane = await stack.create_lane(task("a", inputs={"deploy_token": "private"}))
+        result = await asyncio.wait_for(waiting, 30)
+    assert result.is_error, result.structured_content
+    assert result.structured_content is not None
+    assert reason(result.structured_content) == "UNAUTHENTICATED"
+    assert (await stack.get_item(lane.items[0])).state == lane_pb2.Item.QUEUED
+    assert "ITEM_LEASED" not in [event_type(e) for e in await stack.events()]
 
 
 # ------------------------------------------------------------------ workcoord mcp start-up

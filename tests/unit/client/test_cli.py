@@ -298,6 +298,19 @@ def test_state_folder_is_private_and_the_token_persists(tmp_path: Path) -> None:
     assert token_file.read_text().strip() == first.admin_token
 
 
+def test_the_dev_service_key_persists_across_restarts(tmp_path: Path) -> None:
+    """Before, every dev run drew a fresh service key, and with it a fresh lease-token key: a
+    Lease retried with its request id after a restart answered [] instead of its leases."""
+    state = dev.prepare_state(dev.DevOptions(state_dir=str(tmp_path / "state")), env={})
+    first = dev.load_or_create_service_key(state.state_dir)
+    key_file = state.state_dir / dev.SERVICE_KEY_FILE
+    assert first.startswith("wcsvc_")
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    key_file.chmod(0o644)
+    assert dev.load_or_create_service_key(state.state_dir) == first
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+
+
 def test_dev_settings_are_embedded_and_loopback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,8 +1,9 @@
 """``workcoord dev``: all three services in one process on loopback, state in a local folder.
 
 SQLite in ``$WORKCOORD_STATE_DIR`` (default ``./.workcoord``, mode 0700), the in-process bus,
-a bootstrap admin token kept in the folder (mode 0600) so restarts keep it, and a fresh
-service key per run. The folder's lock (``<state>/lock``) is held for the whole run, so a
+a bootstrap admin token and the service key kept in the folder (mode 0600) so restarts keep
+them (lease tokens are derived from the service key: a Lease retried across a restart gets the
+same ones). The folder's lock (``<state>/lock``) is held for the whole run, so a
 second ``dev`` or a ``db restore`` on the same folder is refused. Migrations run first (an
 existing database is backed up before it is migrated). Stops gateway → recovery → coordinator.
 A busy port or a database this release cannot run on is one line on stderr and exit 1.
@@ -42,12 +43,14 @@ __all__ = [
     "ADMIN_TOKEN_FILE",
     "DATABASE_FILE",
     "READY_LINE",
+    "SERVICE_KEY_FILE",
     "DevOptions",
     "DevState",
     "coordinator_settings",
     "database_url_for",
     "gateway_settings",
     "load_or_create_admin_token",
+    "load_or_create_service_key",
     "prepare_state",
     "prepare_state_dir",
     "recovery_settings",
@@ -60,6 +63,7 @@ STATE_DIR_ENV = "WORKCOORD_STATE_DIR"
 BOOTSTRAP_TOKEN_ENV = "WORKCOORD_BOOTSTRAP_ADMIN_TOKEN"  # noqa: S105  # a variable name
 DEFAULT_STATE_DIR = ".workcoord"
 ADMIN_TOKEN_FILE = "admin-token"  # noqa: S105  # a file name
+SERVICE_KEY_FILE = "service-key"  # a file name
 READY_LINE = "workcoord dev: ready"
 LOOPBACK = "127.0.0.1"
 
@@ -165,18 +169,36 @@ def load_or_create_admin_token(
     from_env = source.get(BOOTSTRAP_TOKEN_ENV, "").strip()
     if from_env:
         return from_env, "environment"
-    path = state_dir / ADMIN_TOKEN_FILE
+    kept = _kept_secret(state_dir / ADMIN_TOKEN_FILE)
+    if kept:
+        return kept, "state folder"
+    token = new_secret(ADMIN_TOKEN_PREFIX)
+    _write_private(state_dir / ADMIN_TOKEN_FILE, token + "\n")
+    return token, "generated"
+
+
+def load_or_create_service_key(state_dir: Path) -> str:
+    """The service key of the embedded coordinator and recovery service: the one kept in
+    ``<state>/service-key``, else a new one written there with mode 0600. Kept, not drawn per
+    run, because lease tokens are derived from it: a Lease retried with its request id after a
+    restart then answers the same tokens."""
+    kept = _kept_secret(state_dir / SERVICE_KEY_FILE)
+    if kept:
+        return kept
+    key = new_secret(SERVICE_KEY_PREFIX)
+    _write_private(state_dir / SERVICE_KEY_FILE, key + "\n")
+    return key
+
+
+def _kept_secret(path: Path) -> str:
+    """The secret kept in ``path`` ("" if none), its mode tightened to 0600 if loosened."""
     try:
         kept = path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
-        kept = ""
-    if kept:
-        if stat.S_IMODE(path.stat().st_mode) != 0o600:
-            path.chmod(0o600)
-        return kept, "state folder"
-    token = new_secret(ADMIN_TOKEN_PREFIX)
-    _write_private(path, token + "\n")
-    return token, "generated"
+        return ""
+    if kept and stat.S_IMODE(path.stat().st_mode) != 0o600:
+        path.chmod(0o600)
+    return kept
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -258,7 +280,7 @@ async def serve_dev(
     start_coordinator = service_starter("coordinator")
     start_recovery = service_starter("recovery")
     start_gateway = service_starter("gateway")
-    service_key = new_secret(SERVICE_KEY_PREFIX)
+    service_key = load_or_create_service_key(state.state_dir)
     async with contextlib.AsyncExitStack() as services:
         coordinator = await start_coordinator(
             coordinator_settings(state, options.coordinator_port, service_key)

@@ -120,6 +120,7 @@ async def start_coordinator(
     engine = Engine(MeteredStore(store), bus, clock, service_key=service_key, trackers=trackers)
     try:
         await _install_page_token_key(store)
+        await engine.load_lease_token_key()
         if settings.bootstrap_admin_token is not None:
             await _bootstrap_admin(engine, settings.bootstrap_admin_token.get_secret_value())
         prepare_rules()

@@ -11,10 +11,18 @@ from workcoord.coordinator.domain.model import Attempt, Coordinator, Event, NewE
 __all__ = ["first_sighting", "hold_keys", "numbered_events"]
 
 
+def event_time(now: datetime, last: datetime | None) -> datetime:
+    """The time of events appended at ``now`` after one stamped ``last``: never earlier, so
+    event times never decrease with revision (a wall clock stepped back, or a replica's clock
+    behind the one that wrote the previous event)."""
+    return last if last is not None and last > now else now
+
+
 def numbered_events(
     coordinator: Coordinator, events: Sequence[NewEvent], actor: str, now: datetime
 ) -> list[Event]:
-    """``events`` as the log's next entries: revisions follow the coordinator's."""
+    """``events`` as the log's next entries, stamped ``now``: revisions follow the
+    coordinator's."""
     return [
         Event(
             coordinator_id=coordinator.coordinator_id,

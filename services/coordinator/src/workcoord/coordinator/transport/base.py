@@ -7,6 +7,7 @@ before any method, which reads its caller with :func:`~.gate.caller`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar, cast
 
@@ -35,6 +36,22 @@ class EngineServicer:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.tenancy = Tenancy(engine)
+
+    def reauthenticator(self) -> Callable[[], Awaitable[Principal]]:
+        """Resolves the current call's caller again, from the credential it presented and
+        current state, as the gate did to admit it (a browser session with its CSRF token):
+        for a call that waits, so what it does after the wait is done with the authority the
+        caller has then, not the one it had when the call began."""
+        credentials = caller().credentials
+        if credentials.bearer is None and credentials.session is not None:
+            session, csrf = credentials.session, credentials.csrf
+
+            async def by_session() -> Principal:
+                found = await self.tenancy.authenticate_session(session, csrf, mutating=True)
+                return found.principal
+
+            return by_session
+        return functools.partial(self.engine.authenticate, credentials.bearer)
 
 
 class Rpc(Protocol[_RequestIn, _ResponseOut]):

@@ -76,7 +76,10 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
 
     Lease = rpc(
         worker_pb2.LeaseRequest,
-        lambda s, p, r: s.engine.lease(p, r.coordinator_id, m.lease_ask_from_pb(r)),
+        # A long-poll re-checks its caller after every wait (see Engine.lease).
+        lambda s, p, r: s.engine.lease(
+            p, r.coordinator_id, m.lease_ask_from_pb(r), reauthenticate=s.reauthenticator()
+        ),
         lambda granted: worker_pb2.LeaseResponse(leases=[m.lease_to_pb(g) for g in granted]),
     )
 

@@ -33,7 +33,7 @@ from ..ports import LaneCursor, Reader, Store, Tx
 from ..specs import LaneDetail, Page, PendingActionsRun
 from ..tickets import TicketTracker
 from .gates import Occupancy
-from .lease_replay import lease_token_key
+from .lease_replay import LEASE_TOKEN_SECRET, lease_token_key
 from .paging import PageRequest, lane_key
 from .view_cache import ViewCache
 
@@ -115,6 +115,7 @@ class EngineCore(ABC):
         self._service_key_hash = hash_secret(service_key) if service_key else ""
         # Lease tokens are derived with it (see lease_replay): never stored, never logged.
         self.lease_key = lease_token_key(service_key)
+        self._lease_key_from_service = bool(service_key)
         self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
         # Principals of bearer credentials, reused while the credentials epoch stands still.
         self.principals = PrincipalCache()
@@ -126,6 +127,16 @@ class EngineCore(ABC):
         self._worker_writes: GroupCommitter[Effects] = GroupCommitter(
             Effects, self.write_digest, self.announce
         )
+
+    async def load_lease_token_key(self) -> None:
+        """Without a service key, derive lease tokens from the installation's secret (made on
+        first use): a Lease retried after a restart, or on another replica, then answers the
+        same tokens. With a service key there is nothing to load."""
+        if self._lease_key_from_service:
+            return
+        async with self.store.write() as tx:
+            secret = await tx.installation_secret(LEASE_TOKEN_SECRET, _secrets.token_hex(32))
+        self.lease_key = lease_token_key(None, secret)
 
     # ------------------------------------------------------------------ transactions
 

@@ -3,11 +3,13 @@
 A lease token is never stored, only its hash. To let a retried Lease call (same request id,
 credential and worker) answer the very tokens of the first call, a token is not drawn at random
 but derived: ``wcl_`` + base64url(HMAC-SHA256(lease-token key, lease id + nonce)). Each attempt
-stores its random nonce; the key lives only in the coordinator's memory, derived from the
-service key every replica shares (or random per process without one). Someone holding a copy of
-the database therefore holds neither the tokens nor what is needed to make them, and a token
-still carries 256 bits no caller can guess. Verification is unchanged: the hash of the
-presented token must equal the stored one.
+stores its random nonce. The key is derived from the service key every replica shares: it lives
+only in the coordinators' memory, so someone holding a copy of the database holds neither the
+tokens nor what is needed to make them. A coordinator run without a service key derives it from
+a random secret of the installation kept in its database instead (``installation_secrets``), so
+a retry is still answered after a restart; a copy of that database can then make the tokens of
+its live leases. Either way a token carries 256 bits no caller can guess, and verification is
+unchanged: the hash of the presented token must equal the stored one.
 
 A retry is answered from the attempts the first call granted, found by a digest of
 (principal, worker id, request id) stored on them, while every one of them is still live by the
@@ -31,6 +33,7 @@ from ..ports import Reader
 from ..specs import Checkpoint, GrantedLease
 
 __all__ = [
+    "LEASE_TOKEN_SECRET",
     "derive_lease_token",
     "lease_request_key",
     "lease_token_key",
@@ -40,11 +43,18 @@ __all__ = [
 _KEY_LABEL = b"workcoord lease tokens v1"
 
 
-def lease_token_key(service_key: str | None) -> bytes:
+LEASE_TOKEN_SECRET = "lease-token"  # noqa: S105  # the installation secret's name
+"""The name of the installation secret lease tokens are derived from without a service key."""
+
+
+def lease_token_key(service_key: str | None, installation_secret: str = "") -> bytes:
     """The key lease tokens are derived with: from the service key all replicas share, else
-    random (a retry reaching another process, or after a restart, then leases afresh)."""
+    from the installation's secret (:data:`LEASE_TOKEN_SECRET`, kept in the database), else
+    random until that is loaded (see ``Engine.load_lease_token_key``)."""
     if service_key:
         return hmac.new(service_key.encode("utf-8"), _KEY_LABEL, hashlib.sha256).digest()
+    if installation_secret:
+        return hmac.new(bytes.fromhex(installation_secret), _KEY_LABEL, hashlib.sha256).digest()
     return os.urandom(32)
 
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import functools
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from workcoord.kit.bus import ReadySignal
-from workcoord.kit.errors import InvalidArgument, PoolFull
+from workcoord.kit.errors import InvalidArgument, NotFound, PermissionDenied, PoolFull
 from workcoord.kit.secrets import hash_secret
 
 from .. import rules
-from ..auth import Access, Principal
+from ..auth import Access, Principal, authorize
 from ..model import (
     WORKER_POOL_CAP,
     Attempt,
@@ -36,6 +36,9 @@ from .paging import PageRequest
 BACKSTOP_POLL_SECONDS = 1.0
 # Candidates read per page: twice what is wanted (skipped ones are made up from the next page).
 CLAIM_SCAN_FACTOR = 2
+
+Reauthenticate = Callable[[], Awaitable[Principal]]
+"""Resolves the caller of a call again, from the credential it presented and current state."""
 
 
 class LeasingCommands(WorkerFences):
@@ -86,34 +89,72 @@ class LeasingCommands(WorkerFences):
         return request.page(workers, lambda w: [w.worker_id])
 
     async def lease(
-        self, principal: Principal, coordinator_id: str, ask: LeaseAsk
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        ask: LeaseAsk,
+        *,
+        reauthenticate: Reauthenticate | None = None,
     ) -> list[GrantedLease]:
-        """Lease up to ``ask.max_items`` ready items; long-poll up to ``ask.wait_seconds``."""
+        """Lease up to ``ask.max_items`` ready items; long-poll up to ``ask.wait_seconds``.
+
+        ``principal`` was resolved when the call began. A wait can outlast it (a key revoked, a
+        member removed meanwhile), so after every wait ``reauthenticate`` resolves the caller
+        again and the look that follows, and any claim it makes, runs as that caller: a
+        credential gone is UNAUTHENTICATED, a lost role or scope PERMISSION_DENIED, and
+        nothing is leased. Without it (callers that hold no credential) nothing is re-checked.
+        """
         if ask.run_identity is not None:
             rules.check_run_identity(ask.run_identity, "run_identity", self.clock.now())
-        attempt = functools.partial(self._lease_once, principal, coordinator_id, ask)
-        granted = await attempt()
+        granted = await self._lease_once(principal, coordinator_id, ask)
         if granted or ask.wait_seconds <= 0:
             return granted
         # The long-poll is bounded in real time (it is about the call, not domain time).
         loop = asyncio.get_running_loop()
         deadline = loop.time() + ask.wait_seconds
-        claim = functools.partial(self._claim_when_woken, principal, coordinator_id, ask)
         key = (coordinator_id, ask.worker_class)
         async with self.bus.ready_signal(coordinator_id, ask.worker_class) as ready:
-            look = attempt  # look again after listening: work committed in between is not missed
+            look = self._lease_once  # look again after listening: work committed in between
             while True:
-                granted = await look()
+                granted = await look(principal, coordinator_id, ask)
                 remaining = deadline - loop.time()
                 if granted or remaining <= 0:
                     return granted
                 woken = await self._wait_for_work(ready, coordinator_id, ask.worker_class, deadline)
+                if reauthenticate is not None:
+                    principal = await self._caller_after_wait(
+                        reauthenticate, principal, coordinator_id
+                    )
                 # Of the waiters in this process that one commit woke, the first claims at once;
                 # the others look first, as usual.
                 first = woken and self._woken_claims.get(key) != ready.generation
                 if first:
                     self._woken_claims[key] = ready.generation
-                look = claim if first else attempt
+                look = self._claim_when_woken if first else self._lease_once
+
+    async def _caller_after_wait(
+        self, reauthenticate: Reauthenticate, before: Principal, coordinator_id: str
+    ) -> Principal:
+        """The caller as current state has it, if it may still lease here.
+
+        Cheap while nothing changed: the principal cache answers for an unmoved credentials
+        epoch, and an unchanged principal needs no new authorization. The caller was allowed
+        to lease here when the call began, so it already knows the work coordinator exists: a
+        lost role or scope is PERMISSION_DENIED, not the NOT_FOUND a stranger gets."""
+        principal = await reauthenticate()  # a revoked or expired credential: UNAUTHENTICATED
+        if principal == before:
+            return principal
+        async with self.store.read(snapshot=False) as reader:
+            coordinator = await reader.get_coordinator(coordinator_id)
+        if coordinator is None:
+            raise NotFound(f"work coordinator {coordinator_id} not found")
+        try:
+            authorize(principal, coordinator, Access.LEASE)
+        except NotFound:
+            raise PermissionDenied(
+                f"the caller may no longer lease on work coordinator {coordinator_id}"
+            ) from None
+        return principal
 
     async def _wait_for_work(
         self, ready: ReadySignal, coordinator_id: str, worker_class: str, deadline: float

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from workcoord.coordinator.domain.model import Coordinator, Event, NewEvent
 
-from ..records import numbered_events
+from ..records import event_time, numbered_events
 from ._base import CoordinatorRow, MemoryTxBase, copied, refuse
 from .platform import PlatformMemory
 
@@ -69,9 +69,12 @@ class CoordinatorsMemory(PlatformMemory, MemoryTxBase):
     async def append(self, coordinator: Coordinator, events: Sequence[NewEvent], actor: str) -> int:
         """Give the events the coordinator's next revisions; they are written at commit."""
         self._w()
-        self._events.extend(
-            copied(e) for e in numbered_events(coordinator, events, actor, self.now)
+        cid = coordinator.coordinator_id
+        earlier = [e for e in self._events if e.coordinator_id == cid] or self.tables.events.get(
+            cid, []
         )
+        stamp = event_time(self.now, earlier[-1].time if earlier else None)
+        self._events.extend(copied(e) for e in numbered_events(coordinator, events, actor, stamp))
         revision = coordinator.revision + len(events)
         self._revisions[coordinator.coordinator_id] = revision
         return revision

@@ -68,6 +68,10 @@ class SqlTxBase:
         # Appended events and the revisions they move, written together at the end.
         self._events: list[Event] = []
         self._revisions: dict[str, int] = {}
+        # Per coordinator, (revision, time) of the last event: what the store knows of those
+        # committed before (see SqlStore.write), and what this transaction appended.
+        self.known_event_times: Mapping[str, tuple[int, datetime]] = {}
+        self.appended_event_times: dict[str, tuple[int, datetime]] = {}
         # Held-back updates by id (the latest record of each), written by write_pending.
         self._pending_items: dict[str, Item] = {}
         self._pending_attempts: dict[str, Attempt] = {}

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from sqlalchemy import select, update
 
 from workcoord.coordinator.domain.model import Coordinator, Event, NewEvent
 
 from .. import schema as t
-from ..records import numbered_events
+from ..records import event_time, numbered_events
 from ._base import SqlTxBase
 from .platform import PlatformSql
 from .rows import COORDINATORS, EVENTS
@@ -84,10 +85,30 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         """Give the events the coordinator's next revisions. The rows are written together at
         the end of the transaction (:meth:`flush`), still before its commit: a group of
         worker writes then inserts its events and moves the counter once, not per write."""
-        self._events.extend(numbered_events(coordinator, events, actor, self.now))
+        stamp = event_time(self.now, await self._last_event_time(coordinator))
+        self._events.extend(numbered_events(coordinator, events, actor, stamp))
         revision = coordinator.revision + len(events)
         self._revisions[coordinator.coordinator_id] = revision
+        if events:
+            self.appended_event_times[coordinator.coordinator_id] = (revision, stamp)
         return revision
+
+    async def _last_event_time(self, coordinator: Coordinator) -> datetime | None:
+        """The time of the coordinator's last event (at ``coordinator.revision``): appended by
+        this transaction, known to the store from a commit of this process, else read (one
+        primary-key lookup, after the coordinator's lock, so no writer slips in between)."""
+        cid = coordinator.coordinator_id
+        for known in (self.appended_event_times.get(cid), self.known_event_times.get(cid)):
+            if known is not None and known[0] == coordinator.revision:
+                return known[1]
+        if coordinator.revision <= 0:
+            return None
+        row = await self._one(
+            select(t.events.c.time).where(
+                t.events.c.coordinator_id == cid, t.events.c.revision == coordinator.revision
+            )
+        )
+        return row[0] if row is not None else None  # pruned: nothing to follow
 
     async def flush(self) -> None:
         """Write the held-back updates, the events appended so far and each coordinator's new

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -44,6 +45,8 @@ class SqlStore:
         self.engine = engine
         self.clock = clock
         self.dialect = engine.dialect.name
+        # Per coordinator, (revision, time) of the last event this process committed.
+        self._event_times: dict[str, tuple[int, datetime]] = {}
 
     async def close(self) -> None:
         await self.engine.dispose()
@@ -76,7 +79,15 @@ class SqlStore:
                 conn = await conn.execution_options(workcoord_write=True)
                 async with conn.begin():
                     tx = SqlTx(conn, self.dialect, self.clock.now(), None)
+                    tx.known_event_times = self._event_times
                     if coordinator_id is not None:
                         tx.coordinator = await tx.lock_coordinator(coordinator_id)
+                        # The time is the lock holder's: read before the lock, a writer that
+                        # waited for it would stamp its events earlier than those of the
+                        # writer it waited for.
+                        tx.now = self.clock.now()
                     yield tx
                     await tx.flush()
+                # Committed: the next writer of these coordinators need not read their last
+                # event's time (a rolled-back transaction never gets here).
+                self._event_times.update(tx.appended_event_times)
