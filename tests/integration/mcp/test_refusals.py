@@ -16,8 +16,8 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.support.mcp_agents import HTTP, HTTP_LEGACY, STDIO, reason, violated
-from workcoord.api.v1 import admin_pb2
+from tests.support.mcp_agents import HTTP, HTTP_LEGACY, STDIO, error_metadata, reason, violated
+from workcoord.api.v1 import admin_pb2, lane_pb2
 
 from .conftest import McpWorld
 
@@ -206,6 +206,28 @@ async def test_the_coordinator_authorizes_every_call(world: McpWorld, transport:
         assert reason(elsewhere) in {"PERMISSION_DENIED", "NOT_FOUND"}
         listed = await agent.ok("work_coordinators", {})
         assert [c["coordinatorId"] for c in listed["workCoordinators"]] == [world.stack.cid]
+
+
+@pytest.mark.parametrize("transport", [HTTP, STDIO])
+async def test_an_agent_may_not_create_a_lane_that_ships_without_approval(
+    world: McpWorld, transport: str
+) -> None:
+    """The one policy rule holds over MCP too: the work key's STANDARD lane that would ship
+    without a human's approval is refused, naming the field, and nothing is created."""
+    stack = world.stack
+    lane = {
+        "title": "Fix the parser",
+        "template": "STANDARD",
+        "reviewPolicy": {"shipRequiresApproval": False},
+    }
+    async with world.agent(transport) as agent:
+        refused = await agent.error("create_lane", {"coordinatorId": stack.cid, "lane": lane})
+    assert (refused["code"], reason(refused)) == (7, "PERMISSION_DENIED")
+    field = "lane.review_policy.ship_requires_approval"
+    assert error_metadata(refused)["field"] == field
+    assert field in refused["message"]
+    listed = await stack.admin.lanes.ListLanes(lane_pb2.ListLanesRequest(coordinator_id=stack.cid))
+    assert list(listed.lanes) == []
 
 
 # ------------------------------------------------------------------ workcoord mcp start-up
