@@ -129,7 +129,11 @@ ROWS: list[tuple[str, Shape, str]] = [
         lambda: _custom(backoff_coefficient=1),
         WEAKEN,
     ),
-    ("CreateLane retry_policy.backoff_coefficient=4", lambda: _custom(backoff_coefficient=4), WRITE),
+    (
+        "CreateLane retry_policy.backoff_coefficient=4",
+        lambda: _custom(backoff_coefficient=4),
+        WRITE,
+    ),
     (
         "CreateLane retry_policy.maximum_interval=10s",
         lambda: _custom(maximum_interval=_seconds(10)),
@@ -233,7 +237,9 @@ async def test_policy_row(policy_world: World, name: str, shape: Shape, expected
             await grpc_matrix._call(client, method, request, response_class, False)
         )
         if got != letter:
-            wrong.append(f"{name} x {COLUMN_NAMES[column]} ({column}): expected {letter}, got {got}")
+            wrong.append(
+                f"{name} x {COLUMN_NAMES[column]} ({column}): expected {letter}, got {got}"
+            )
     assert wrong == []
 
 

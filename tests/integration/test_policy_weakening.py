@@ -15,7 +15,7 @@ from google.protobuf import duration_pb2
 
 from tests.support.harness import Stack, event_type, expect_error, start_gateway_for, task
 from tests.support.rest import bearer, error_info, expect_status
-from workcoord.api.v1 import lane_pb2, policy_pb2, worker_pb2
+from workcoord.api.v1 import event_pb2, lane_pb2, policy_pb2, worker_pb2
 from workcoord.kit.errors import PermissionDenied
 
 State = lane_pb2.Item.State
@@ -41,6 +41,11 @@ async def _lanes(stack: Stack) -> list[lane_pb2.Lane]:
         lane_pb2.ListLanesRequest(coordinator_id=stack.cid)
     )
     return list(response.lanes)
+
+
+def _fields(event: event_pb2.Event) -> list[str]:
+    """The ``data.fields`` of a POLICY_WEAKENED event."""
+    return [str(name) for name in event.data["fields"]]  # type: ignore[union-attr]
 
 
 async def _build_and_pass_review(stack: Stack, lane: lane_pb2.Lane) -> lane_pb2.Item:
@@ -89,7 +94,7 @@ async def test_a_human_may_drop_it_and_the_event_names_the_human(stack: Stack) -
     (event,) = weakened
     assert event.lane_id == lane.lane_id
     assert event.actor.startswith("user:")
-    assert list(event.data["fields"]) == [SHIP_APPROVAL]
+    assert _fields(event) == [SHIP_APPROVAL]
 
 
 async def test_every_weaker_field_is_refused_and_stricter_ones_pass(stack: Stack) -> None:
@@ -115,7 +120,7 @@ async def test_every_weaker_field_is_refused_and_stricter_ones_pass(stack: Stack
         )
     )
     await _create(stack, strict)
-    assert [l.title for l in await _lanes(stack)] == ["Fix the parser"]
+    assert [lane.title for lane in await _lanes(stack)] == ["Fix the parser"]
     assert "POLICY_WEAKENED" not in [event_type(e) for e in await stack.events()]
 
 
@@ -139,7 +144,7 @@ async def test_items_of_a_custom_lane_are_held_to_the_same_rule(stack: Stack) ->
     (event,) = [e for e in await stack.events() if event_type(e) == "POLICY_WEAKENED"]
     assert (event.lane_id, event.item_id) == (lane.lane_id, item.item_id)
     assert event.actor.startswith("user:")
-    assert list(event.data["fields"]) == ["item.retry_policy.maximum_attempts"]
+    assert _fields(event) == ["item.retry_policy.maximum_attempts"]
 
 
 async def test_rest_refuses_the_same_with_the_field_in_the_error_info(stack: Stack) -> None:

@@ -57,9 +57,12 @@ def weaker_review(requested: ReviewPolicy, coordinator: ReviewPolicy) -> list[st
         base.max_fail_rounds or 0
     ):
         weaker.append("review_policy.max_fail_rounds")
-    if requested.on_pass is not None and base.on_pass is not None:
-        if _ON_PASS_STRICTNESS[requested.on_pass] < _ON_PASS_STRICTNESS[base.on_pass]:
-            weaker.append("review_policy.on_pass")
+    if (
+        requested.on_pass is not None
+        and base.on_pass is not None
+        and _ON_PASS_STRICTNESS[requested.on_pass] < _ON_PASS_STRICTNESS[base.on_pass]
+    ):
+        weaker.append("review_policy.on_pass")
     if requested.ship_requires_approval is False and base.ship_requires_approval:
         weaker.append("review_policy.ship_requires_approval")
     return weaker
