@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 from workcoord.kit.errors import PermissionDenied
 
+from . import rules
 from .auth import Access, Principal, may
 from .model import (
     DEFAULT_RETRY_POLICY,
@@ -69,12 +70,9 @@ def weaker_review(requested: ReviewPolicy, coordinator: ReviewPolicy) -> list[st
 
 
 def _base_delay(policy: RetryPolicy, failed: int) -> float:
-    """The delay before the retry after ``failed`` counted attempts, without jitter (as
-    ``rules.retry_delay`` computes it)."""
-    initial = policy.initial_interval or 0.0
-    coefficient = policy.backoff_coefficient or 1.0
-    maximum = policy.maximum_interval if policy.maximum_interval is not None else initial
-    return min(initial * coefficient ** (failed - 1), maximum)
+    """The delay before the retry after ``failed`` counted attempts, without jitter (a uniform
+    draw of 0.5 makes ``retry_delay``'s jitter factor exactly 1)."""
+    return rules.retry_delay(policy, failed, lambda: 0.5)
 
 
 def weaker_retry(requested: RetryPolicy, coordinator: RetryPolicy) -> list[str]:
