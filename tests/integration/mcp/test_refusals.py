@@ -17,7 +17,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.support.harness import event_type, task
-from tests.support.mcp_agents import HTTP, HTTP_LEGACY, STDIO, reason, violated
+from tests.support.mcp_agents import HTTP, HTTP_LEGACY, STDIO, error_metadata, reason, violated
 from workcoord.api.v1 import admin_pb2, lane_pb2
 
 from .conftest import McpWorld
@@ -237,6 +237,28 @@ async def test_a_key_revoked_while_lease_work_waits_gets_nothing(
     assert reason(result.structured_content) == "UNAUTHENTICATED"
     assert (await stack.get_item(lane.items[0])).state == lane_pb2.Item.QUEUED
     assert "ITEM_LEASED" not in [event_type(e) for e in await stack.events()]
+
+
+@pytest.mark.parametrize("transport", [HTTP, STDIO])
+async def test_an_agent_may_not_create_a_lane_that_ships_without_approval(
+    world: McpWorld, transport: str
+) -> None:
+    """The one policy rule holds over MCP too: the work key's STANDARD lane that would ship
+    without a human's approval is refused, naming the field, and nothing is created."""
+    stack = world.stack
+    lane = {
+        "title": "Fix the parser",
+        "template": "STANDARD",
+        "reviewPolicy": {"shipRequiresApproval": False},
+    }
+    async with world.agent(transport) as agent:
+        refused = await agent.error("create_lane", {"coordinatorId": stack.cid, "lane": lane})
+    assert (refused["code"], reason(refused)) == (7, "PERMISSION_DENIED")
+    field = "lane.review_policy.ship_requires_approval"
+    assert error_metadata(refused)["field"] == field
+    assert field in refused["message"]
+    listed = await stack.admin.lanes.ListLanes(lane_pb2.ListLanesRequest(coordinator_id=stack.cid))
+    assert list(listed.lanes) == []
 
 
 # ------------------------------------------------------------------ workcoord mcp start-up

@@ -144,6 +144,7 @@ class EventType(enum.StrEnum):
     GRANT_CREATED = "GRANT_CREATED"
     GRANT_REVOKED = "GRANT_REVOKED"
     PARENT_ACTION = "PARENT_ACTION"
+    POLICY_WEAKENED = "POLICY_WEAKENED"
 
 
 @dataclass(frozen=True, slots=True)

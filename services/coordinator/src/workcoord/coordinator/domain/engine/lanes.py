@@ -14,7 +14,7 @@ from workcoord.kit.errors import (
     PermissionDenied,
 )
 
-from .. import requests, rules, workflow
+from .. import policies, requests, rules, workflow
 from ..auth import Access, Principal
 from ..model import (
     TERMINAL_ITEM_STATES,
@@ -99,6 +99,8 @@ class LaneCommands(Transitions):
                     raise InvalidArgument(violations)
             for problem in rules.placement_problems(spec.placement):
                 raise InvalidArgument.single("lane.placement", problem)
+            weakened = policies.lane_weakened_fields(spec, coordinator.config)
+            policies.require_may_weaken(principal, coordinator, weakened)
             lane = Lane(
                 lane_id=new_id("ln"),
                 coordinator_id=coordinator_id,
@@ -135,6 +137,8 @@ class LaneCommands(Transitions):
             specs = spec.items
             if lane.template == Template.STANDARD:
                 specs = workflow.first_items(lane, worker_classes)
+            if weakened:
+                events.insert(1, _policy_weakened(weakened, lane.lane_id))
             items = await self._new_items(tx, coordinator, lane, specs, events, effects)
             await self.append_events(tx, coordinator, events, principal.name)
             return LaneDetail(lane=lane, items=items, tickets=tickets)
@@ -176,9 +180,13 @@ class LaneCommands(Transitions):
                         for v in violations
                     ]
                 )
+            weakened = policies.item_weakened_fields(spec, coordinator.config, "item")
+            policies.require_may_weaken(principal, coordinator, weakened)
             items = await self._new_items(
                 tx, coordinator, lane, [spec], write.events, write.effects, existing
             )
+            if weakened:
+                write.events.append(_policy_weakened(weakened, lane_id, items[0].item_id))
             await requests.remember(tx, scope, request_id, fingerprint, items[0].item_id, tx.now)
             return ItemDetail(item=items[0], attempts=[])
 
@@ -392,6 +400,13 @@ class LaneCommands(Transitions):
 
 # Decisions that put an item back to work, so only in a lane still running.
 _NEED_ACTIVE_LANE = frozenset({Decision.APPROVE, Decision.RESUME, Decision.RETRY})
+
+
+def _policy_weakened(fields: list[str], lane_id: str, item_id: str = "") -> NewEvent:
+    """The record of a human's weakening (the actor is the human who created it)."""
+    return NewEvent(
+        EventType.POLICY_WEAKENED, lane_id=lane_id, item_id=item_id, data={"fields": fields}
+    )
 
 
 def _require_active(lane: Lane) -> None:
