@@ -445,13 +445,15 @@ async def test_children_routes_stop_when_the_child_is_switched_off(
 ) -> None:
     parent = await _family(stack)
     await grant(stack.admin, stack.cid, parent, [Permission.SUMMARY], in_days(stack, 1))
+    _, _, parent_key = await key_for(stack, ALL_CAPABILITIES, [parent])
     await switch_off(stack, switch)
     await expect_error(
-        stack.admin.coordinators.GetChildSummary(_summary_request(parent, stack.cid)),
+        parent_key.coordinators.GetChildSummary(_summary_request(parent, stack.cid)),
         CoordinationDisabled,
         "COORDINATION_DISABLED",
     )
-    # Grants stay administrable while it is off.
+    # A person still reads the summary, and grants stay administrable while it is off.
+    await stack.admin.coordinators.GetChildSummary(_summary_request(parent, stack.cid))
     listed = await stack.admin.coordinators.ListGrants(
         W.ListGrantsRequest(coordinator_id=stack.cid)
     )

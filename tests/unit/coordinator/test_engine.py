@@ -562,9 +562,11 @@ async def test_switching_off_stops_work_and_maintenance(
         await _lease(engine, world)
     report = await engine.run_maintenance(RECOVERY, world.cid, 10)
     assert report.skipped_disabled
-    explanation = await engine.explain(
-        world.worker, world.cid, "", (await _first_item(store, world))
-    )
+    item_id = await _first_item(store, world)
+    # A work key learns nothing while off; a person still sees why nothing moves.
+    with pytest.raises(CoordinationDisabled):
+        await engine.explain(world.worker, world.cid, "", item_id)
+    explanation = await engine.explain(ADMIN, world.cid, "", item_id)
     assert explanation.gates[0].gate == "DISABLED"
     await engine.update_coordinator(ADMIN, world.cid, CoordinatorSpec(scope=None, enabled=True), "")
     assert len(await _lease(engine, world)) == 1

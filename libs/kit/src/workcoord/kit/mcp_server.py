@@ -23,10 +23,10 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from workcoord.kit.errors import WorkcoordError
+from workcoord.kit.errors import CoordinationDisabled, WorkcoordError
 from workcoord.kit.mcp_tools import McpTool, error_body, mcp_tools, tool_named
 
-__all__ = ["INSTRUCTIONS", "RpcCaller", "build_mcp_server", "serve_stdio"]
+__all__ = ["INSTRUCTIONS", "JSONRPC_SERVER_ERROR", "RpcCaller", "build_mcp_server", "serve_stdio"]
 
 RpcCaller = Callable[
     [McpTool, _message.Message, ServerRequestContext[Any, Any]], Awaitable[_message.Message]
@@ -45,13 +45,39 @@ INSTRUCTIONS = (
 )
 
 
+# JSON-RPC reserves -32000..-32099 for implementation-defined server errors; MCP clients show
+# the message of any of them.
+JSONRPC_SERVER_ERROR = -32001
+
+# The tool whose RPC tells whether the switch leaves the caller anything to work on.
+_SWITCH_PROBE = "work_coordinators"
+
+
 def build_mcp_server(call: RpcCaller) -> Server[Any]:
-    """A low-level MCP server listing the tools and answering each call through ``call``."""
+    """A low-level MCP server listing the tools and answering each call through ``call``.
+
+    ``tools/list`` is held to the switch like every call: it first asks the coordinator for one
+    work coordinator this caller may reach (``ListWorkCoordinators``), and answers the
+    JSON-RPC error ``COORDINATION_DISABLED: …`` (data: the ``google.rpc.Status`` JSON) when the
+    coordinator refuses that because coordination is switched off for this caller.
+    """
     listed = types.ListToolsResult(tools=[_listed(tool) for tool in mcp_tools()])
+    probe = tool_named(_SWITCH_PROBE)
+    assert probe is not None
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        try:
+            await call(probe, probe.build_request({"pageSize": 1}), ctx)
+        except CoordinationDisabled as err:
+            raise MCPError(
+                JSONRPC_SERVER_ERROR, f"{err.reason}: {err.message}", error_body(err)
+            ) from None
+        except WorkcoordError:
+            # Only the switch withholds the list: any other failure (the coordinator not
+            # reachable yet) is what each tool call will report for itself.
+            pass
         return listed
 
     async def call_tool(

@@ -46,6 +46,7 @@ from workcoord.gateway.web import WebPages
 from workcoord.kit.descriptors import call_deadline_seconds
 from workcoord.kit.errors import Code, TooLarge, Unauthenticated, WorkcoordError
 from workcoord.kit.settings import GatewaySettings
+from workcoord.kit.status import error_from_status
 from workcoord.kit.wire import CallCredentials
 
 __all__ = ["OPENAPI_PATH", "build_app"]
@@ -327,7 +328,10 @@ class _Gateway:
             if not watcher.done():
                 status = status_from_rpc_error(exc)
                 code = _close_code(Code(status.code))
-                await _close(websocket, code, f"{Code(status.code).name}: {status.message}")
+                # The ErrorInfo reason, as every other answer names it: UNAVAILABLE alone
+                # would not tell COORDINATION_DISABLED from STORAGE_UNAVAILABLE.
+                reason = error_from_status(status).reason
+                await _close(websocket, code, f"{reason}: {status.message}")
         except (WebSocketDisconnect, RuntimeError, OSError):
             pass  # the client went away mid-send
         except asyncio.CancelledError:

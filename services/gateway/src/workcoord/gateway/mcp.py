@@ -43,7 +43,7 @@ from workcoord.gateway.routes import Route, RouteTable
 from workcoord.gateway.upstream import Upstreams, forwarded_metadata
 from workcoord.kit.descriptors import API_PACKAGE, call_deadline_seconds
 from workcoord.kit.errors import Code, Unauthenticated, generic_error, http_status_for
-from workcoord.kit.mcp_server import build_mcp_server
+from workcoord.kit.mcp_server import JSONRPC_SERVER_ERROR, build_mcp_server
 from workcoord.kit.mcp_tools import McpTool
 from workcoord.kit.status import error_from_status, status_to_json, to_rpc_status
 from workcoord.kit.wire import AUTHORIZATION_KEY
@@ -55,9 +55,6 @@ Lifespan = Callable[[Any], AbstractAsyncContextManager[None]]
 _REQUEST_ID = "x-request-id"
 _MAX_REQUEST_ID = 200
 _WHO_AM_I = f"{API_PACKAGE}.AdminService.GetCurrentPrincipal"
-# JSON-RPC reserves -32000..-32099 for implementation-defined server errors; MCP clients show
-# the message of any of them.
-_JSONRPC_SERVER_ERROR = -32001
 
 
 class McpEndpoint:
@@ -236,7 +233,7 @@ def _refusal(
     for detail in body.get("details", []):
         reason = str(detail.get("reason", reason))
     error = {
-        "code": _JSONRPC_SERVER_ERROR,
+        "code": JSONRPC_SERVER_ERROR,
         "message": f"{reason}: {status.message}",
         "data": body,
     }

@@ -201,6 +201,7 @@ class FeedHub:
         self.coordinator_id = coordinator_id
         self.options = options
         self.revision: int | None = None
+        self.switched_on = True
         self.generation = 0
         self.inboxes: set[_Inbox] = set()
         self.users = 0
@@ -277,14 +278,21 @@ class FeedHub:
                 if coordinator is None:
                     return
                 enabled = await reader.platform_enabled()
+                switched_on = rules.coordination_on(coordinator, enabled)
                 if self.revision is None:
                     self.revision = coordinator.revision
+                    self.switched_on = switched_on
                     return
                 events = await reader.list_events(self.coordinator_id, self.revision, limit, "", "")
-            if not events:
+            # The platform switch is no event of this log: when it (or the coordinator's) moves,
+            # an empty batch makes every session re-check at once, not at its next ping.
+            switched = switched_on != self.switched_on
+            self.switched_on = switched_on
+            if not events and not switched:
                 return
             self.generation += 1
-            self.revision = events[-1].revision
+            if events:
+                self.revision = events[-1].revision
             batch = _Batch(self.generation, coordinator, enabled, tuple(events))
             for inbox in tuple(self.inboxes):
                 inbox.put(batch)
@@ -418,6 +426,13 @@ class FeedSession:
                     break
                 merged.extend(more.events)
                 batch = more
+            # Authority and the switch as this batch's read saw them; a batch without events
+            # is the hub saying the switch moved (see FeedHub._read_all).
+            principal = await hub.principal(self.credential, batch.generation)
+            authorize(principal, batch.coordinator, Access.READ)
+            rules.require_coordination_on(
+                principal, batch.coordinator, batch.platform_enabled, Access.READ
+            )
             events = [e for e in merged if e.revision > self.delivered]
             if not events:
                 continue
@@ -425,9 +440,6 @@ class FeedSession:
                 async for frame in self._catch_up(None):
                     yield frame
                 continue
-            principal = await hub.principal(self.credential, batch.generation)
-            authorize(principal, batch.coordinator, Access.READ)
-            rules.require_coordination_on(batch.coordinator, batch.platform_enabled)
             for frame in self._deltas(events):
                 yield frame
 

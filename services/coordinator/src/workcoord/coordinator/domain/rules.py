@@ -20,6 +20,7 @@ from workcoord.kit.errors import (
 )
 from workcoord.kit.secrets import hash_secret, looks_like_credential, secrets_equal
 
+from .auth import Access, Principal
 from .model import (
     DEFAULT_RETRY_POLICY,
     Attempt,
@@ -396,15 +397,43 @@ def lease_expiry(now: datetime, lease_seconds: int) -> datetime:
 
 # --- the switch ------------------------------------------------------------------------------
 
+# What a person keeps while coordination is switched off: seeing the state and administering
+# (the coordinator's configuration, keys, grants), so that it can be switched back on. Work —
+# leasing, changing lanes and items, decisions, maintenance — stops for everyone, and a work key
+# or the service key loses every call on the coordinator, reads included.
+_KEPT_BY_HUMANS_WHILE_OFF = frozenset({Access.READ, Access.CONFIGURE})
 
-def require_coordination_on(coordinator: Coordinator, platform_enabled: bool) -> None:
-    """Refuse work while coordination is switched off, for the platform or the coordinator."""
+
+def coordination_on(coordinator: Coordinator | None, platform_enabled: bool) -> bool:
+    """Whether coordination is switched on for the platform (and for ``coordinator``)."""
+    return platform_enabled and (coordinator is None or coordinator.enabled)
+
+
+def switch_refusal(
+    principal: Principal, coordinator: Coordinator | None, platform_enabled: bool, access: Access
+) -> CoordinationDisabled | None:
+    """The one decision of the switch: the refusal of ``principal``'s ``access`` to
+    ``coordinator`` (None: the platform only) while coordination is switched off, else None.
+    Called only once ``principal`` is authorized, so a caller who may not see the coordinator
+    never learns whether it is switched off."""
+    if principal.is_human and access in _KEPT_BY_HUMANS_WHILE_OFF:
+        return None
     if not platform_enabled:
-        raise CoordinationDisabled("coordination is switched off for the platform")
-    if not coordinator.enabled:
-        raise CoordinationDisabled(
+        return CoordinationDisabled("coordination is switched off for the platform")
+    if coordinator is not None and not coordinator.enabled:
+        return CoordinationDisabled(
             f"coordination is switched off for work coordinator {coordinator.coordinator_id}"
         )
+    return None
+
+
+def require_coordination_on(
+    principal: Principal, coordinator: Coordinator | None, platform_enabled: bool, access: Access
+) -> None:
+    """Raise :func:`switch_refusal`'s refusal, if there is one."""
+    refusal = switch_refusal(principal, coordinator, platform_enabled, access)
+    if refusal is not None:
+        raise refusal
 
 
 # --- leasing ---------------------------------------------------------------------------------

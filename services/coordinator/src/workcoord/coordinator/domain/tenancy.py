@@ -292,11 +292,11 @@ class Tenancy:
         if not principal.is_human:
             async with self.engine.store.read() as reader:
                 # Who may not see the coordinator learns only that (NOT_FOUND).
-                await self.engine.coordinator_for(reader, principal, coordinator_id, work=False)
+                await self.engine.coordinator_for(reader, principal, coordinator_id)
             raise PermissionDenied("only humans read grants")
         request = PageRequest.parse(size, token)
         async with self.engine.store.read() as reader:
-            await self.engine.coordinator_for(reader, principal, coordinator_id, work=False)
+            await self.engine.coordinator_for(reader, principal, coordinator_id)
             rows = await reader.list_grants(coordinator_id, request.after_id, request.fetch)
         return request.page(rows, lambda g: [g.grant_id])
 
@@ -322,8 +322,9 @@ class Tenancy:
     async def _child_write(
         self, principal: Principal, coordinator_id: str, access: Access
     ) -> AsyncIterator[tuple[Tx, Coordinator]]:
-        """A write transaction on the child, administration (no switch check)."""
-        async with self.engine.command(principal, coordinator_id, access, work=False) as (
+        """A write transaction on the child for its administration (which a person keeps while
+        coordination is switched off)."""
+        async with self.engine.command(principal, coordinator_id, access) as (
             tx,
             child,
             effects,
@@ -346,7 +347,8 @@ class Tenancy:
         parent = await reader.get_coordinator(parent_id)
         if parent is None:
             raise NotFound(f"work coordinator {parent_id} not found")
-        authorize(principal, parent, CHILD_ACCESS[permission])
+        access = CHILD_ACCESS[permission]
+        authorize(principal, parent, access)
         denied = PermissionDenied(
             f"work coordinator {parent_id} holds no live {permission.value} grant from {child_id}"
         )
@@ -355,7 +357,9 @@ class Tenancy:
         grants = await reader.grants_between(child_id, parent_id)
         if not any(g.allows(permission, now) for g in grants):
             raise denied
-        await self.engine.require_enabled(reader, child)
+        # The parent's work stops with its own switch as well as with the child's.
+        await self.engine.require_enabled(reader, principal, parent, access)
+        await self.engine.require_enabled(reader, principal, child, access)
         return child
 
     @asynccontextmanager

@@ -142,18 +142,17 @@ class EngineCore(ABC):
 
     @asynccontextmanager
     async def command(
-        self, principal: Principal, coordinator_id: str, access: Access, *, work: bool = True
+        self, principal: Principal, coordinator_id: str, access: Access
     ) -> AsyncIterator[tuple[Tx, Coordinator, Effects]]:
-        """One transaction on one work coordinator, authorized for ``access`` (and, for work,
-        refused while coordination is switched off), with its effects around the commit."""
+        """One transaction on one work coordinator, authorized for ``access`` and held to the
+        switch (:meth:`require_enabled`), with its effects around the commit."""
         effects = Effects()
         async with self.store.write(coordinator_id) as tx:
             coordinator = tx.coordinator
             if coordinator is None:
                 raise NotFound(f"work coordinator {coordinator_id} not found")
             authorize(principal, coordinator, access)
-            if work:
-                await self.require_enabled(tx, coordinator)
+            await self.require_enabled(tx, principal, coordinator, access)
             yield tx, coordinator, effects
             await self.write_digest(tx, coordinator, effects)
         await self.announce(coordinator, effects)
@@ -217,9 +216,16 @@ class EngineCore(ABC):
 
     # ------------------------------------------------------------------ authorization
 
-    async def require_enabled(self, reader: Reader, coordinator: Coordinator) -> None:
-        """Refuse work while coordination is switched off (platform or coordinator)."""
-        rules.require_coordination_on(coordinator, await reader.platform_enabled())
+    async def require_enabled(
+        self, reader: Reader, principal: Principal, coordinator: Coordinator, access: Access
+    ) -> None:
+        """Hold an authorized call to the switch: COORDINATION_DISABLED while coordination is
+        switched off for the platform or ``coordinator``, unless the switch leaves this access
+        to this principal (a person reading or administering; see
+        :func:`~workcoord.coordinator.domain.rules.switch_refusal`)."""
+        rules.require_coordination_on(
+            principal, coordinator, await reader.platform_enabled(), access
+        )
 
     async def coordinator_for(
         self,
@@ -227,17 +233,15 @@ class EngineCore(ABC):
         principal: Principal,
         coordinator_id: str,
         *,
-        work: bool = True,
         access: Access = Access.READ,
     ) -> Coordinator:
-        """The work coordinator, if ``principal`` may ``access`` it (and, for work, while
-        coordination is on), read outside a command: unknown and hidden are both NOT_FOUND."""
+        """The work coordinator, if ``principal`` may ``access`` it now (authorized, then held
+        to the switch), read outside a command: unknown and hidden are both NOT_FOUND."""
         coordinator = await reader.get_coordinator(coordinator_id)
         if coordinator is None:
             raise NotFound(f"work coordinator {coordinator_id} not found")
         authorize(principal, coordinator, access)
-        if work:
-            await self.require_enabled(reader, coordinator)
+        await self.require_enabled(reader, principal, coordinator, access)
         return coordinator
 
     # ------------------------------------------------------------------ lanes

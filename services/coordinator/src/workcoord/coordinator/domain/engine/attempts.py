@@ -53,7 +53,7 @@ class AttemptCommands(Transitions):
         ):
             # Authorize before revealing anything (even that coordination is switched off).
             authorize(principal, coordinator, Access.LEASE)
-            await self.require_enabled(tx, coordinator)
+            await self.require_enabled(tx, principal, coordinator, Access.LEASE)
             attempt, item = await tx.attempt_with_item(lease_id)
             if attempt is not None and attempt.coordinator_id != coordinator_id:
                 attempt, item = None, None

@@ -103,7 +103,7 @@ class CoordinatorCommands(Transitions):
 
     async def get_coordinator(self, principal: Principal, coordinator_id: str) -> Coordinator:
         async with self.store.read() as reader:
-            return await self.coordinator_for(reader, principal, coordinator_id, work=False)
+            return await self.coordinator_for(reader, principal, coordinator_id)
 
     async def list_coordinators(
         self, principal: Principal, org_slug: str, size: int, token: str
@@ -112,13 +112,24 @@ class CoordinatorCommands(Transitions):
         slugs = [org_slug] if org_slug else None
         async with self.store.read() as reader:
             found = await reader.list_coordinators(request.after_id, 10_000, slugs)
+            platform_on = await reader.platform_enabled()
+        rules.require_coordination_on(principal, None, platform_on, Access.READ)
         visible = [c for c in found if may(principal, c, Access.READ)]
-        return request.page(visible[: request.fetch], lambda c: [c.coordinator_id])
+        # The switch hides what it refuses (a work key's switched-off coordinators); with
+        # nothing left but those, the caller learns why rather than getting an empty list.
+        reachable = [
+            c
+            for c in visible
+            if rules.switch_refusal(principal, c, platform_on, Access.READ) is None
+        ]
+        if visible and not reachable:
+            rules.require_coordination_on(principal, visible[0], platform_on, Access.READ)
+        return request.page(reachable[: request.fetch], lambda c: [c.coordinator_id])
 
     async def update_coordinator(
         self, principal: Principal, coordinator_id: str, spec: CoordinatorSpec, etag: str
     ) -> Coordinator:
-        async with self.command(principal, coordinator_id, Access.CONFIGURE, work=False) as (
+        async with self.command(principal, coordinator_id, Access.CONFIGURE) as (
             tx,
             coordinator,
             effects,

@@ -164,7 +164,7 @@ class WorkerFences(EngineCore):
         self, principal: Principal, coordinator_id: str, worker_id: str
     ) -> Worker:
         """Forget a worker holding no live lease (admins only): its record and any fence go."""
-        async with self.command(principal, coordinator_id, Access.CONFIGURE, work=False) as (
+        async with self.command(principal, coordinator_id, Access.CONFIGURE) as (
             tx,
             coordinator,
             _effects,

@@ -37,7 +37,7 @@ class GateContext:
 def lane_gates(ctx: GateContext) -> list[GateInfo]:
     """What holds the whole lane: the switch, a pause, open blockers."""
     gates: list[GateInfo] = []
-    if not ctx.platform_on or not ctx.coordinator.enabled:
+    if not rules.coordination_on(ctx.coordinator, ctx.platform_on):
         gates.append(GateInfo("DISABLED", "coordination is switched off", None))
     if ctx.lane.paused:
         gates.append(GateInfo("PAUSED", "the lane is paused", ctx.lane.paused_time))

@@ -43,11 +43,11 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
         async with self.store.read() as reader:
             enabled = await reader.platform_enabled()
             coordinators = await reader.list_coordinators("", 100_000, None)
-        targets = (
-            [MaintenanceTarget(c.coordinator_id, c.revision) for c in coordinators if c.enabled]
-            if enabled
-            else []
-        )
+        targets = [
+            MaintenanceTarget(c.coordinator_id, c.revision)
+            for c in coordinators
+            if rules.coordination_on(c, enabled)
+        ]
         return MaintenanceTargets(enabled, targets)
 
     async def run_maintenance(
@@ -63,7 +63,7 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
             if coordinator is None:
                 raise NotFound(f"work coordinator {coordinator_id} not found")
             authorize(principal, coordinator, Access.MAINTAIN)
-            if not (await reader.platform_enabled() and coordinator.enabled):
+            if not rules.coordination_on(coordinator, await reader.platform_enabled()):
                 report.skipped_disabled = True
                 report.revision = coordinator.revision
                 return report

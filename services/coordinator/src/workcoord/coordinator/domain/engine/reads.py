@@ -59,7 +59,7 @@ class Reads(EngineCore):
             )
         now = self.clock.now()
         async with self.store.read() as reader:
-            coordinator = await self.coordinator_for(reader, principal, coordinator_id, work=False)
+            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
             platform_on = await reader.platform_enabled()
             if item_id:
                 item = await reader.get_item(item_id)
