@@ -194,3 +194,26 @@ async def test_free_form_json_too_deep_is_refused_over_grpc_too(world: World) ->
         assert created.item.key == "b"
     finally:
         await channel.close()
+
+
+async def test_a_flood_of_violations_stays_a_400(world: World) -> None:
+    """10,000 bad fields in one request: the status names the first few and counts the rest,
+    where the whole list overflowed gRPC's trailers and came back 429 with gRPC's text."""
+    items = [
+        {"key": f"k{i}", "workerClass": "machine", "dependsOn": ["!"] * 100} for i in range(100)
+    ]
+    body = {"title": "t", "template": "CUSTOM", "items": items}
+    async with httpx.AsyncClient(base_url=f"http://{world.gateway.address}") as http:
+        response = await http.post(
+            f"/v1/work-coordinators/{world.stack.cid}/lanes",
+            json=body,
+            headers={"Authorization": f"Bearer {world.stack.admin_token}"},
+        )
+    assert response.status_code == 400, response.text
+    details = response.json()["details"]
+    info = next(d for d in details if d["@type"].endswith("ErrorInfo"))
+    bad = next(d for d in details if d["@type"].endswith("BadRequest"))
+    shown = len(bad["fieldViolations"])
+    assert bad["fieldViolations"][0]["field"] == "lane.items[0].depends_on[0]"
+    assert int(info["metadata"]["omittedViolations"]) == 100 * 100 - shown
+    assert len(response.content) < 8192
