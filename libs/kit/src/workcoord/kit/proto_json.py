@@ -5,7 +5,7 @@ bad value answers the same field violation whichever door it came through. Conve
 ``google.protobuf.json_format``; only the checks it skips and the turning of its parse errors
 into field violations (proto field paths, as the coordinator's validator names them) are
 written here. The checks it skips: containers of the right kind (it lets ``[]`` pass as a
-message), enum values that are exactly a declared name or number (it reads ``"SHIP\u0000x"``
+message), enum values that are exactly a declared name or number (it reads ``"SHIP\\u0000x"``
 as ``SHIP``, ``2.5`` as 2 and wraps 4294967297 to 1), free-form JSON nested deeper than
 :data:`~workcoord.kit.validation.MAX_JSON_DEPTH` (past it the coordinator could not decode the
 request), and RFC 3339 offsets.
