@@ -29,6 +29,7 @@ from workcoord.gateway.server import RunningGateway
 from workcoord.gateway.transcode import build_request, parse_json_body
 from workcoord.kit.errors import Code, InvalidArgument, WorkcoordError
 from workcoord.kit.status import error_from_rpc
+from workcoord.kit.validation import MAX_JSON_DEPTH
 
 CORPUS = Path(__file__).parent / "corpus"
 ROUTES = load_routes()
@@ -152,3 +153,67 @@ async def test_every_bad_input_is_refused_naming_its_field(world: World) -> None
         lane_pb2.ListLanesRequest(coordinator_id=world.stack.cid)
     )
     assert len(lanes.lanes) == 1
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    value: Any = "leaf"
+    for _ in range(levels):
+        value = {"a": value}
+    assert isinstance(value, dict)
+    return value
+
+
+async def test_free_form_json_too_deep_is_refused_over_grpc_too(world: World) -> None:
+    """What the gateway refuses while reading JSON, a gRPC client meets at the coordinator:
+    decodable but over the limit (the field rules), or past what protobuf decodes at all."""
+    lane = await world.stack.create_lane(task("a"), client=world.stack.admin)
+    channel = grpc.aio.insecure_channel(world.stack.address)
+    try:
+        call: Any = channel.unary_unary(
+            "/workcoord.api.v1.LaneService/CreateItem",
+            request_serializer=lambda raw: raw,
+            response_deserializer=lane_pb2.CreateItemResponse.FromString,
+        )
+
+        def item(levels: int) -> bytes:
+            request = lane_pb2.CreateItemRequest(
+                coordinator_id=world.stack.cid, lane_id=lane.lane_id, item=task("b")
+            )
+            request.item.inputs.update(_nested(levels))
+            raw: bytes = request.SerializeToString()
+            return raw
+
+        metadata = (("authorization", f"Bearer {world.stack.admin_token}"),)
+        for levels, field in ((MAX_JSON_DEPTH + 1, "item.inputs"), (40, "")):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await call(item(levels), metadata=metadata)
+            error = error_from_rpc(caught.value)
+            assert error.code == Code.INVALID_ARGUMENT, f"{levels}: {error!r}"
+            assert [v.field for v in error.field_violations] == ([field] if field else [])
+        created = await call(item(MAX_JSON_DEPTH), metadata=metadata)
+        assert created.item.key == "b"
+    finally:
+        await channel.close()
+
+
+async def test_a_flood_of_violations_stays_a_400(world: World) -> None:
+    """10,000 bad fields in one request: the status names the first few and counts the rest,
+    where the whole list overflowed gRPC's trailers and came back 429 with gRPC's text."""
+    items = [
+        {"key": f"k{i}", "workerClass": "machine", "dependsOn": ["!"] * 100} for i in range(100)
+    ]
+    body = {"title": "t", "template": "CUSTOM", "items": items}
+    async with httpx.AsyncClient(base_url=f"http://{world.gateway.address}") as http:
+        response = await http.post(
+            f"/v1/work-coordinators/{world.stack.cid}/lanes",
+            json=body,
+            headers={"Authorization": f"Bearer {world.stack.admin_token}"},
+        )
+    assert response.status_code == 400, response.text
+    details = response.json()["details"]
+    info = next(d for d in details if d["@type"].endswith("ErrorInfo"))
+    bad = next(d for d in details if d["@type"].endswith("BadRequest"))
+    shown = len(bad["fieldViolations"])
+    assert bad["fieldViolations"][0]["field"] == "lane.items[0].depends_on[0]"
+    assert int(info["metadata"]["omittedViolations"]) == 100 * 100 - shown
+    assert len(response.content) < 8192

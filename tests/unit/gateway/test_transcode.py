@@ -66,7 +66,10 @@ def test_bad_values_name_the_field_in_proto_form() -> None:
     route = _route("LaneService_CreateLane")
     with pytest.raises(InvalidArgument) as caught:
         build_request(route, {"coordinator_id": "wc"}, [], {"items": [{"kind": "NOPE"}]})
-    assert [v.field for v in caught.value.field_violations] == ["lane.items.kind"]
+    assert [v.field for v in caught.value.field_violations] == ["lane.items[0].kind"]
+    with pytest.raises(InvalidArgument) as caught:
+        build_request(route, {"coordinator_id": "wc"}, [], {"items": [{"title": 5}]})
+    assert [v.field for v in caught.value.field_violations] == ["lane.items.title"]
     with pytest.raises(InvalidArgument) as caught:
         build_request(route, {"coordinator_id": "wc"}, [], {"items": [{"dependsOn": "a"}]})
     assert [v.field for v in caught.value.field_violations] == ["lane.items[0].depends_on"]

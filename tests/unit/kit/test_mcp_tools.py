@@ -173,6 +173,22 @@ def test_bad_arguments_name_the_field(arguments: dict[str, Any], field: str) -> 
     assert [v.field for v in caught.value.field_violations] == [field]
 
 
+def test_create_lane_refuses_what_rest_refuses_while_reading_json() -> None:
+    create = tool_named("create_lane")
+    assert create is not None
+    deep: Any = "leaf"
+    for _ in range(40):  # json_format read it; the coordinator could not decode it: UNKNOWN
+        deep = {"a": deep}
+    for lane, field in (
+        ({"title": "t", "template": "CUSTOM", "inputs": deep}, "lane.inputs"),
+        ({"title": "t", "template": "CUSTOM\u0000x"}, "lane.template"),
+        ({"title": "t", "template": 4294967298}, "lane.template"),
+    ):
+        with pytest.raises(InvalidArgument) as caught:
+            create.build_request({"coordinatorId": "wc_1", "lane": lane})
+        assert [v.field for v in caught.value.field_violations] == [field]
+
+
 def test_errors_are_the_status_json_rest_answers() -> None:
     body = error_body(LeaseLost("expired"))
     assert body["code"] == 10

@@ -7,11 +7,14 @@ from typing import Any
 import grpc
 import grpc.aio
 import pytest
+from google.protobuf import struct_pb2
 from google.rpc import error_details_pb2, status_pb2
 
 from workcoord.kit import errors
 from workcoord.kit.errors import Code, FieldViolation, InvalidArgument, LeaseLost
 from workcoord.kit.status import (
+    MAX_REPORTED_VIOLATIONS,
+    OMITTED_VIOLATIONS_KEY,
     ErrorInterceptor,
     error_from_rpc,
     error_from_status,
@@ -87,6 +90,44 @@ def test_unknown_reason_becomes_generic_error() -> None:
     assert isinstance(bare, errors.NotFound)
 
 
+def _flood(count: int, text: str = "must match [a-z][a-z0-9-]{0,31}") -> InvalidArgument:
+    return InvalidArgument(
+        [FieldViolation(f"lane.items[{i}].depends_on[{i}]", text) for i in range(count)]
+    )
+
+
+def test_a_status_reports_the_first_violations_and_counts_the_rest() -> None:
+    status = to_rpc_status(_flood(5000))
+    info, bad = error_details_pb2.ErrorInfo(), error_details_pb2.BadRequest()
+    assert status.details[0].Unpack(info) and status.details[1].Unpack(bad)
+    assert len(bad.field_violations) == MAX_REPORTED_VIOLATIONS
+    assert bad.field_violations[0].field == "lane.items[0].depends_on[0]"
+    assert info.metadata[OMITTED_VIOLATIONS_KEY] == str(5000 - MAX_REPORTED_VIOLATIONS)
+    assert "(and 4995 more)" in status.message
+    # Well under gRPC's 8 KiB soft limit on trailers, with its encodings.
+    assert len(status.SerializeToString()) < 4096
+    # The rebuilt error says the same.
+    rebuilt = error_from_status(status)
+    assert isinstance(rebuilt, InvalidArgument)
+    assert len(rebuilt.field_violations) == MAX_REPORTED_VIOLATIONS
+
+
+def test_long_texts_are_cut_and_fewer_violations_fit() -> None:
+    status = to_rpc_status(_flood(50, "é" * 5000))
+    bad = error_details_pb2.BadRequest()
+    assert status.details[1].Unpack(bad)
+    assert 1 <= len(bad.field_violations) < MAX_REPORTED_VIOLATIONS
+    assert all(len(v.description.encode()) <= 256 for v in bad.field_violations)
+    assert bad.field_violations[0].description.endswith("…")
+    assert len(status.message.encode()) <= 512
+    assert len(status.SerializeToString()) < 4096
+    # A short list is sent whole, with no count.
+    small = to_rpc_status(_flood(3))
+    assert small.details[1].Unpack(bad) and len(bad.field_violations) == 3
+    info = error_details_pb2.ErrorInfo()
+    assert small.details[0].Unpack(info) and OMITTED_VIOLATIONS_KEY not in info.metadata
+
+
 # --- a real grpc.aio server with the interceptor ---------------------------------------------
 
 
@@ -125,6 +166,16 @@ async def _stream_crash(
     raise KeyError("secret-key-name")
 
 
+async def _flooded(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+    raise _flood(10_000)
+
+
+async def _struct_echo(
+    request: struct_pb2.Struct, context: grpc.aio.ServicerContext[Any, Any]
+) -> bytes:
+    return request.SerializeToString()
+
+
 def _unary(fn: Any) -> Any:
     return grpc.unary_unary_rpc_method_handler(fn)
 
@@ -142,6 +193,10 @@ async def channel() -> AsyncIterator[grpc.aio.Channel]:
             "Abort": _unary(_explicit_abort),
             "Stream": grpc.unary_stream_rpc_method_handler(_stream),
             "StreamCrash": grpc.unary_stream_rpc_method_handler(_stream_crash),
+            "Flood": _unary(_flooded),
+            "Struct": grpc.unary_unary_rpc_method_handler(
+                _struct_echo, request_deserializer=struct_pb2.Struct.FromString
+            ),
         },
     )
     server.add_generic_rpc_handlers((handler,))
@@ -216,3 +271,38 @@ async def test_stream_errors(channel: grpc.aio.Channel) -> None:
             pass
     assert raised.value.code() == grpc.StatusCode.INTERNAL
     assert "secret-key-name" not in (raised.value.details() or "")
+
+
+async def test_a_flood_of_violations_stays_invalid_argument(channel: grpc.aio.Channel) -> None:
+    # Unbounded, 10,000 violations overflow gRPC's trailers: RESOURCE_EXHAUSTED with its text.
+    exc = await _call(channel, "Flood")
+    assert exc.code() == grpc.StatusCode.INVALID_ARGUMENT
+    err = error_from_rpc(exc)
+    assert isinstance(err, InvalidArgument)
+    assert len(err.field_violations) == MAX_REPORTED_VIOLATIONS
+    assert err.metadata[OMITTED_VIOLATIONS_KEY] == str(10_000 - MAX_REPORTED_VIOLATIONS)
+
+
+def _nested_struct(levels: int) -> bytes:
+    inner: Any = "leaf"
+    for _ in range(levels - 1):
+        inner = {"a": inner}
+    message = struct_pb2.Struct()
+    message.update({"a": inner})
+    return message.SerializeToString()
+
+
+async def test_a_request_protobuf_cannot_decode_is_invalid_argument(
+    channel: grpc.aio.Channel,
+) -> None:
+    call = _unary_call(channel, "Struct")
+    assert struct_pb2.Struct.FromString(await call(_nested_struct(20))).fields["a"]
+    # Nested past upb's 100 levels (3 a level): gRPC alone answers UNKNOWN.
+    deep = _nested_struct(40)
+    with pytest.raises(Exception, match="MaxDepth"):
+        struct_pb2.Struct.FromString(deep)
+    for raw in (deep, b"\xff\xff\xff"):
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await call(raw)
+        assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert isinstance(error_from_rpc(raised.value), InvalidArgument)

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from workcoord.api.v1 import admin_pb2
 from workcoord.kit import validation
 from workcoord.kit.errors import FieldViolation, InvalidArgument
 
@@ -192,6 +193,27 @@ def test_enum_must_be_declared(kit_pb2: ModuleType) -> None:
     request = _valid(kit_pb2)
     request.kind = 7
     assert _by_field(validation.validate(request, NOW)) == {"kind": "must be one of TASK, REVIEW"}
+
+
+def _work_key_request(*capabilities: int) -> admin_pb2.CreateWorkKeyRequest:
+    key = admin_pb2.WorkKey(display_name="k", org_slug="acme", coordinator_ids=["wc_a"])
+    # Numbers as a client may send them, declared or not.
+    key.capabilities.extend(capabilities)  # type: ignore[arg-type]
+    return admin_pb2.CreateWorkKeyRequest(work_key=key)
+
+
+def test_a_repeated_enum_never_holds_its_unspecified_zero() -> None:
+    # It reached the servicer, whose Capability(…) conversion answered 500.
+    read = admin_pb2.WorkKey.READ
+    assert validation.validate(_work_key_request(read), NOW) == []
+    for capabilities, field in (
+        ((admin_pb2.WorkKey.CAPABILITY_UNSPECIFIED,), "work_key.capabilities[0]"),
+        ((read, 0), "work_key.capabilities[1]"),
+        ((read, 7), "work_key.capabilities[1]"),
+    ):
+        assert _by_field(validation.validate(_work_key_request(*capabilities), NOW)) == {
+            field: "must be one of READ, LEASE, WRITE"
+        }
 
 
 def test_wrapper_values(kit_pb2: ModuleType) -> None:

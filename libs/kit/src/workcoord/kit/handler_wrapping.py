@@ -24,12 +24,18 @@ _FACTORIES: dict[str, Callable[..., Handler]] = {
 }
 
 
-def rebuild_handler(handler: Handler, kind: str, behavior: Callable[..., Any]) -> Handler:
+def rebuild_handler(
+    handler: Handler,
+    kind: str,
+    behavior: Callable[..., Any],
+    request_deserializer: Callable[[bytes], Any] | None = None,
+) -> Handler:
     """A handler of the same ``kind`` (``unary_unary``, ``unary_stream``, …) and the same
-    serializers as ``handler``, running ``behavior``."""
+    serializers as ``handler`` (or ``request_deserializer`` in place of its own), running
+    ``behavior``."""
     return _FACTORIES[kind](
         behavior,
-        request_deserializer=handler.request_deserializer,
+        request_deserializer=request_deserializer or handler.request_deserializer,
         response_serializer=handler.response_serializer,
     )
 

@@ -2,9 +2,13 @@
 
 The REST transcoder and the MCP tools both fill requests through :func:`parse_json_into`, so a
 bad value answers the same field violation whichever door it came through. Conversion itself is
-``google.protobuf.json_format``; only the container checks it skips and the turning of its parse
-errors into field violations (proto field paths, as the coordinator's validator names them) are
-written here.
+``google.protobuf.json_format``; only the checks it skips and the turning of its parse errors
+into field violations (proto field paths, as the coordinator's validator names them) are
+written here. The checks it skips: containers of the right kind (it lets ``[]`` pass as a
+message), enum values that are exactly a declared name or number (it reads ``"SHIP\\u0000x"``
+as ``SHIP``, ``2.5`` as 2 and wraps 4294967297 to 1), free-form JSON nested deeper than
+:data:`~workcoord.kit.validation.MAX_JSON_DEPTH` (past it the coordinator could not decode the
+request), and RFC 3339 offsets.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from google.protobuf import message as _message
 
 from workcoord.kit.descriptors import descriptor_of, field_named, is_map, is_well_known
 from workcoord.kit.errors import FieldViolation, InvalidArgument
+from workcoord.kit.validation import JSON_TOO_DEEP, MAX_JSON_DEPTH
 
-__all__ = ["json_kind", "message_to_json", "parse_json_into"]
+__all__ = ["json_depth", "json_kind", "message_to_json", "parse_json_into"]
 
 _DESCRIPTION_LIMIT = 200
 
@@ -53,7 +58,12 @@ def parse_json_into(js: dict[str, Any], message: _message.Message) -> None:
 
     Raises :class:`InvalidArgument` naming the offending field (proto names, ``items[0].key``).
     """
-    text_error = _text_violation(js, descriptor_of(message), "")
+    try:
+        # Text first: a key that is not valid Unicode cannot even be looked up as a field.
+        text_error = _text_violation(js, descriptor_of(message), "")
+    except RecursionError:
+        # The text walk recurses; what nests this deep is refused whichever field it is in.
+        raise InvalidArgument([], "request is nested too deeply") from None
     if text_error is not None:
         if not text_error.field:
             raise InvalidArgument([], f"request {text_error.description}")
@@ -137,8 +147,9 @@ def _shown(text: str) -> str:
 def _shape_violation(
     js: dict[str, Any], descriptor: _descriptor.Descriptor, prefix: str
 ) -> FieldViolation | None:
-    """Objects where messages go, arrays where lists go: json_format lets ``[]`` pass as a
-    message, so the containers are checked before it runs (scalars are its business)."""
+    """Objects where messages go, arrays where lists go, declared enum values, free-form JSON
+    within :data:`MAX_JSON_DEPTH`: checked before json_format runs, which lets ``[]`` pass as a
+    message and reads some bad enum values as good ones (other scalars are its business)."""
     for key, value in js.items():
         field = field_named(descriptor, key) if isinstance(key, str) else None
         if field is None or value is None:
@@ -148,16 +159,27 @@ def _shape_violation(
         if is_map(field):
             if not isinstance(value, dict):
                 return FieldViolation(path, f"must be a JSON object, got {json_kind(value)}")
+            entry_value = message.fields_by_name["value"] if message is not None else None
+            for entry_key, item in value.items():
+                found = _leaf_violation(entry_value, item, f"{path}[{_shown(str(entry_key))}]")
+                if found is not None:
+                    return found
             continue
         if field.is_repeated:
             if not isinstance(value, list):
                 return FieldViolation(path, f"must be a JSON array, got {json_kind(value)}")
-            if message is not None and not is_well_known(field):
-                for index, item in enumerate(value):
-                    found = _message_shape(item, message, f"{path}[{index}]")
-                    if found is not None:
-                        return found
+            for index, item in enumerate(value):
+                at = f"{path}[{index}]"
+                if message is not None and not is_well_known(field):
+                    found = _message_shape(item, message, at)
+                else:
+                    found = _leaf_violation(field, item, at)
+                if found is not None:
+                    return found
             continue
+        found = _leaf_violation(field, value, path)
+        if found is not None:
+            return found
         if message is not None and message.full_name == _TIMESTAMP:
             if isinstance(value, str) and not _valid_offset(value):
                 return FieldViolation(
@@ -182,6 +204,64 @@ def _valid_offset(text: str) -> bool:
     if found is None or found.group("hours") is None:
         return found is not None
     return int(found.group("hours")) <= 23 and int(found.group("minutes")) <= 59
+
+
+_FREE_FORM = frozenset(
+    {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
+)
+
+
+def _leaf_violation(
+    field: _descriptor.FieldDescriptor | None, value: Any, path: str
+) -> FieldViolation | None:
+    """An enum value that is not exactly a declared one, or free-form JSON nested too deep."""
+    if field is None or value is None:
+        return None
+    if field.enum_type is not None:
+        return _enum_violation(field.enum_type, value, path)
+    free_form = field.message_type is not None and field.message_type.full_name in _FREE_FORM
+    if free_form and json_depth(value) > MAX_JSON_DEPTH:
+        return FieldViolation(path, JSON_TOO_DEEP)
+    return None
+
+
+# A JSON enum number is an int32 (proto3 JSON); json_format wraps larger ones modulo 2**32.
+_INT32 = range(-(2**31), 2**31)
+
+
+def _enum_violation(
+    enum: _descriptor.EnumDescriptor, value: Any, path: str
+) -> FieldViolation | None:
+    if isinstance(value, str):
+        # Exactly a declared name: the descriptor's lookup, like json_format, reads a name cut
+        # at a NUL ("SHIP\u0000x") as SHIP, so the name found must be the name given.
+        declared = enum.values_by_name.get(value)
+        known = declared is not None and declared.name == value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        known = value in _INT32 and value in enum.values_by_number
+    else:
+        known = False  # json_format truncates 2.5 to 2 and reads true as 1
+    if known:
+        return None
+    names = ", ".join(v.name for v in enum.values if v.number != 0)
+    return FieldViolation(path, f"must be one of {names}")
+
+
+def json_depth(value: Any) -> int:
+    """Levels of objects and arrays in decoded JSON (a scalar is 0, ``{}`` and ``[]`` are 1),
+    measured without recursion whatever the depth."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        current, depth = pending.pop()
+        if isinstance(current, dict):
+            pending.extend((item, depth + 1) for item in current.values())
+            depth += 1
+        elif isinstance(current, list):
+            pending.extend((item, depth + 1) for item in current)
+            depth += 1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _message_shape(

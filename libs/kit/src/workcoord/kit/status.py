@@ -4,8 +4,10 @@ Server side: :class:`ErrorInterceptor` answers every :class:`WorkcoordError` wit
 (``ErrorInfo`` + ``BadRequest`` details in the ``grpc-status-details-bin`` trailer) and turns any
 other exception into a bare INTERNAL, logged with its traceback but never sent to the caller. It
 also runs a service's per-call check (authentication, validation) before each method, so what
-the check refuses is answered the same way. Client side: :func:`error_from_rpc` rebuilds the
-typed error from the trailer.
+the check refuses is answered the same way. A request whose bytes protobuf cannot decode
+(malformed, or nested deeper than its decoder's 100 levels) is INVALID_ARGUMENT, where gRPC
+alone would answer UNKNOWN. Client side: :func:`error_from_rpc` rebuilds the typed error from
+the trailer.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, NoReturn, TypeAlias
 import grpc
 import grpc.aio
 from google.protobuf import any_pb2, json_format
+from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -27,6 +30,7 @@ from workcoord.kit.errors import (
     Code,
     FieldViolation,
     Internal,
+    InvalidArgument,
     WorkcoordError,
     error_class_for_code,
     error_class_for_reason,
@@ -37,6 +41,8 @@ from workcoord.kit.handler_wrapping import Handler, WrappingInterceptor, rebuild
 from workcoord.kit.wire import STATUS_DETAILS_KEY
 
 __all__ = [
+    "MAX_REPORTED_VIOLATIONS",
+    "OMITTED_VIOLATIONS_KEY",
     "CallCheck",
     "CheckFor",
     "ErrorInterceptor",
@@ -56,23 +62,56 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 
+# A status travels in gRPC trailers (its message percent-encoded in ``grpc-message``, its
+# details base64-encoded in ``grpc-status-details-bin``), and gRPC refuses trailers over
+# 8 KiB at random and over 16 KiB always, answering RESOURCE_EXHAUSTED in place of the error.
+# So what a status says is bounded: at most this many violations, within this many bytes of
+# text in all, each field path and description cut to the third limit, the message to the last.
+MAX_REPORTED_VIOLATIONS = 20
+_VIOLATION_BYTES = 3072
+_VIOLATION_TEXT_BYTES = 256
+_MESSAGE_BYTES = 512
+OMITTED_VIOLATIONS_KEY = "omittedViolations"
+"""``ErrorInfo.metadata`` key: how many violations a status left out (absent when none)."""
+
+
 def to_rpc_status(err: WorkcoordError) -> status_pb2.Status:
-    """Build the ``google.rpc.Status`` for ``err``: ErrorInfo always, BadRequest if violations."""
-    info = error_details_pb2.ErrorInfo(
-        reason=err.reason, domain=ERROR_DOMAIN, metadata=err.metadata
-    )
-    details = [_pack(info)]
-    if err.field_violations:
-        bad_request = error_details_pb2.BadRequest(
-            field_violations=[
-                error_details_pb2.BadRequest.FieldViolation(
-                    field=v.field, description=v.description
-                )
-                for v in err.field_violations
-            ]
+    """Build the ``google.rpc.Status`` for ``err``: ErrorInfo always, BadRequest if violations.
+
+    Bounded so it fits gRPC's trailers: the first :data:`MAX_REPORTED_VIOLATIONS` violations
+    (fewer if their text runs long), the count of the rest in ``ErrorInfo.metadata`` under
+    :data:`OMITTED_VIOLATIONS_KEY`, and long texts cut short.
+    """
+    shown: list[error_details_pb2.BadRequest.FieldViolation] = []
+    budget = _VIOLATION_BYTES
+    for violation in err.field_violations[:MAX_REPORTED_VIOLATIONS]:
+        field = _cut(violation.field, _VIOLATION_TEXT_BYTES)
+        description = _cut(violation.description, _VIOLATION_TEXT_BYTES)
+        budget -= len(field.encode()) + len(description.encode())
+        if budget < 0 and shown:
+            break
+        shown.append(
+            error_details_pb2.BadRequest.FieldViolation(field=field, description=description)
         )
-        details.append(_pack(bad_request))
-    return status_pb2.Status(code=int(err.code), message=err.message, details=details)
+    metadata = dict(err.metadata)
+    omitted = len(err.field_violations) - len(shown)
+    if omitted:
+        metadata[OMITTED_VIOLATIONS_KEY] = str(omitted)
+    info = error_details_pb2.ErrorInfo(reason=err.reason, domain=ERROR_DOMAIN, metadata=metadata)
+    details = [_pack(info)]
+    if shown:
+        details.append(_pack(error_details_pb2.BadRequest(field_violations=shown)))
+    message = _cut(err.message, _MESSAGE_BYTES)
+    return status_pb2.Status(code=int(err.code), message=message, details=details)
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` within ``limit`` UTF-8 bytes, ending in an ellipsis when it was cut."""
+    if len(text.encode()) <= limit:
+        return text
+    ellipsis = "…"
+    room = limit - len(ellipsis.encode())
+    return text.encode()[:room].decode(errors="ignore") + ellipsis
 
 
 def to_grpc_status(err: WorkcoordError) -> grpc.Status:
@@ -191,8 +230,41 @@ class ErrorInterceptor(WrappingInterceptor):
         for kind in ("unary_unary", "unary_stream", "stream_unary", "stream_stream"):
             behavior = getattr(handler, kind)
             if behavior is not None:
-                return rebuild_handler(handler, kind, _wrap_behavior(behavior, method, check))
+                reader = handler.request_deserializer
+                return rebuild_handler(
+                    handler,
+                    kind,
+                    _wrap_behavior(behavior, method, check),
+                    _tolerant(reader) if reader is not None and kind.startswith("unary") else None,
+                )
         return handler
+
+
+class _Undecodable:
+    """Stands for a request protobuf could not decode, so the method's wrapper can answer it."""
+
+
+_UNDECODABLE = _Undecodable()
+
+
+def _tolerant(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    """``deserialize``, answering :data:`_UNDECODABLE` instead of raising: gRPC would answer
+    a deserializer's exception UNKNOWN, and undecodable input is the caller's fault."""
+
+    def read(raw: bytes) -> Any:
+        try:
+            return deserialize(raw)
+        except DecodeError:
+            return _UNDECODABLE
+
+    return read
+
+
+def _refuse_undecodable(request: Any) -> None:
+    if request is _UNDECODABLE:
+        raise InvalidArgument(
+            [], "request is not a valid protobuf message (malformed, or nested too deeply)"
+        )
 
 
 def _wrap_behavior(
@@ -207,6 +279,7 @@ def _wrap_behavior(
             request: Any, context: grpc.aio.ServicerContext[Any, Any]
         ) -> AsyncIterator[Any]:
             try:
+                _refuse_undecodable(request)
                 if check is not None:
                     await check(request, context)
                 async for response in behavior(request, context):
@@ -219,6 +292,7 @@ def _wrap_behavior(
 
         async def unary_wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             try:
+                _refuse_undecodable(request)
                 if check is not None:
                     await check(request, context)
                 return await behavior(request, context)

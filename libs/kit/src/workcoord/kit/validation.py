@@ -25,10 +25,13 @@ Semantics, per field:
 
 Global defaults guard fields that state nothing: strings are capped at
 :data:`DEFAULT_MAX_STRING_LENGTH` characters, lists and maps at :data:`DEFAULT_MAX_ITEMS`
-entries, strings may not contain NUL (PostgreSQL cannot store it), enum values must be declared,
-and timestamps must lie within RFC 3339's years 0001-9999. Free-form JSON (``Struct``, ``Value``,
-``ListValue``) is walked too: no NUL in any key or string at any depth, and only finite numbers
-(JSON has no NaN or infinity; ``1e400`` overflows to one), so both databases refuse alike.
+entries, strings may not contain NUL (PostgreSQL cannot store it), enum values must be declared
+(and an element of a repeated enum, or a map's enum value, is never the ``*_UNSPECIFIED`` zero:
+it would stand for nothing), and timestamps must lie within RFC 3339's years 0001-9999.
+Free-form JSON (``Struct``, ``Value``, ``ListValue``) is walked too: at most
+:data:`MAX_JSON_DEPTH` levels of objects and arrays, no NUL in any key or string at any depth,
+and only finite numbers (JSON has no NaN or infinity; ``1e400`` overflows to one), so both
+databases refuse alike.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ from workcoord.kit.secrets import looks_like_credential
 __all__ = [
     "DEFAULT_MAX_ITEMS",
     "DEFAULT_MAX_STRING_LENGTH",
+    "JSON_TOO_DEEP",
+    "MAX_JSON_DEPTH",
     "prepare",
     "raise_if_invalid",
     "rules_for",
@@ -61,6 +66,20 @@ __all__ = [
 
 DEFAULT_MAX_STRING_LENGTH = 4096
 DEFAULT_MAX_ITEMS = 1000
+MAX_JSON_DEPTH = 20
+"""How deeply free-form JSON (a ``Struct``, ``Value`` or ``ListValue`` field) may nest objects
+and arrays, the field's own object counting as one. The gateway and the MCP tools refuse deeper
+JSON while reading it (:mod:`workcoord.kit.proto_json`) and the coordinator refuses it in any
+request; one limit, so no request passes one side and fails the other.
+
+Why 20: protobuf's decoders (upb, which Python's protobuf uses, and by default C++'s and
+Java's) refuse a message nested more than 100 levels deep, and each JSON object in a ``Struct``
+costs three of them (the ``Struct``, its map entry, the ``Value``). The deepest ``Struct`` in
+the API sits a few messages down (a leased item's ``inputs`` in a ``LeaseResponse``), so 20
+keeps every request and every response that carries one well inside what every decoder reads
+(``tests/unit/test_json_depth.py`` proves it for every ``Struct`` field of the API)."""
+JSON_TOO_DEEP = f"must nest at most {MAX_JSON_DEPTH} levels of JSON objects and arrays"
+"""The violation of :data:`MAX_JSON_DEPTH`, worded alike wherever it is found."""
 
 # RFC 3339 covers 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59.999999999Z.
 _MIN_TIMESTAMP_SECONDS = -62_135_596_800
@@ -216,13 +235,13 @@ def _compile_field(field: FieldDescriptor) -> _FieldPlan:
     if message_type is not None and message_type.GetOptions().map_entry:
         key_field = message_type.fields_by_name["key"]
         value_field = message_type.fields_by_name["value"]
-        value = _compile_value(value_field, rules, field.full_name, hint)
+        value = _compile_value(value_field, rules, field.full_name, hint, in_container=True)
         # String rules on a map of non-strings can only be meant for its keys.
         key_rules = rules if value.kind is not _Kind.STRING else None
         key = _compile_value(key_field, key_rules, field.full_name, hint)
         container = _Container.MAP
     else:
-        value = _compile_value(field, rules, field.full_name, hint)
+        value = _compile_value(field, rules, field.full_name, hint, in_container=field.is_repeated)
         key = None
         container = _Container.REPEATED if field.is_repeated else _Container.SINGLE
     max_items = DEFAULT_MAX_ITEMS
@@ -245,7 +264,12 @@ def _compile_value(
     rules: field_rules_pb2.FieldRules | None,
     owner: str,
     hint: str,
+    *,
+    in_container: bool = False,
 ) -> _ValueCheck:
+    """The checks of one value of ``field``; ``in_container`` for a list element or a map
+    value, where an enum's zero (``*_UNSPECIFIED``) is refused: there it cannot mean "not
+    set", only nothing at all (and the domain has no value to map it to)."""
     kind = _kind_of(field)
     minimum = rules.min if rules is not None and rules.has_min else None
     maximum = rules.max if rules is not None and rules.has_max else None
@@ -261,7 +285,9 @@ def _compile_value(
     enum_numbers: frozenset[int] = frozenset()
     enum_names = ""
     if kind is _Kind.ENUM and field.enum_type is not None:
-        enum_numbers = frozenset(v.number for v in field.enum_type.values)
+        enum_numbers = frozenset(
+            v.number for v in field.enum_type.values if v.number != 0 or not in_container
+        )
         enum_names = ", ".join(v.name for v in field.enum_type.values if v.number != 0)
     inner = None
     if kind is _Kind.WRAPPER and field.message_type is not None:
@@ -415,7 +441,11 @@ _MAX_JSON_VIOLATIONS = 5
 
 
 def _check_json(value: Message, path: str, out: list[FieldViolation]) -> None:
-    """NUL characters and non-finite numbers anywhere in a Struct, Value or ListValue."""
+    """Nesting deeper than :data:`MAX_JSON_DEPTH`, NUL characters and non-finite numbers
+    anywhere in a Struct, Value or ListValue."""
+    if _json_depth(value) > MAX_JSON_DEPTH:
+        out.append(FieldViolation(path, JSON_TOO_DEEP))
+        return
     found = 0
     pending: list[tuple[Message, str]] = [(value, path)]
     while pending and found < _MAX_JSON_VIOLATIONS:
@@ -444,6 +474,28 @@ def _check_json(value: Message, path: str, out: list[FieldViolation]) -> None:
         if problem:
             out.append(FieldViolation(at, problem))
             found += 1
+
+
+def _json_depth(value: Message) -> int:
+    """Levels of objects (Structs) and arrays (ListValues) in free-form JSON, counted as its
+    JSON text nests them (a Value is no level of its own)."""
+    deepest = 0
+    pending: list[tuple[Message, int]] = [(value, 0)]
+    while pending:
+        current, depth = pending.pop()
+        name = current.DESCRIPTOR.full_name
+        if name == "google.protobuf.Struct":
+            depth += 1
+            pending.extend((v, depth) for v in current.fields.values())  # type: ignore[attr-defined]
+        elif name == "google.protobuf.ListValue":
+            depth += 1
+            pending.extend((v, depth) for v in current.values)  # type: ignore[attr-defined]
+        elif name == "google.protobuf.Value":
+            which = current.WhichOneof("kind")
+            if which in ("struct_value", "list_value"):
+                pending.append((getattr(current, which), depth))
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _check_string(

@@ -190,7 +190,7 @@ class Tenancy:
         self, principal: Principal, org_slug: str, size: int, token: str
     ) -> Page[MemberRecord]:
         require_org_role(principal, org_slug, admin=False)
-        request = PageRequest.parse(size, token)
+        request = PageRequest.parse(size, token, ("ListOrgMembers", org_slug))
         async with self.engine.store.read() as reader:
             if await reader.get_org(org_slug) is None:
                 raise NotFound(f"org {org_slug!r} not found")
@@ -294,7 +294,7 @@ class Tenancy:
                 # Who may not see the coordinator learns only that (NOT_FOUND).
                 await self.engine.coordinator_for(reader, principal, coordinator_id)
             raise PermissionDenied("only humans read grants")
-        request = PageRequest.parse(size, token)
+        request = PageRequest.parse(size, token, ("ListGrants", coordinator_id))
         async with self.engine.store.read() as reader:
             await self.engine.coordinator_for(reader, principal, coordinator_id)
             rows = await reader.list_grants(coordinator_id, request.after_id, request.fetch)

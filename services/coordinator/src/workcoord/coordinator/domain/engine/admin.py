@@ -135,7 +135,7 @@ class AdminCommands(EngineCore):
         return org
 
     async def list_orgs(self, principal: Principal, size: int, token: str) -> Page[OrgRecord]:
-        request = PageRequest.parse(size, token)
+        request = PageRequest.parse(size, token, ("ListOrgs",))
         async with self.store.read() as reader:
             orgs = await reader.list_orgs(request.after_id, request.fetch)
         visible = [o for o in orgs if can_see_org(principal, o.slug)]
@@ -174,7 +174,7 @@ class AdminCommands(EngineCore):
 
     async def list_users(self, principal: Principal, size: int, token: str) -> Page[UserRecord]:
         require_platform_admin(principal)
-        request = PageRequest.parse(size, token)
+        request = PageRequest.parse(size, token, ("ListUsers",))
         async with self.store.read() as reader:
             users = await reader.list_users(request.after_id, request.fetch)
         return request.page(users, lambda u: [u.user_id])
@@ -293,7 +293,7 @@ class AdminCommands(EngineCore):
                     "org_slug", "is required unless you are a platform admin"
                 )
             require_org_admin(principal, org_slug)
-        request = PageRequest.parse(size, token)
+        request = PageRequest.parse(size, token, ("ListWorkKeys", org_slug))
         async with self.store.read() as reader:
             keys = await reader.list_work_keys(org_slug, request.after_id, request.fetch)
         return request.page(keys, lambda k: [k.key_id])

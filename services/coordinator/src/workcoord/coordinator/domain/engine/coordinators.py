@@ -108,7 +108,7 @@ class CoordinatorCommands(Transitions):
     async def list_coordinators(
         self, principal: Principal, org_slug: str, size: int, token: str
     ) -> Page[Coordinator]:
-        request = PageRequest.parse(size, token)
+        request = PageRequest.parse(size, token, ("ListWorkCoordinators", org_slug))
         slugs = [org_slug] if org_slug else None
         async with self.store.read() as reader:
             found = await reader.list_coordinators(request.after_id, 10_000, slugs)

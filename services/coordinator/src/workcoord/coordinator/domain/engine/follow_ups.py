@@ -130,7 +130,8 @@ class FollowUps(EngineCore):
         size: int,
         token: str,
     ) -> Page[PendingAction]:
-        request = PageRequest.parse(size, token)
+        scope = ("ListPendingActions", coordinator_id, state.value if state is not None else "")
+        request = PageRequest.parse(size, token, scope)
         async with self.store.read() as reader:
             await self.coordinator_for(reader, principal, coordinator_id)
             actions = await reader.list_pending_actions(

@@ -206,7 +206,8 @@ class LaneCommands(Transitions):
         size: int,
         token: str,
     ) -> Page[LaneDetail]:
-        request = PageRequest.parse(size, token)
+        scope = ("ListLanes", coordinator_id, state.value if state is not None else "")
+        request = PageRequest.parse(size, token, scope)
         after = request.after_time_and_id()
         async with self.store.read() as reader:
             coordinator = await self.coordinator_for(reader, principal, coordinator_id)

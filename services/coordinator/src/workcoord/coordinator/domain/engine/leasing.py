@@ -79,7 +79,7 @@ class LeasingCommands(WorkerFences):
     async def list_workers(
         self, principal: Principal, coordinator_id: str, size: int, token: str
     ) -> Page[Worker]:
-        request = PageRequest.parse(size, token)
+        request = PageRequest.parse(size, token, ("ListWorkers", coordinator_id))
         async with self.store.read() as reader:
             await self.coordinator_for(reader, principal, coordinator_id)
             workers = await reader.list_workers(coordinator_id, request.after_id, request.fetch)

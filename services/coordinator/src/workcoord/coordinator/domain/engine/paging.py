@@ -1,10 +1,15 @@
 """Page tokens and page sizes of the list calls (pure: no I/O).
 
 A page token is the sort key of the last row handed out (a JSON list, URL-safe base64) and an
-HMAC of it, so tokens are opaque to callers: a garbled or forged one is refused as
-INVALID_ARGUMENT naming ``page_token`` before any of it reaches a query. The signing key is
-the installation's (kept in its database, loaded at start-up by :func:`install_page_token_key`)
-so every replica reads every other's tokens. Until one is installed a key of the process is
+HMAC of it and of the list it pages (its :data:`PageScope`: the RPC, the work coordinator or org
+and the filters), so tokens are opaque to callers and good for one list only: a garbled or
+forged token, or one of another list, another work coordinator or other filters, is refused as
+INVALID_ARGUMENT naming ``page_token`` before any of it reaches a query. (A sort key of one list
+read as another's would page from a wrong place, or read rows by a key the caller never saw.)
+
+The signing key is the installation's (a random secret kept in its database, created on first
+start and loaded by :func:`install_page_token_key`), so every replica reads every other's
+tokens and another installation's are refused. Until one is installed a key of the process is
 used; keys installed once stay accepted, so coordinators of several databases in one process
 (tests) read their own tokens.
 """
@@ -29,6 +34,10 @@ from ..ports import LaneStamp
 from ..specs import Page
 
 _T = TypeVar("_T")
+
+PageScope = tuple[str, ...]
+"""What a page token is bound to: the list's RPC name, then the work coordinator (or org) and
+the filters that shape the list, in a fixed order (``("ListLanes", coordinator_id, state)``)."""
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -58,17 +67,24 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode((text + "=" * (-len(text) % 4)).encode())
 
 
-def _mac(key: bytes, payload: str) -> bytes:
-    return hmac.new(key, payload.encode(), hashlib.sha256).digest()[:_MAC_BYTES]
+def _mac(key: bytes, scope: PageScope, payload: str) -> bytes:
+    # JSON keeps the parts apart whatever they hold (a filter may contain any character).
+    signed = json.dumps([*scope, payload], separators=(",", ":")).encode()
+    return hmac.new(key, signed, hashlib.sha256).digest()[:_MAC_BYTES]
 
 
-def encode_page_token(key: Sequence[Any]) -> str:
+def encode_page_token(key: Sequence[Any], scope: PageScope) -> str:
+    """The token resuming after sort key ``key``, good only for the list ``scope`` names."""
     payload = _b64(json.dumps(list(key), separators=(",", ":")).encode())
-    return f"{payload}.{_b64(_mac(_KEYS[-1], payload))}"
+    return f"{payload}.{_b64(_mac(_KEYS[-1], scope, payload))}"
 
 
 def _foreign_token() -> InvalidArgument:
-    return InvalidArgument.single("page_token", "is not a token this server issued")
+    return InvalidArgument.single(
+        "page_token",
+        "is not a page token of this list: pass the next_page_token of the same call, on the "
+        "same work coordinator, with the same filters",
+    )
 
 
 def _is_key_part(value: Any) -> bool:
@@ -79,8 +95,9 @@ def _is_key_part(value: Any) -> bool:
     return isinstance(value, str)
 
 
-def decode_page_token(token: str) -> list[Any]:
-    """The sort key of a token this installation issued; INVALID_ARGUMENT for anything else."""
+def decode_page_token(token: str, scope: PageScope) -> list[Any]:
+    """The sort key of a token this installation issued for the list ``scope`` names;
+    INVALID_ARGUMENT for anything else."""
     if not token:
         return []
     payload, dot, mac = token.partition(".")
@@ -88,7 +105,7 @@ def decode_page_token(token: str) -> list[Any]:
         raise _foreign_token()
     try:
         signature = _unb64(mac)
-        if not any(hmac.compare_digest(signature, _mac(k, payload)) for k in _KEYS):
+        if not any(hmac.compare_digest(signature, _mac(k, scope, payload)) for k in _KEYS):
             raise _foreign_token()
         value = json.loads(_unb64(payload))
     except (ValueError, UnicodeDecodeError, binascii.Error) as exc:
@@ -114,25 +131,30 @@ def lane_key(lane: Lane | LaneStamp) -> list[Any]:
     return [iso(lane.create_time), lane.lane_id]
 
 
-def page_of(rows: list[_T], limit: int, key: Callable[[_T], list[Any]]) -> Page[_T]:
+def page_of(
+    rows: list[_T], limit: int, key: Callable[[_T], list[Any]], scope: PageScope
+) -> Page[_T]:
     """The first ``limit`` of ``rows`` (fetched one more than asked for) and the token of the
-    next page, empty when there is none."""
+    next page of the list ``scope`` names, empty when there is none."""
     if len(rows) > limit:
-        return Page(rows[:limit], encode_page_token(key(rows[limit - 1])))
+        return Page(rows[:limit], encode_page_token(key(rows[limit - 1]), scope))
     return Page(rows, "")
 
 
 @dataclass(frozen=True, slots=True)
 class PageRequest:
-    """A list call's page size and the sort key its page token resumes after."""
+    """A list call's page size, the sort key its page token resumes after, and the list the
+    token is bound to (the next page's token is bound to the same)."""
 
     limit: int
     after: list[Any]
+    scope: PageScope
 
     @classmethod
-    def parse(cls, size: int, token: str) -> PageRequest:
-        """The requested page: ``size`` checked and capped, ``token`` decoded."""
-        return cls(page_size(size), decode_page_token(token))
+    def parse(cls, size: int, token: str, scope: PageScope) -> PageRequest:
+        """The requested page of the list ``scope`` names: ``size`` checked and capped,
+        ``token`` decoded (refused unless issued for that very list)."""
+        return cls(page_size(size), decode_page_token(token, scope), scope)
 
     @property
     def fetch(self) -> int:
@@ -168,4 +190,4 @@ class PageRequest:
 
     def page(self, rows: list[_T], key: Callable[[_T], list[Any]]) -> Page[_T]:
         """The page of ``rows`` (read with :attr:`fetch`) and the next page's token."""
-        return page_of(rows, self.limit, key)
+        return page_of(rows, self.limit, key, self.scope)

@@ -37,7 +37,8 @@ class Reads(EngineCore):
     ) -> EventPage:
         """Events after ``since_revision`` (or the page token), optionally of one lane or item,
         with the coordinator's revision at the time of reading."""
-        request = PageRequest.parse(size, token)
+        # since_revision only starts the log; a token resumes it past its own revision.
+        request = PageRequest.parse(size, token, ("ListEvents", coordinator_id, lane_id, item_id))
         since = request.after_revision(since_revision)
         async with self.store.read() as reader:
             coordinator = await self.coordinator_for(reader, principal, coordinator_id)
@@ -117,7 +118,8 @@ class Reads(EngineCore):
         async with self.store.read() as reader:
             coordinator = await self.coordinator_for(reader, principal, coordinator_id)
             # The token is read only once the caller may see the coordinator.
-            request = PageRequest(limit, decode_page_token(token))
+            scope = ("GetView", coordinator_id)
+            request = PageRequest(limit, decode_page_token(token, scope), scope)
             stamps = await reader.lane_stamps(
                 coordinator_id, request.after_time_and_id(), request.fetch
             )
