@@ -126,10 +126,13 @@ class _Builder:
         if parameters:
             operation["parameters"] = parameters
         if route.body:
+            schema, description = self._body_schema(route)
             operation["requestBody"] = {
                 "required": route.body != "*" or self._has_required(request, route),
-                "content": {"application/json": {"schema": self._body_schema(route)}},
+                "content": {"application/json": {"schema": schema}},
             }
+            if description:
+                operation["requestBody"]["description"] = description
         if route.streaming:
             operation["description"] = (
                 (comment + "\n\n" if comment else "")
@@ -210,21 +213,28 @@ class _Builder:
         visit(route.method.input_type, [], 0)
         return parameters
 
-    def _body_schema(self, route: Route) -> dict[str, Any]:
+    def _body_schema(self, route: Route) -> tuple[dict[str, Any], str]:
+        """The body's schema and description (the bound field's words, when a field is)."""
         request = route.method.input_type
-        if route.body != "*":
-            field = request.fields_by_name[route.body]
-            if _UPDATE_MASK in request.fields_by_name and field.message_type is not None:
-                # A PATCH body names only what changes (update_mask): the resource's own
-                # required fields are required when it is created, not here.
-                schema = self.messages.message_schema(field.message_type)
-                schema.pop("required", None)
-                self.messages.describe(schema, field)
-                return schema
-            return self.messages.field_schema(field)
-        # The whole request minus what the path binds (the path wins if both are sent).
-        bound = frozenset(p.split(".")[0] for p in route.path_fields)
-        return self.messages.message_schema(request, exclude=bound)
+        if route.body == "*":
+            # The whole request minus what the path binds (the path wins if both are sent).
+            bound = frozenset(p.split(".")[0] for p in route.path_fields)
+            return self.messages.message_schema(request, exclude=bound), ""
+        field = request.fields_by_name[route.body]
+        words: dict[str, Any] = {}
+        self.messages.describe(words, field)
+        description = str(words.get("description", ""))
+        if field.message_type is None or field.is_repeated:
+            return self.messages.field_schema(field), ""
+        if _UPDATE_MASK in request.fields_by_name:
+            # A PATCH body names only what changes (update_mask): the resource's own required
+            # fields are required when it is created, not here.
+            schema = self.messages.message_schema(field.message_type)
+            schema.pop("required", None)
+            return schema, description
+        # A plain reference (the words go on the body): tools that walk a body's properties,
+        # such as schemathesis's body parameters, do not look inside an allOf wrapper.
+        return self.messages.ref(field.message_type), description
 
     def _response_schema(self, route: Route) -> dict[str, Any]:
         response = route.method.output_type
