@@ -43,8 +43,9 @@ _EXCLUDED_PATHS = r"/ws$|^/v1/settings$"
 # Pinned parameters: the real coordinator and org, in paths and in bodies that name them (random
 # ones only ever find "not found", never the code behind it), an expiry a week ahead (keys,
 # tokens and grants must expire in the future: random times are refused before anything else
-# runs), and no long-poll (a Lease waiting up to 60 s for work that never comes would spend the
-# budget). A 501 is a documented UNIMPLEMENTED (google_rpc_status checks its reason).
+# runs), the coordinator's switch left on (switched off, every later call would only answer
+# COORDINATION_DISABLED), and no long-poll (a Lease waiting up to 60 s for work that never comes
+# would spend the budget). A 501 or 503 must be a documented one (google_rpc_status checks).
 _CONFIG = """\
 [parameters]
 "path.coordinatorId" = "{cid}"
@@ -53,9 +54,10 @@ _CONFIG = """\
 "body.orgSlug" = "{org}"
 "body.waitSeconds" = 0
 "body.expireTime" = "{expire}"
+"body.enabled" = true
 
 [checks.not_a_server_error]
-expected-statuses = ["2xx", "3xx", "4xx", "501"]
+expected-statuses = ["2xx", "3xx", "4xx", "501", "503"]
 """
 
 
@@ -98,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         failed |= exit_code != 0
         _report(credential, exit_code, summary)
     total = sum(s.get("requests", 0) for _, s in results)
-    errors = sum(len(s.get("server_errors", [])) for _, s in results)
+    errors = sum(sum(s.get("server_errors", {}).values()) for _, s in results)
     malformed = sum(len(s.get("malformed", [])) for _, s in results)
     print(f"total: {total} requests, {errors} 5xx, {malformed} malformed errors")
     print("fuzz-rest: " + ("FAILED" if failed else "OK"))
@@ -199,11 +201,12 @@ def _report(credential: Credential, exit_code: int, summary: dict[str, Any]) -> 
     print(f"  schema-valid requests refused with 400: {sum(refused.values())}")
     for label, count in refused.items():
         print(f"    {count:4d} {label}")
-    for label, count in summary.get("unimplemented", {}).items():
-        print(f"  501 UNIMPLEMENTED {count:4d} {label}")
-    for kind in ("server_errors", "malformed"):
-        for line in summary.get(kind, []):
-            print(f"  {kind}: {line}")
+    for label, count in summary.get("documented_5xx", {}).items():
+        print(f"  documented {label}: {count}")
+    for line, count in summary.get("server_errors", {}).items():
+        print(f"  5xx {count:4d} x {line}")
+    for line in summary.get("malformed", []):
+        print(f"  malformed: {line}")
 
 
 if __name__ == "__main__":
