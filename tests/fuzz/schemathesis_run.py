@@ -40,21 +40,28 @@ REPO = Path(__file__).resolve().parents[2]
 # (the kill switch would stop every later request of the run).
 _EXCLUDED_PATHS = r"/ws$|^/v1/settings$"
 
-# Pinned parameters: the real coordinator and org, in paths and in bodies that name them (random
-# ones only ever find "not found", never the code behind it), an expiry a week ahead (keys,
-# tokens and grants must expire in the future: random times are refused before anything else
-# runs), the coordinator's switch left on (switched off, every later call would only answer
+# Pinned parameters: the real coordinator and org, in paths and in the bodies that create in
+# them (random ones only ever find "not found", never the code behind it; not in every body: an
+# org in a PATCH body is a change the server refuses), an expiry a week ahead (keys, tokens and
+# grants must expire in the future: random times are refused before anything else runs), the
+# coordinator's switch left on (switched off, every later call would only answer
 # COORDINATION_DISABLED), and no long-poll (a Lease waiting up to 60 s for work that never comes
 # would spend the budget). A 501 or 503 must be a documented one (google_rpc_status checks).
 _CONFIG = """\
 [parameters]
 "path.coordinatorId" = "{cid}"
 "path.orgSlug" = "{org}"
-"body.coordinatorIds" = ["{cid}"]
-"body.orgSlug" = "{org}"
 "body.waitSeconds" = 0
 "body.expireTime" = "{expire}"
 "body.enabled" = true
+
+[[operations]]
+include-operation-id = "AdminService_CreateWorkKey"
+parameters = {{ "body.coordinatorIds" = ["{cid}"], "body.orgSlug" = "{org}" }}
+
+[[operations]]
+include-operation-id = "WorkCoordinatorService_CreateWorkCoordinator"
+parameters = {{ "body.orgSlug" = "{org}" }}
 
 [checks.not_a_server_error]
 expected-statuses = ["2xx", "3xx", "4xx", "501", "503"]
