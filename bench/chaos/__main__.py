@@ -94,8 +94,9 @@ async def soak(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
                 record = await faults.inject(kind, target)
                 injected += 1
                 took = record.recovery_seconds
+                hit = record.target + (" (the leader)" if record.leader else "")
                 say(
-                    f"t={record.at_seconds:5.1f}s {kind} {target}: answering again after "
+                    f"t={record.at_seconds:5.1f}s {kind} {hit}: answering again after "
                     + ("NEVER" if took is None else f"{took:.2f} s")
                 )
                 next_slot = soak_began + warmup + injected * spacing

@@ -78,4 +78,7 @@ def test_a_60_second_soak_has_no_violation() -> None:
     assert result["unrecovered_faults"] == [], output
     kinds = {fault["kind"] for fault in result["faults"]}
     assert kinds == {"coordinator", "gateway", "recovery", "redis", "postgres"}, output
+    # Each recovery fault killed the replica leading at that moment, not a fixed one.
+    recoveries = [fault for fault in result["faults"] if fault["kind"] == "recovery"]
+    assert all(fault.get("leader") is True for fault in recoveries), output
     assert result["writes_acknowledged"] > 0, output

@@ -59,7 +59,8 @@ def test_limits_are_published() -> None:
         300,
     )
     assert (properties["maxItems"]["minimum"], properties["maxItems"]["maximum"]) == (1, 100)
-    assert set(body["required"]) == {"workerId", "workerClass"}
+    # leaseSeconds and maxItems too: an unsent one reads as 0, which is out of its bounds.
+    assert set(body["required"]) == {"workerId", "workerClass", "leaseSeconds", "maxItems"}
     worker = _schema(document, "Worker")["properties"]
     assert worker["workerId"]["maxLength"] == 128
     assert worker["workerId"]["pattern"] == "^(?:[A-Za-z0-9][A-Za-z0-9._:@-]{0,127})$"
@@ -94,7 +95,11 @@ def test_types_follow_the_proto3_json_mapping() -> None:
     capacity = _schema(document, "WorkCoordinator")["properties"]["classCapacity"]
     assert capacity["additionalProperties"]["maximum"] == 10000
     policy = _schema(document, "RetryPolicy")["properties"]
-    assert policy["initialInterval"]["pattern"] == r"^-?[0-9]+(\.[0-9]+)?s$"
+    # A Duration without bounds keeps the mapping's pattern; bounded ones get their own.
+    report = _schema(document, "MaintenanceReport")["properties"]
+    assert report["duration"]["pattern"] == r"^-?[0-9]+(\.[0-9]+)?s$"
+    interval = re.compile(policy["initialInterval"]["pattern"])
+    assert interval.fullmatch("1.5s") and not interval.fullmatch("86401s")
     assert policy["backoffCoefficient"]["type"] == "number"
     _, _, events = _operations(document)["WorkCoordinatorService_ListEvents"]
     query = {p["name"]: p for p in events["parameters"] if p["in"] == "query"}

@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 from workcoord.api.v1 import lane_pb2, worker_pb2
 from workcoord.kit.descriptors import api_file_descriptors, is_output_only, method_descriptor
 from workcoord.kit.errors import InvalidArgument, LeaseLost
-from workcoord.kit.json_schema import field_rules, schema_name
+from workcoord.kit.json_schema import is_required, schema_name
 from workcoord.kit.mcp_tools import TOOL_RPCS, McpTool, error_body, mcp_tools, tool_named
 
 _DEFS = "#/$defs/"
@@ -84,7 +84,7 @@ def test_every_schema_field_is_a_request_field_by_its_json_name(tool: McpTool) -
         # Every input field of the message is offered, and nothing else.
         offered = {name for name, field in fields.items() if not is_output_only(field)}
         assert set(properties) == offered, message.full_name
-        required = [name for name, field in fields.items() if field_rules(field).required]
+        required = [name for name, field in fields.items() if is_required(field)]
         assert node.get("required", []) == [name for name in required if name in offered]
         for name in offered:
             target = fields[name].message_type

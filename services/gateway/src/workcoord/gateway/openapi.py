@@ -27,7 +27,7 @@ from workcoord.kit.json_schema import (
     QUERYABLE_WELL_KNOWN,
     WELL_KNOWN,
     SchemaBuilder,
-    field_rules,
+    is_required,
 )
 
 __all__ = ["build_openapi", "openapi_document"]
@@ -38,6 +38,7 @@ _FD = _descriptor.FieldDescriptor
 _REF = "#/components/schemas/"
 _STATUS = "Status"
 _QUERY_DEPTH = 3
+_UPDATE_MASK = "update_mask"
 # Message types a query string never reaches into (they have a JSON form of their own).
 _OPAQUE = frozenset({*WELL_KNOWN, "google.protobuf.Any"})
 
@@ -97,7 +98,9 @@ def build_openapi(table: RouteTable, *, title: str = "workcoord API") -> dict[st
 class _Builder:
     def __init__(self, comments: dict[str, str]) -> None:
         self.comments = comments
-        self.messages = SchemaBuilder(comments, ref_prefix=_REF)
+        # Every message lists its required fields: the validator checks them in every message
+        # a request carries, at any depth (a PATCH body is the one exception, see _body_schema).
+        self.messages = SchemaBuilder(comments, ref_prefix=_REF, required_everywhere=True)
         self.schemas = self.messages.schemas
         self.tags: dict[str, str] = {}
 
@@ -123,10 +126,13 @@ class _Builder:
         if parameters:
             operation["parameters"] = parameters
         if route.body:
+            schema, description = self._body_schema(route)
             operation["requestBody"] = {
                 "required": route.body != "*" or self._has_required(request, route),
-                "content": {"application/json": {"schema": self._body_schema(route)}},
+                "content": {"application/json": {"schema": schema}},
             }
+            if description:
+                operation["requestBody"]["description"] = description
         if route.streaming:
             operation["description"] = (
                 (comment + "\n\n" if comment else "")
@@ -149,7 +155,7 @@ class _Builder:
 
     def _has_required(self, request: _descriptor.Descriptor, route: Route) -> bool:
         return any(
-            field_rules(field).required
+            is_required(field)
             for field in request.fields
             if field.name not in {p.split(".")[0] for p in route.path_fields}
         )
@@ -195,7 +201,7 @@ class _Builder:
                 parameter: dict[str, Any] = {
                     "name": ".".join(f.json_name for f in chain),
                     "in": "query",
-                    "required": False,
+                    "required": not prefix and is_required(field),
                     "schema": schema,
                 }
                 if is_repeated(field):
@@ -207,14 +213,28 @@ class _Builder:
         visit(route.method.input_type, [], 0)
         return parameters
 
-    def _body_schema(self, route: Route) -> dict[str, Any]:
+    def _body_schema(self, route: Route) -> tuple[dict[str, Any], str]:
+        """The body's schema and description (the bound field's words, when a field is)."""
         request = route.method.input_type
-        if route.body != "*":
-            field = request.fields_by_name[route.body]
-            return self.messages.field_schema(field)
-        # The whole request minus what the path binds (the path wins if both are sent).
-        bound = frozenset(p.split(".")[0] for p in route.path_fields)
-        return self.messages.message_schema(request, exclude=bound)
+        if route.body == "*":
+            # The whole request minus what the path binds (the path wins if both are sent).
+            bound = frozenset(p.split(".")[0] for p in route.path_fields)
+            return self.messages.message_schema(request, exclude=bound), ""
+        field = request.fields_by_name[route.body]
+        words: dict[str, Any] = {}
+        self.messages.describe(words, field)
+        description = str(words.get("description", ""))
+        if field.message_type is None or field.is_repeated:
+            return self.messages.field_schema(field), ""
+        if _UPDATE_MASK in request.fields_by_name:
+            # A PATCH body names only what changes (update_mask): the resource's own required
+            # fields are required when it is created, not here.
+            schema = self.messages.message_schema(field.message_type)
+            schema.pop("required", None)
+            return schema, description
+        # A plain reference (the words go on the body): tools that walk a body's properties,
+        # such as schemathesis's body parameters, do not look inside an allOf wrapper.
+        return self.messages.ref(field.message_type), description
 
     def _response_schema(self, route: Route) -> dict[str, Any]:
         response = route.method.output_type
