@@ -6,6 +6,7 @@ It authenticates bearer tokens from a fixed table, keeps a leadership table on a
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -76,6 +77,7 @@ class FakeCoordinatorState:
     acquire_calls: list[str] = field(default_factory=list)
     release_calls: list[str] = field(default_factory=list)
     list_calls: int = 0
+    run_gate: asyncio.Event | None = None  # when set here, RunMaintenance waits for it
 
     def principal(self, context: _Context) -> admin_pb2.Principal:
         for key, value in context.invocation_metadata() or ():
@@ -127,6 +129,8 @@ class FakeMaintenance(maintenance_pb2_grpc.MaintenanceServiceServicer):
                 if key in ("authorization", "x-workcoord-session", "x-workcoord-csrf")
             }
         )
+        if self.state.run_gate is not None:
+            await self.state.run_gate.wait()
         failure = self.state.failures.get(request.coordinator_id)
         if failure is not None:
             raise failure

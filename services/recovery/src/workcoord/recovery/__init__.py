@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from workcoord.recovery.recoverer import (
+    DEFAULT_LEADERSHIP_SECONDS,
     LEADERSHIP_NAME,
     CoordinatorPassRecord,
     Recoverer,
     SleepFunction,
     default_replica_id,
-    leadership_lease_seconds,
 )
 from workcoord.recovery.server import RunningRecovery, main, serve, start_recovery
 from workcoord.recovery.servicer import RecoveryServicer
 
 __all__ = [
+    "DEFAULT_LEADERSHIP_SECONDS",
     "LEADERSHIP_NAME",
     "CoordinatorPassRecord",
     "Recoverer",
@@ -21,7 +22,6 @@ __all__ = [
     "RunningRecovery",
     "SleepFunction",
     "default_replica_id",
-    "leadership_lease_seconds",
     "main",
     "serve",
     "start_recovery",
