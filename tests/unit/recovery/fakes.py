@@ -70,6 +70,8 @@ class FakeCoordinatorState:
     platform_enabled: bool = True
     targets: list[str] = field(default_factory=list)
     failures: dict[str, WorkcoordError] = field(default_factory=dict)
+    # Steps a coordinator's pass reports failed (the rest of its pass runs).
+    step_failures: dict[str, list[recovery_pb2.StepFailure]] = field(default_factory=dict)
     principals: dict[str, admin_pb2.Principal] = field(default_factory=_principals)
     runs: list[tuple[str, str]] = field(default_factory=list)  # (coordinator id, authorization)
     forwarded: list[dict[str, str]] = field(default_factory=list)  # credentials per run
@@ -138,7 +140,10 @@ class FakeMaintenance(maintenance_pb2_grpc.MaintenanceServiceServicer):
             raise NotFound(f"no work coordinator {request.coordinator_id}")
         return maintenance_pb2.RunMaintenanceResponse(
             report=recovery_pb2.MaintenanceReport(
-                coordinator_id=request.coordinator_id, requeued=2, revision=7
+                coordinator_id=request.coordinator_id,
+                requeued=2,
+                revision=7,
+                step_failures=self.state.step_failures.get(request.coordinator_id, []),
             )
         )
 

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 import grpc.aio
 import pytest
+from prometheus_client import REGISTRY
 
+from workcoord.api.v1 import recovery_pb2
 from workcoord.kit.clock import ManualClock
 from workcoord.kit.errors import Internal
 from workcoord.recovery import DEFAULT_LEADERSHIP_SECONDS, Recoverer
@@ -77,6 +79,42 @@ async def test_one_failing_coordinator_does_not_stop_the_others(
     assert await recoverer.tick()
     assert recoverer.last_error == ""
     assert recoverer.coordinator_passes()["beta"].error == ""
+
+
+def _step_failures_counted(step: str) -> float:
+    value = REGISTRY.get_sample_value("workcoord_recovery_step_failures_total", {"step": step})
+    return value or 0.0
+
+
+async def test_failed_steps_are_counted_in_the_status_and_the_metrics(
+    maintenance: MaintenanceServiceAsyncStub, state: FakeCoordinatorState, clock: ManualClock
+) -> None:
+    down = recovery_pb2.StepFailure(step="close_tickets", failures=2, error="GitHub unreachable")
+    state.step_failures["beta"] = [down]
+    state.step_failures["gamma"] = [recovery_pb2.StepFailure(step="from-a-newer-release")]
+    before = {step: _step_failures_counted(step) for step in ("close_tickets", "other")}
+    recoverer = _recoverer(maintenance, clock)
+
+    assert await recoverer.tick()
+    clock.advance(15)
+    assert await recoverer.tick()
+
+    status = recoverer.status()
+    counts = {c.step: c for c in status.step_failures}
+    assert sorted(counts) == ["close_tickets", "from-a-newer-release"]
+    closing = counts["close_tickets"]
+    assert (closing.failed_passes, closing.last_error, closing.coordinator_id) == (
+        2,
+        "GitHub unreachable",
+        "beta",
+    )
+    assert closing.last_failure_time.ToDatetime(tzinfo=clock.now().tzinfo) == clock.now()
+    beta = next(c for c in status.coordinators if c.coordinator_id == "beta")
+    assert list(beta.report.step_failures) == [down]
+    assert _step_failures_counted("close_tickets") == before["close_tickets"] + 2
+    assert _step_failures_counted("other") == before["other"] + 2  # labels stay bounded
+    # A failed step is not a failed pass: the rest of it ran.
+    assert recoverer.last_error == "" and recoverer.passes_total == 2
 
 
 async def test_only_the_leader_runs_passes_and_a_follower_takes_over(

@@ -23,6 +23,7 @@ __all__ = [
     "AUTHORIZATION_KEY",
     "CSRF_KEY",
     "MAINTENANCE_COUNTERS",
+    "MAINTENANCE_STEPS",
     "SESSION_KEY",
     "STATUS_DETAILS_KEY",
     "CallCredentials",
@@ -58,6 +59,10 @@ MAINTENANCE_COUNTERS = (
 )
 """The work counters of a ``MaintenanceReport``, in the order the recovery pass log line names
 them: the coordinator fills these fields and the recovery service sums them per kind."""
+
+MAINTENANCE_STEPS = ("close_tickets", "sync_tickets")
+"""The steps of a pass that can fail while the rest of it runs (``StepFailure.step``): ticket
+closures and ticket state sync, which call a tracker. The recovery service counts per step."""
 
 Metadata = Iterable[tuple[str, str | bytes]]
 _CREDENTIAL_KEYS = frozenset({AUTHORIZATION_KEY, SESSION_KEY, CSRF_KEY})

@@ -8,6 +8,7 @@ from workcoord.recovery.recoverer import (
     CoordinatorPassRecord,
     Recoverer,
     SleepFunction,
+    StepFailureRecord,
     default_replica_id,
 )
 from workcoord.recovery.server import RunningRecovery, main, serve, start_recovery
@@ -21,6 +22,7 @@ __all__ = [
     "RecoveryServicer",
     "RunningRecovery",
     "SleepFunction",
+    "StepFailureRecord",
     "default_replica_id",
     "main",
     "serve",

@@ -50,6 +50,7 @@ __all__ = [
     "CoordinatorPassRecord",
     "Recoverer",
     "SleepFunction",
+    "StepFailureRecord",
     "default_replica_id",
 ]
 
@@ -71,6 +72,17 @@ def default_replica_id() -> str:
     """``<hostname>-<pid>-<random>``: readable in status, unique across restarts."""
     host = socket.gethostname() or "recovery"
     return f"{host[:100]}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+@dataclass(slots=True)
+class StepFailureRecord:
+    """One step's failures over this replica's passes, as ``GetRecoveryStatus`` reports them."""
+
+    step: str
+    failed_passes: int
+    last_error: str
+    coordinator_id: str
+    time: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +139,7 @@ class Recoverer:
         self._passes_total = 0
         self._last_pass_time: datetime | None = None
         self._coordinators: dict[str, CoordinatorPassRecord] = {}
+        self._step_failures: dict[str, StepFailureRecord] = {}
         self._last_error = ""
         self._last_logged_error = ""
         self._last_error_log_at: float | None = None
@@ -290,6 +303,7 @@ class Recoverer:
             return False
         failures = 0
         work = dict.fromkeys(MAINTENANCE_COUNTERS, 0)
+        failed_steps: dict[str, int] = {}
         if not targets.platform_enabled:
             _log.info("recovery pass skipped: coordination is disabled platform-wide")
         else:
@@ -300,13 +314,19 @@ class Recoverer:
                     continue
                 for kind in MAINTENANCE_COUNTERS:
                     work[kind] += int(getattr(report, kind))
+                for step in report.step_failures:
+                    failed_steps[step.step] = failed_steps.get(step.step, 0) + 1
             done = ", ".join(f"{kind} {count}" for kind, count in work.items() if count)
-            _log.info(
-                "recovery pass over %d work coordinators in %.3fs: %s%s",
+            steps = ", ".join(f"{step} on {n}" for step, n in sorted(failed_steps.items()))
+            # A failed step (a tracker down) is a warning: the rest of the pass ran.
+            _log.log(
+                logging.WARNING if failed_steps else logging.INFO,
+                "recovery pass over %d work coordinators in %.3fs: %s%s%s",
                 len(targets.targets),
                 time.perf_counter() - started,
                 done or "nothing to do",
                 f"; {failures} failed" if failures else "",
+                f"; steps failed: {steps}" if steps else "",
                 extra={"coordinators": len(targets.targets), "failures": failures, **work},
             )
         for kind, count in work.items():
@@ -330,6 +350,21 @@ class Recoverer:
             report=report,
             error="",
         )
+        self._count_step_failures(report)
+
+    def _count_step_failures(self, report: recovery_pb2.MaintenanceReport) -> None:
+        """Count each failed step of one coordinator's pass (status and metric)."""
+        for failure in report.step_failures:
+            metrics.STEP_FAILURES.labels(metrics.step_label(failure.step)).inc()
+            record = self._step_failures.get(failure.step)
+            if record is None:
+                record = self._step_failures[failure.step] = StepFailureRecord(
+                    failure.step, 0, "", "", self._clock.now()
+                )
+            record.failed_passes += 1
+            record.last_error = failure.error
+            record.coordinator_id = report.coordinator_id
+            record.time = self._clock.now()
 
     def coordinator_passes(self) -> dict[str, CoordinatorPassRecord]:
         """The latest pass per work coordinator (a copy)."""
@@ -355,6 +390,14 @@ class Recoverer:
             if record.report is not None:
                 entry.report.CopyFrom(record.report)
             entry.error = record.error
+        for failure in sorted(self._step_failures.values(), key=lambda f: f.step):
+            count = status.step_failures.add(
+                step=failure.step,
+                failed_passes=failure.failed_passes,
+                last_error=failure.last_error,
+                coordinator_id=failure.coordinator_id,
+            )
+            count.last_failure_time.FromDatetime(failure.time)
         return status
 
     async def _pass_one(self, coordinator_id: str) -> recovery_pb2.MaintenanceReport | None:
@@ -365,6 +408,7 @@ class Recoverer:
         try:
             response = await self._call(self._maintenance.RunMaintenance, request)
             report = response.report
+            self._count_step_failures(report)
         except grpc.aio.AioRpcError as exc:
             error = _describe(exc)
             self._record_error(f"maintenance of {coordinator_id}: {error}")
