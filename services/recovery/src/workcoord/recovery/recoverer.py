@@ -12,7 +12,8 @@ pass interval. A pass runs as soon as a replica gains leadership, then every int
 pass never holds the renewals up.
 
 Each pass is one trace (a ``recovery pass`` span whose children are the RPCs to the
-coordinator, and theirs the SQL), one INFO line saying what it did, and the metrics of
+coordinator, and theirs the SQL), one line saying what it did (INFO; WARNING when a step
+failed, such as ticket closures with the tracker down), and the metrics of
 :mod:`workcoord.recovery.metrics`.
 """
 
