@@ -2,7 +2,9 @@
 
 - A busy port (gRPC, HTTP or metrics) stops every service and ``workcoord dev`` with one line
   and exit 1; nothing starts half-bound or shares the port.
-- An unmigrated database stops the coordinator with one line naming ``workcoord db upgrade``.
+- An unmigrated database stops the coordinator with one line naming ``workcoord db upgrade``;
+  a later release's schema that does not admit this one stops ``dev``, ``serve`` and
+  ``db upgrade`` with one line naming both revisions, and ``dev`` runs on one that does.
 - ``workcoord db backup`` (online, mode 0600) and ``db restore`` round-trip the embedded
   database; restore refuses while ``workcoord dev`` holds the folder; ``db upgrade`` backs an
   existing embedded database up first; PostgreSQL goes through ``pg_dump`` and ``pg_restore``.
@@ -146,6 +148,68 @@ def test_an_unmigrated_database_is_one_line_naming_the_command(tmp_path: Path) -
         "error: workcoord serve coordinator: the database has no workcoord schema: "
         "run `workcoord db upgrade`"
     )
+
+
+def _a_later_releases_schema(folder: Path, floor: str) -> None:
+    """The folder's database as a later release leaves it (simulated: revision 9001, which
+    admits code from ``floor`` on)."""
+    with contextlib.closing(sqlite3.connect(folder / "workcoord.db")) as conn, conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9001'")
+        conn.execute("INSERT INTO workcoord_schema_compatibility VALUES ('9001', ?)", (floor,))
+
+
+def test_a_newer_schema_that_refuses_this_release_is_one_line_everywhere(
+    migrated_folder: Path,
+) -> None:
+    _a_later_releases_schema(migrated_folder, "9000")
+    refusal = (
+        f"the database schema 9001 is newer than this release (head {head()}) and needs code "
+        "from revision 9000 on: deploy that release or a newer one"
+    )
+    dev = cli(
+        "dev",
+        "--state-dir",
+        str(migrated_folder),
+        *("--coordinator-port", str(free_port()), "--recovery-port", str(free_port())),
+        *("--gateway-port", str(free_port())),
+    )
+    assert dev.returncode == 1, dev.stdout + dev.stderr
+    assert "Traceback" not in dev.stderr
+    errors = [line for line in dev.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: workcoord dev: {refusal}"], dev.stderr
+    upgrade = cli("db", "upgrade", "--state-dir", str(migrated_folder))
+    assert one_line_failure(upgrade) == f"error: db upgrade: {refusal}"
+    serve = cli(
+        "serve",
+        "coordinator",
+        DATABASE_URL=sqlite_url(migrated_folder),
+        WORKCOORD_LISTEN_COORDINATOR=f"127.0.0.1:{free_port()}",
+    )
+    assert one_line_failure(serve) == f"error: workcoord serve coordinator: {refusal}"
+    assert not (migrated_folder / "backups").exists()  # nothing was migrated, nothing saved
+
+
+def test_dev_runs_on_a_newer_schema_that_admits_this_release(migrated_folder: Path) -> None:
+    _a_later_releases_schema(migrated_folder, head())
+    dev = DevProcess(
+        state_dir=migrated_folder,
+        coordinator_port=free_port(),
+        recovery_port=free_port(),
+        gateway_port=free_port(),
+    )
+    try:
+        dev.start()
+        dev.wait_for_line(READY_LINE)
+        notes = [line for line in dev.lines if "newer than this release" in line]
+        assert notes and "schema 9001" in notes[0] and f"(head {head()})" in notes[0], notes
+        assert "admits it: nothing to upgrade" in notes[0]
+        assert dev.interrupt() == 0, dev.output()
+    finally:
+        dev.kill()
+    assert "Traceback" not in dev.output(), dev.output()
+    with contextlib.closing(sqlite3.connect(migrated_folder / "workcoord.db")) as conn:
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == ("9001",)
+    assert not (migrated_folder / "backups").exists()
 
 
 # --------------------------------------------------------------------------- backups

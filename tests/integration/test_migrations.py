@@ -205,3 +205,32 @@ async def test_request_ids_stored_before_0005_are_kept_under_their_scope(empty_u
         ("org/beta/work-coordinators", "shared", "", "wc_b"),
         ("wc_a/grants", "g-1", "", "gr_a"),
     ]
+
+
+async def test_upgrade_leaves_a_newer_schema_alone_or_says_which_release_it_needs(
+    empty_url: str,
+) -> None:
+    """This release's ``upgrade`` on a later release's schema (simulated: 9001): nothing to do
+    when the schema admits this release; one line naming both revisions and the release to
+    run when it does not (never Alembic's "Can't locate revision")."""
+    await upgrade_async(empty_url)
+    await execute(
+        empty_url,
+        "UPDATE alembic_version SET version_num = '9001'",
+        f"INSERT INTO workcoord_schema_compatibility VALUES ('9001', '{head()}')",
+    )
+    await upgrade_async(empty_url)
+    assert (await read_schema_state(empty_url)).revision == "9001"
+
+    await execute(
+        empty_url,
+        "UPDATE workcoord_schema_compatibility SET compatible_from = '9000' "
+        "WHERE revision = '9001'",
+    )
+    with pytest.raises(SchemaMismatch) as refused:
+        await upgrade_async(empty_url)
+    assert str(refused.value) == (
+        f"the database schema 9001 is newer than this release (head {head()}) and needs code "
+        "from revision 9000 on: deploy that release or a newer one"
+    )
+    assert (await read_schema_state(empty_url)).revision == "9001"

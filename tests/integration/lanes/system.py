@@ -255,8 +255,10 @@ async def start_lane_system(database_url: str, redis_url: str, github: FakeGitHu
     parked = asyncio.Event()
 
     async def never(_seconds: float) -> None:
-        # The loop sleeps once its tick is over; the ticks after the first never come.
-        first_tick_done.set()
+        # Each loop (leadership, passes) sleeps once its first turn is over; no second comes.
+        task = asyncio.current_task()
+        if task is not None and task.get_name() == "workcoord-recovery-passes":
+            first_tick_done.set()
         await parked.wait()
 
     recovery = await start_recovery(
@@ -271,7 +273,7 @@ async def start_lane_system(database_url: str, redis_url: str, github: FakeGitHu
         clock=clock,
         sleep=never,
     )
-    # The loop's first tick runs at once; let it finish before the test creates anything.
+    # The first pass runs at once; let it finish before the test creates anything.
     await asyncio.wait_for(first_tick_done.wait(), 60)
     gateway = await start_gateway_for(coordinator.address, recovery.address)
     base_url = f"http://{gateway.address}"

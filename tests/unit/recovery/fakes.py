@@ -6,6 +6,7 @@ It authenticates bearer tokens from a fixed table, keeps a leadership table on a
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -69,6 +70,8 @@ class FakeCoordinatorState:
     platform_enabled: bool = True
     targets: list[str] = field(default_factory=list)
     failures: dict[str, WorkcoordError] = field(default_factory=dict)
+    # Steps a coordinator's pass reports failed (the rest of its pass runs).
+    step_failures: dict[str, list[recovery_pb2.StepFailure]] = field(default_factory=dict)
     principals: dict[str, admin_pb2.Principal] = field(default_factory=_principals)
     runs: list[tuple[str, str]] = field(default_factory=list)  # (coordinator id, authorization)
     forwarded: list[dict[str, str]] = field(default_factory=list)  # credentials per run
@@ -76,6 +79,7 @@ class FakeCoordinatorState:
     acquire_calls: list[str] = field(default_factory=list)
     release_calls: list[str] = field(default_factory=list)
     list_calls: int = 0
+    run_gate: asyncio.Event | None = None  # when set here, RunMaintenance waits for it
 
     def principal(self, context: _Context) -> admin_pb2.Principal:
         for key, value in context.invocation_metadata() or ():
@@ -127,6 +131,8 @@ class FakeMaintenance(maintenance_pb2_grpc.MaintenanceServiceServicer):
                 if key in ("authorization", "x-workcoord-session", "x-workcoord-csrf")
             }
         )
+        if self.state.run_gate is not None:
+            await self.state.run_gate.wait()
         failure = self.state.failures.get(request.coordinator_id)
         if failure is not None:
             raise failure
@@ -134,7 +140,10 @@ class FakeMaintenance(maintenance_pb2_grpc.MaintenanceServiceServicer):
             raise NotFound(f"no work coordinator {request.coordinator_id}")
         return maintenance_pb2.RunMaintenanceResponse(
             report=recovery_pb2.MaintenanceReport(
-                coordinator_id=request.coordinator_id, requeued=2, revision=7
+                coordinator_id=request.coordinator_id,
+                requeued=2,
+                revision=7,
+                step_failures=self.state.step_failures.get(request.coordinator_id, []),
             )
         )
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import grpc.aio
 import pytest
+from prometheus_client import REGISTRY
 
+from workcoord.api.v1 import recovery_pb2
 from workcoord.kit.clock import ManualClock
 from workcoord.kit.errors import Internal
-from workcoord.recovery import Recoverer, leadership_lease_seconds
+from workcoord.recovery import DEFAULT_LEADERSHIP_SECONDS, Recoverer
 
 from .fakes import SERVICE_KEY, FakeCoordinatorState
 
@@ -32,13 +35,6 @@ def _recoverer(
         replica_id=replica_id,
         rpc_timeout_seconds=5.0,
     )
-
-
-def test_lease_is_three_ticks_within_bounds() -> None:
-    assert leadership_lease_seconds(0.5) == 30
-    assert leadership_lease_seconds(15) == 45
-    assert leadership_lease_seconds(60) == 180
-    assert leadership_lease_seconds(600) == 300
 
 
 async def test_pass_visits_every_target_with_the_service_key(
@@ -85,6 +81,42 @@ async def test_one_failing_coordinator_does_not_stop_the_others(
     assert recoverer.coordinator_passes()["beta"].error == ""
 
 
+def _step_failures_counted(step: str) -> float:
+    value = REGISTRY.get_sample_value("workcoord_recovery_step_failures_total", {"step": step})
+    return value or 0.0
+
+
+async def test_failed_steps_are_counted_in_the_status_and_the_metrics(
+    maintenance: MaintenanceServiceAsyncStub, state: FakeCoordinatorState, clock: ManualClock
+) -> None:
+    down = recovery_pb2.StepFailure(step="close_tickets", failures=2, error="GitHub unreachable")
+    state.step_failures["beta"] = [down]
+    state.step_failures["gamma"] = [recovery_pb2.StepFailure(step="from-a-newer-release")]
+    before = {step: _step_failures_counted(step) for step in ("close_tickets", "other")}
+    recoverer = _recoverer(maintenance, clock)
+
+    assert await recoverer.tick()
+    clock.advance(15)
+    assert await recoverer.tick()
+
+    status = recoverer.status()
+    counts = {c.step: c for c in status.step_failures}
+    assert sorted(counts) == ["close_tickets", "from-a-newer-release"]
+    closing = counts["close_tickets"]
+    assert (closing.failed_passes, closing.last_error, closing.coordinator_id) == (
+        2,
+        "GitHub unreachable",
+        "beta",
+    )
+    assert closing.last_failure_time.ToDatetime(tzinfo=clock.now().tzinfo) == clock.now()
+    beta = next(c for c in status.coordinators if c.coordinator_id == "beta")
+    assert list(beta.report.step_failures) == [down]
+    assert _step_failures_counted("close_tickets") == before["close_tickets"] + 2
+    assert _step_failures_counted("other") == before["other"] + 2  # labels stay bounded
+    # A failed step is not a failed pass: the rest of it ran.
+    assert recoverer.last_error == "" and recoverer.passes_total == 2
+
+
 async def test_only_the_leader_runs_passes_and_a_follower_takes_over(
     maintenance: MaintenanceServiceAsyncStub, state: FakeCoordinatorState, clock: ManualClock
 ) -> None:
@@ -109,7 +141,7 @@ async def test_only_the_leader_runs_passes_and_a_follower_takes_over(
     assert not await first.tick()
 
     # The leader dies without releasing: once its lease lapses the other replica leads.
-    clock.advance(leadership_lease_seconds(15) - 1)
+    clock.advance(DEFAULT_LEADERSHIP_SECONDS - 1)
     assert not await first.tick()
     clock.advance(2)
     assert await first.tick()
@@ -155,31 +187,96 @@ async def test_coordinator_down_is_recorded_not_raised(clock: ManualClock) -> No
         await recoverer.release_leadership()  # nothing held: a no-op
 
 
-async def test_run_ticks_every_interval_without_real_sleep(
+def _loop_name() -> str:
+    task = asyncio.current_task()
+    return task.get_name() if task is not None else ""
+
+
+async def test_run_renews_every_third_of_the_lease_and_passes_every_interval(
     maintenance: MaintenanceServiceAsyncStub, state: FakeCoordinatorState, clock: ManualClock
 ) -> None:
-    sleeps: list[float] = []
-    three_ticks = asyncio.Event()
+    sleeps: dict[str, list[float]] = {"leadership": [], "passes": []}
+    enough = asyncio.Event()
 
     async def fake_sleep(seconds: float) -> None:
-        sleeps.append(seconds)
-        clock.advance(seconds)
-        if len(sleeps) == 3:
-            three_ticks.set()
+        sleeps["leadership" if "leadership" in _loop_name() else "passes"].append(seconds)
+        if all(len(s) >= 3 for s in sleeps.values()):
+            enough.set()
         await asyncio.sleep(0)
 
     recoverer = Recoverer(
         maintenance, service_key=SERVICE_KEY, interval_seconds=15, clock=clock, sleep=fake_sleep
     )
     task = asyncio.create_task(recoverer.run())
-    await asyncio.wait_for(three_ticks.wait(), timeout=10)
+    await asyncio.wait_for(enough.wait(), timeout=10)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
 
-    assert sleeps[:3] == [15.0, 15.0, 15.0]
+    assert sleeps["leadership"][:3] == [5.0, 5.0, 5.0]  # a third of the 15 s lease
+    assert sleeps["passes"][:3] == [15.0, 15.0, 15.0]
     assert recoverer.passes_total >= 3
     assert len(state.acquire_calls) >= 3
+
+
+async def test_a_standby_asks_again_the_moment_the_killed_leaders_lease_lapses(
+    maintenance: MaintenanceServiceAsyncStub, state: FakeCoordinatorState, clock: ManualClock
+) -> None:
+    """The leader renews at t=0 and dies (no release): its lease lapses at t=15. The standby,
+    started at t=2, asks every 5 s and then exactly when the lease lapses, and passes at once."""
+    leader = _recoverer(maintenance, clock, "replica-a")
+    assert await leader.tick()
+    lapses = clock.now() + timedelta(seconds=DEFAULT_LEADERSHIP_SECONDS)
+    clock.advance(2)
+    standby = _recoverer(maintenance, clock, "replica-b")
+    attempts: list[float] = []
+    leading_since: list[datetime] = []
+    passed = asyncio.Event()
+
+    async def fake_sleep(seconds: float) -> None:
+        if "leadership" in _loop_name():
+            if standby.leader and not leading_since:
+                leading_since.append(clock.now())
+            attempts.append(round(seconds, 3))
+            clock.advance(seconds)
+            await asyncio.sleep(0)
+        else:  # the pass loop, after its first pass
+            passed.set()
+            await asyncio.Event().wait()
+
+    standby._sleep = fake_sleep
+    task = asyncio.create_task(standby.run())
+    await asyncio.wait_for(passed.wait(), timeout=10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert attempts[:3] == [5.0, 5.0, 3.05]
+    assert standby.leader and standby.passes_total == 1
+    assert state.leadership["recovery"].holder_id == "replica-b"
+    assert timedelta(0) <= leading_since[0] - lapses <= timedelta(seconds=0.1)
+
+
+async def test_a_long_pass_does_not_hold_the_renewals_up(
+    maintenance: MaintenanceServiceAsyncStub, state: FakeCoordinatorState, clock: ManualClock
+) -> None:
+    state.run_gate = asyncio.Event()  # the first coordinator's pass hangs until set
+    renewals = asyncio.Event()
+
+    async def fake_sleep(seconds: float) -> None:
+        if len(state.acquire_calls) >= 4:
+            renewals.set()
+        await asyncio.sleep(0)
+
+    recoverer = Recoverer(maintenance, service_key=SERVICE_KEY, clock=clock, sleep=fake_sleep)
+    task = asyncio.create_task(recoverer.run())
+    await asyncio.wait_for(renewals.wait(), timeout=10)
+    assert [c for c, _ in state.runs] == ["alpha"]  # still inside the first pass
+    assert recoverer.leader
+    state.run_gate.set()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
 
 
 async def test_run_survives_a_coordinator_that_rejects_the_key(
@@ -202,6 +299,9 @@ async def test_run_survives_a_coordinator_that_rejects_the_key(
     assert state.runs == []
 
 
-def test_interval_must_be_positive(maintenance: MaintenanceServiceAsyncStub) -> None:
+def test_interval_and_lease_must_be_in_range(maintenance: MaintenanceServiceAsyncStub) -> None:
     with pytest.raises(ValueError, match="interval"):
         Recoverer(maintenance, service_key=SERVICE_KEY, interval_seconds=0)
+    for lease in (2, 301):
+        with pytest.raises(ValueError, match="leadership_seconds"):
+            Recoverer(maintenance, service_key=SERVICE_KEY, leadership_seconds=lease)

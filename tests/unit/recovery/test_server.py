@@ -40,6 +40,12 @@ def _settings(coordinator_address: str, service_key: str | None = SERVICE_KEY) -
     )
 
 
+def _in_pass_loop() -> bool:
+    """Whether the caller is the recovery loop's pass task (not its leadership task)."""
+    task = asyncio.current_task()
+    return task is not None and task.get_name() == "workcoord-recovery-passes"
+
+
 @pytest.fixture
 async def recovery(
     coordinator: FakeCoordinator, state: FakeCoordinatorState
@@ -48,8 +54,9 @@ async def recovery(
     forever = asyncio.Event()
 
     async def sleep_after_first_tick(seconds: float) -> None:
-        first_tick_done.set()
-        await forever.wait()  # one background tick only; tests drive the rest
+        if _in_pass_loop():
+            first_tick_done.set()
+        await forever.wait()  # one leadership attempt and one pass only; tests drive the rest
 
     running = await start_recovery(
         _settings(coordinator.address), clock=state.clock, sleep=sleep_after_first_tick
@@ -85,7 +92,8 @@ async def test_background_loop_runs_a_pass_and_stop_releases_leadership(
     ticked = asyncio.Event()
 
     async def sleep(seconds: float) -> None:
-        ticked.set()
+        if _in_pass_loop():
+            ticked.set()
         await asyncio.Event().wait()
 
     running = await start_recovery(_settings(coordinator.address), clock=state.clock, sleep=sleep)

@@ -112,7 +112,8 @@ def upgrade_database(url: str) -> Path | None:
     path: Path | None = _coordinator("backup", "sqlite_path")(url)
     if path is not None and path.is_file():
         revision = _coordinator("migrate", "current")(url)
-        if revision is not None and revision != _coordinator("migrate", "head")():
+        # Only a schema behind this release is migrated (a newer one is left as it is).
+        if revision in _coordinator("migrate", "known_revisions")()[:-1]:
             target = _coordinator("backup", "default_backup_path")(url, f"pre-upgrade-{revision}")
             backup_path = _coordinator("backup", "backup")(url, target)
     _coordinator("migrate", "upgrade")(url)

@@ -165,6 +165,8 @@ class RecoverySettings(CommonSettings):
     coordinator_address: ListenAddress = "127.0.0.1:50051"
     service_key: SecretStr | None = None
     recovery_interval_seconds: float = Field(default=15.0, ge=0.05)
+    # How long a leader killed without releasing keeps the standby waiting, at most.
+    recovery_leadership_seconds: int = Field(default=15, ge=3, le=300)
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
 
 

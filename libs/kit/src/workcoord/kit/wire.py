@@ -26,6 +26,7 @@ __all__ = [
     "AUTHORIZATION_KEY",
     "CSRF_KEY",
     "MAINTENANCE_COUNTERS",
+    "MAINTENANCE_STEPS",
     "MAX_SECRET_CHARS",
     "SESSION_KEY",
     "STATUS_DETAILS_KEY",
@@ -63,6 +64,10 @@ MAINTENANCE_COUNTERS = (
 )
 """The work counters of a ``MaintenanceReport``, in the order the recovery pass log line names
 them: the coordinator fills these fields and the recovery service sums them per kind."""
+
+MAINTENANCE_STEPS = ("close_tickets", "sync_tickets")
+"""The steps of a pass that can fail while the rest of it runs (``StepFailure.step``): ticket
+closures and ticket state sync, which call a tracker. The recovery service counts per step."""
 
 MAX_SECRET_CHARS = 4096
 """The longest bearer secret accepted. Ours are under 80 characters; the bound keeps an

@@ -3,25 +3,27 @@
 from __future__ import annotations
 
 from workcoord.recovery.recoverer import (
+    DEFAULT_LEADERSHIP_SECONDS,
     LEADERSHIP_NAME,
     CoordinatorPassRecord,
     Recoverer,
     SleepFunction,
+    StepFailureRecord,
     default_replica_id,
-    leadership_lease_seconds,
 )
 from workcoord.recovery.server import RunningRecovery, main, serve, start_recovery
 from workcoord.recovery.servicer import RecoveryServicer
 
 __all__ = [
+    "DEFAULT_LEADERSHIP_SECONDS",
     "LEADERSHIP_NAME",
     "CoordinatorPassRecord",
     "Recoverer",
     "RecoveryServicer",
     "RunningRecovery",
     "SleepFunction",
+    "StepFailureRecord",
     "default_replica_id",
-    "leadership_lease_seconds",
     "main",
     "serve",
     "start_recovery",

@@ -4,13 +4,15 @@
 ``sum(workcoord_recovery_leader) == 0`` means nobody runs passes. A pass counts as failed when
 listing the work coordinators or the pass over any one of them failed. The work a pass did is
 counted per kind from the coordinators' reports (``kind`` is a fixed set of report fields).
+A step that failed while the rest of a pass ran (a tracker unreachable) is counted per step
+(``step`` is ``MAINTENANCE_STEPS``, or ``other`` for a step this release does not know).
 """
 
 from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from workcoord.kit.wire import MAINTENANCE_COUNTERS
+from workcoord.kit.wire import MAINTENANCE_COUNTERS, MAINTENANCE_STEPS
 
 __all__ = [
     "LAST_SUCCESSFUL_PASS",
@@ -18,6 +20,8 @@ __all__ = [
     "PASSES",
     "PASS_DURATION",
     "PASS_WORK",
+    "STEP_FAILURES",
+    "step_label",
 ]
 
 PASS_DURATION = Histogram(
@@ -44,6 +48,19 @@ PASS_WORK = Counter(
     ["kind"],
 )
 
+STEP_FAILURES = Counter(
+    "workcoord_recovery_step_failures_total",
+    "Passes over a work coordinator in which a step failed while the rest ran, by step.",
+    ["step"],
+)
+
 # Both outcomes exist from the start, so "failed" reads 0 (not absent) until a pass fails.
 for _outcome in ("ok", "failed"):
     PASSES.labels(_outcome)
+for _step in (*MAINTENANCE_STEPS, "other"):
+    STEP_FAILURES.labels(_step)
+
+
+def step_label(step: str) -> str:
+    """The ``step`` label of a reported step: a known one, else ``other`` (bounded labels)."""
+    return step if step in MAINTENANCE_STEPS else "other"

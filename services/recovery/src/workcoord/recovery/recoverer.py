@@ -1,12 +1,19 @@
-"""The recovery loop: on every tick, lead (or not), then drive each coordinator's maintenance.
+"""The recovery loop: keep (or wait for) leadership, and drive each coordinator's maintenance.
 
 The recovery process owns time but no state: leadership is a lease in the coordinator's
-database (renewed by ``AcquireLeadership`` on every tick), and every ``RunMaintenance`` pass is
-transactional and idempotent on the coordinator, so a second leader is harmless. What this
-module keeps is only what ``GetRecoveryStatus`` reports.
+database (``AcquireLeadership``), and every ``RunMaintenance`` pass is transactional and
+idempotent on the coordinator, so a second leader is harmless. What this module keeps is only
+what ``GetRecoveryStatus`` reports.
+
+Leadership has its own clock, apart from the passes': the leader renews its lease every third of
+it, and a standby asks again at the moment the holder's lease runs out (at most a third of a
+lease later), so a leader killed without releasing is replaced within one lease, whatever the
+pass interval. A pass runs as soon as a replica gains leadership, then every interval; a long
+pass never holds the renewals up.
 
 Each pass is one trace (a ``recovery pass`` span whose children are the RPCs to the
-coordinator, and theirs the SQL), one INFO line saying what it did, and the metrics of
+coordinator, and theirs the SQL), one line saying what it did (INFO; WARNING when a step
+failed, such as ticket closures with the tracker down), and the metrics of
 :mod:`workcoord.recovery.metrics`.
 """
 
@@ -14,14 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import os
 import secrets
 import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
 import grpc
@@ -40,15 +46,18 @@ if TYPE_CHECKING:
     from workcoord.api.v1.maintenance_pb2_grpc import MaintenanceServiceAsyncStub
 
 __all__ = [
+    "DEFAULT_LEADERSHIP_SECONDS",
     "LEADERSHIP_NAME",
     "CoordinatorPassRecord",
     "Recoverer",
     "SleepFunction",
+    "StepFailureRecord",
     "default_replica_id",
-    "leadership_lease_seconds",
 ]
 
 LEADERSHIP_NAME = "recovery"
+DEFAULT_LEADERSHIP_SECONDS = 15
+"""The leadership lease: how long a killed leader keeps the others waiting, at most."""
 
 SleepFunction = Callable[[float], Awaitable[None]]
 _R = TypeVar("_R")
@@ -60,19 +69,21 @@ _tracer = trace.get_tracer(__name__)
 _ERROR_LOG_EVERY_SECONDS = 60.0
 
 
-def leadership_lease_seconds(interval_seconds: float) -> int:
-    """Leadership lease length: three ticks, at least 30 s, at most 300 s (the RPC's limit).
-
-    Three ticks let one renewal fail without losing leadership; the floor keeps short test
-    intervals from flapping, the cap is what ``AcquireLeadership`` accepts.
-    """
-    return max(30, min(300, math.ceil(3 * interval_seconds)))
-
-
 def default_replica_id() -> str:
     """``<hostname>-<pid>-<random>``: readable in status, unique across restarts."""
     host = socket.gethostname() or "recovery"
     return f"{host[:100]}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+@dataclass(slots=True)
+class StepFailureRecord:
+    """One step's failures over this replica's passes, as ``GetRecoveryStatus`` reports them."""
+
+    step: str
+    failed_passes: int
+    last_error: str
+    coordinator_id: str
+    time: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +99,10 @@ class CoordinatorPassRecord:
 class Recoverer:
     """Runs recovery passes on a clock, as the leader among replicas.
 
-    ``tick()`` is one step of the loop (renew or acquire leadership, then pass if leading);
-    ``run()`` repeats it every ``interval_seconds`` until cancelled. Both never raise for a
-    coordinator failure: errors are logged (rate-limited) and recorded for the status.
+    ``run()`` keeps leadership (every third of ``leadership_seconds``) and, while leading,
+    passes every ``interval_seconds`` until cancelled; ``tick()`` is one step by hand (renew or
+    acquire leadership, then pass if leading). Neither raises for a coordinator failure: errors
+    are logged (rate-limited) and recorded for the status.
     """
 
     def __init__(
@@ -103,9 +115,12 @@ class Recoverer:
         sleep: SleepFunction | None = None,
         replica_id: str | None = None,
         rpc_timeout_seconds: float = 60.0,
+        leadership_seconds: int = DEFAULT_LEADERSHIP_SECONDS,
     ) -> None:
         if interval_seconds <= 0:
             raise ValueError("interval_seconds must be positive")
+        if not 3 <= leadership_seconds <= 300:  # 300: what AcquireLeadership accepts
+            raise ValueError("leadership_seconds must be 3 to 300")
         self._maintenance = maintenance
         self._metadata = bearer_metadata(service_key)
         self._interval_seconds = interval_seconds
@@ -113,14 +128,19 @@ class Recoverer:
         self._sleep: SleepFunction = sleep or asyncio.sleep
         self._replica_id = (replica_id or default_replica_id())[:128]
         self._rpc_timeout_seconds = rpc_timeout_seconds
-        self._lease_seconds = leadership_lease_seconds(interval_seconds)
+        self._lease_seconds = leadership_seconds
+        # A third of the lease: one renewal may fail (or be slow) without losing leadership.
+        self._renew_seconds = leadership_seconds / 3
 
         self._leader = False
+        # Set while this replica leads: the pass loop waits on it, so a new leader passes at once.
+        self._leading = asyncio.Event()
         self._leader_id = ""
         self._leadership_expire_time: timestamp_pb2.Timestamp | None = None
         self._passes_total = 0
         self._last_pass_time: datetime | None = None
         self._coordinators: dict[str, CoordinatorPassRecord] = {}
+        self._step_failures: dict[str, StepFailureRecord] = {}
         self._last_error = ""
         self._last_logged_error = ""
         self._last_error_log_at: float | None = None
@@ -152,16 +172,55 @@ class Recoverer:
         """The latest error talking to the coordinator; cleared by a pass without errors."""
         return self._last_error
 
+    @property
+    def leadership_seconds(self) -> int:
+        """The leadership lease this replica asks for."""
+        return self._lease_seconds
+
     async def run(self) -> None:
-        """Tick every ``interval_seconds`` until cancelled; never returns otherwise."""
+        """Keep leadership and pass while leading, until cancelled; never returns otherwise."""
+        async with asyncio.TaskGroup() as loops:
+            loops.create_task(self._keep_leadership(), name="workcoord-recovery-leadership")
+            loops.create_task(self._pass_while_leading(), name="workcoord-recovery-passes")
+
+    async def _keep_leadership(self) -> None:
+        """Renew (as the leader) or ask again when the holder's lease runs out (a standby)."""
         while True:
             started = self._clock.monotonic()
             try:
-                await self.tick()
+                await self.acquire_leadership()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # the loop must outlive any bug in one tick
-                _log.exception("recovery tick failed")
+            except Exception as exc:  # the loop must outlive any bug in one attempt
+                _log.exception("recovery leadership attempt failed")
+                self._record_error(f"internal error: {exc}")
+            elapsed = self._clock.monotonic() - started
+            await self._sleep(max(0.0, self._next_attempt_seconds() - elapsed))
+
+    def _next_attempt_seconds(self) -> float:
+        """A third of the lease; for a standby, no later than when the holder's lease lapses.
+
+        A little past that moment (clocks and the RPC differ by milliseconds); never more often
+        than a tenth of the renewal period, should this replica's clock run ahead.
+        """
+        if self._leader or self._leadership_expire_time is None:
+            return self._renew_seconds
+        expire = self._leadership_expire_time.ToDatetime(tzinfo=UTC)
+        until_expiry = (expire - self._clock.now()).total_seconds() + 0.05
+        return min(self._renew_seconds, max(self._renew_seconds / 10, until_expiry))
+
+    async def _pass_while_leading(self) -> None:
+        """Pass every ``interval_seconds`` while leading; a replica that gains leadership
+        passes at once (it was waiting for it)."""
+        while True:
+            await self._leading.wait()
+            started = self._clock.monotonic()
+            try:
+                await self.run_pass()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the loop must outlive any bug in one pass
+                _log.exception("recovery pass failed")
                 self._record_error(f"internal error: {exc}")
             elapsed = self._clock.monotonic() - started
             await self._sleep(max(0.0, self._interval_seconds - elapsed))
@@ -182,11 +241,16 @@ class Recoverer:
             name=LEADERSHIP_NAME, holder_id=self._replica_id, lease_seconds=self._lease_seconds
         )
         try:
-            response = await self._call(self._maintenance.AcquireLeadership, request)
+            # No longer than a renewal period: a hung call must not outlast the lease unseen.
+            response = await self._call(
+                self._maintenance.AcquireLeadership,
+                request,
+                rpc_timeout_seconds=min(self._rpc_timeout_seconds, self._renew_seconds),
+            )
         except grpc.aio.AioRpcError as exc:
             # Unknown leadership: do not pass. A lease we may still hold simply lapses.
-            self._leader = False
-            metrics.LEADER.set(0)
+            self._set_leader(False)
+            self._leadership_expire_time = None
             self._record_error(f"acquire leadership: {_describe(exc)}")
             return False
         self._apply_leadership(response.leadership)
@@ -206,15 +270,13 @@ class Recoverer:
         except grpc.aio.AioRpcError as exc:
             # The lease lapses on its own; the next leader only waits for it.
             _log.warning("could not release recovery leadership: %s", _describe(exc))
-            self._leader = False
-            metrics.LEADER.set(0)
+            self._set_leader(False)
             return
         # Not a leader any more before applying the answer: giving leadership up is not
         # "losing" it (that warning is for a lease taken over by another replica).
-        self._leader = False
+        self._set_leader(False)
         self._apply_leadership(response.leadership)
-        self._leader = False
-        metrics.LEADER.set(0)
+        self._set_leader(False)
         _log.info("released recovery leadership")
 
     async def run_pass(self) -> None:
@@ -242,6 +304,7 @@ class Recoverer:
             return False
         failures = 0
         work = dict.fromkeys(MAINTENANCE_COUNTERS, 0)
+        failed_steps: dict[str, int] = {}
         if not targets.platform_enabled:
             _log.info("recovery pass skipped: coordination is disabled platform-wide")
         else:
@@ -252,13 +315,19 @@ class Recoverer:
                     continue
                 for kind in MAINTENANCE_COUNTERS:
                     work[kind] += int(getattr(report, kind))
+                for step in report.step_failures:
+                    failed_steps[step.step] = failed_steps.get(step.step, 0) + 1
             done = ", ".join(f"{kind} {count}" for kind, count in work.items() if count)
-            _log.info(
-                "recovery pass over %d work coordinators in %.3fs: %s%s",
+            steps = ", ".join(f"{step} on {n}" for step, n in sorted(failed_steps.items()))
+            # A failed step (a tracker down) is a warning: the rest of the pass ran.
+            _log.log(
+                logging.WARNING if failed_steps else logging.INFO,
+                "recovery pass over %d work coordinators in %.3fs: %s%s%s",
                 len(targets.targets),
                 time.perf_counter() - started,
                 done or "nothing to do",
                 f"; {failures} failed" if failures else "",
+                f"; steps failed: {steps}" if steps else "",
                 extra={"coordinators": len(targets.targets), "failures": failures, **work},
             )
         for kind, count in work.items():
@@ -282,6 +351,21 @@ class Recoverer:
             report=report,
             error="",
         )
+        self._count_step_failures(report)
+
+    def _count_step_failures(self, report: recovery_pb2.MaintenanceReport) -> None:
+        """Count each failed step of one coordinator's pass (status and metric)."""
+        for failure in report.step_failures:
+            metrics.STEP_FAILURES.labels(metrics.step_label(failure.step)).inc()
+            record = self._step_failures.get(failure.step)
+            if record is None:
+                record = self._step_failures[failure.step] = StepFailureRecord(
+                    failure.step, 0, "", "", self._clock.now()
+                )
+            record.failed_passes += 1
+            record.last_error = failure.error
+            record.coordinator_id = report.coordinator_id
+            record.time = self._clock.now()
 
     def coordinator_passes(self) -> dict[str, CoordinatorPassRecord]:
         """The latest pass per work coordinator (a copy)."""
@@ -307,6 +391,14 @@ class Recoverer:
             if record.report is not None:
                 entry.report.CopyFrom(record.report)
             entry.error = record.error
+        for failure in sorted(self._step_failures.values(), key=lambda f: f.step):
+            count = status.step_failures.add(
+                step=failure.step,
+                failed_passes=failure.failed_passes,
+                last_error=failure.last_error,
+                coordinator_id=failure.coordinator_id,
+            )
+            count.last_failure_time.FromDatetime(failure.time)
         return status
 
     async def _pass_one(self, coordinator_id: str) -> recovery_pb2.MaintenanceReport | None:
@@ -317,6 +409,7 @@ class Recoverer:
         try:
             response = await self._call(self._maintenance.RunMaintenance, request)
             report = response.report
+            self._count_step_failures(report)
         except grpc.aio.AioRpcError as exc:
             error = _describe(exc)
             self._record_error(f"maintenance of {coordinator_id}: {error}")
@@ -325,15 +418,31 @@ class Recoverer:
         )
         return report
 
-    async def _call(self, rpc: Callable[..., Awaitable[_R]], request: Message) -> _R:
+    async def _call(
+        self,
+        rpc: Callable[..., Awaitable[_R]],
+        request: Message,
+        rpc_timeout_seconds: float | None = None,
+    ) -> _R:
         """``rpc(request)`` on the coordinator as the service principal."""
-        return await rpc(request, metadata=self._metadata, timeout=self._rpc_timeout_seconds)
+        return await rpc(
+            request,
+            metadata=self._metadata,
+            timeout=rpc_timeout_seconds or self._rpc_timeout_seconds,
+        )
+
+    def _set_leader(self, leader: bool) -> None:
+        self._leader = leader
+        metrics.LEADER.set(1 if leader else 0)
+        if leader:
+            self._leading.set()
+        else:
+            self._leading.clear()
 
     def _apply_leadership(self, leadership: maintenance_pb2.Leadership) -> None:
         was_leader = self._leader
-        self._leader = leadership.held
+        self._set_leader(leadership.held)
         self._leader_id = leadership.holder_id
-        metrics.LEADER.set(1 if self._leader else 0)
         if leadership.HasField("expire_time"):
             expire = timestamp_pb2.Timestamp()
             expire.CopyFrom(leadership.expire_time)

@@ -104,6 +104,7 @@ async def start_recovery(
         maintenance,
         service_key=settings.service_key.get_secret_value(),
         interval_seconds=settings.recovery_interval_seconds,
+        leadership_seconds=settings.recovery_leadership_seconds,
         clock=clock or clock_from_env(),
         sleep=sleep,
     )
@@ -125,11 +126,12 @@ async def start_recovery(
     address = f"{host}:{bound_port(server)}"
     loop_task = asyncio.create_task(recoverer.run(), name="workcoord-recovery-loop")
     _log.info(
-        "recovery %s serving on %s, coordinator %s, every %ss",
+        "recovery %s serving on %s, coordinator %s, every %ss, leadership lease %ss",
         recoverer.replica_id,
         address,
         settings.coordinator_address,
         settings.recovery_interval_seconds,
+        recoverer.leadership_seconds,
     )
     return RunningRecovery(
         address=address,

@@ -28,7 +28,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from workcoord.api.v1 import field_rules_pb2 as workcoord_dot_api_dot_v1_dot_field__rules__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fworkcoord/api/v1/recovery.proto\x12\x10workcoord.api.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\"workcoord/api/v1/field_rules.proto\"\x81\x03\n\x11MaintenanceReport\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\t\x12\x18\n\x10\x65xpired_attempts\x18\x02 \x01(\x05\x12\x10\n\x08requeued\x18\x03 \x01(\x05\x12\x15\n\rdead_lettered\x18\x04 \x01(\x05\x12\x11\n\tescalated\x18\x05 \x01(\x05\x12\x17\n\x0f\x65victed_workers\x18\x06 \x01(\x05\x12!\n\x19pending_actions_attempted\x18\x07 \x01(\x05\x12!\n\x19pending_actions_succeeded\x18\x08 \x01(\x05\x12\x16\n\x0etickets_synced\x18\t \x01(\x05\x12\x10\n\x08revision\x18\n \x01(\x03\x12.\n\nstart_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x08\x64uration\x18\x0c \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10skipped_disabled\x18\r \x01(\x08\"S\n\x0fMaintainRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\"G\n\x10MaintainResponse\x12\x33\n\x06report\x18\x01 \x01(\x0b\x32#.workcoord.api.v1.MaintenanceReport\"\x9c\x01\n\x0f\x43oordinatorPass\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\t\x12-\n\tpass_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x06report\x18\x03 \x01(\x0b\x32#.workcoord.api.v1.MaintenanceReport\x12\r\n\x05\x65rror\x18\x04 \x01(\t\"\xc7\x02\n\x0eRecoveryStatus\x12\x12\n\nreplica_id\x18\x01 \x01(\t\x12\x0e\n\x06leader\x18\x02 \x01(\x08\x12\x11\n\tleader_id\x18\x03 \x01(\t\x12:\n\x16leadership_expire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x08interval\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x14\n\x0cpasses_total\x18\x06 \x01(\x03\x12\x32\n\x0elast_pass_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x37\n\x0c\x63oordinators\x18\x08 \x03(\x0b\x32!.workcoord.api.v1.CoordinatorPass\x12\x12\n\nlast_error\x18\t \x01(\t\"\x1a\n\x18GetRecoveryStatusRequest\"M\n\x19GetRecoveryStatusResponse\x12\x30\n\x06status\x18\x01 \x01(\x0b\x32 .workcoord.api.v1.RecoveryStatus2\xbd\x02\n\x0fRecoveryService\x12\x95\x01\n\x08Maintain\x12!.workcoord.api.v1.MaintainRequest\x1a\".workcoord.api.v1.MaintainResponse\"B\x82\xd3\xe4\x93\x02<\"//v1/work-coordinators/{coordinator_id}/maintain:\x01*b\x06report\x12\x91\x01\n\x11GetRecoveryStatus\x12*.workcoord.api.v1.GetRecoveryStatusRequest\x1a+.workcoord.api.v1.GetRecoveryStatusResponse\"#\x82\xd3\xe4\x93\x02\x1d\x12\x13/v1/recovery/statusb\x06statusb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fworkcoord/api/v1/recovery.proto\x12\x10workcoord.api.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\"workcoord/api/v1/field_rules.proto\"\xb7\x03\n\x11MaintenanceReport\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\t\x12\x18\n\x10\x65xpired_attempts\x18\x02 \x01(\x05\x12\x10\n\x08requeued\x18\x03 \x01(\x05\x12\x15\n\rdead_lettered\x18\x04 \x01(\x05\x12\x11\n\tescalated\x18\x05 \x01(\x05\x12\x17\n\x0f\x65victed_workers\x18\x06 \x01(\x05\x12!\n\x19pending_actions_attempted\x18\x07 \x01(\x05\x12!\n\x19pending_actions_succeeded\x18\x08 \x01(\x05\x12\x16\n\x0etickets_synced\x18\t \x01(\x05\x12\x10\n\x08revision\x18\n \x01(\x03\x12.\n\nstart_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x08\x64uration\x18\x0c \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x18\n\x10skipped_disabled\x18\r \x01(\x08\x12\x34\n\rstep_failures\x18\x0e \x03(\x0b\x32\x1d.workcoord.api.v1.StepFailure\"<\n\x0bStepFailure\x12\x0c\n\x04step\x18\x01 \x01(\t\x12\x10\n\x08\x66\x61ilures\x18\x02 \x01(\x05\x12\r\n\x05\x65rror\x18\x03 \x01(\t\"\x9a\x01\n\x10StepFailureCount\x12\x0c\n\x04step\x18\x01 \x01(\t\x12\x15\n\rfailed_passes\x18\x02 \x01(\x03\x12\x12\n\nlast_error\x18\x03 \x01(\t\x12\x16\n\x0e\x63oordinator_id\x18\x04 \x01(\t\x12\x35\n\x11last_failure_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"S\n\x0fMaintainRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\"G\n\x10MaintainResponse\x12\x33\n\x06report\x18\x01 \x01(\x0b\x32#.workcoord.api.v1.MaintenanceReport\"\x9c\x01\n\x0f\x43oordinatorPass\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\t\x12-\n\tpass_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x06report\x18\x03 \x01(\x0b\x32#.workcoord.api.v1.MaintenanceReport\x12\r\n\x05\x65rror\x18\x04 \x01(\t\"\x82\x03\n\x0eRecoveryStatus\x12\x12\n\nreplica_id\x18\x01 \x01(\t\x12\x0e\n\x06leader\x18\x02 \x01(\x08\x12\x11\n\tleader_id\x18\x03 \x01(\t\x12:\n\x16leadership_expire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x08interval\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x14\n\x0cpasses_total\x18\x06 \x01(\x03\x12\x32\n\x0elast_pass_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x37\n\x0c\x63oordinators\x18\x08 \x03(\x0b\x32!.workcoord.api.v1.CoordinatorPass\x12\x12\n\nlast_error\x18\t \x01(\t\x12\x39\n\rstep_failures\x18\n \x03(\x0b\x32\".workcoord.api.v1.StepFailureCount\"\x1a\n\x18GetRecoveryStatusRequest\"M\n\x19GetRecoveryStatusResponse\x12\x30\n\x06status\x18\x01 \x01(\x0b\x32 .workcoord.api.v1.RecoveryStatus2\xbd\x02\n\x0fRecoveryService\x12\x95\x01\n\x08Maintain\x12!.workcoord.api.v1.MaintainRequest\x1a\".workcoord.api.v1.MaintainResponse\"B\x82\xd3\xe4\x93\x02<\"//v1/work-coordinators/{coordinator_id}/maintain:\x01*b\x06report\x12\x91\x01\n\x11GetRecoveryStatus\x12*.workcoord.api.v1.GetRecoveryStatusRequest\x1a+.workcoord.api.v1.GetRecoveryStatusResponse\"#\x82\xd3\xe4\x93\x02\x1d\x12\x13/v1/recovery/statusb\x06statusb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,19 +42,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RECOVERYSERVICE'].methods_by_name['GetRecoveryStatus']._loaded_options = None
   _globals['_RECOVERYSERVICE'].methods_by_name['GetRecoveryStatus']._serialized_options = b'\202\323\344\223\002\035\022\023/v1/recovery/statusb\006status'
   _globals['_MAINTENANCEREPORT']._serialized_start=185
-  _globals['_MAINTENANCEREPORT']._serialized_end=570
-  _globals['_MAINTAINREQUEST']._serialized_start=572
-  _globals['_MAINTAINREQUEST']._serialized_end=655
-  _globals['_MAINTAINRESPONSE']._serialized_start=657
-  _globals['_MAINTAINRESPONSE']._serialized_end=728
-  _globals['_COORDINATORPASS']._serialized_start=731
-  _globals['_COORDINATORPASS']._serialized_end=887
-  _globals['_RECOVERYSTATUS']._serialized_start=890
-  _globals['_RECOVERYSTATUS']._serialized_end=1217
-  _globals['_GETRECOVERYSTATUSREQUEST']._serialized_start=1219
-  _globals['_GETRECOVERYSTATUSREQUEST']._serialized_end=1245
-  _globals['_GETRECOVERYSTATUSRESPONSE']._serialized_start=1247
-  _globals['_GETRECOVERYSTATUSRESPONSE']._serialized_end=1324
-  _globals['_RECOVERYSERVICE']._serialized_start=1327
-  _globals['_RECOVERYSERVICE']._serialized_end=1644
+  _globals['_MAINTENANCEREPORT']._serialized_end=624
+  _globals['_STEPFAILURE']._serialized_start=626
+  _globals['_STEPFAILURE']._serialized_end=686
+  _globals['_STEPFAILURECOUNT']._serialized_start=689
+  _globals['_STEPFAILURECOUNT']._serialized_end=843
+  _globals['_MAINTAINREQUEST']._serialized_start=845
+  _globals['_MAINTAINREQUEST']._serialized_end=928
+  _globals['_MAINTAINRESPONSE']._serialized_start=930
+  _globals['_MAINTAINRESPONSE']._serialized_end=1001
+  _globals['_COORDINATORPASS']._serialized_start=1004
+  _globals['_COORDINATORPASS']._serialized_end=1160
+  _globals['_RECOVERYSTATUS']._serialized_start=1163
+  _globals['_RECOVERYSTATUS']._serialized_end=1549
+  _globals['_GETRECOVERYSTATUSREQUEST']._serialized_start=1551
+  _globals['_GETRECOVERYSTATUSREQUEST']._serialized_end=1577
+  _globals['_GETRECOVERYSTATUSRESPONSE']._serialized_start=1579
+  _globals['_GETRECOVERYSTATUSRESPONSE']._serialized_end=1656
+  _globals['_RECOVERYSERVICE']._serialized_start=1659
+  _globals['_RECOVERYSERVICE']._serialized_end=1976
 # @@protoc_insertion_point(module_scope)

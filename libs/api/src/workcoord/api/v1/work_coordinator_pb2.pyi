@@ -241,6 +241,7 @@ class DigestEntry(_message.Message):
         PENDING_ACTION: _ClassVar[DigestEntry.Kind]
         STOPPED: _ClassVar[DigestEntry.Kind]
         ESCALATED: _ClassVar[DigestEntry.Kind]
+        MAINTENANCE_STEP_FAILED: _ClassVar[DigestEntry.Kind]
     KIND_UNSPECIFIED: DigestEntry.Kind
     DEAD_LETTERED: DigestEntry.Kind
     CLOSED_OUT: DigestEntry.Kind
@@ -248,6 +249,7 @@ class DigestEntry(_message.Message):
     PENDING_ACTION: DigestEntry.Kind
     STOPPED: DigestEntry.Kind
     ESCALATED: DigestEntry.Kind
+    MAINTENANCE_STEP_FAILED: DigestEntry.Kind
     KIND_FIELD_NUMBER: _ClassVar[int]
     LANE_ID_FIELD_NUMBER: _ClassVar[int]
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]

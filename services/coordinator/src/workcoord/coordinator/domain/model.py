@@ -402,6 +402,7 @@ class DigestKind(enum.StrEnum):
     PENDING_ACTION = "PENDING_ACTION"
     STOPPED = "STOPPED"
     ESCALATED = "ESCALATED"
+    MAINTENANCE_STEP_FAILED = "MAINTENANCE_STEP_FAILED"
 
 
 @dataclass(frozen=True, slots=True)

@@ -392,6 +392,16 @@ class Explanation:
     items: list[Explanation] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class StepFailure:
+    """A step of a recovery pass (one of ``MAINTENANCE_STEPS``) that failed while the rest of
+    the pass ran: how many of its calls failed, and the latest error."""
+
+    step: str
+    failures: int
+    error: str
+
+
 @dataclass(slots=True)
 class MaintenanceReport:
     coordinator_id: str
@@ -407,6 +417,7 @@ class MaintenanceReport:
     revision: int = 0
     duration_seconds: float = 0.0
     skipped_disabled: bool = False
+    step_failures: list[StepFailure] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -490,10 +501,13 @@ class LeadershipClaim:
 
 @dataclass(frozen=True, slots=True)
 class PendingActionsRun:
-    """One pass over the due pending actions."""
+    """One pass over the due pending actions; ``failed`` of them failed, the latest with
+    ``error``."""
 
     attempted: int = 0
     succeeded: int = 0
+    failed: int = 0
+    error: str = ""
 
 
 @dataclass(slots=True)

@@ -148,7 +148,24 @@ def known_revisions() -> list[str]:
 
 
 def upgrade(database_url: str, revision: str = "head") -> None:
-    """Bring the schema up to ``revision`` (synchronous; runs its own event loop)."""
+    """Bring the schema up to ``revision`` (synchronous; runs its own event loop).
+
+    A schema newer than this code knows is left as it is: when it admits this release (see
+    :func:`check_compatibility`) there is nothing to do, and one line says so; when it does not,
+    :class:`SchemaMismatch` says which release to deploy (Alembic would only fail to find the
+    revision).
+    """
+    known = known_revisions()
+    state = asyncio.run(read_schema_state(database_url))
+    if state.revision is not None and state.revision not in known:
+        check_compatibility(state, known)
+        _log.warning(
+            "the database schema %s is newer than this release (head %s) and admits it: "
+            "nothing to upgrade",
+            state.revision,
+            known[-1],
+        )
+        return
     command.upgrade(_config(database_url), revision)
 
 

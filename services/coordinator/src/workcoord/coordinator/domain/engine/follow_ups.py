@@ -6,6 +6,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from workcoord.kit.errors import InvalidArgument, NotFound, PermissionDenied
+from workcoord.kit.wire import MAINTENANCE_STEPS
 
 from .. import rules
 from ..auth import Access, Principal
@@ -19,7 +20,7 @@ from ..model import (
     RetryPolicy,
     Ticket,
 )
-from ..specs import Digest, MaintenanceReport, Page, PendingActionsRun
+from ..specs import Digest, MaintenanceReport, Page, PendingActionsRun, StepFailure
 from ..tickets import TrackerError
 from ._base import EngineCore
 from .paging import PageRequest
@@ -28,6 +29,7 @@ from .transitions import TICKET_CLOSED
 _log = logging.getLogger("workcoord.coordinator.engine")
 
 TICKET_SYNC_BATCH = 50
+CLOSE_TICKETS, SYNC_TICKETS = MAINTENANCE_STEPS
 # Ticket closures are retried patiently: trackers have outages measured in minutes to hours.
 PENDING_ACTION_RETRY = RetryPolicy(
     initial_interval=30.0, backoff_coefficient=2.0, maximum_interval=3600.0, maximum_attempts=None
@@ -43,21 +45,24 @@ class FollowUps(EngineCore):
         """Try every due pending action once."""
         async with self.store.read() as reader:
             due = await reader.due_pending_actions(coordinator_id, self.clock.now(), 100)
-        attempted = succeeded = 0
+        attempted = succeeded = failed = 0
+        last_error = ""
         for action in due:
             tracker = self.trackers.get(action.ticket_tracker)
             error = ""
             if tracker is None:
-                error = f"no tracker is configured for {action.ticket_tracker!r}"
+                error = _no_tracker(action.ticket_tracker)
             else:
                 try:
                     await tracker.close(action.ticket_key)
                 except TrackerError as exc:
                     error = str(exc) or type(exc).__name__
             attempted += 1
+            if error:
+                failed, last_error = failed + 1, error
             if await self._record_action(principal, coordinator_id, action, error):
                 succeeded += 1
-        return PendingActionsRun(attempted, succeeded)
+        return PendingActionsRun(attempted, succeeded, failed, last_error)
 
     async def _record_action(
         self, principal: Principal, coordinator_id: str, tried: PendingAction, error: str
@@ -210,14 +215,19 @@ class FollowUps(EngineCore):
         async with self.store.read() as reader:
             tickets = await reader.tickets_to_sync(coordinator_id, TICKET_SYNC_BATCH)
         observed: list[tuple[Ticket, str]] = []
+        failed = 0
+        error = ""
         for ticket in tickets:
             tracker = self.trackers.get(ticket.tracker)
-            if tracker is None:
-                continue
             try:
+                if tracker is None:
+                    raise TrackerError(_no_tracker(ticket.tracker))
                 observed.append((ticket, await tracker.get_state(ticket.key)))
             except TrackerError as exc:
-                _log.info("ticket %s %s not synced: %s", ticket.tracker, ticket.key, exc)
+                failed, error = failed + 1, str(exc) or type(exc).__name__
+                _log.info("ticket %s %s not synced: %s", ticket.tracker, ticket.key, error)
+        if failed:
+            report.step_failures.append(StepFailure(SYNC_TICKETS, failed, error))
         if not observed:
             return
         async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
@@ -240,3 +250,7 @@ class FollowUps(EngineCore):
                 await tx.update_ticket(coordinator_id, ticket)
             await self.append_events(tx, coordinator, events, principal.name)
         report.tickets_synced += len(observed)
+
+
+def _no_tracker(tracker: str) -> str:
+    return f"no tracker is configured for {tracker!r}"

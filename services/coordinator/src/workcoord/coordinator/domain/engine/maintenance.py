@@ -23,10 +23,16 @@ from ..model import (
     RetryPolicy,
 )
 from ..ports import ExpiredLease, Leadership, Tx
-from ..specs import LeadershipClaim, MaintenanceReport, MaintenanceTarget, MaintenanceTargets
+from ..specs import (
+    LeadershipClaim,
+    MaintenanceReport,
+    MaintenanceTarget,
+    MaintenanceTargets,
+    StepFailure,
+)
 from ._base import Effects, new_id
 from .fences import WorkerFences
-from .follow_ups import FollowUps
+from .follow_ups import CLOSE_TICKETS, FollowUps
 from .gates import GateContext, item_gates
 from .transitions import Transitions
 
@@ -54,7 +60,9 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
         self, principal: Principal, coordinator_id: str, batch_size: int
     ) -> MaintenanceReport:
         """One recovery pass: expire dead leases (requeue with backoff or dead-letter, never
-        twice per item in one pass), fence or unfence workers, and evict stale workers."""
+        twice per item in one pass), fence or unfence workers, escalate, retry ticket
+        closures, sync tickets and evict stale workers. A tracker failing does not fail the
+        pass: the report names the step (``step_failures``) and today's digest says so."""
         start = self.clock.now()
         began = self.clock.monotonic()
         report = MaintenanceReport(coordinator_id=coordinator_id, start_time=start)
@@ -90,12 +98,15 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
         run = await self.run_pending_actions(principal, coordinator_id)
         report.pending_actions_attempted = run.attempted
         report.pending_actions_succeeded = run.succeeded
+        if run.failed:
+            report.step_failures.append(StepFailure(CLOSE_TICKETS, run.failed, run.error))
         await self._sync_tickets(principal, coordinator_id, report)
         async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
             tx,
             coordinator,
-            _effects,
+            effects,
         ):
+            await self._note_step_failures(tx, coordinator_id, report, effects)
             cutoff = tx.now - timedelta(seconds=WORKER_EVICT_AFTER_SECONDS)
             evicted = await tx.evict_workers(coordinator_id, cutoff)
             report.evicted_workers = len(evicted)
@@ -178,6 +189,25 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
             return await tx.release_leadership(name, holder_id)
 
     # ---------------------------------------------------------------------- helpers
+
+    async def _note_step_failures(
+        self, tx: Tx, coordinator_id: str, report: MaintenanceReport, effects: Effects
+    ) -> None:
+        """A digest line for each failed step whose failure today's digest does not show yet:
+        the digest owner hears of it once a day; every failure counts in the recovery status
+        and metrics. Read under the coordinator's lock, so two leaders never both write it."""
+        if not report.step_failures:
+            return
+        entries = await tx.digest_entries(coordinator_id, tx.now.date().isoformat())
+        noted = {
+            e.reason.partition(":")[0]
+            for e in entries
+            if e.kind == DigestKind.MAINTENANCE_STEP_FAILED
+        }
+        for failure in report.step_failures:
+            if failure.step not in noted:
+                reason = f"{failure.step}: {failure.error} ({failure.failures} failed in a pass)"
+                effects.note(DigestKind.MAINTENANCE_STEP_FAILED, "", reason=reason[:1000])
 
     async def _escalate(
         self, principal: Principal, coordinator_id: str, report: MaintenanceReport

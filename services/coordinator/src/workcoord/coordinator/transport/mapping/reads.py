@@ -117,7 +117,11 @@ def view_response(view: CoordinatorView) -> work_coordinator_pb2.GetViewResponse
 
 
 def report_to_pb(r: MaintenanceReport) -> recovery_pb2.MaintenanceReport:
-    return _REPORT(r, duration=dur(r.duration_seconds))
+    failures = [
+        recovery_pb2.StepFailure(step=f.step, failures=f.failures, error=f.error)
+        for f in r.step_failures
+    ]
+    return _REPORT(r, duration=dur(r.duration_seconds), step_failures=failures)
 
 
 def pending_action_to_pb(a: PendingAction) -> work_coordinator_pb2.PendingAction:
