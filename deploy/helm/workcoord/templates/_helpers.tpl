@@ -71,6 +71,7 @@ capabilities:
 WORKCOORD_COORDINATOR_ADDRESS: {{ printf "%s-coordinator:50051" $name | quote }}
 WORKCOORD_RECOVERY_ADDRESS: {{ printf "%s-recovery:50052" $name | quote }}
 WORKCOORD_RECOVERY_INTERVAL_SECONDS: {{ .Values.recovery.intervalSeconds | toString | quote }}
+WORKCOORD_RECOVERY_LEADERSHIP_SECONDS: {{ .Values.recovery.leadershipSeconds | toString | quote }}
 # Inside a pod each service listens on all interfaces (the default is loopback).
 WORKCOORD_LISTEN_COORDINATOR: "0.0.0.0:50051"
 WORKCOORD_LISTEN_RECOVERY: "0.0.0.0:50052"
