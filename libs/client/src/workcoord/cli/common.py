@@ -101,10 +101,12 @@ def add_coordinator_flag(parser: argparse.ArgumentParser) -> None:
 def add_client_flags(
     parsers: Iterable[argparse.ArgumentParser], *, coordinator: bool = False
 ) -> None:
-    """The connection flags on each of ``parsers`` (and ``--coordinator`` first if asked)."""
+    """The connection flags and ``-o/--output`` on each of ``parsers`` (and ``--coordinator``
+    first if asked)."""
     for parser in parsers:
         if coordinator:
             add_coordinator_flag(parser)
+        output_module.add_output_flag(parser)
         add_connection_flags(parser)
 
 

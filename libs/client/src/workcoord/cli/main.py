@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 the server (or an input file) refused, 2 bad usage or c
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from importlib import metadata
@@ -27,9 +28,11 @@ from workcoord.cli import (
 from workcoord.cli.common import EXIT_ERROR, CliError, Handler, print_error
 from workcoord.kit.errors import WorkcoordError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["EXIT_BROKEN_PIPE", "build_parser", "main"]
 
 _EXIT_INTERRUPTED = 130
+# What a shell reports for a command killed by SIGPIPE (128 + 13): `workcoord view | head`.
+EXIT_BROKEN_PIPE = 141
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,7 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except CliError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
@@ -72,6 +80,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return _EXIT_INTERRUPTED
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: the reader has gone, and Python's final flush of what is
+    still buffered must not fail again (a second BrokenPipeError, printed at exit)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (a test's captured stream)
+        pass
+    finally:
+        os.close(devnull)
 
 
 def _version() -> str:

@@ -33,7 +33,10 @@ _RENDERERS: dict[str, _Renderer] = {}
 
 
 def add_output_flag(parser: argparse.ArgumentParser) -> None:
-    """``--output table|json`` (``-o``), default ``$WORKCOORD_OUTPUT`` or json."""
+    """``--output table|json`` (``-o``), default ``$WORKCOORD_OUTPUT`` or json; once only, so
+    a command that added it already keeps its own."""
+    if "--output" in parser._option_string_actions:
+        return
     default = os.environ.get(OUTPUT_ENV, "json")
     parser.add_argument(
         "-o",
@@ -62,6 +65,9 @@ def render_table(message: Message) -> str:
         wrapped = [f for f in message.DESCRIPTOR.fields if f.message_type is not None]
         if len(message.DESCRIPTOR.fields) == 1 and len(wrapped) == 1 and not _repeated(wrapped[0]):
             return render_table(getattr(message, wrapped[0].name))
+        listed = [f for f in wrapped if _repeated(f) and not f.message_type.GetOptions().map_entry]
+        if len(listed) == 1 and name.split(".")[-1].startswith("List"):
+            return "\n".join(_generic_list(document, listed[0].json_name))
         return "\n".join(_fields(document)) or "(empty)"
     return "\n".join(renderer(document))
 
@@ -110,6 +116,26 @@ def _fields(document: dict[str, Any], prefix: str = "") -> list[str]:
         else:
             lines.append(f"{prefix}{key}: {_cell(value)}")
     return lines
+
+
+def _generic_list(doc: dict[str, Any], key: str, max_columns: int = 8) -> list[str]:
+    """A table of any ``List…Response`` without a renderer of its own: one row per entry, a
+    column per field (in the order first seen, at most ``max_columns``)."""
+    entries: list[dict[str, Any]] = doc.get(key, [])
+    columns: list[str] = []
+    for entry in entries:
+        columns.extend(k for k in entry if k not in columns)
+    columns = columns[:max_columns]
+    if not entries:
+        return _with_next_page([f"(no {key})"], doc)
+    rows = [[entry.get(column) for column in columns] for entry in entries]
+    headers = [_header(column) for column in columns]
+    return _with_next_page(format_table(headers, rows), doc)
+
+
+def _header(json_name: str) -> str:
+    """``displayName`` → ``DISPLAY NAME``."""
+    return "".join(f" {c}" if c.isupper() else c.upper() for c in json_name).strip()
 
 
 def _renders(*names: str) -> Callable[[_Renderer], _Renderer]:
