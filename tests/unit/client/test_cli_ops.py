@@ -80,7 +80,8 @@ def _reads(node: object, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ..
 
 
 def test_every_list_and_get_takes_output_table() -> None:
-    reads = _reads(build_parser())
+    # `config get|list` read the local file, not the server: they print its own plain form.
+    reads = [(path, parser) for path, parser in _reads(build_parser()) if path[0] != "config"]
     assert len(reads) >= 15
     missing = [
         " ".join(path)

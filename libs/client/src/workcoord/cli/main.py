@@ -14,23 +14,27 @@ from importlib import metadata
 from workcoord.cli import (
     admin,
     completion,
+    config,
     coordinators,
     db,
     dev,
     items,
     lane,
     mcp,
+    profiles,
     reads,
     serve,
     watch,
     worker,
 )
-from workcoord.cli.common import EXIT_ERROR, CliError, Handler, print_error
+from workcoord.cli.common import EXIT_ERROR, EXIT_USAGE, CliError, Handler, print_error
 from workcoord.kit.errors import WorkcoordError
 
 __all__ = ["EXIT_BROKEN_PIPE", "build_parser", "main"]
 
 _EXIT_INTERRUPTED = 130
+_PROFILE_PARSER = argparse.ArgumentParser(add_help=False)
+_PROFILE_PARSER.add_argument("--profile")
 # What a shell reports for a command killed by SIGPIPE (128 + 13): `workcoord view | head`.
 EXIT_BROKEN_PIPE = 141
 
@@ -42,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="workcoord: a durable, multi-tenant work coordinator for fleets of agents",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument(
+        "--profile",
+        metavar="NAME",
+        help=f"the saved profile to use (env {profiles.PROFILE_ENV}; see 'workcoord config')",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in (
         dev,
@@ -56,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         worker,
         mcp,
         completion,
+        config,
     ):
         module.register(commands)
     return parser
@@ -63,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command, return its exit code."""
+    # The profile first: the connection and output flags take their defaults from it.
+    chosen, _ = _PROFILE_PARSER.parse_known_args(sys.argv[1:] if argv is None else argv)
+    try:
+        profiles.select(chosen.profile)
+    except profiles.ProfileError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
     try:
@@ -75,6 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
+    except profiles.ProfileError as err:  # the profile's token file, read on connecting
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
     except WorkcoordError as err:
         print_error(err)
         return EXIT_ERROR

@@ -17,6 +17,8 @@ from typing import Any, TextIO
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from workcoord.cli import profiles
+
 __all__ = [
     "OUTPUT_ENV",
     "add_output_flag",
@@ -37,13 +39,14 @@ def add_output_flag(parser: argparse.ArgumentParser) -> None:
     a command that added it already keeps its own."""
     if "--output" in parser._option_string_actions:
         return
-    default = os.environ.get(OUTPUT_ENV, "json")
+    default = os.environ.get(OUTPUT_ENV) or profiles.active("output") or "json"
     parser.add_argument(
         "-o",
         "--output",
         choices=("json", "table"),
         default=default if default in ("json", "table") else "json",
-        help=f"json (proto3 JSON, the default) or table (for people); env {OUTPUT_ENV}",
+        help=f"json (proto3 JSON, the default) or table (for people); env {OUTPUT_ENV}, then the "
+        "profile",
     )
 
 
@@ -65,7 +68,7 @@ def render_table(message: Message) -> str:
         wrapped = [f for f in message.DESCRIPTOR.fields if f.message_type is not None]
         if len(message.DESCRIPTOR.fields) == 1 and len(wrapped) == 1 and not _repeated(wrapped[0]):
             return render_table(getattr(message, wrapped[0].name))
-        listed = [f for f in wrapped if _repeated(f) and not f.message_type.GetOptions().map_entry]
+        listed = [f for f in wrapped if _repeated(f) and not _is_map(f)]
         if len(listed) == 1 and name.split(".")[-1].startswith("List"):
             return "\n".join(_generic_list(document, listed[0].json_name))
         return "\n".join(_fields(document)) or "(empty)"
@@ -90,6 +93,10 @@ def _repeated(field: Any) -> bool:
     if is_repeated is not None:
         return bool(is_repeated)
     return bool(field.label == field.LABEL_REPEATED)
+
+
+def _is_map(field: Any) -> bool:
+    return bool(field.message_type is not None and field.message_type.GetOptions().map_entry)
 
 
 def _cell(value: Any) -> str:
