@@ -124,9 +124,7 @@ async def test_a_whole_job_list_lease_start_heartbeat_complete(
 async def test_the_same_job_over_rest_records_the_same_events(world: McpWorld) -> None:
     stack = world.stack
     async with world.agent(HTTP_LEGACY) as agent:
-        lane = await agent.ok(
-            "create_lane", {"coordinatorId": stack.cid, **one_task_lane("job")}
-        )
+        lane = await agent.ok("create_lane", {"coordinatorId": stack.cid, **one_task_lane("job")})
         mcp_lane = lane["lane"]["laneId"]
         lease = await lease_one(agent, stack, "mcp-worker")
         await agent.ok("start_work", fenced(stack, lease, runIdentity=run_identity(stack)))

@@ -102,6 +102,7 @@ def test_every_schema_field_is_a_request_field_by_its_json_name(tool: McpTool) -
         # REST's body shape: the body message's fields flat beside the request's own.
         request = tool.method.input_type
         body = request.fields_by_name[tool.body_field].message_type
+        assert body is not None
         own = {f.json_name for f in request.fields if f.name != tool.body_field}
         flat = {k: v for k, v in schema["properties"].items() if k not in own}
         walk({**schema, "properties": flat, "required": _inner_required(schema, own)}, body)

@@ -155,7 +155,9 @@ def _tool(
     body_field = _rest_body_field(method)
     if body_field:
         schema = builder.message_schema(request, exclude=frozenset({body_field}))
-        inner = builder.message_schema(request.fields_by_name[body_field].message_type)
+        body_type = request.fields_by_name[body_field].message_type
+        assert body_type is not None, f"{method.full_name}: the HTTP body is not a message"
+        inner = builder.message_schema(body_type)
         clash = set(schema["properties"]) & set(inner["properties"])
         if clash:
             raise ValueError(f"tool {name}: body fields {sorted(clash)} shadow request fields")
@@ -194,7 +196,8 @@ def _tool(
 
 def _rest_body_field(method: _descriptor.MethodDescriptor) -> str:
     """The request field the RPC's HTTP rule takes as the body (``""``: none, or ``*``)."""
-    rule = method.GetOptions().Extensions[annotations_pb2.http]
+    handle: Any = annotations_pb2.http  # the stubs type extensions too narrowly
+    rule = method.GetOptions().Extensions[handle]
     return "" if rule.body in ("", "*") else str(rule.body)
 
 
