@@ -250,6 +250,13 @@ def test_create_lane_takes_the_flat_rest_body() -> None:
     assert (request.coordinator_id, request.request_id) == ("wc-1", "r-1")
     assert request.lane.title == "Fix the parser"
     assert [item.key for item in request.lane.items] == ["a"]
+    # The request-shaped form agents were configured with before is still understood.
+    nested = {k: v for k, v in arguments.items() if k not in ("coordinatorId", "requestId")}
+    assert tool.build_request({"coordinatorId": "wc-1", "requestId": "r-1", "lane": nested}) == (
+        request
+    )
+    with pytest.raises(InvalidArgument):
+        tool.build_request({"coordinatorId": "wc-1", "titel": "typo"})
 
 
 @pytest.mark.parametrize("tool", mcp_tools(), ids=lambda tool: tool.name)

@@ -107,10 +107,10 @@ class McpTool:
             raise InvalidArgument([], "tool arguments must be a JSON object")
         request = self.request_class()
         document = dict(arguments or {})
-        if self.body_field:
+        body = request.DESCRIPTOR.fields_by_name.get(self.body_field)
+        if body is not None and not _request_shaped(document, body):
             # As REST binds it: the request's own fields (path and query parameters) at the
             # top, everything else into the body field.
-            body = request.DESCRIPTOR.fields_by_name[self.body_field]
             own = {f.json_name for f in request.DESCRIPTOR.fields if f.name != self.body_field}
             nested = {key: value for key, value in document.items() if key not in own}
             document = {key: value for key, value in document.items() if key in own}
@@ -192,6 +192,16 @@ def _tool(
         output_schema=_without_unspecified(output_schema),
         body_field=body_field,
     )
+
+
+def _request_shaped(document: Mapping[str, Any], body: _descriptor.FieldDescriptor) -> bool:
+    """Whether ``document`` nests the body under its field (``{"lane": {…}}``), the form
+    agents configured before the flat one still send; the schema offers only the flat form."""
+    nested = document.get(body.json_name)
+    assert body.message_type is not None
+    return isinstance(nested, Mapping) and body.json_name not in {
+        f.json_name for f in body.message_type.fields
+    }
 
 
 def _rest_body_field(method: _descriptor.MethodDescriptor) -> str:
