@@ -194,7 +194,7 @@ def _tool(
     )
 
 
-def _request_shaped(document: Mapping[str, Any], body: _descriptor.FieldDescriptor) -> bool:
+def _request_shaped(document: Mapping[str, Any], body: Any) -> bool:
     """Whether ``document`` nests the body under its field (``{"lane": {…}}``), the form
     agents configured before the flat one still send; the schema offers only the flat form."""
     nested = document.get(body.json_name)
