@@ -49,7 +49,7 @@ async def test_an_agent_does_its_whole_job_through_mcp(
     async with configured_agent(system, tenant, transport, log) as agent:
         listed = await agent.ok("work_coordinators", {})
         assert [c["coordinatorId"] for c in listed["workCoordinators"]] == [cid]
-        lane = (await agent.ok("create_lane", {"coordinatorId": cid, "lane": EXAMPLE_LANE}))["lane"]
+        lane = (await agent.ok("create_lane", {"coordinatorId": cid, **EXAMPLE_LANE}))["lane"]
         leased = await agent.ok(
             "lease_work",
             {

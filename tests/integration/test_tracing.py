@@ -171,3 +171,23 @@ async def test_a_recovery_pass_is_one_trace(traced: Traced) -> None:
         assert _parent(client, spans) is passes[0]
         assert any(_descends(statement, server, spans) for statement in _sql(spans))
     assert all(_descends(span, passes[0], spans) for span in spans)
+
+
+async def test_http_spans_are_named_by_route_template(traced: Traced) -> None:
+    traced.recorder.recording = True
+    await traced.admin.get("/v1/orgs/acme-7f3a")
+    await traced.admin.post("/v1/work-coordinators/wc-9d2e/leases", json={"workerId": "w1"})
+    await traced.admin.get("/v1/no-such-thing/ln-42")
+    traced.recorder.recording = False
+
+    servers = [s for s in traced.recorder.spans if s.kind == SpanKind.SERVER and s.parent is None]
+    names = {s.name for s in servers}
+    assert {
+        "GET /v1/orgs/{orgSlug}",
+        "POST /v1/work-coordinators/{coordinatorId}/leases",
+        "GET",  # no route: the method alone
+    } <= names, names
+    assert not [n for n in names if "acme-7f3a" in n or "wc-9d2e" in n or "ln-42" in n]
+    [leases] = [s for s in servers if s.name.startswith("POST")]
+    routes = (leases.attributes or {}).get("http.route")
+    assert routes == "/v1/work-coordinators/{coordinatorId}/leases"

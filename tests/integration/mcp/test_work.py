@@ -84,7 +84,7 @@ async def test_a_whole_job_list_lease_start_heartbeat_complete(
         listed = await agent.ok("work_coordinators", {})
         assert [c["coordinatorId"] for c in listed["workCoordinators"]] == [stack.cid]
         created = await agent.ok(
-            "create_lane", {"coordinatorId": stack.cid, "lane": one_task_lane("Fix the parser")}
+            "create_lane", {"coordinatorId": stack.cid, **one_task_lane("Fix the parser")}
         )
         lane = created["lane"]
         lease = await lease_one(agent, stack, "agent-7")
@@ -124,9 +124,7 @@ async def test_a_whole_job_list_lease_start_heartbeat_complete(
 async def test_the_same_job_over_rest_records_the_same_events(world: McpWorld) -> None:
     stack = world.stack
     async with world.agent(HTTP_LEGACY) as agent:
-        lane = await agent.ok(
-            "create_lane", {"coordinatorId": stack.cid, "lane": one_task_lane("job")}
-        )
+        lane = await agent.ok("create_lane", {"coordinatorId": stack.cid, **one_task_lane("job")})
         mcp_lane = lane["lane"]["laneId"]
         lease = await lease_one(agent, stack, "mcp-worker")
         await agent.ok("start_work", fenced(stack, lease, runIdentity=run_identity(stack)))
@@ -222,7 +220,7 @@ async def test_off_answers_coordination_disabled_and_on_resumes(
                 },
             ),
             ("view", {"coordinatorId": stack.cid}),
-            ("create_lane", {"coordinatorId": stack.cid, "lane": one_task_lane("x")}),
+            ("create_lane", {"coordinatorId": stack.cid, **one_task_lane("x")}),
         ):
             refused = await agent.error(tool, arguments)
             assert (refused["code"], reason(refused)) == (14, "COORDINATION_DISABLED"), tool

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from workcoord.cli import profiles
+
 from .fakes import FakeCoordinator
 
 
@@ -17,8 +19,9 @@ def coordinator() -> Iterator[FakeCoordinator]:
 
 
 @pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No ambient workcoord configuration leaks into a test."""
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No ambient workcoord configuration leaks into a test (nor the user's saved profiles)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
     for name in (
         "WORKCOORD_ADDRESS",
         "WORKCOORD_TOKEN",
@@ -33,5 +36,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "WORKCOORD_SERVICE_KEY",
         "DATABASE_URL",
         "REDIS_URL",
+        "WORKCOORD_PROFILE",
+        "WORKCOORD_OUTPUT",
     ):
         monkeypatch.delenv(name, raising=False)
+    profiles.select(None)  # no profile saved: the flags' defaults are the plain ones

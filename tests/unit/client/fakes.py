@@ -88,6 +88,16 @@ class FakeAdmin(admin_pb2_grpc.AdminServiceServicer):
         self.recorded.add("ListOrgs", request, context)
         return admin_pb2.ListOrgsResponse(orgs=[admin_pb2.Org(slug="acme", display_name="Acme")])
 
+    def GetOrg(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("GetOrg", request, context)
+        return admin_pb2.GetOrgResponse(org=admin_pb2.Org(slug=request.org_slug))
+
+    def ListUsers(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("ListUsers", request, context)
+        return admin_pb2.ListUsersResponse(
+            users=[admin_pb2.User(user_id="u1", email="ada@acme.test", display_name="Ada")]
+        )
+
     def CreateWorkKey(
         self, request: admin_pb2.CreateWorkKeyRequest, context: grpc.ServicerContext
     ) -> admin_pb2.CreateWorkKeyResponse:
@@ -124,6 +134,16 @@ class FakeWorkers(worker_pb2_grpc.WorkerServiceServicer):
         self.recorded.add(method, request, context)
         if request.lease_id == STALE_LEASE:
             _abort(context, LeaseLost("expired"))
+
+    def ListWorkers(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("ListWorkers", request, context)
+        return worker_pb2.ListWorkersResponse(
+            workers=[worker_pb2.Worker(worker_id="w1", worker_class="machine")]
+        )
+
+    def ForgetWorker(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("ForgetWorker", request, context)
+        return worker_pb2.ForgetWorkerResponse()
 
     def Lease(
         self, request: worker_pb2.LeaseRequest, context: grpc.ServicerContext
@@ -194,6 +214,27 @@ class FakeLanes(lane_pb2_grpc.LaneServiceServicer):
     ) -> lane_pb2.ListLanesResponse:
         self.recorded.add("ListLanes", request, context)
         return lane_pb2.ListLanesResponse()
+
+    # The lane's parts: each answers an empty response after recording the request.
+    def GetItem(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("GetItem", request, context)
+        return lane_pb2.GetItemResponse(item=lane_pb2.Item(item_id=request.item_id, key="a"))
+
+    def CreateItem(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("CreateItem", request, context)
+        return lane_pb2.CreateItemResponse(item=request.item)
+
+    def AddBlocker(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("AddBlocker", request, context)
+        return lane_pb2.AddBlockerResponse()
+
+    def ResolveBlocker(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("ResolveBlocker", request, context)
+        return lane_pb2.ResolveBlockerResponse()
+
+    def LinkTicket(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("LinkTicket", request, context)
+        return lane_pb2.LinkTicketResponse()
 
 
 class FakeCoordinators(work_coordinator_pb2_grpc.WorkCoordinatorServiceServicer):

@@ -195,7 +195,9 @@ def test_format_table_aligns_and_cuts() -> None:
 def test_the_commands_for_humans_are_in_the_tree() -> None:
     tree = command_tree(build_parser())
     assert {"item", "coordinators", "digest", "pending-actions", "watch"} <= set(tree[""])
-    assert set(tree["item"]) == {"-h", "--help", "approve", "deny", "resume", "retry", "cancel"}
+    assert set(tree["item"]) == {
+        *("-h", "--help", "approve", "deny", "resume", "retry", "cancel", "get", "create")
+    }
     assert {"pause", "resume", "cancel", "create", "get", "list"} <= set(tree["lane"])
     assert {"create", "list", "get", "update"} <= set(tree["coordinators"])
     assert {"list", "resolve"} <= set(tree["pending-actions"])

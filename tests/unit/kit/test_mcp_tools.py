@@ -98,8 +98,21 @@ def test_every_schema_field_is_a_request_field_by_its_json_name(tool: McpTool) -
                 reached.add(schema_name(target))
                 walk(definitions[schema_name(target)], target)
 
-    walk(schema, tool.method.input_type)
+    if tool.body_field:
+        # REST's body shape: the body message's fields flat beside the request's own.
+        request = tool.method.input_type
+        body = request.fields_by_name[tool.body_field].message_type
+        assert body is not None
+        own = {f.json_name for f in request.fields if f.name != tool.body_field}
+        flat = {k: v for k, v in schema["properties"].items() if k not in own}
+        walk({**schema, "properties": flat, "required": _inner_required(schema, own)}, body)
+    else:
+        walk(schema, tool.method.input_type)
     assert reached == set(definitions)
+
+
+def _inner_required(schema: dict[str, Any], own: set[str]) -> list[str]:
+    return [name for name in schema.get("required", []) if name not in own]
 
 
 def _refs(node: Any) -> list[str]:
@@ -200,3 +213,87 @@ def test_errors_are_the_status_json_rest_answers() -> None:
             "metadata": {"cause": "expired"},
         }
     ]
+
+
+def _enum_values(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        found = [v for v in node.get("enum", []) if isinstance(v, str)]
+        for value in node.values():
+            found.extend(_enum_values(value))
+        return found
+    if isinstance(node, list):
+        return [v for item in node for v in _enum_values(item)]
+    return []
+
+
+@pytest.mark.parametrize("tool", mcp_tools(), ids=lambda tool: tool.name)
+def test_no_schema_offers_an_unspecified_enum_value(tool: McpTool) -> None:
+    values = _enum_values(tool.input_schema) + _enum_values(tool.output_schema)
+    assert [v for v in values if v.endswith("_UNSPECIFIED")] == []
+
+
+def test_lease_work_still_offers_the_real_enum_values() -> None:
+    tool = tool_named("complete_work")
+    assert tool is not None
+    assert {"PASS", "FAIL"} <= set(_enum_values(tool.input_schema))
+
+
+def test_why_requires_a_lane_or_an_item() -> None:
+    tool = tool_named("why")
+    assert tool is not None
+    validator = Draft202012Validator(tool.input_schema)
+    assert not validator.is_valid({"coordinatorId": "wc-1"})
+    assert validator.is_valid({"coordinatorId": "wc-1", "laneId": "ln-1"})
+    assert validator.is_valid({"coordinatorId": "wc-1", "itemId": "it-1"})
+
+
+def test_create_lane_takes_the_flat_rest_body() -> None:
+    tool = tool_named("create_lane")
+    assert tool is not None and tool.body_field == "lane"
+    arguments = {
+        "coordinatorId": "wc-1",
+        "requestId": "r-1",
+        "title": "Fix the parser",
+        "template": "CUSTOM",
+        "items": [{"key": "a", "kind": "TASK", "workerClass": "machine"}],
+    }
+    Draft202012Validator(tool.input_schema).validate(arguments)
+    assert not Draft202012Validator(tool.input_schema).is_valid(
+        {"coordinatorId": "wc-1", "lane": {"title": "nested"}}
+    )
+    request = tool.build_request(arguments)
+    assert isinstance(request, lane_pb2.CreateLaneRequest)
+    assert (request.coordinator_id, request.request_id) == ("wc-1", "r-1")
+    assert request.lane.title == "Fix the parser"
+    assert [item.key for item in request.lane.items] == ["a"]
+    # The request-shaped form agents were configured with before is still understood.
+    nested = {k: v for k, v in arguments.items() if k not in ("coordinatorId", "requestId")}
+    assert tool.build_request({"coordinatorId": "wc-1", "requestId": "r-1", "lane": nested}) == (
+        request
+    )
+    with pytest.raises(InvalidArgument):
+        tool.build_request({"coordinatorId": "wc-1", "titel": "typo"})
+
+
+@pytest.mark.parametrize("tool", mcp_tools(), ids=lambda tool: tool.name)
+def test_every_tool_has_an_output_schema_its_results_meet(tool: McpTool) -> None:
+    schema = tool.output_schema
+    Draft202012Validator.check_schema(schema)
+    assert schema["type"] == "object"
+    assert set(schema["properties"]) == {f.json_name for f in tool.method.output_type.fields}
+    Draft202012Validator(schema).validate(tool.result(tool.response_class()))
+
+
+def test_a_leased_result_meets_the_output_schema() -> None:
+    tool = tool_named("lease_work")
+    assert tool is not None
+    response = worker_pb2.LeaseResponse(
+        leases=[
+            worker_pb2.Lease(
+                lease_id="l-1",
+                lease_token="t",
+                item=worker_pb2.LeasedItem(key="a", kind=lane_pb2.Item.TASK),
+            )
+        ]
+    )
+    Draft202012Validator(tool.output_schema).validate(tool.result(response))

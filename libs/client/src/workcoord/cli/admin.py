@@ -42,6 +42,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         list_orgs, request_of(admin_pb2.ListOrgsRequest, paged=True), lambda c: c.admin.ListOrgs
     )
 
+    get_org = orgs.add_parser("get", help="show an org")
+    get_org.add_argument("org_slug", metavar="SLUG")
+    set_call(get_org, request_of(admin_pb2.GetOrgRequest, "org_slug"), lambda c: c.admin.GetOrg)
+
     keys = add_command_group(groups, "admin_command", "keys", help="work keys")
     create_key = keys.add_parser("create", help="create a work key (its secret is shown once)")
     create_key.add_argument("--display-name", required=True)
@@ -67,6 +71,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         request_of(admin_pb2.ListWorkKeysRequest, "org_slug", paged=True),
         lambda c: c.admin.ListWorkKeys,
     )
+    get_key = keys.add_parser("get", help="show a work key (never its secret)")
+    get_key.add_argument("key_id", metavar="KEY_ID")
+    set_call(
+        get_key, request_of(admin_pb2.GetWorkKeyRequest, "key_id"), lambda c: c.admin.GetWorkKey
+    )
     revoke = keys.add_parser("revoke", help="revoke a work key")
     revoke.add_argument("key_id", metavar="KEY_ID")
     set_call(
@@ -89,7 +98,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     set_.add_argument("--etag", default="", help="refuse the change if settings moved on")
     set_call(set_, _settings_request, lambda c: c.admin.UpdateSettings)
 
-    add_client_flags((create, list_orgs, create_key, list_keys, revoke, get, set_))
+    add_client_flags(
+        (create, list_orgs, get_org, create_key, list_keys, get_key, revoke, get, set_)
+    )
     register_tenancy(groups)
 
 

@@ -48,6 +48,9 @@ def register_tenancy(groups: argparse._SubParsersAction[argparse.ArgumentParser]
     p = command(users, "list", "list users")
     add_paging_flags(p)
     set_call(p, request_of(admin_pb2.ListUsersRequest, paged=True), lambda c: c.admin.ListUsers)
+    p = command(users, "get", "show a user")
+    p.add_argument("user_id", metavar="USER_ID")
+    set_call(p, request_of(admin_pb2.GetUserRequest, "user_id"), lambda c: c.admin.GetUser)
 
     members = group("members", "org roles")
     p = command(members, "add", "give a user a role in an org")

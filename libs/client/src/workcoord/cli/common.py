@@ -10,7 +10,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO, TypedDict, TypeVar
 
@@ -19,6 +19,7 @@ from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 from google.protobuf.message import Message
 
 from workcoord.cli import output as output_module
+from workcoord.cli import profiles
 from workcoord.client.client import DEFAULT_ADDRESS, WorkcoordClient
 from workcoord.kit.errors import WorkcoordError
 
@@ -37,6 +38,7 @@ __all__ = [
     "add_paging_flags",
     "add_repeated_choice",
     "client_from_args",
+    "default_address",
     "enum_names",
     "load_message",
     "paging",
@@ -50,6 +52,7 @@ __all__ = [
     "run_call",
     "run_client_command",
     "set_call",
+    "token_from",
 ]
 
 EXIT_OK = 0
@@ -74,14 +77,15 @@ def add_connection_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("connection")
     group.add_argument(
         "--address",
-        default=os.environ.get("WORKCOORD_ADDRESS") or DEFAULT_ADDRESS,
-        help="coordinator gRPC address (env WORKCOORD_ADDRESS, default %(default)s)",
+        default=default_address(),
+        help="coordinator gRPC address (env WORKCOORD_ADDRESS, then the profile; default "
+        "%(default)s)",
     )
     group.add_argument(
         "--token",
         default=None,
-        help="admin token or work key (env WORKCOORD_TOKEN; prefer the variable: flags are "
-        "visible to other local users)",
+        help="admin token or work key (env WORKCOORD_TOKEN, then the profile's token_file; "
+        "prefer those: flags are visible to other local users)",
     )
 
 
@@ -101,10 +105,12 @@ def add_coordinator_flag(parser: argparse.ArgumentParser) -> None:
 def add_client_flags(
     parsers: Iterable[argparse.ArgumentParser], *, coordinator: bool = False
 ) -> None:
-    """The connection flags on each of ``parsers`` (and ``--coordinator`` first if asked)."""
+    """The connection flags and ``-o/--output`` on each of ``parsers`` (and ``--coordinator``
+    first if asked)."""
     for parser in parsers:
         if coordinator:
             add_coordinator_flag(parser)
+        output_module.add_output_flag(parser)
         add_connection_flags(parser)
 
 
@@ -183,8 +189,18 @@ def parse_positive_seconds(text: str) -> float:
 
 def client_from_args(args: argparse.Namespace) -> WorkcoordClient:
     """A client for ``--address`` with ``--token`` (or ``WORKCOORD_TOKEN``)."""
-    token = args.token or os.environ.get("WORKCOORD_TOKEN") or None
-    return WorkcoordClient(args.address, token)
+    return WorkcoordClient(args.address, token_from(args.token))
+
+
+def default_address() -> str:
+    """``WORKCOORD_ADDRESS``, else the profile's address, else the default."""
+    return os.environ.get("WORKCOORD_ADDRESS") or profiles.active("address") or DEFAULT_ADDRESS
+
+
+def token_from(flag: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """``--token``, else ``WORKCOORD_TOKEN``, else the profile's token file (None: none)."""
+    env = os.environ if environ is None else environ
+    return flag or env.get("WORKCOORD_TOKEN") or profiles.profile_token()
 
 
 def run_client_command(

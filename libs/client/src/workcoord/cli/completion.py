@@ -1,7 +1,8 @@
-"""``workcoord completion bash|zsh``: a static completion script derived from the parser.
+"""``workcoord completion bash|zsh|fish``: a static completion script derived from the parser.
 
 The script knows the command tree (subcommands and each command's flags); it does not complete
-flag values. Install with ``source <(workcoord completion bash)`` (or ``zsh``).
+flag values. Install with ``source <(workcoord completion bash)`` (or ``zsh``), or for fish
+``workcoord completion fish > ~/.config/fish/completions/workcoord.fish``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ __all__ = ["command_tree", "register", "render"]
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``completion bash|zsh``."""
+    """Add ``completion bash|zsh|fish``."""
     completion = commands.add_parser("completion", help="print a shell completion script")
-    completion.add_argument("shell", choices=["bash", "zsh"])
+    completion.add_argument("shell", choices=["bash", "zsh", "fish"])
     completion.set_defaults(handler=_completion)
 
 
@@ -43,6 +44,8 @@ def command_tree(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
 def render(shell: str, parser: argparse.ArgumentParser) -> str:
     """The completion script for ``shell``."""
     tree = command_tree(parser)
+    if shell == "fish":
+        return _render_fish(tree)
     cases = "\n".join(
         f"        {shlex.quote(path)}) echo {shlex.quote(' '.join(words))} ;;"
         for path, words in sorted(tree.items())
@@ -85,6 +88,39 @@ complete -F _workcoord workcoord
 compdef _workcoord workcoord
 """
     )
+
+
+def _render_fish(tree: dict[str, list[str]]) -> str:
+    # fish has no `case` fallthrough syntax shared with bash: a `switch` of its own.
+    cases = "\n".join(
+        f"        case {_fish_quote(path)}\n            echo {_fish_quote(' '.join(words))}"
+        for path, words in sorted(tree.items())
+    )
+    return f"""# workcoord fish completion: workcoord completion fish | source
+function __workcoord_words
+    switch "$argv[1]"
+{cases}
+    end
+end
+function __workcoord_complete
+    set -l wc_path ""
+    for word in (commandline -opc)[2..-1]
+        string match -q -- '-*' $word; and continue
+        set -l next $word
+        test -n "$wc_path"; and set next "$wc_path $word"
+        set -l found (__workcoord_words $next)
+        test -n "$found"; and set wc_path $next
+    end
+    string split ' ' -- (__workcoord_words "$wc_path")
+end
+complete -c workcoord -f -a '(__workcoord_complete)'
+"""
+
+
+def _fish_quote(text: str) -> str:
+    """``text`` as one fish word: single quotes, with ``\\`` and ``'`` escaped (fish's rules,
+    not POSIX's)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _completion(args: argparse.Namespace) -> int:

@@ -34,7 +34,7 @@ from workcoord.cli.serve import service_starter
 from workcoord.cli.state_lock import hold_state_lock
 from workcoord.client.client import WorkcoordClient
 from workcoord.kit.errors import WorkcoordError
-from workcoord.kit.logging import configure_logging
+from workcoord.kit.logging import configure_logging, json_logs_from_env
 from workcoord.kit.secrets import ADMIN_TOKEN_PREFIX, SERVICE_KEY_PREFIX, new_secret
 from workcoord.kit.settings import CoordinatorSettings, GatewaySettings, RecoverySettings
 from workcoord.kit.startup import StartupError
@@ -372,7 +372,10 @@ def _dev(args: argparse.Namespace) -> int:
         recovery_interval_seconds=args.recovery_interval,
         print_config_json=args.print_config_json,
     )
-    configure_logging(args.log_level)
+    try:
+        configure_logging(args.log_level, json=json_logs_from_env())
+    except ValueError as exc:  # a malformed WORKCOORD_LOG_JSON
+        raise CliError(f"workcoord dev: {exc}", EXIT_USAGE) from None
     state = prepare_state(options)
     try:
         with hold_state_lock(state.state_dir):

@@ -62,12 +62,12 @@ _LANE_DECISIONS: dict[str, tuple[str, type[Message], str]] = {
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``item approve|deny|resume|retry|cancel``."""
+    """Add ``item approve|deny|resume|retry|cancel|get|create``."""
     sub = add_command_group(
         commands,
         "item_command",
         "item",
-        help="decide on an item: approve, deny, resume, retry, cancel",
+        help="an item: get, create; decide: approve, deny, resume, retry, cancel",
     )
     for verb, (help_text, _, _, reason_required) in _ITEM_DECISIONS.items():
         parser = sub.add_parser(verb, help=help_text)
@@ -85,6 +85,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         add_output_flag(parser)
         add_coordinator_flag(parser)
         add_connection_flags(parser)
+    # Imported here: lane_parts uses lane_of from this module.
+    from workcoord.cli.lane_parts import register_item_parts
+
+    register_item_parts(sub)
 
 
 def register_lane_decisions(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -16,6 +16,7 @@ from workcoord.cli.common import (
     set_call,
 )
 from workcoord.cli.items import register_lane_decisions
+from workcoord.cli.lane_parts import register_lane_parts
 from workcoord.cli.output import add_output_flag
 
 __all__ = ["register"]
@@ -24,7 +25,7 @@ _STATES = enum_names(lane_pb2.Lane.State)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``lane create|get|list|pause|resume|cancel``."""
+    """Add ``lane create|get|list|pause|resume|cancel|blocker|ticket``."""
     sub = add_command_group(commands, "lane_command", "lane", help="lanes: durable units of work")
 
     create = sub.add_parser("create", help="create a lane from a JSON file (the Lane resource)")
@@ -57,6 +58,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         add_output_flag(parser)
     add_client_flags((create, get, list_), coordinator=True)
     register_lane_decisions(sub)
+    register_lane_parts(sub)
 
 
 def _create_request(args: argparse.Namespace) -> lane_pb2.CreateLaneRequest:

@@ -9,14 +9,19 @@ their schemas are the gateway's ``/mcp`` ones (:mod:`workcoord.kit.mcp_tools`).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from google.protobuf import message as _message
 
 from workcoord.api.v1 import admin_pb2
-from workcoord.cli.common import EXIT_USAGE, CliError, add_connection_flags, run_and_report
+from workcoord.cli.common import (
+    EXIT_USAGE,
+    CliError,
+    add_connection_flags,
+    run_and_report,
+    token_from,
+)
 from workcoord.client.client import WorkcoordClient
 from workcoord.kit.descriptors import call_deadline_seconds
 from workcoord.kit.errors import Unauthenticated, WorkcoordError
@@ -44,7 +49,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    token = args.token or os.environ.get("WORKCOORD_TOKEN") or None
+    token = token_from(args.token)
     if token is None:
         raise CliError(
             "workcoord mcp needs a work key or user token: set WORKCOORD_TOKEN (or --token)",

@@ -17,6 +17,8 @@ from typing import Any, TextIO
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from workcoord.cli import profiles
+
 __all__ = [
     "OUTPUT_ENV",
     "add_output_flag",
@@ -33,14 +35,18 @@ _RENDERERS: dict[str, _Renderer] = {}
 
 
 def add_output_flag(parser: argparse.ArgumentParser) -> None:
-    """``--output table|json`` (``-o``), default ``$WORKCOORD_OUTPUT`` or json."""
-    default = os.environ.get(OUTPUT_ENV, "json")
+    """``--output table|json`` (``-o``), default ``$WORKCOORD_OUTPUT`` or json; once only, so
+    a command that added it already keeps its own."""
+    if "--output" in parser._option_string_actions:
+        return
+    default = os.environ.get(OUTPUT_ENV) or profiles.active("output") or "json"
     parser.add_argument(
         "-o",
         "--output",
         choices=("json", "table"),
         default=default if default in ("json", "table") else "json",
-        help=f"json (proto3 JSON, the default) or table (for people); env {OUTPUT_ENV}",
+        help=f"json (proto3 JSON, the default) or table (for people); env {OUTPUT_ENV}, then the "
+        "profile",
     )
 
 
@@ -62,6 +68,9 @@ def render_table(message: Message) -> str:
         wrapped = [f for f in message.DESCRIPTOR.fields if f.message_type is not None]
         if len(message.DESCRIPTOR.fields) == 1 and len(wrapped) == 1 and not _repeated(wrapped[0]):
             return render_table(getattr(message, wrapped[0].name))
+        listed = [f for f in wrapped if _repeated(f) and not _is_map(f)]
+        if len(listed) == 1 and name.split(".")[-1].startswith("List"):
+            return "\n".join(_generic_list(document, listed[0].json_name))
         return "\n".join(_fields(document)) or "(empty)"
     return "\n".join(renderer(document))
 
@@ -84,6 +93,10 @@ def _repeated(field: Any) -> bool:
     if is_repeated is not None:
         return bool(is_repeated)
     return bool(field.label == field.LABEL_REPEATED)
+
+
+def _is_map(field: Any) -> bool:
+    return bool(field.message_type is not None and field.message_type.GetOptions().map_entry)
 
 
 def _cell(value: Any) -> str:
@@ -110,6 +123,26 @@ def _fields(document: dict[str, Any], prefix: str = "") -> list[str]:
         else:
             lines.append(f"{prefix}{key}: {_cell(value)}")
     return lines
+
+
+def _generic_list(doc: dict[str, Any], key: str, max_columns: int = 8) -> list[str]:
+    """A table of any ``List…Response`` without a renderer of its own: one row per entry, a
+    column per field (in the order first seen, at most ``max_columns``)."""
+    entries: list[dict[str, Any]] = doc.get(key, [])
+    columns: list[str] = []
+    for entry in entries:
+        columns.extend(k for k in entry if k not in columns)
+    columns = columns[:max_columns]
+    if not entries:
+        return _with_next_page([f"(no {key})"], doc)
+    rows = [[entry.get(column) for column in columns] for entry in entries]
+    headers = [_header(column) for column in columns]
+    return _with_next_page(format_table(headers, rows), doc)
+
+
+def _header(json_name: str) -> str:
+    """``displayName`` → ``DISPLAY NAME``."""
+    return "".join(f" {c}" if c.isupper() else c.upper() for c in json_name).strip()
 
 
 def _renders(*names: str) -> Callable[[_Renderer], _Renderer]:

@@ -45,12 +45,14 @@ from workcoord.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     CliError,
+    default_address,
     parse_positive_seconds,
     print_error,
     require_given,
+    token_from,
 )
 from workcoord.cli.process_group import ProcessGroup
-from workcoord.client.client import DEFAULT_ADDRESS, WorkcoordClient
+from workcoord.client.client import WorkcoordClient
 from workcoord.client.worker import Worker, run_identity_here
 from workcoord.client.worker_loop import (
     Assignment,
@@ -155,7 +157,7 @@ def register_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument("--json", dest="json_output", action="store_true", help="JSON lines")
     run.add_argument(
         "--address",
-        default=os.environ.get("WORKCOORD_ADDRESS") or DEFAULT_ADDRESS,
+        default=default_address(),
         help="coordinator gRPC address (env WORKCOORD_ADDRESS, default %(default)s)",
     )
     run.add_argument("--token", default=None, help="prefer env WORKCOORD_TOKEN")
@@ -230,7 +232,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Su
         raise CliError("worker run: bad run identity labels: " + "; ".join(problems), EXIT_USAGE)
     return SupervisorConfig(
         address=args.address,
-        token=args.token or environ.get("WORKCOORD_TOKEN") or None,
+        token=token_from(args.token, environ),
         coordinator_id=args.coordinator_id,
         worker_id=args.worker_id or default_worker_id(args.worker_class, own),
         worker_class=args.worker_class,

@@ -25,6 +25,7 @@ from workcoord.cli.common import (
     require_given,
     run_call,
 )
+from workcoord.cli.lane_parts import register_worker_reads
 from workcoord.cli.supervisor import register_run
 from workcoord.client.worker import LeaseHandle, Worker, run_identity_here
 
@@ -102,6 +103,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         add_connection_flags(parser)
 
     register_run(sub)
+    register_worker_reads(sub)
 
 
 def _add_worker_flags(parser: argparse.ArgumentParser) -> None:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json as _json
 import logging
+import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -36,7 +37,12 @@ __all__ = [
     "TraceContextFilter",
     "configure_logging",
     "escape_control",
+    "json_logs_from_env",
 ]
+
+LOG_JSON_ENV = "WORKCOORD_LOG_JSON"
+_TRUE = frozenset({"1", "true", "yes", "on", "t", "y"})
+_FALSE = frozenset({"0", "false", "no", "off", "f", "n", ""})
 
 # Attributes every LogRecord has; anything else was passed through ``extra=``.
 _STANDARD_ATTRS = frozenset(
@@ -251,6 +257,19 @@ class JsonFormatter(logging.Formatter):
 class _RedactingTextFormatter(logging.Formatter):
     def formatException(self, ei: Any) -> str:
         return redact_credentials(super().formatException(ei))
+
+
+def json_logs_from_env(environ: Mapping[str, str] | None = None) -> bool:
+    """``WORKCOORD_LOG_JSON`` as a boolean (unset: False), read as the services' settings read
+    it, for the commands that configure logging without loading the settings (``workcoord
+    dev``). Raises ValueError naming the variable for anything but a boolean."""
+    raw = (os.environ if environ is None else environ).get(LOG_JSON_ENV, "")
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"{LOG_JSON_ENV}: expected true or false, got {raw!r}")
 
 
 def configure_logging(

@@ -114,6 +114,7 @@ def _listed(tool: McpTool) -> types.Tool:
         name=tool.name,
         description=tool.description,
         input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
         annotations=types.ToolAnnotations(
             read_only_hint=tool.read_only,
             # Writes move work along (lease, complete, …); none deletes anything.

@@ -26,8 +26,13 @@ from typing import Any
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from workcoord.gateway.app import build_app
+from workcoord.gateway.app import OPENAPI_PATH, build_app
 from workcoord.gateway.guard import ConnectionLimits, effective_max_connections, guarded_protocol
+from workcoord.gateway.mcp import MCP_PATH
+from workcoord.gateway.oidc import OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH
+from workcoord.gateway.routes import load_routes
+from workcoord.gateway.session import LOGIN_PATH
+from workcoord.gateway.span_names import span_details
 from workcoord.gateway.upstream import Upstreams
 from workcoord.kit.logging import configure_logging
 from workcoord.kit.settings import GatewaySettings, SettingsError, load
@@ -105,6 +110,11 @@ def _instrumented(app: ASGIApp, settings: GatewaySettings) -> ASGIApp:
             tracer_provider=tracing.provider,
             # Spans per ASGI send/receive message would bury the request's own.
             exclude_spans=["receive", "send"],
+            # Named by route template, not by the raw path with its ids.
+            default_span_details=span_details(
+                load_routes(),
+                ("/", OPENAPI_PATH, LOGIN_PATH, OIDC_LOGIN_PATH, OIDC_CALLBACK_PATH, MCP_PATH),
+            ),
         )
     return wrapped
 
