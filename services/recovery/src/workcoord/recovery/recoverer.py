@@ -185,17 +185,33 @@ class Recoverer:
 
     async def _keep_leadership(self) -> None:
         """Renew (as the leader) or ask again when the holder's lease runs out (a standby)."""
+        await self._repeat(
+            "recovery leadership attempt", self.acquire_leadership, self._next_attempt_seconds
+        )
+
+    async def _repeat(
+        self,
+        what: str,
+        step: Callable[[], Awaitable[object]],
+        period_seconds: Callable[[], float],
+        when: asyncio.Event | None = None,
+    ) -> None:
+        """Run ``step`` every ``period_seconds()`` (from the start of one run to the next),
+        while ``when`` is set if given. The loop outlives any bug in one run: it is logged and
+        kept as the last error."""
         while True:
+            if when is not None:
+                await when.wait()
             started = self._clock.monotonic()
             try:
-                await self.acquire_leadership()
+                await step()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # the loop must outlive any bug in one attempt
-                _log.exception("recovery leadership attempt failed")
+            except Exception as exc:
+                _log.exception("%s failed", what)
                 self._record_error(f"internal error: {exc}")
             elapsed = self._clock.monotonic() - started
-            await self._sleep(max(0.0, self._next_attempt_seconds() - elapsed))
+            await self._sleep(max(0.0, period_seconds() - elapsed))
 
     def _next_attempt_seconds(self) -> float:
         """A third of the lease; for a standby, no later than when the holder's lease lapses.
@@ -212,18 +228,9 @@ class Recoverer:
     async def _pass_while_leading(self) -> None:
         """Pass every ``interval_seconds`` while leading; a replica that gains leadership
         passes at once (it was waiting for it)."""
-        while True:
-            await self._leading.wait()
-            started = self._clock.monotonic()
-            try:
-                await self.run_pass()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the loop must outlive any bug in one pass
-                _log.exception("recovery pass failed")
-                self._record_error(f"internal error: {exc}")
-            elapsed = self._clock.monotonic() - started
-            await self._sleep(max(0.0, self._interval_seconds - elapsed))
+        await self._repeat(
+            "recovery pass", self.run_pass, lambda: self._interval_seconds, when=self._leading
+        )
 
     async def tick(self) -> bool:
         """Acquire or renew leadership, then run a pass if this replica leads.
