@@ -27,7 +27,14 @@ async def test_the_tool_list_is_the_table_with_schemas_derived_from_the_requests
         assert seen.annotations is not None
         assert seen.annotations.read_only_hint is tool.read_only
     lease = by_name["lease_work"].input_schema
-    assert lease["required"] == ["coordinatorId", "workerId", "workerClass"]
+    # maxItems and leaseSeconds are required: unsent, their 0 is out of bounds and refused.
+    assert lease["required"] == [
+        "coordinatorId",
+        "workerId",
+        "workerClass",
+        "maxItems",
+        "leaseSeconds",
+    ]
     assert (
         lease["properties"]["leaseSeconds"]["minimum"],
         lease["properties"]["leaseSeconds"]["maximum"],

@@ -12,7 +12,7 @@ from .machine import STATS, CoordinatorMachine, machine_settings, memory_store
 # coverage check below is stable. Explore more with e.g.
 # WORKCOORD_HYPOTHESIS_EXAMPLES=2000 (random seeds) when changing the engine.
 _EXPLORE = int(os.environ.get("WORKCOORD_HYPOTHESIS_EXAMPLES", "0"))
-MACHINE_SETTINGS = machine_settings(_EXPLORE or 60, 40, derandomize=not _EXPLORE)
+MACHINE_SETTINGS = machine_settings(_EXPLORE or 100, 40, derandomize=not _EXPLORE)
 
 
 def test_engine_invariants_hold_for_any_command_sequence() -> None:
