@@ -29,7 +29,7 @@ from pydantic import SecretStr
 from workcoord.api.v1 import session_pb2, session_pb2_grpc
 from workcoord.cli.common import EXIT_OK, EXIT_USAGE, CliError, parse_positive_seconds
 from workcoord.cli.db import DATABASE_FILE, upgrade_database
-from workcoord.cli.runtime import wait_for_signal
+from workcoord.cli.runtime import stop_on_signals
 from workcoord.cli.serve import service_starter
 from workcoord.cli.state_lock import hold_state_lock
 from workcoord.client.client import WorkcoordClient
@@ -314,8 +314,9 @@ async def serve_dev(
         code = await _login_code(coordinator.address, state.admin_token)
         if code:
             config["login_url"] = f"{gateway_url}/login?code={code}"
-        _announce(config, state, options, stream)
-        await wait_for_signal(stop)
+        with stop_on_signals(stop) as stopping:
+            _announce(config, state, options, stream)
+            await stopping.wait()
         print("workcoord dev: stopping", file=stream, flush=True)
 
 

@@ -5,18 +5,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from collections.abc import Iterator
 from typing import TypeVar
 
 from workcoord.cli.common import EXIT_USAGE, CliError
 from workcoord.kit.settings import CommonSettings, SettingsError, load
 
-__all__ = ["load_settings", "wait_for_signal"]
+__all__ = ["load_settings", "stop_on_signals"]
 
 _S = TypeVar("_S", bound=CommonSettings)
 
 
-async def wait_for_signal(stop: asyncio.Event | None = None) -> None:
-    """Return on SIGINT or SIGTERM (or once ``stop`` is set, for tests)."""
+@contextlib.contextmanager
+def stop_on_signals(stop: asyncio.Event | None = None) -> Iterator[asyncio.Event]:
+    """An event set on SIGINT or SIGTERM (or by whoever holds ``stop``, for tests), with the
+    handlers installed for the ``with`` block. Enter it before announcing readiness: a Ctrl-C
+    that follows the announcement at once then stops cleanly instead of interrupting."""
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
@@ -26,7 +30,7 @@ async def wait_for_signal(stop: asyncio.Event | None = None) -> None:
             loop.add_signal_handler(signum, stop.set)
             installed.append(signum)
     try:
-        await stop.wait()
+        yield stop
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from workcoord.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
-from workcoord.cli.runtime import load_settings, wait_for_signal
+from workcoord.cli.runtime import load_settings, stop_on_signals
 from workcoord.kit.logging import configure_logging
 from workcoord.kit.metrics import start_metrics_server
 from workcoord.kit.settings import (
@@ -115,11 +115,14 @@ def run_service(name: str, start: _Start, settings: CommonSettings) -> int:
     configure_logging(settings.log_level, json=settings.log_json)
 
     async def run() -> None:
-        running = await start(settings)
-        try:
-            await wait_for_signal()
-        finally:
-            await running.stop()
+        # Handlers first: a signal while the service starts (or right after it says it
+        # serves) stops it cleanly once started.
+        with stop_on_signals() as stopping:
+            running = await start(settings)
+            try:
+                await stopping.wait()
+            finally:
+                await running.stop()
 
     try:
         start_metrics_server(getattr(settings, "metrics_port", None), what=f"{name} metrics")
