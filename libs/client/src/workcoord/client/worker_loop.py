@@ -23,6 +23,17 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from workcoord.api.v1 import lane_pb2, worker_pb2
+from workcoord.client.outcomes import (
+    Checkpointed,
+    Completed,
+    Failed,
+    HandlerResult,
+    Outcome,
+    Released,
+    as_outcome,
+    outcome_detail,
+    outcome_kind,
+)
 from workcoord.client.retries import (
     Backoff,
     RetryClock,
@@ -102,39 +113,6 @@ class WorkerCalls(Protocol):
     async def release(self, lease: worker_pb2.Lease, reason: str = "") -> object: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Completed:
-    """Finish successfully with ``evidence`` (a verdict for REVIEW, a receipt for SHIP)."""
-
-    evidence: lane_pb2.Evidence = field(default_factory=lane_pb2.Evidence)
-
-
-@dataclass(frozen=True, slots=True)
-class Failed:
-    """Fail the attempt; a retryable failure requeues with backoff while attempts remain."""
-
-    message: str
-    error_type: str = ""
-    retryable: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Checkpointed:
-    """End the attempt with a checkpoint; the item requeues for a continuation."""
-
-    checkpoint: lane_pb2.Checkpoint
-
-
-@dataclass(frozen=True, slots=True)
-class Released:
-    """Give the lease back without burning an attempt."""
-
-    reason: str = ""
-
-
-Outcome = Completed | Failed | Checkpointed | Released
-# A handler may also return bare evidence (completed with it) or None (completed, no evidence).
-HandlerResult = Outcome | lane_pb2.Evidence | None
 IdentitySource = lane_pb2.RunIdentity | Callable[[worker_pb2.LeasedItem], lane_pb2.RunIdentity]
 
 
@@ -460,7 +438,7 @@ class WorkerLoop:
         except Exception as exc:  # the handler's bug or refusal becomes the attempt's failure
             message = f"{type(exc).__name__}: {exc}"[:_MAX_MESSAGE]
             return Failed(message, error_type=type(exc).__name__[:128], retryable=True)
-        return _as_outcome(result)
+        return as_outcome(result)
 
     async def _heartbeat(
         self, assignment: Assignment, handler_task: asyncio.Task[Outcome], timer: _LeaseTimer
@@ -550,7 +528,7 @@ class WorkerLoop:
         except LeaseLost as err:
             if retried and err.cause == "terminal":
                 # The first try most likely applied and only its reply was lost.
-                self._record(assignment, "uncertain", f"{_kind(outcome)}: {err.message}")
+                self._record(assignment, "uncertain", f"{outcome_kind(outcome)}: {err.message}")
                 return
             assignment._lose(err)
             self._lost(assignment)
@@ -561,7 +539,7 @@ class WorkerLoop:
             # The server refused the outcome itself (e.g. a REVIEW without a verdict, Complete
             # before Start): fail the attempt for a human rather than leave it to expire.
             refused = Failed(
-                f"{_kind(outcome)} refused: {err.message}"[:_MAX_MESSAGE],
+                f"{outcome_kind(outcome)} refused: {err.message}"[:_MAX_MESSAGE],
                 error_type=err.reason,
                 retryable=False,
             )
@@ -570,9 +548,9 @@ class WorkerLoop:
             except WorkcoordError as again:
                 assignment._lose(again)
                 self._lost(assignment)
-            self._record(assignment, "refused", f"{_kind(outcome)}: {err.message}")
+            self._record(assignment, "refused", f"{outcome_kind(outcome)}: {err.message}")
             return
-        self._record(assignment, _kind(outcome), _detail(outcome))
+        self._record(assignment, outcome_kind(outcome), outcome_detail(outcome))
 
     def _record(self, assignment: Assignment, kind: str, detail: str) -> None:
         self.report.outcomes[kind] = self.report.outcomes.get(kind, 0) + 1
@@ -595,32 +573,3 @@ def _is_fenced(err: WorkcoordError) -> bool:
     return isinstance(err, WorkerFenced) or (
         err.reason == WorkerFenced.reason and err.code == Code.FAILED_PRECONDITION
     )
-
-
-def _as_outcome(result: HandlerResult) -> Outcome:
-    if result is None:
-        return Completed()
-    if isinstance(result, lane_pb2.Evidence):
-        return Completed(result)
-    return result
-
-
-def _kind(outcome: Outcome) -> str:
-    if isinstance(outcome, Completed):
-        return "completed"
-    if isinstance(outcome, Failed):
-        return "failed"
-    if isinstance(outcome, Checkpointed):
-        return "checkpointed"
-    return "released"
-
-
-def _detail(outcome: Outcome) -> str:
-    if isinstance(outcome, Completed):
-        return outcome.evidence.summary
-    if isinstance(outcome, Failed):
-        retry = "retryable" if outcome.retryable else "not retryable"
-        return f"{outcome.error_type or 'error'} ({retry}): {outcome.message}"
-    if isinstance(outcome, Checkpointed):
-        return outcome.checkpoint.summary
-    return outcome.reason

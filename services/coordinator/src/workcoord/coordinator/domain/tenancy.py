@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from workcoord.kit.errors import (
@@ -39,6 +39,7 @@ from .auth import (
     require_self_or_platform_admin,
     user_principal,
 )
+from .child_summaries import ChildSummary, ItemSummary, LaneSummary, item_summary, lane_summary
 from .engine import Effects, Engine, PageRequest, new_id
 from .grants import (
     MAX_GRANT_DAYS,
@@ -55,10 +56,7 @@ from .model import (
     DigestKind,
     Escalation,
     EventType,
-    Item,
-    ItemKind,
     ItemState,
-    Lane,
     LaneState,
     NewEvent,
 )
@@ -97,35 +95,6 @@ _ASSIGNABLE = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
-class LaneSummary:
-    lane_id: str
-    state: LaneState
-    priority: int
-    next_action: str
-    create_time: datetime
-    update_time: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class ItemSummary:
-    item_id: str
-    lane_id: str
-    kind: ItemKind
-    state: ItemState
-    priority: int
-    next_action: str
-    create_time: datetime
-    update_time: datetime
-
-
-@dataclass(slots=True)
-class ChildSummary:
-    revision: int
-    lanes: list[LaneSummary] = field(default_factory=list)
-    items: list[ItemSummary] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
 class IssuedLoginCode:
     """A one-time login code (shown here only), its expiry and the user it signs in."""
 
@@ -151,31 +120,12 @@ class IssuedSession:
     csrf_token: str
 
 
-def _lane_summary(lane: Lane, next_action: str) -> LaneSummary:
-    return LaneSummary(
-        lane.lane_id, lane.state, lane.priority, next_action, lane.create_time, lane.update_time
-    )
-
-
 def _parent_action_event(
     action: str, parent_id: str, lane_id: str, item_id: str = "", **details: object
 ) -> NewEvent:
     """The child's record of what its parent did."""
     data = {"action": action, "parentCoordinatorId": parent_id, **details}
     return NewEvent(EventType.PARENT_ACTION, lane_id=lane_id, item_id=item_id, data=data)
-
-
-def _item_summary(item: Item, next_action: str) -> ItemSummary:
-    return ItemSummary(
-        item.item_id,
-        item.lane_id,
-        item.kind,
-        item.state,
-        item.priority,
-        next_action,
-        item.create_time,
-        item.update_time,
-    )
 
 
 class Tenancy:
@@ -391,7 +341,7 @@ class Tenancy:
         summary = ChildSummary(revision=child.revision)
         for detail in details:
             summary.lanes.append(
-                _lane_summary(
+                lane_summary(
                     detail.lane,
                     rules.lane_next_action(
                         detail.lane, detail.items, detail.open_blockers, capacity
@@ -399,7 +349,7 @@ class Tenancy:
                 )
             )
             for item in detail.items:
-                summary.items.append(_item_summary(item, rules.item_next_action(item, capacity)))
+                summary.items.append(item_summary(item, rules.item_next_action(item, capacity)))
         return summary
 
     async def child_escalations(
@@ -461,7 +411,7 @@ class Tenancy:
             )
             await self.engine.append_events(tx, child, [assigned], principal.name)
             capacity = await self.engine.capacity_usage(tx, child)
-            return _item_summary(item, rules.item_next_action(item, capacity))
+            return item_summary(item, rules.item_next_action(item, capacity))
 
     async def steer_child_work(
         self, principal: Principal, parent_id: str, child_id: str, lane_id: str, priority: int
@@ -497,7 +447,7 @@ class Tenancy:
             label = rules.lane_next_action(
                 lane, items, sum(1 for b in blockers if b.open), capacity
             )
-            return _lane_summary(lane, label)
+            return lane_summary(lane, label)
 
     async def escalate_child_work(
         self,
