@@ -1,7 +1,7 @@
-"""OpenID Connect login end to end: a local fake provider (a real HTTP server on 127.0.0.1:
-discovery, JWKS, an authorization endpoint that redirects straight back with a code, a token
-endpoint that checks the client secret and the PKCE verifier and answers a signed id_token),
-the real coordinator on PostgreSQL, and the real gateway.
+"""OpenID Connect login end to end: the local fake provider of :mod:`tests.support.oidc_provider`
+(a real HTTP server on 127.0.0.1: discovery, JWKS, an authorization endpoint that redirects
+straight back with a code, a token endpoint that checks the client secret and the PKCE verifier
+and answers a signed id_token), the real coordinator on PostgreSQL, and the real gateway.
 
 The browser is httpx following redirects by hand. The coordinator verifies every id_token
 itself: a bad signature, another audience, an expired token, a wrong nonce, an unverified or
@@ -12,190 +12,36 @@ neither the client secret nor an id_token ever shows in a log line or an answer.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import logging
 import secrets
-import threading
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import jwt
 import pytest
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from pydantic import SecretStr
 
 from tests.integration.tenancy.world import sessions
 from tests.support.harness import Stack, TestClock, start_gateway_for, start_stack
+from tests.support.oidc_provider import (
+    CLIENT_ID,
+    FakeProvider,
+    SigningKey,
+    ec_key,
+    rsa_key,
+    serve_provider,
+)
 from workcoord.api.v1 import admin_pb2, session_pb2
 from workcoord.gateway.server import RunningGateway
-from workcoord.kit.clock import Clock
 from workcoord.kit.errors import Code, WorkcoordError
 
 pytestmark = [pytest.mark.pg, pytest.mark.xdist_group(name="oidc")]
 
-CLIENT_ID = "workcoord-web"
 PUBLIC_HOST = "workcoord.test"
-
-
-@dataclass
-class SigningKey:
-    kid: str
-    alg: str
-    private: Any
-
-    def jwk(self) -> dict[str, Any]:
-        algorithm = RSAAlgorithm if self.alg == "RS256" else ECAlgorithm
-        data: dict[str, Any] = json.loads(algorithm.to_jwk(self.private.public_key()))
-        data.update(kid=self.kid, use="sig", alg=self.alg)
-        return data
-
-
-def rsa_key(kid: str) -> SigningKey:
-    return SigningKey(kid, "RS256", rsa.generate_private_key(public_exponent=65537, key_size=2048))
-
-
-def ec_key(kid: str) -> SigningKey:
-    return SigningKey(kid, "ES256", ec.generate_private_key(ec.SECP256R1()))
-
-
-@dataclass
-class FakeProvider:
-    """What the fake provider publishes and puts in the id_tokens it issues."""
-
-    clock: Clock
-    client_secret: str = field(default_factory=lambda: f"sk-oidc-{secrets.token_urlsafe(24)}")
-    published: list[SigningKey] = field(default_factory=lambda: [rsa_key("k1")])
-    signer: SigningKey | None = None  # default: the first published key
-    email: str = ""
-    email_verified: Any = True
-    audience: Any = CLIENT_ID
-    lifetime_seconds: int = 300
-    nonce: str | None = None  # default: the one of the authentication request
-    issuer: str = ""
-    iss_claim: str | None = None  # default: the issuer
-    # Records.
-    grants: dict[str, dict[str, str]] = field(default_factory=dict)
-    issued_tokens: list[str] = field(default_factory=list)
-    token_calls: int = 0
-    jwks_calls: int = 0
-    refused: list[str] = field(default_factory=list)
-
-    def id_token(self, nonce: str) -> str:
-        now = int(self.clock.now().timestamp())
-        claims = {
-            "iss": self.iss_claim if self.iss_claim is not None else self.issuer,
-            "sub": "subject-1",
-            "aud": self.audience,
-            "iat": now,
-            "exp": now + self.lifetime_seconds,
-            "nonce": self.nonce if self.nonce is not None else nonce,
-            "email": self.email,
-            "email_verified": self.email_verified,
-        }
-        signer = self.signer or self.published[0]
-        token = jwt.encode(
-            claims, signer.private, algorithm=signer.alg, headers={"kid": signer.kid}
-        )
-        self.issued_tokens.append(token)
-        return token
-
-
-def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def _json(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            url = urlsplit(self.path)
-            query = {k: v[0] for k, v in parse_qs(url.query).items()}
-            if url.path == "/.well-known/openid-configuration":
-                base = provider.issuer
-                self._json(
-                    200,
-                    {
-                        "issuer": base,
-                        "authorization_endpoint": f"{base}/authorize",
-                        "token_endpoint": f"{base}/token",
-                        "jwks_uri": f"{base}/jwks",
-                        "response_types_supported": ["code"],
-                        "token_endpoint_auth_methods_supported": ["client_secret_basic"],
-                    },
-                )
-            elif url.path == "/jwks":
-                provider.jwks_calls += 1
-                self._json(200, {"keys": [k.jwk() for k in provider.published]})
-            elif url.path == "/authorize":
-                if (
-                    query.get("response_type") != "code"
-                    or query.get("client_id") != CLIENT_ID
-                    or query.get("code_challenge_method") != "S256"
-                    or "openid" not in query.get("scope", "").split()
-                ):
-                    provider.refused.append("authorize")
-                    self._json(400, {"error": "invalid_request"})
-                    return
-                code = secrets.token_urlsafe(16)
-                provider.grants[code] = query
-                back = urlencode({"code": code, "state": query["state"]})
-                self.send_response(302)
-                self.send_header("Location", f"{query['redirect_uri']}?{back}")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-            else:
-                self._json(404, {"error": "not_found"})
-
-        def do_POST(self) -> None:
-            if urlsplit(self.path).path != "/token":
-                self._json(404, {"error": "not_found"})
-                return
-            provider.token_calls += 1
-            length = int(self.headers.get("Content-Length", "0"))
-            form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()}
-            expected = base64.b64encode(f"{CLIENT_ID}:{provider.client_secret}".encode()).decode()
-            if self.headers.get("Authorization") != f"Basic {expected}":
-                provider.refused.append("client")
-                self._json(401, {"error": "invalid_client"})
-                return
-            grant = provider.grants.pop(form.get("code", ""), None)
-            verifier = form.get("code_verifier", "")
-            challenge = (
-                base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
-                .rstrip(b"=")
-                .decode()
-            )
-            if (
-                grant is None
-                or form.get("grant_type") != "authorization_code"
-                or form.get("redirect_uri") != grant["redirect_uri"]
-                or challenge != grant["code_challenge"]
-            ):
-                provider.refused.append("grant")
-                self._json(400, {"error": "invalid_grant"})
-                return
-            self._json(
-                200,
-                {
-                    "access_token": secrets.token_urlsafe(16),
-                    "token_type": "Bearer",
-                    "id_token": provider.id_token(grant["nonce"]),
-                },
-            )
-
-    return Handler
 
 
 @pytest.fixture
@@ -207,14 +53,8 @@ def clock() -> TestClock:
 
 @pytest.fixture
 def provider(clock: TestClock) -> Iterator[FakeProvider]:
-    fake = FakeProvider(clock)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    fake.issuer = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield fake
-    server.shutdown()
-    server.server_close()
+    with serve_provider(clock) as fake:
+        yield fake
 
 
 @pytest.fixture

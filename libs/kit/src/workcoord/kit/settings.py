@@ -152,10 +152,14 @@ class CoordinatorSettings(CommonSettings):
     # the event log when no notification arrives (a lost one, or Redis away).
     feed_ping_seconds: float = Field(default=15.0, gt=0, le=3600)
     feed_poll_seconds: float = Field(default=1.0, gt=0, le=60)
-    # OpenID Connect login (the gateway runs the flow; the coordinator verifies the id_token
-    # against this issuer's keys and this audience). Unset: OIDC login is off.
+    # OpenID Connect (the gateway runs the browser flow; the coordinator verifies the id_token
+    # against this issuer's keys and this client id). Unset: OIDC login is off. With it set,
+    # the issuer's access tokens (JWTs) authenticate users' MCP calls too: their ``aud`` must
+    # name ``oidc_audience`` (the resource, e.g. ``https://gateway.example/mcp``), default the
+    # client id.
     oidc_issuer: Annotated[str | None, _check_url(("http", "https"))] = None
     oidc_client_id: str | None = None
+    oidc_audience: str | None = None
 
 
 class RecoverySettings(CommonSettings):

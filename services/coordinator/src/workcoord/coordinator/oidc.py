@@ -1,11 +1,21 @@
-"""OpenID Connect id_token verification: the coordinator, not the gateway, decides who logs in.
+"""OpenID Connect token verification: the coordinator, not the gateway, decides who is calling.
 
-The gateway runs the browser's authorization-code flow and hands the coordinator the id_token
-it got from the provider's token endpoint, with the nonce of that flow. Nothing the gateway says
-is trusted: the token's signature is checked against the issuer's published keys (JWKS, found by
-discovery, cached briefly and refetched when a token names an unknown key), then ``iss``,
-``aud`` (and ``azp``), ``exp``/``iat`` (a small leeway, on the injected clock) and ``nonce``.
-The identity is the token's ``email``, which the provider must mark ``email_verified``.
+Two kinds of token of the one configured issuer are verified here:
+
+- **id_tokens** (browser sign-in): the gateway runs the browser's authorization-code flow and
+  hands the coordinator the id_token it got from the provider's token endpoint, with the nonce
+  of that flow (``SessionService.ExchangeIdToken``). Checked: ``aud`` is the client id (and
+  ``azp``), ``iat`` is present, ``nonce`` is the flow's.
+- **access tokens** (MCP over OAuth, :meth:`OidcVerifier.access_token_email`): JWTs an MCP
+  client obtained from the issuer and sends as its bearer credential. Checked: ``aud`` names
+  the configured access-token audience (``WORKCOORD_OIDC_AUDIENCE``, default the client id).
+
+For both, nothing the gateway says is trusted: the signature is checked against the issuer's
+published keys (JWKS, found by discovery, cached briefly and refetched when a token names an
+unknown key; RS256/ES256 only, the key's own algorithm: ``none`` and HMAC are refused), then
+``iss``, ``sub``, ``exp``/``nbf``/``iat`` (a small leeway, on the injected clock). The identity
+is the token's ``email``, which the provider must mark ``email_verified``: the same mapping to a
+provisioned user for a browser session and for an MCP call.
 
 No error, log line or exception message carries the token.
 """
@@ -27,6 +37,9 @@ from workcoord.kit.oidc_discovery import HTTP_TIMEOUT_SECONDS, discovered_urls, 
 
 __all__ = ["ALGORITHMS", "OidcIdentity", "OidcVerifier", "verifier_from_settings"]
 
+_ID_TOKEN_CLAIMS = ("iss", "aud", "exp", "iat", "sub")
+_ACCESS_TOKEN_CLAIMS = ("iss", "aud", "exp", "sub")
+
 _log = logging.getLogger(__name__)
 
 ALGORITHMS = frozenset({"RS256", "ES256"})
@@ -44,8 +57,8 @@ class OidcIdentity:
     subject: str
 
 
-def _refused(why: str) -> Unauthenticated:
-    return Unauthenticated(f"the id_token was refused: {why}")
+def _refused(why: str, kind: str = "id_token") -> Unauthenticated:
+    return Unauthenticated(f"the {kind} was refused: {why}")
 
 
 def _unavailable() -> WorkcoordError:
@@ -53,7 +66,8 @@ def _unavailable() -> WorkcoordError:
 
 
 class OidcVerifier:
-    """Verifies id_tokens of one issuer for one client id."""
+    """Verifies id_tokens of one issuer for one client id, and its access tokens for one
+    audience (``access_audience``, default the client id)."""
 
     def __init__(
         self,
@@ -61,6 +75,7 @@ class OidcVerifier:
         client_id: str,
         clock: Clock,
         *,
+        access_audience: str | None = None,
         leeway_seconds: int = _LEEWAY_SECONDS,
         jwks_ttl_seconds: float = _JWKS_TTL_SECONDS,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -69,6 +84,7 @@ class OidcVerifier:
         # ``iss`` must be the issuer as configured (some providers end it with a slash).
         self._issuers = sorted({issuer, self.issuer})
         self.client_id = client_id
+        self.access_audience = access_audience or client_id
         self.clock = clock
         self.leeway = leeway_seconds
         self.jwks_ttl = jwks_ttl_seconds
@@ -123,7 +139,7 @@ class OidcVerifier:
         self._keys = keys
         self._fetched_at = self.clock.monotonic()
 
-    async def _key(self, kid: str) -> jwt.PyJWK:
+    async def _key(self, kid: str, kind: str) -> jwt.PyJWK:
         async with self._lock:
             age = None if self._fetched_at is None else self.clock.monotonic() - self._fetched_at
             stale = age is None or age > self.jwks_ttl
@@ -134,46 +150,13 @@ class OidcVerifier:
                 return self._keys[kid]
             if not kid and len(self._keys) == 1:
                 return next(iter(self._keys.values()))
-        raise _refused("signed with an unknown key")
+        raise _refused("signed with an unknown key", kind)
 
     # ------------------------------------------------------------------ verification
 
     async def verify(self, id_token: str, nonce: str) -> OidcIdentity:
         """The identity of a valid id_token, else UNAUTHENTICATED (never echoing the token)."""
-        try:
-            header = jwt.get_unverified_header(id_token)
-        except jwt.PyJWTError:
-            raise _refused("not a signed JWT") from None
-        alg = header.get("alg")
-        if alg not in ALGORITHMS:
-            raise _refused("unsupported signature algorithm")
-        key = await self._key(str(header.get("kid") or ""))
-        if key.algorithm_name != alg:
-            raise _refused("the key does not match the algorithm")
-        try:
-            claims: dict[str, Any] = jwt.decode(
-                id_token,
-                key.key,
-                algorithms=[alg],
-                audience=self.client_id,
-                issuer=self._issuers,
-                # Times are checked below against the injected clock.
-                options={
-                    "require": ["iss", "aud", "exp", "iat", "sub"],
-                    "verify_exp": False,
-                    "verify_iat": False,
-                    "verify_nbf": False,
-                },
-            )
-        except jwt.InvalidSignatureError:
-            raise _refused("bad signature") from None
-        except jwt.InvalidAudienceError:
-            raise _refused("issued for another audience") from None
-        except jwt.InvalidIssuerError:
-            raise _refused("issued by another issuer") from None
-        except jwt.PyJWTError as exc:
-            raise _refused(type(exc).__name__) from None
-        self._check_times(claims)
+        claims = await self._claims(id_token, "id_token", self.client_id, _ID_TOKEN_CLAIMS)
         audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
         azp = claims.get("azp")
         if (len(audiences) > 1 or azp is not None) and azp != self.client_id:
@@ -183,31 +166,88 @@ class OidcVerifier:
             token_nonce.encode(), nonce.encode()
         ):
             raise _refused("nonce mismatch")
-        email = claims.get("email")
-        if not isinstance(email, str) or not email or "@" not in email:
-            raise _refused("no email claim")
-        if claims.get("email_verified") not in (True, "true"):
-            raise _refused("the email is not verified by the provider")
-        return OidcIdentity(email=email.strip().lower(), subject=str(claims["sub"]))
+        return _identity(claims, "id_token")
 
-    def _check_times(self, claims: dict[str, Any]) -> None:
+    def is_access_token(self, secret: str) -> bool:
+        """Whether a bearer ``secret`` is a JWT (three dot-separated parts) rather than a
+        workcoord secret (a prefix and URL-safe base64: never a dot)."""
+        return secret.count(".") == 2
+
+    async def access_token_email(self, access_token: str) -> str:
+        """The verified email of a valid access token for :attr:`access_audience`, else
+        UNAUTHENTICATED (never echoing the token); UNAVAILABLE when the keys cannot be had."""
+        kind = "access token"
+        claims = await self._claims(access_token, kind, self.access_audience, _ACCESS_TOKEN_CLAIMS)
+        return _identity(claims, kind).email
+
+    async def _claims(
+        self, token: str, kind: str, audience: str, required: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """The claims of ``token`` once its signature, issuer, audience and times check out."""
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            raise _refused("not a signed JWT", kind) from None
+        alg = header.get("alg")
+        if alg not in ALGORITHMS:
+            raise _refused("unsupported signature algorithm", kind)
+        key = await self._key(str(header.get("kid") or ""), kind)
+        if key.algorithm_name != alg:
+            raise _refused("the key does not match the algorithm", kind)
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key.key,
+                algorithms=[alg],
+                audience=audience,
+                issuer=self._issuers,
+                # Times are checked below against the injected clock.
+                options={
+                    "require": list(required),
+                    "verify_exp": False,
+                    "verify_iat": False,
+                    "verify_nbf": False,
+                },
+            )
+        except jwt.InvalidSignatureError:
+            raise _refused("bad signature", kind) from None
+        except jwt.InvalidAudienceError:
+            raise _refused("issued for another audience", kind) from None
+        except jwt.InvalidIssuerError:
+            raise _refused("issued by another issuer", kind) from None
+        except jwt.PyJWTError as exc:
+            raise _refused(type(exc).__name__, kind) from None
+        self._check_times(claims, kind)
+        return claims
+
+    def _check_times(self, claims: dict[str, Any], kind: str) -> None:
         now = self.clock.now().timestamp()
         try:
             exp = float(claims["exp"])
-            iat = float(claims["iat"])
+            iat = float(claims.get("iat", 0))
             nbf = float(claims.get("nbf", iat))
         except (TypeError, ValueError):
-            raise _refused("malformed times") from None
+            raise _refused("malformed times", kind) from None
         if exp <= now - self.leeway:
-            raise _refused("expired")
+            raise _refused("expired", kind)
         if iat > now + self.leeway or nbf > now + self.leeway:
-            raise _refused("issued in the future")
+            raise _refused("issued in the future", kind)
+
+
+def _identity(claims: dict[str, Any], kind: str) -> OidcIdentity:
+    """Who the verified ``claims`` name: their email, which the provider must have verified."""
+    email = claims.get("email")
+    if not isinstance(email, str) or not email or "@" not in email:
+        raise _refused("no email claim", kind)
+    if claims.get("email_verified") not in (True, "true"):
+        raise _refused("the email is not verified by the provider", kind)
+    return OidcIdentity(email=email.strip().lower(), subject=str(claims["sub"]))
 
 
 def verifier_from_settings(
-    issuer: str | None, client_id: str | None, clock: Clock
+    issuer: str | None, client_id: str | None, clock: Clock, access_audience: str | None = None
 ) -> OidcVerifier | None:
-    """The verifier when OIDC login is configured (issuer and client id), else None."""
+    """The verifier when OIDC is configured (issuer and client id), else None."""
     if not issuer or not client_id:
         return None
-    return OidcVerifier(issuer, client_id, clock)
+    return OidcVerifier(issuer, client_id, clock, access_audience=access_audience)

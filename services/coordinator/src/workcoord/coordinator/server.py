@@ -27,6 +27,7 @@ from workcoord.coordinator.metrics import (
     observe_feed_frame,
     watch_pool,
 )
+from workcoord.coordinator.oidc import verifier_from_settings
 from workcoord.coordinator.sql_tracing import trace_statements
 from workcoord.coordinator.storage.migrate import check_schema
 from workcoord.coordinator.storage.sql import SqlStore, make_engine
@@ -117,7 +118,18 @@ async def start_coordinator(
     service_key = settings.service_key.get_secret_value() if settings.service_key else None
     github_token = settings.github_token.get_secret_value() if settings.github_token else None
     trackers = trackers_from_settings(github_token, settings.github_api_url)
-    engine = Engine(MeteredStore(store), bus, clock, service_key=service_key, trackers=trackers)
+    # One verifier (one JWKS cache) for browser sign-in's id_tokens and MCP's access tokens.
+    oidc = verifier_from_settings(
+        settings.oidc_issuer, settings.oidc_client_id, clock, settings.oidc_audience
+    )
+    engine = Engine(
+        MeteredStore(store),
+        bus,
+        clock,
+        service_key=service_key,
+        trackers=trackers,
+        access_tokens=oidc,
+    )
     try:
         await _install_page_token_key(store)
         await engine.load_lease_token_key()

@@ -35,9 +35,10 @@ from workcoord.gateway.errors import (
     status_response,
 )
 from workcoord.gateway.feed import frame_json
-from workcoord.gateway.mcp import McpEndpoint
+from workcoord.gateway.mcp import MCP_PATH, McpEndpoint
 from workcoord.gateway.oidc import OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH, OidcLogin
 from workcoord.gateway.openapi import openapi_document
+from workcoord.gateway.resource_metadata import ProtectedResource
 from workcoord.gateway.routes import Route, RouteTable, load_routes
 from workcoord.gateway.session import LOGIN_PATH, login
 from workcoord.gateway.transcode import build_request, parse_json_body, response_to_json
@@ -67,6 +68,7 @@ def build_app(settings: GatewaySettings, channels: Upstreams | None = None) -> S
         lambda: gateway.upstreams,
         max_body_bytes=settings.max_body_bytes,
         request_timeout_seconds=settings.request_timeout_seconds,
+        resource=ProtectedResource.from_settings(settings, MCP_PATH),
     )
     app = Starlette(lifespan=mcp.lifespan_around(gateway.lifespan))
     # No Starlette routes: the gateway answers every path itself (a path pattern would not

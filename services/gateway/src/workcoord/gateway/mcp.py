@@ -10,6 +10,14 @@ or with one the coordinator does not know (checked with ``AdminService.GetCurren
 it answers 401 with a JSON-RPC error whose ``data`` is the ``google.rpc.Status`` JSON. Each tool
 call then forwards that request's ``Authorization`` header (never a browser session cookie) to
 the coordinator, which authorizes the call itself, exactly as for REST.
+
+The bearer credential is a work key, a user's API token, or (OpenID Connect configured) an
+access token a user's MCP client obtained from the issuer: the coordinator verifies that JWT
+and maps it to the provisioned user, whose current roles the call then carries. With OIDC
+configured this endpoint also answers the OAuth Protected Resource Metadata paths
+(:mod:`workcoord.gateway.resource_metadata`), and its 401s say where that document is
+(``WWW-Authenticate: Bearer resource_metadata="…"``), which is how an OAuth-only MCP client
+discovers where to sign its user in.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from workcoord.gateway.errors import (
     make_status,
     status_from_rpc_error,
 )
+from workcoord.gateway.resource_metadata import ProtectedResource
 from workcoord.gateway.routes import Route, RouteTable
 from workcoord.gateway.upstream import Upstreams, forwarded_metadata
 from workcoord.kit.descriptors import API_PACKAGE, call_deadline_seconds
@@ -68,8 +77,10 @@ class McpEndpoint:
         *,
         max_body_bytes: int,
         request_timeout_seconds: float,
+        resource: ProtectedResource | None = None,
     ) -> None:
         self._upstreams = upstreams
+        self._resource = resource
         self._timeout = request_timeout_seconds
         self._max_body_bytes = max_body_bytes
         self._routes = {
@@ -80,10 +91,14 @@ class McpEndpoint:
         self._manager: StreamableHTTPSessionManager | None = None
 
     def in_front_of(self, app: ASGIApp) -> ASGIApp:
-        """``app`` with :data:`MCP_PATH` answered by this endpoint."""
+        """``app`` with :data:`MCP_PATH` (and, OIDC configured, its resource metadata paths)
+        answered by this endpoint."""
+        metadata_paths = self._resource.paths if self._resource is not None else frozenset()
 
         async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] == "http" and scope["path"] == MCP_PATH:
+            if scope["type"] == "http" and (
+                scope["path"] == MCP_PATH or scope["path"] in metadata_paths
+            ):
                 await self(scope, receive, send)
             else:
                 await app(scope, receive, send)
@@ -140,31 +155,35 @@ class McpEndpoint:
                     }
             await send(message)
 
+        label = MCP_PATH if scope["path"] == MCP_PATH else str(scope["path"])
         try:
-            await self._serve(scope, receive, observed_send)
+            if self._resource is not None and label in self._resource.paths:
+                await self._resource.response(str(scope["method"]))(scope, receive, observed_send)
+            else:
+                await self._serve(scope, receive, observed_send)
         finally:
             method = str(scope.get("method", ""))
-            metrics.REQUESTS.labels(MCP_PATH, method, str(status_code)).inc()
-            metrics.REQUEST_SECONDS.labels(MCP_PATH, method).observe(time.perf_counter() - started)
+            metrics.REQUESTS.labels(label, method, str(status_code)).inc()
+            metrics.REQUEST_SECONDS.labels(label, method).observe(time.perf_counter() - started)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         upstreams, manager = self._upstreams(), self._manager
         if upstreams is None or manager is None:
             status = make_status(Code.UNAVAILABLE, "the gateway is not connected to its upstreams")
-            await _refusal(status, 503)(scope, receive, send)
+            await self._refusal(status, 503)(scope, receive, send)
             return
         try:
             metadata = _metadata(headers)  # read by the one parse of Authorization
         except Unauthenticated as err:
-            await _refusal(to_rpc_status(err), 401)(scope, receive, send)
+            await self._refusal(to_rpc_status(err), 401)(scope, receive, send)
             return
         if not any(key == AUTHORIZATION_KEY for key, _ in metadata):
             status = make_status(
                 Code.UNAUTHENTICATED,
                 "MCP needs a work key or user token: send Authorization: Bearer <secret>",
             )
-            await _refusal(status, 401)(scope, receive, send)
+            await self._refusal(status, 401, credential_sent=False)(scope, receive, send)
             return
         try:
             await upstreams.call(
@@ -175,11 +194,11 @@ class McpEndpoint:
             )
         except grpc.RpcError as exc:
             status = status_from_rpc_error(exc)
-            await _refusal(status, http_status_for(status.code))(scope, receive, send)
+            await self._refusal(status, http_status_for(status.code))(scope, receive, send)
             return
         except grpc.aio.UsageError:
             status = make_status(Code.UNAVAILABLE, "the gateway is shutting down")
-            await _refusal(status, 503)(scope, receive, send)
+            await self._refusal(status, 503)(scope, receive, send)
             return
         if scope["method"] != "POST":
             # Stateless: no stream to open with GET, no session to end with DELETE (the spec's
@@ -189,9 +208,23 @@ class McpEndpoint:
                 "this MCP endpoint is stateless: POST each JSON-RPC message",
                 reason="METHOD_NOT_ALLOWED",
             )
-            await _refusal(status, 405, {"Allow": "POST"})(scope, receive, send)
+            await self._refusal(status, 405, {"Allow": "POST"})(scope, receive, send)
             return
         await manager.handle_request(scope, receive, send)
+
+    def _refusal(
+        self,
+        status: status_pb2.Status,
+        http_status: int,
+        headers: dict[str, str] | None = None,
+        *,
+        credential_sent: bool = True,
+    ) -> Response:
+        """:func:`_refusal`, whose 401 points at the resource metadata when there is one."""
+        if self._resource is None:
+            return _refusal(status, http_status, headers)
+        challenge = self._resource.challenge(invalid_token=credential_sent)
+        return _refusal(status, http_status, headers, challenge=challenge)
 
     async def _call(
         self, tool: McpTool, request: _message.Message, ctx: ServerRequestContext[Any, Any]
@@ -224,10 +257,15 @@ def _metadata(headers: Headers) -> tuple[tuple[str, str], ...]:
 
 
 def _refusal(
-    status: status_pb2.Status, http_status: int, headers: dict[str, str] | None = None
+    status: status_pb2.Status,
+    http_status: int,
+    headers: dict[str, str] | None = None,
+    *,
+    challenge: str = 'Bearer realm="workcoord"',
 ) -> Response:
     """An HTTP refusal MCP clients can read: a JSON-RPC error (no id: the body was not read)
-    whose message names the reason and whose data is the ``google.rpc.Status`` JSON."""
+    whose message names the reason and whose data is the ``google.rpc.Status`` JSON. A 401
+    carries ``challenge`` as its ``WWW-Authenticate``."""
     body = status_to_json(status)
     reason = Code(status.code).name
     for detail in body.get("details", []):
@@ -238,7 +276,7 @@ def _refusal(
         "data": body,
     }
     if http_status == 401:
-        headers = {**(headers or {}), "WWW-Authenticate": 'Bearer realm="workcoord"'}
+        headers = {**(headers or {}), "WWW-Authenticate": challenge}
     if http_status == 503:
         headers = {**(headers or {}), "Retry-After": str(RETRY_AFTER_SECONDS)}
     return json_response(http_status, {"jsonrpc": "2.0", "id": None, "error": error}, headers)

@@ -41,14 +41,16 @@ from workcoord.kit.errors import Code
 from workcoord.kit.oidc_discovery import HTTP_TIMEOUT_SECONDS, discovered_urls, discovery_url
 from workcoord.kit.settings import GatewaySettings
 
-__all__ = ["OIDC_CALLBACK_PATH", "OIDC_COOKIE", "OIDC_LOGIN_PATH", "OidcLogin"]
+__all__ = ["OIDC_CALLBACK_PATH", "OIDC_COOKIE", "OIDC_LOGIN_PATH", "SCOPES", "OidcLogin"]
 
 _log = logging.getLogger(__name__)
 
 OIDC_LOGIN_PATH = "/login/oidc"
 OIDC_CALLBACK_PATH = "/login/oidc/callback"
 OIDC_COOKIE = "workcoord_oidc"
-_SCOPE = "openid email profile"
+# What the sign-in asks for, and what MCP clients are told to ask for: the email claim is how
+# a token names its user.
+SCOPES = ("openid", "email", "profile")
 _FLOW_SECONDS = 600
 _DISCOVERY_TTL_SECONDS = 3600.0
 _MAX_PARAM = 2048
@@ -194,7 +196,7 @@ class OidcLogin:
                 "response_type": "code",
                 "client_id": self.client_id,
                 "redirect_uri": self.redirect_url,
-                "scope": _SCOPE,
+                "scope": " ".join(SCOPES),
                 "state": state,
                 "nonce": nonce,
                 "code_challenge": challenge,

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
 from workcoord.kit.errors import NotFound, PermissionDenied, WorkcoordError
 
@@ -74,6 +75,19 @@ class Principal:
     @property
     def is_human(self) -> bool:
         return self.kind == PrincipalKind.USER
+
+
+class AccessTokens(Protocol):
+    """The identity provider's access tokens (JWTs an MCP client sends as its bearer
+    credential), verified outside the domain (``workcoord.coordinator.oidc``)."""
+
+    def is_access_token(self, secret: str) -> bool:
+        """Whether ``secret`` has the shape of one (a JWT): no workcoord secret has."""
+        ...
+
+    async def access_token_email(self, access_token: str) -> str:
+        """The verified email the token names; UNAUTHENTICATED when it is not valid."""
+        ...
 
 
 SYSTEM_ACTOR = "system"

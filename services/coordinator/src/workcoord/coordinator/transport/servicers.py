@@ -16,7 +16,7 @@ from workcoord.api.v1 import (
     worker_pb2_grpc,
 )
 from workcoord.coordinator.domain.engine import Engine
-from workcoord.coordinator.oidc import verifier_from_settings
+from workcoord.coordinator.oidc import OidcVerifier
 from workcoord.kit.settings import CoordinatorSettings
 
 from .admin import AdminServicer
@@ -59,10 +59,11 @@ SERVICES = (
 
 
 def build_servicer(servicer_class: Any, engine: Engine, settings: CoordinatorSettings) -> Any:
-    """``servicer_class(engine)``; the feed also gets its settings, sessions their OIDC verifier."""
+    """``servicer_class(engine)``; the feed also gets its settings, sessions the OIDC verifier
+    (the engine's, which verifies access tokens too: one JWKS cache)."""
     if servicer_class is FeedServicer:
         return FeedServicer(engine, feed_options(settings))
     if servicer_class is SessionServicer:
-        oidc = verifier_from_settings(settings.oidc_issuer, settings.oidc_client_id, engine.clock)
-        return SessionServicer(engine, oidc)
+        oidc = engine.access_tokens
+        return SessionServicer(engine, oidc if isinstance(oidc, OidcVerifier) else None)
     return servicer_class(engine)

@@ -26,7 +26,7 @@ from workcoord.kit.errors import NotFound
 from workcoord.kit.secrets import SystemTokenSource, TokenSource, hash_secret
 
 from .. import rules
-from ..auth import RECOVERY, Access, Principal, PrincipalCache, authorize
+from ..auth import RECOVERY, Access, AccessTokens, Principal, PrincipalCache, authorize
 from ..group_commit import GroupCommitter
 from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Item, Lane, LaneState, NewEvent
 from ..ports import LaneCursor, Reader, Store, Tx
@@ -105,6 +105,7 @@ class EngineCore(ABC):
         uniform: Callable[[], float] | None = None,
         service_key: str | None = None,
         trackers: Mapping[str, TicketTracker] | None = None,
+        access_tokens: AccessTokens | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -113,6 +114,8 @@ class EngineCore(ABC):
         self.uniform = uniform or random.random
         self.trackers: dict[str, TicketTracker] = dict(trackers or {})
         self._service_key_hash = hash_secret(service_key) if service_key else ""
+        # The identity provider's access tokens, accepted as a user's bearer credential.
+        self.access_tokens = access_tokens
         # Lease tokens are derived with it (see lease_replay): never stored, never logged.
         self.lease_key = lease_token_key(service_key)
         self._lease_key_from_service = bool(service_key)

@@ -22,6 +22,7 @@ from workcoord.kit.secrets import hash_secret, new_secret
 from ..auth import (
     RECOVERY,
     Access,
+    AccessTokens,
     Capability,
     OrgRole,
     Principal,
@@ -53,6 +54,8 @@ class AdminCommands(EngineCore):
         :class:`~workcoord.coordinator.domain.auth.PrincipalCache`)."""
         if not secret:
             raise Unauthenticated("a credential is required: Authorization: Bearer <secret>")
+        if self.access_tokens is not None and self.access_tokens.is_access_token(secret):
+            return await self._authenticate_access_token(self.access_tokens, secret)
         digest = hash_secret(secret)
         if self._service_key_hash and _secrets.compare_digest(digest, self._service_key_hash):
             return RECOVERY
@@ -95,6 +98,18 @@ class AdminCommands(EngineCore):
         # Kept under the epoch read with it, in the same statement.
         self.principals.put(digest, resolved.epoch, credential, principal)
         return principal
+
+    async def _authenticate_access_token(self, tokens: AccessTokens, token: str) -> Principal:
+        """The provisioned user an identity provider's access token names (by its verified
+        email, as OIDC browser sign-in maps an id_token), with their current roles. Nothing is
+        cached: the token's own expiry bounds it, the user's roles are read on every call."""
+        email = await tokens.access_token_email(token)
+        async with self.store.read() as reader:
+            user = await reader.find_user_by_email(email)
+            if user is None:
+                raise Unauthenticated("no such user")
+            roles = await reader.user_roles(user.user_id)
+        return user_principal(user, roles)
 
     async def bootstrap_admin(self, token: str) -> str:
         """Ensure a verified platform admin whose API token is ``token`` (idempotent)."""
