@@ -1,9 +1,15 @@
 """Real databases for the integration and end-to-end tests.
 
 PostgreSQL: one template database per test session and xdist worker is migrated once
-(``workcoord_tpl_<worker>_<session>``); every test that needs a database gets a fresh copy with
-``CREATE DATABASE … TEMPLATE …`` (tens of milliseconds), dropped at session end. The session
-suffix keeps two test runs sharing one server (a developer and CI, two agents) apart.
+(``workcoord_<worker>_<session>_tpl``); every test that needs a database gets a fresh copy with
+``CREATE DATABASE … TEMPLATE …`` (tens of milliseconds). The random session part keeps two test
+runs sharing one server (a developer and CI, two agents) apart.
+
+A session drops only the databases it created itself (each test's when the test ends, the rest
+and the template at session end), never one it did not: no sweep of other sessions' databases,
+whatever their name, and a name that is already taken is an error, not something to replace. A
+run that is killed leaves its databases behind, for whoever knows no run is using them to drop
+by hand (docs/operations.md shows how).
 
 SQLite: one migrated template file per session, copied per test.
 
@@ -14,9 +20,7 @@ streams of different tests never collide; :func:`delete_redis_keys` removes a te
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import re
 import secrets
 import sqlite3
 from dataclasses import dataclass, field
@@ -31,6 +35,7 @@ from workcoord.coordinator.storage.migrate import upgrade_async
 __all__ = [
     "DEFAULT_ADMIN_URL",
     "DEFAULT_REDIS_URL",
+    "ForeignDatabase",
     "PostgresDatabases",
     "SqliteDatabases",
     "admin_database_url",
@@ -45,10 +50,6 @@ __all__ = [
 
 DEFAULT_ADMIN_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/15"
-# Databases of one test session are named ``workcoord_<worker>_<6 hex>_…``; the session keeps a
-# connection named ``workcoord-tests:<that prefix>`` open while it runs.
-_SESSION_DATABASE = re.compile(r"^(workcoord_(?:gw[0-9]+|main)_[0-9a-f]{6})_")
-_HOLDER = "workcoord-tests:"
 
 
 def admin_database_url() -> str:
@@ -111,20 +112,24 @@ async def delete_redis_keys(coordinator_ids: list[str], url: str | None = None) 
         await client.aclose()
 
 
+class ForeignDatabase(RuntimeError):
+    """A database this session meant to create already exists: another's, left alone."""
+
+
 @dataclass
 class PostgresDatabases:
-    """Creates migrated PostgreSQL databases from one template; drops them all on close."""
+    """Creates migrated PostgreSQL databases from one template; drops those it made on close,
+    and never any other."""
 
     admin_url: str = field(default_factory=admin_database_url)
     prefix: str = field(
-        default_factory=lambda: f"workcoord_{xdist_worker()}_{secrets.token_hex(3)}"
+        default_factory=lambda: f"workcoord_{xdist_worker()}_{secrets.token_hex(4)}"
     )
     created: list[str] = field(default_factory=list)
     _template: str | None = None
     _shared: str | None = None
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _counter: int = 0
-    _holder: asyncpg.Connection | None = None
 
     @property
     def template_name(self) -> str:
@@ -138,45 +143,25 @@ class PostgresDatabases:
         finally:
             await conn.close()
 
-    async def _mark_alive_and_sweep(self) -> None:
-        """Hold a connection named after this session for its lifetime, and drop the databases
-        of earlier sessions that hold none (killed runs), so a shared server does not fill up.
-        Called (under the lock) before this session creates its first database of any kind:
-        a database made before the holder exists would look abandoned to another session."""
-        if self._holder is not None:
-            return
-        self._holder = await asyncpg.connect(
-            asyncpg_dsn(self.admin_url),
-            timeout=10,
-            server_settings={"application_name": f"{_HOLDER}{self.prefix}"},
-        )
-        rows = await self._holder.fetch(
-            "SELECT datname FROM pg_database WHERE datname ~ $1", _SESSION_DATABASE.pattern
-        )
-        alive = {
-            str(r["application_name"]).removeprefix(_HOLDER)
-            for r in await self._holder.fetch(
-                "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE $1",
-                f"{_HOLDER}%",
-            )
-        }
-        for row in rows:
-            match = _SESSION_DATABASE.match(row["datname"])
-            if match and match.group(1) not in alive:
-                await self._holder.execute(
-                    f'DROP DATABASE IF EXISTS "{row["datname"]}" WITH (FORCE)'
-                )
+    async def _create(self, name: str, template: str | None = None) -> None:
+        """``CREATE DATABASE name`` (from ``template``), recorded as this session's. A name
+        already taken raises :class:`ForeignDatabase`: that database is not ours to drop."""
+        copy = f' TEMPLATE "{template}"' if template else ""
+        try:
+            await self._execute(f'CREATE DATABASE "{name}"{copy}')
+        except asyncpg.DuplicateDatabaseError:
+            raise ForeignDatabase(
+                f"database {name} already exists and was not made by this test session: "
+                "left as it is"
+            ) from None
+        self.created.append(name)
 
     async def template(self) -> str:
         """The migrated template's name (created and migrated on first use)."""
         async with self._lock:
             if self._template is None:
-                await self._mark_alive_and_sweep()
                 name = self.template_name
-                await self._execute(
-                    f'DROP DATABASE IF EXISTS "{name}"', f'CREATE DATABASE "{name}"'
-                )
-                self.created.append(name)
+                await self._create(name)
                 await upgrade_async(with_database(self.admin_url, name))
                 self._template = name
             return self._template
@@ -191,25 +176,26 @@ class PostgresDatabases:
         """A fresh, migrated database; returns its SQLAlchemy URL."""
         template = await self.template()
         async with self._lock:
-            self._counter += 1
-            name = f"{self.prefix}_{label}_{self._counter}"[:63]
             # The template must have no open connection while it is copied; only we use it.
-            await self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-            self.created.append(name)
+            name = self._next_name(label)
+            await self._create(name, template)
         return with_database(self.admin_url, name)
 
     async def create_empty(self, label: str = "empty") -> str:
         """A fresh database with no schema at all."""
         async with self._lock:
-            await self._mark_alive_and_sweep()
-            self._counter += 1
-            name = f"{self.prefix}_{label}_{self._counter}"[:63]
-            await self._execute(f'CREATE DATABASE "{name}"')
-            self.created.append(name)
+            name = self._next_name(label)
+            await self._create(name)
         return with_database(self.admin_url, name)
 
+    def _next_name(self, label: str) -> str:
+        self._counter += 1
+        counter = f"_{self._counter}"
+        # At most 63 bytes, the counter kept (it alone tells this session's names apart).
+        return f"{self.prefix}_{label}"[: 63 - len(counter)] + counter
+
     async def drop(self, url: str) -> None:
-        """Drop one database made here (its connections are terminated)."""
+        """Drop one database made here (its connections are terminated); any other is left."""
         name = make_url(url).database
         if name and name in self.created:
             self.created.remove(name)
@@ -221,12 +207,6 @@ class PostgresDatabases:
         self.created.clear()
         if names:
             await self._execute(*(f'DROP DATABASE IF EXISTS "{n}" WITH (FORCE)' for n in names))
-        if self._holder is not None:
-            # It was opened on the session's event loop, which is closed by now: the connection
-            # ends with this process (an xdist worker exits right after its session).
-            with contextlib.suppress(RuntimeError):
-                self._holder.terminate()
-            self._holder = None
 
 
 @dataclass
