@@ -21,14 +21,13 @@ from workcoord.coordinator.domain.model import (
     RetryPolicy,
     Worker,
 )
+from workcoord.coordinator.domain.results import GrantedLease, LaneDetail
 from workcoord.coordinator.domain.specs import (
     Checkpoint,
     CoordinatorSpec,
     Decision,
     Evidence,
     Failure,
-    GrantedLease,
-    LaneDetail,
     LeaseAsk,
     RunIdentity,
 )

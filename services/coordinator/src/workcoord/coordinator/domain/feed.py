@@ -30,7 +30,7 @@ from . import rules
 from .auth import Access, Principal, authorize
 from .engine import MAX_PAGE_SIZE, Engine
 from .model import Coordinator, Event
-from .specs import CoordinatorView, EventPage
+from .results import CoordinatorView, EventPage
 
 __all__ = [
     "Credential",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from workcoord.kit.errors import (
@@ -61,7 +61,7 @@ from .model import (
     NewEvent,
 )
 from .ports import Reader, Tx
-from .specs import Page
+from .results import IssuedLoginCode, IssuedSession, Page, SessionCaller
 
 __all__ = [
     "CHILD_ACCESS",
@@ -92,32 +92,6 @@ CHILD_ACCESS = {
 _ASSIGNABLE = frozenset(
     {ItemState.WAITING, ItemState.QUEUED, ItemState.AWAITING_APPROVAL, ItemState.STOPPED}
 )
-
-
-@dataclass(frozen=True, slots=True)
-class IssuedLoginCode:
-    """A one-time login code (shown here only), its expiry and the user it signs in."""
-
-    code: str
-    expire_time: datetime
-    user_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class SessionCaller:
-    """The caller behind a browser session, and the session."""
-
-    principal: Principal
-    session: SessionRecord
-
-
-@dataclass(frozen=True, slots=True)
-class IssuedSession:
-    """A new session: its secret and CSRF token are shown here only."""
-
-    session: SessionRecord
-    secret: str
-    csrf_token: str
 
 
 def _parent_action_event(

@@ -30,7 +30,7 @@ from ..auth import RECOVERY, Access, Principal, PrincipalCache, authorize
 from ..group_commit import GroupCommitter
 from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Item, Lane, LaneState, NewEvent
 from ..ports import LaneCursor, Reader, Store, Tx
-from ..specs import LaneDetail, Page, PendingActionsRun
+from ..results import LaneDetail, Page, PendingActionsRun
 from ..tickets import TicketTracker
 from .gates import Occupancy
 from .lease_replay import LEASE_TOKEN_SECRET, lease_token_key

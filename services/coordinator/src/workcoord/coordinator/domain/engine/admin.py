@@ -37,7 +37,7 @@ from ..auth import (
 from ..grants import TokenRecord
 from ..model import Scope
 from ..ports import OrgRecord, UserRecord, WorkKeyRecord
-from ..specs import IssuedUserToken, IssuedWorkKey, Page, PlatformSettings
+from ..results import IssuedUserToken, IssuedWorkKey, Page, PlatformSettings
 from ._base import EngineCore, new_id
 from .paging import PageRequest
 
