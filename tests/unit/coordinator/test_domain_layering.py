@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 _DOMAIN = "workcoord.coordinator.domain"
-_ALSO = ["workcoord.coordinator.checker", "workcoord.coordinator.storage.memory"]
+_ALSO = ["workcoord.coordinator.storage.memory"]
 
 
 def _loaded_after_import(modules: list[str], walk: str = "") -> set[str]:

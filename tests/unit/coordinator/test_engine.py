@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from workcoord.coordinator.checker import check_invariants
+from tests.support.invariants import check_invariants
 from workcoord.coordinator.domain.auth import RECOVERY, Capability
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.model import (
