@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from .auth import Principal
-from .grants import SessionRecord
+from .grants import SessionRecord, TokenRecord
 from .model import (
     Attempt,
     Blocker,
@@ -152,9 +152,8 @@ class PlatformSettings:
 class IssuedUserToken:
     """A new API token of a user: its secret is shown here only."""
 
-    token_id: str
+    token: TokenRecord
     secret: str
-    create_time: datetime
 
 
 @dataclass(frozen=True, slots=True)

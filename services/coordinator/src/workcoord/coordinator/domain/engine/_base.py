@@ -3,8 +3,9 @@
 The concern modules of the engine are mixins over :class:`EngineCore`. Its public methods
 (:meth:`~EngineCore.command`, :meth:`~EngineCore.append_events`,
 :meth:`~EngineCore.write_digest`, :meth:`~EngineCore.announce`,
-:meth:`~EngineCore.lane_details`, :meth:`~EngineCore.capacity_usage`) are also the seams other
-domain services (tenancy) build their commands on.
+:meth:`~EngineCore.lane_details`, :meth:`~EngineCore.capacity_usage`) are also the seams the
+service objects over the core (the tenancy concerns: ``membership``, ``credentials``, ``grants``,
+``children``, ``sessions``, ``platform``) build their commands on.
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ class EngineCore(ABC):
         self.tokens = tokens or SystemTokenSource()
         self.uniform = uniform or random.random
         self.trackers: dict[str, TicketTracker] = dict(trackers or {})
-        self._service_key_hash = hash_secret(service_key) if service_key else ""
+        # The hash of the recovery service's key: a bearer secret hashing to it is RECOVERY.
+        self.service_key_hash = hash_secret(service_key) if service_key else ""
         # Lease tokens are derived with it (see lease_replay): never stored, never logged.
         self.lease_key = lease_token_key(service_key)
         self._lease_key_from_service = bool(service_key)
