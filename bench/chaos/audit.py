@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.chaos.load import Ledger
-from workcoord.coordinator.checker import check_invariants, load_events
+from tests.support.invariants import check_invariants, load_events
 from workcoord.coordinator.domain.model import AttemptStatus, EventType
 from workcoord.coordinator.storage.sql.engine import make_engine
 from workcoord.coordinator.storage.sql.store import SqlStore

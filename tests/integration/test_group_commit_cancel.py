@@ -63,7 +63,7 @@ async def test_a_cancelled_member_never_fails_the_others(
     assert len(leases) == 2
     held, other = leases
     engine = stack.running.engine
-    principal = await engine.authenticate(stack.key_secret)
+    principal = await engine.credentials.authenticate(stack.key_secret)
 
     original = SqlTx.attempt_with_item
 

@@ -55,7 +55,7 @@ def org_user(roles: dict[str, OrgRole]) -> Principal:
 async def make_world(engine: Engine, capacities: dict[str, int] | None = None) -> World:
     """A fresh org (uniquely named, so many worlds share one database) and its coordinator."""
     slug = f"org-{uuid.uuid4().hex[:10]}"
-    await engine.create_org(ADMIN, slug, "Test org")
+    await engine.membership.create_org(ADMIN, slug, "Test org")
     changes: dict[str, Any] = {}
     if capacities is not None:
         changes["class_capacity"] = capacities

@@ -26,7 +26,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from workcoord.coordinator.checker import check_invariants
+from tests.support.invariants import check_invariants
 from workcoord.coordinator.domain.auth import RECOVERY
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.model import (

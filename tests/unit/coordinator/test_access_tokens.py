@@ -19,6 +19,7 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from workcoord.coordinator.domain.auth import OrgRole, PrincipalKind
 from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.inputs import AddOrgMemberInput, CreateUserInput
 from workcoord.coordinator.oidc import OidcVerifier
 from workcoord.coordinator.storage.memory import MemoryStore
 from workcoord.kit.bus import InProcessBus
@@ -154,25 +155,33 @@ async def test_the_engine_maps_an_access_token_to_the_user_with_current_roles(
 ) -> None:
     engine = Engine(MemoryStore(clock), InProcessBus(), clock, access_tokens=_verifier(clock))
     world = await make_world(engine)
-    user = await engine.create_user(ADMIN, "ada@example.test", "Ada", False, True)
-    await engine.add_org_member(ADMIN, world.org_slug, user.user_id, OrgRole.ORG_VIEWER)
+    user = await engine.membership.create_user(
+        ADMIN, CreateUserInput("ada@example.test", "Ada", platform_admin=False, verified=True)
+    )
+    await engine.membership.add_org_member(
+        ADMIN, AddOrgMemberInput(world.org_slug, user.user_id, OrgRole.ORG_VIEWER)
+    )
     token = _token(clock)
-    principal = await engine.authenticate(token)
+    principal = await engine.credentials.authenticate(token)
     assert (principal.kind, principal.id) == (PrincipalKind.USER, user.user_id)
     assert principal.org_roles == {world.org_slug: OrgRole.ORG_VIEWER}
     # Read again on every call: a role change applies to the same token at once.
-    await engine.add_org_member(ADMIN, world.org_slug, user.user_id, OrgRole.ORG_ADMIN)
-    assert (await engine.authenticate(token)).org_roles == {world.org_slug: OrgRole.ORG_ADMIN}
+    await engine.membership.add_org_member(
+        ADMIN, AddOrgMemberInput(world.org_slug, user.user_id, OrgRole.ORG_ADMIN)
+    )
+    assert (await engine.credentials.authenticate(token)).org_roles == {
+        world.org_slug: OrgRole.ORG_ADMIN
+    }
     # An email no user has is no one; a workcoord secret still resolves the usual way.
     with pytest.raises(Unauthenticated, match="no such user"):
-        await engine.authenticate(_token(clock, email="nobody@example.test"))
+        await engine.credentials.authenticate(_token(clock, email="nobody@example.test"))
     with pytest.raises(Unauthenticated, match="unknown credential"):
-        await engine.authenticate("wck_not-a-jwt")
+        await engine.credentials.authenticate("wck_not-a-jwt")
 
 
 async def test_without_a_verifier_a_jwt_is_an_unknown_credential(clock: ManualClock) -> None:
     engine = Engine(MemoryStore(clock), InProcessBus(), clock)
     with pytest.raises(WorkcoordError) as refused:
-        await engine.authenticate(_token(clock))
+        await engine.credentials.authenticate(_token(clock))
     assert refused.value.code == Code.UNAUTHENTICATED
     assert "unknown credential" in refused.value.message

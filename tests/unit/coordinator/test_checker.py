@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from workcoord.coordinator.checker import check_invariants, replay_capacity
+from tests.support.invariants import check_invariants, replay_capacity
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.model import (
     AttemptStatus,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from workcoord.coordinator.checker import check_invariants
+from tests.support.invariants import check_invariants
 from workcoord.coordinator.domain.auth import RECOVERY, Capability
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.model import (
@@ -21,14 +21,13 @@ from workcoord.coordinator.domain.model import (
     RetryPolicy,
     Worker,
 )
+from workcoord.coordinator.domain.results import GrantedLease, LaneDetail
 from workcoord.coordinator.domain.specs import (
     Checkpoint,
     CoordinatorSpec,
     Decision,
     Evidence,
     Failure,
-    GrantedLease,
-    LaneDetail,
     LeaseAsk,
     RunIdentity,
 )

@@ -48,7 +48,7 @@ NO_CREDENTIAL = "a credential is required: Authorization: Bearer <secret>"
 @pytest.fixture
 async def channel(engine: Engine) -> AsyncIterator[grpc.aio.Channel]:
     """A channel to the coordinator's services, served with the gate as in ``server.py``."""
-    await engine.bootstrap_admin(ADMIN_TOKEN)
+    await engine.credentials.bootstrap_admin(ADMIN_TOKEN)
     server = build_server(
         [(add, servicer_class(engine)) for add, servicer_class, _name in SERVICES],
         [f"{API_PACKAGE}.{name}" for _add, _cls, name in SERVICES],

@@ -19,7 +19,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from workcoord.coordinator.checker import check_invariants
+from tests.support.invariants import check_invariants
 from workcoord.coordinator.domain.auth import RECOVERY
 from workcoord.coordinator.domain.model import (
     TERMINAL_ITEM_STATES,

@@ -16,7 +16,7 @@ from workcoord.coordinator.domain.model import (
     LaneState,
     Template,
 )
-from workcoord.coordinator.domain.specs import LaneDetail
+from workcoord.coordinator.domain.results import LaneDetail
 from workcoord.coordinator.transport.mapping.lane_cache import LaneMessages, ViewResponses
 from workcoord.coordinator.transport.mapping.lanes import lane_to_pb
 from workcoord.coordinator.transport.view_wire import GET_VIEW_METHOD, ViewWireInterceptor

@@ -9,13 +9,8 @@ from typing import Any
 import pytest
 
 from workcoord.coordinator.domain.engine import Engine
-from workcoord.coordinator.domain.specs import (
-    Evidence,
-    GrantedLease,
-    LaneDetail,
-    LeaseAsk,
-    RunIdentity,
-)
+from workcoord.coordinator.domain.results import GrantedLease, LaneDetail
+from workcoord.coordinator.domain.specs import Evidence, LeaseAsk, RunIdentity
 from workcoord.kit.clock import ManualClock
 
 from .harness import World, lane_spec, run_identity, task

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
@@ -46,7 +45,6 @@ __all__ = [
     "parse_positive_seconds",
     "parse_timestamp",
     "print_error",
-    "print_message",
     "request_of",
     "require_given",
     "run_call",
@@ -284,11 +282,6 @@ def run_and_report(
     return EXIT_OK
 
 
-def print_message(message: Message, stream: TextIO | None = None) -> None:
-    """Print ``message`` as proto3 JSON (camelCase, enums as names)."""
-    print(json_format.MessageToJson(message, indent=2), file=stream or sys.stdout)
-
-
 def print_error(err: WorkcoordError, stream: TextIO | None = None) -> None:
     """``error: REASON: message``, then each offending field on its own line."""
     out = stream or sys.stderr
@@ -311,20 +304,6 @@ def load_message(path: str, message: _M) -> _M:
     except json_format.ParseError as exc:
         raise CliError(f"{path}: {exc}") from None
     return message
-
-
-def load_json_object(path: str) -> dict[str, Any]:
-    """A JSON object from ``path`` (``-`` reads stdin)."""
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-        value = json.loads(text)
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise CliError(f"{path}: not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise CliError(f"{path}: expected a JSON object")
-    return value
 
 
 def parse_bool(text: str) -> bool:

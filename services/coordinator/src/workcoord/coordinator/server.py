@@ -193,11 +193,11 @@ async def _install_page_token_key(store: SqlStore) -> None:
 
 async def _bootstrap_admin(engine: Engine, token: str) -> None:
     try:
-        await engine.bootstrap_admin(token)
+        await engine.credentials.bootstrap_admin(token)
     except AlreadyExists:
         # Replicas starting together on a fresh database race to create the same admin; the
         # loser's second try finds the winner's (bootstrap_admin is idempotent).
-        await engine.bootstrap_admin(token)
+        await engine.credentials.bootstrap_admin(token)
 
 
 async def database_answers(store: SqlStore) -> bool:

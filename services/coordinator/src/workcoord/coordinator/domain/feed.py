@@ -30,7 +30,7 @@ from . import rules
 from .auth import Access, Principal, authorize
 from .engine import MAX_PAGE_SIZE, Engine
 from .model import Coordinator, Event
-from .specs import CoordinatorView, EventPage
+from .results import CoordinatorView, EventPage
 
 __all__ = [
     "Credential",
@@ -90,7 +90,7 @@ class Credential:
     def bearer(cls, engine: Engine, secret: str | None) -> Credential:
         """A bearer secret (API token, work key, service key); None authenticates as nobody."""
         key = f"bearer:{hash_secret(secret)}" if secret else ""
-        return cls(key, functools.partial(engine.authenticate, secret))
+        return cls(key, functools.partial(engine.credentials.authenticate, secret))
 
 
 # --------------------------------------------------------------------------- frames

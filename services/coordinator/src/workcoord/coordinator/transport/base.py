@@ -1,4 +1,4 @@
-"""What every servicer of the coordinator holds: the engine and its tenancy commands; and
+"""What every servicer of the coordinator holds: the engine; and
 :func:`rpc`, which writes a servicer method that only asks the engine and maps its answer.
 
 Authentication and validation are not here: the server's :class:`~.gate.CallGate` runs them
@@ -15,7 +15,6 @@ import grpc
 
 from workcoord.coordinator.domain.auth import Principal
 from workcoord.coordinator.domain.engine import Engine
-from workcoord.coordinator.domain.tenancy import Tenancy
 
 from .gate import caller
 
@@ -35,7 +34,6 @@ class EngineServicer:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.tenancy = Tenancy(engine)
 
     def reauthenticator(self) -> Callable[[], Awaitable[Principal]]:
         """Resolves the current call's caller again, from the credential it presented and
@@ -47,11 +45,13 @@ class EngineServicer:
             session, csrf = credentials.session, credentials.csrf
 
             async def by_session() -> Principal:
-                found = await self.tenancy.authenticate_session(session, csrf, mutating=True)
+                found = await self.engine.sessions.authenticate_session(
+                    session, csrf, mutating=True
+                )
                 return found.principal
 
             return by_session
-        return functools.partial(self.engine.authenticate, credentials.bearer)
+        return functools.partial(self.engine.credentials.authenticate, credentials.bearer)
 
 
 class Rpc(Protocol[_RequestIn, _ResponseOut]):

@@ -63,7 +63,7 @@ class FeedServicer(EngineServicer, feed_pb2_grpc.FeedServiceServicer):
         return Credential.bearer(self.engine, credentials.bearer)
 
     async def _session_principal(self, secret: str) -> Principal:
-        caller = await self.tenancy.authenticate_session(secret, None, mutating=False)
+        caller = await self.engine.sessions.authenticate_session(secret, None, mutating=False)
         return caller.principal
 
 

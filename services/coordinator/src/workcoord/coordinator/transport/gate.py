@@ -29,7 +29,6 @@ from workcoord.api.v1 import work_coordinator_pb2
 from workcoord.coordinator.domain.auth import Principal
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.grants import SessionRecord
-from workcoord.coordinator.domain.tenancy import Tenancy
 from workcoord.kit.status import CallCheck
 from workcoord.kit.validation import raise_if_invalid
 from workcoord.kit.wire import API_PACKAGE, CallCredentials, api_modules, call_credentials
@@ -125,7 +124,6 @@ class CallGate:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.tenancy = Tenancy(engine)
 
     def check_for(self, method: str) -> CallCheck | None:
         """The check of ``method`` (a full gRPC method name), looked up once per method."""
@@ -155,11 +153,11 @@ class CallGate:
         """The caller: the bearer credential if present, else the browser session (with its
         CSRF token when ``state_changing``); no credential at all is UNAUTHENTICATED."""
         if credentials.bearer is None and credentials.session is not None:
-            found = await self.tenancy.authenticate_session(
+            found = await self.engine.sessions.authenticate_session(
                 credentials.session, credentials.csrf, mutating=state_changing
             )
             return found.principal, found.session
-        return await self.engine.authenticate(credentials.bearer), None
+        return await self.engine.credentials.authenticate(credentials.bearer), None
 
 
 def _as_sent(request: Message) -> Message:

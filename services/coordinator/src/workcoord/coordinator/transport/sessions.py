@@ -27,7 +27,7 @@ class SessionServicer(EngineServicer, session_pb2_grpc.SessionServiceServicer):
         self, request: session_pb2.CreateLoginCodeRequest, context: Context
     ) -> session_pb2.CreateLoginCodeResponse:
         p = caller().principal
-        issued = await self.tenancy.create_login_code(p, request.user_id)
+        issued = await self.engine.sessions.create_login_code(p, request.user_id)
         out = session_pb2.CreateLoginCodeResponse(code=issued.code, user_id=issued.user_id)
         out.expire_time.CopyFrom(m.ts(issued.expire_time))
         return out
@@ -35,7 +35,7 @@ class SessionServicer(EngineServicer, session_pb2_grpc.SessionServiceServicer):
     async def ExchangeLoginCode(
         self, request: session_pb2.ExchangeLoginCodeRequest, context: Context
     ) -> session_pb2.ExchangeLoginCodeResponse:
-        issued = await self.tenancy.exchange_login_code(request.code)
+        issued = await self.engine.sessions.exchange_login_code(request.code)
         return session_pb2.ExchangeLoginCodeResponse(**issued_session_fields(issued))
 
     async def ExchangeIdToken(
@@ -44,7 +44,7 @@ class SessionServicer(EngineServicer, session_pb2_grpc.SessionServiceServicer):
         if self.oidc is None:
             raise Unimplemented("OpenID Connect login is not configured on this coordinator")
         identity = await self.oidc.verify(request.id_token, request.nonce)
-        issued = await self.tenancy.open_session_for_email(identity.email)
+        issued = await self.engine.sessions.open_session_for_email(identity.email)
         return session_pb2.ExchangeIdTokenResponse(**issued_session_fields(issued))
 
     async def GetSession(
@@ -55,7 +55,7 @@ class SessionServicer(EngineServicer, session_pb2_grpc.SessionServiceServicer):
     async def EndSession(
         self, request: session_pb2.EndSessionRequest, context: Context
     ) -> session_pb2.EndSessionResponse:
-        ended = await self.tenancy.end_session(_current_session())
+        ended = await self.engine.sessions.end_session(_current_session())
         return session_pb2.EndSessionResponse(session=session_to_pb(ended))
 
 

@@ -7,18 +7,14 @@ from datetime import datetime
 from typing import Any
 
 from workcoord.api.v1 import admin_pb2, session_pb2, work_coordinator_pb2
+from workcoord.coordinator.domain.child_summaries import ChildSummary, ItemSummary, LaneSummary
 from workcoord.coordinator.domain.grants import (
     GrantRecord,
     MemberRecord,
     SessionRecord,
     TokenRecord,
 )
-from workcoord.coordinator.domain.tenancy import (
-    ChildSummary,
-    IssuedSession,
-    ItemSummary,
-    LaneSummary,
-)
+from workcoord.coordinator.domain.results import IssuedSession
 
 from .mapping import ts
 

@@ -5,6 +5,13 @@ from __future__ import annotations
 
 from workcoord.api.v1 import work_coordinator_pb2, work_coordinator_pb2_grpc
 from workcoord.coordinator.domain.grants import GrantPermission
+from workcoord.coordinator.domain.inputs import (
+    AssignChildWorkInput,
+    CreateGrantInput,
+    EscalateChildWorkInput,
+    ListGrantsInput,
+    SteerChildWorkInput,
+)
 from workcoord.coordinator.domain.model import PendingActionState, Scope
 from workcoord.coordinator.domain.specs import CoordinatorSpec
 from workcoord.kit.errors import InvalidArgument
@@ -145,24 +152,25 @@ class WorkCoordinatorServicer(
         ),
     )
 
+    # ------------------------------------------------------------------ grants (child side)
+
     async def CreateGrant(
         self, request: work_coordinator_pb2.CreateGrantRequest, context: Context
     ) -> work_coordinator_pb2.CreateGrantResponse:
-        p = caller().principal
         g = request.grant
-        grant = await self.tenancy.create_grant(
-            p,
-            request.coordinator_id,
-            g.parent_coordinator_id,
-            [
+        new = CreateGrantInput(
+            coordinator_id=request.coordinator_id,
+            parent_coordinator_id=g.parent_coordinator_id,
+            permissions=tuple(
                 GrantPermission(work_coordinator_pb2.Grant.Permission.Name(x))
                 for x in g.permissions
                 if x != work_coordinator_pb2.Grant.PERMISSION_UNSPECIFIED
-            ],
-            m.from_optional_ts(g, "expire_time"),
-            request.request_id,
+            ),
+            expire_time=m.from_optional_ts(g, "expire_time"),
+            request_id=request.request_id,
             fingerprint=request_fingerprint(request),
         )
+        grant = await self.engine.grants.create_grant(caller().principal, new)
         return work_coordinator_pb2.CreateGrantResponse(
             grant=tmap.grant_to_pb(grant, self.engine.clock.now())
         )
@@ -170,10 +178,8 @@ class WorkCoordinatorServicer(
     async def ListGrants(
         self, request: work_coordinator_pb2.ListGrantsRequest, context: Context
     ) -> work_coordinator_pb2.ListGrantsResponse:
-        p = caller().principal
-        page = await self.tenancy.list_grants(
-            p, request.coordinator_id, request.page_size, request.page_token
-        )
+        listing = ListGrantsInput(request.coordinator_id, request.page_size, request.page_token)
+        page = await self.engine.grants.list_grants(caller().principal, listing)
         now = self.engine.clock.now()
         return m.page_to_pb(
             work_coordinator_pb2.ListGrantsResponse,
@@ -185,54 +191,71 @@ class WorkCoordinatorServicer(
     async def RevokeGrant(
         self, request: work_coordinator_pb2.RevokeGrantRequest, context: Context
     ) -> work_coordinator_pb2.RevokeGrantResponse:
-        p = caller().principal
-        grant = await self.tenancy.revoke_grant(p, request.coordinator_id, request.grant_id)
+        grant = await self.engine.grants.revoke_grant(
+            caller().principal, request.coordinator_id, request.grant_id
+        )
         return work_coordinator_pb2.RevokeGrantResponse(
             grant=tmap.grant_to_pb(grant, self.engine.clock.now())
         )
 
-    GetChildSummary = rpc(
-        work_coordinator_pb2.GetChildSummaryRequest,
-        lambda s, p, r: s.tenancy.child_summary(p, r.coordinator_id, r.child_id),
-        lambda summary: work_coordinator_pb2.GetChildSummaryResponse(
+    # ------------------------------------------------------------------ children (parent side)
+
+    async def GetChildSummary(
+        self, request: work_coordinator_pb2.GetChildSummaryRequest, context: Context
+    ) -> work_coordinator_pb2.GetChildSummaryResponse:
+        summary = await self.engine.children.child_summary(
+            caller().principal, request.coordinator_id, request.child_id
+        )
+        return work_coordinator_pb2.GetChildSummaryResponse(
             summary=tmap.child_summary_to_pb(summary)
-        ),
-    )
+        )
 
-    ListChildEscalations = rpc(
-        work_coordinator_pb2.ListChildEscalationsRequest,
-        lambda s, p, r: s.tenancy.child_escalations(p, r.coordinator_id, r.child_id),
-        lambda escalations: work_coordinator_pb2.ListChildEscalationsResponse(
+    async def ListChildEscalations(
+        self, request: work_coordinator_pb2.ListChildEscalationsRequest, context: Context
+    ) -> work_coordinator_pb2.ListChildEscalationsResponse:
+        escalations = await self.engine.children.child_escalations(
+            caller().principal, request.coordinator_id, request.child_id
+        )
+        return work_coordinator_pb2.ListChildEscalationsResponse(
             escalations=[m.escalation_to_pb(e) for e in escalations]
-        ),
-    )
+        )
 
-    AssignChildWork = rpc(
-        work_coordinator_pb2.AssignChildWorkRequest,
-        lambda s, p, r: s.tenancy.assign_child_work(
-            p, r.coordinator_id, r.child_id, r.lane_id, r.item_id, r.worker_id
-        ),
-        lambda item: work_coordinator_pb2.AssignChildWorkResponse(
-            item=tmap.item_summary_to_pb(item)
-        ),
-    )
+    async def AssignChildWork(
+        self, request: work_coordinator_pb2.AssignChildWorkRequest, context: Context
+    ) -> work_coordinator_pb2.AssignChildWorkResponse:
+        assign = AssignChildWorkInput(
+            parent_id=request.coordinator_id,
+            child_id=request.child_id,
+            lane_id=request.lane_id,
+            item_id=request.item_id,
+            worker_id=request.worker_id,
+        )
+        item = await self.engine.children.assign_child_work(caller().principal, assign)
+        return work_coordinator_pb2.AssignChildWorkResponse(item=tmap.item_summary_to_pb(item))
 
-    SteerChildWork = rpc(
-        work_coordinator_pb2.SteerChildWorkRequest,
-        lambda s, p, r: s.tenancy.steer_child_work(
-            p, r.coordinator_id, r.child_id, r.lane_id, r.priority
-        ),
-        lambda lane: work_coordinator_pb2.SteerChildWorkResponse(
-            lane=tmap.lane_summary_to_pb(lane)
-        ),
-    )
+    async def SteerChildWork(
+        self, request: work_coordinator_pb2.SteerChildWorkRequest, context: Context
+    ) -> work_coordinator_pb2.SteerChildWorkResponse:
+        steer = SteerChildWorkInput(
+            parent_id=request.coordinator_id,
+            child_id=request.child_id,
+            lane_id=request.lane_id,
+            priority=request.priority,
+        )
+        lane = await self.engine.children.steer_child_work(caller().principal, steer)
+        return work_coordinator_pb2.SteerChildWorkResponse(lane=tmap.lane_summary_to_pb(lane))
 
-    EscalateChildWork = rpc(
-        work_coordinator_pb2.EscalateChildWorkRequest,
-        lambda s, p, r: s.tenancy.escalate_child_work(
-            p, r.coordinator_id, r.child_id, r.lane_id, r.item_id, r.reason
-        ),
-        lambda escalation: work_coordinator_pb2.EscalateChildWorkResponse(
+    async def EscalateChildWork(
+        self, request: work_coordinator_pb2.EscalateChildWorkRequest, context: Context
+    ) -> work_coordinator_pb2.EscalateChildWorkResponse:
+        escalate = EscalateChildWorkInput(
+            parent_id=request.coordinator_id,
+            child_id=request.child_id,
+            lane_id=request.lane_id,
+            reason=request.reason,
+            item_id=request.item_id,
+        )
+        escalation = await self.engine.children.escalate_child_work(caller().principal, escalate)
+        return work_coordinator_pb2.EscalateChildWorkResponse(
             escalation=m.escalation_to_pb(escalation)
-        ),
-    )
+        )

@@ -6,20 +6,28 @@ rules, appends its events with the next revisions, and commits. Notifications ar
 only after the commit, as wake-up hints.
 
 The commands are grouped by concern, one module each, over a shared core (:mod:`._base`);
-:class:`Engine` composes them. Module constants live where they are used (patch them there):
-``BACKSTOP_POLL_SECONDS`` in :mod:`.leasing`, for example.
+:class:`Engine` composes them. The tenancy concerns are service objects over that core,
+attributes of the engine: ``engine.membership`` (orgs, users, members), ``engine.credentials``
+(bearer authentication, admin tokens, work keys), ``engine.grants`` (a child's grants to its
+parent), ``engine.children`` (what a parent does with them), ``engine.sessions`` (browser
+sessions) and ``engine.platform`` (the platform's settings). Module constants live where they
+are used (patch them there): ``BACKSTOP_POLL_SECONDS`` in :mod:`.leasing`, for example.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from ._base import Effects, EngineCore, new_id
-from .admin import BOOTSTRAP_USER_EMAIL, AdminCommands
 from .attempts import AttemptCommands
+from .children import Children
 from .coordinators import CoordinatorCommands
+from .credentials import Credentials
 from .follow_ups import PENDING_ACTION_RETRY, TICKET_SYNC_BATCH
 from .lanes import LaneCommands
 from .leasing import BACKSTOP_POLL_SECONDS, CLAIM_SCAN_FACTOR, LeasingCommands
 from .maintenance import ESCALATION_BATCH, Maintenance
+from .membership import Membership
 from .paging import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -29,12 +37,14 @@ from .paging import (
     page_of,
     page_size,
 )
+from .parent_grants import ParentGrants
+from .platform import Platform
 from .reads import Reads
+from .sessions import Sessions
 from .transitions import CLOSE_TICKET, TICKET_CLOSED
 
 __all__ = [
     "BACKSTOP_POLL_SECONDS",
-    "BOOTSTRAP_USER_EMAIL",
     "CLAIM_SCAN_FACTOR",
     "CLOSE_TICKET",
     "DEFAULT_PAGE_SIZE",
@@ -56,7 +66,6 @@ __all__ = [
 
 
 class Engine(
-    AdminCommands,
     CoordinatorCommands,
     LaneCommands,
     LeasingCommands,
@@ -65,3 +74,28 @@ class Engine(
     Reads,
 ):
     """The coordinator's commands and reads."""
+
+    # The tenancy concerns: service objects over this core, made on first use.
+    @cached_property
+    def membership(self) -> Membership:
+        return Membership(self)
+
+    @cached_property
+    def credentials(self) -> Credentials:
+        return Credentials(self)
+
+    @cached_property
+    def grants(self) -> ParentGrants:
+        return ParentGrants(self)
+
+    @cached_property
+    def children(self) -> Children:
+        return Children(self)
+
+    @cached_property
+    def sessions(self) -> Sessions:
+        return Sessions(self)
+
+    @cached_property
+    def platform(self) -> Platform:
+        return Platform(self)

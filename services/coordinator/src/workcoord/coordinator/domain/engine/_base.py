@@ -3,8 +3,9 @@
 The concern modules of the engine are mixins over :class:`EngineCore`. Its public methods
 (:meth:`~EngineCore.command`, :meth:`~EngineCore.append_events`,
 :meth:`~EngineCore.write_digest`, :meth:`~EngineCore.announce`,
-:meth:`~EngineCore.lane_details`, :meth:`~EngineCore.capacity_usage`) are also the seams other
-domain services (tenancy) build their commands on.
+:meth:`~EngineCore.lane_details`, :meth:`~EngineCore.capacity_usage`) are also the seams the
+service objects over the core (the tenancy concerns: ``membership``, ``credentials``, ``grants``,
+``children``, ``sessions``, ``platform``) build their commands on.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ..auth import RECOVERY, Access, AccessTokens, Principal, PrincipalCache, au
 from ..group_commit import GroupCommitter
 from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Item, Lane, LaneState, NewEvent
 from ..ports import LaneCursor, Reader, Store, Tx
-from ..specs import LaneDetail, Page, PendingActionsRun
+from ..results import LaneDetail, Page, PendingActionsRun
 from ..tickets import TicketTracker
 from .gates import Occupancy
 from .lease_replay import LEASE_TOKEN_SECRET, lease_token_key
@@ -113,7 +114,8 @@ class EngineCore(ABC):
         self.tokens = tokens or SystemTokenSource()
         self.uniform = uniform or random.random
         self.trackers: dict[str, TicketTracker] = dict(trackers or {})
-        self._service_key_hash = hash_secret(service_key) if service_key else ""
+        # The hash of the recovery service's key: a bearer secret hashing to it is RECOVERY.
+        self.service_key_hash = hash_secret(service_key) if service_key else ""
         # The identity provider's access tokens, accepted as a user's bearer credential.
         self.access_tokens = access_tokens
         # Lease tokens are derived with it (see lease_replay): never stored, never logged.

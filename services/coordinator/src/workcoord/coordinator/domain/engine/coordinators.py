@@ -18,7 +18,8 @@ from ..model import (
     Scope,
 )
 from ..ports import Reader, Tx
-from ..specs import CoordinatorSpec, Page
+from ..results import Page
+from ..specs import CoordinatorSpec
 from ._base import Effects, new_id
 from .paging import PageRequest
 from .transitions import Transitions

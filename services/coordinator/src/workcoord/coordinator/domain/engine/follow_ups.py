@@ -20,7 +20,7 @@ from ..model import (
     RetryPolicy,
     Ticket,
 )
-from ..specs import Digest, MaintenanceReport, Page, PendingActionsRun, StepFailure
+from ..results import Digest, MaintenanceReport, Page, PendingActionsRun, StepFailure
 from ..tickets import TrackerError
 from ._base import EngineCore
 from .paging import PageRequest

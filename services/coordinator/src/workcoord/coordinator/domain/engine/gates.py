@@ -7,7 +7,7 @@ from datetime import datetime
 
 from .. import rules
 from ..model import TERMINAL_ITEM_STATES, Blocker, Coordinator, Item, ItemState, Lane, Worker
-from ..specs import GateInfo
+from ..results import GateInfo
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,8 @@ from ..model import (
     Ticket,
 )
 from ..ports import Tx
-from ..specs import Decision, ItemDetail, ItemSpec, LaneDetail, LaneSpec, Page
+from ..results import ItemDetail, LaneDetail, Page
+from ..specs import Decision, ItemSpec, LaneSpec
 from ._base import Effects, new_id
 from .paging import PageRequest
 from .transitions import Transitions

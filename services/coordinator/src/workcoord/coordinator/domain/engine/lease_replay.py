@@ -30,7 +30,8 @@ from workcoord.kit.secrets import LEASE_TOKEN_PREFIX, hash_secret, secrets_equal
 
 from ..model import Attempt, Item
 from ..ports import Reader
-from ..specs import Checkpoint, GrantedLease
+from ..results import GrantedLease
+from ..specs import Checkpoint
 
 __all__ = [
     "LEASE_TOKEN_SECRET",

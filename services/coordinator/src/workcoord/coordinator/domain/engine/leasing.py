@@ -25,7 +25,8 @@ from ..model import (
     Worker,
 )
 from ..ports import ClaimScan, Tx
-from ..specs import Checkpoint, GrantedLease, LeaseAsk, Page
+from ..results import GrantedLease, Page
+from ..specs import Checkpoint, LeaseAsk
 from ._base import Effects, new_id
 from .fences import FenceFound, WorkerFences, fence_error, shown_fence
 from .lease_replay import derive_lease_token, lease_request_key, replay_lease_request

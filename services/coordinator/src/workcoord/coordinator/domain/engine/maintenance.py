@@ -23,7 +23,7 @@ from ..model import (
     RetryPolicy,
 )
 from ..ports import ExpiredLease, Leadership, Tx
-from ..specs import (
+from ..results import (
     LeadershipClaim,
     MaintenanceReport,
     MaintenanceTarget,

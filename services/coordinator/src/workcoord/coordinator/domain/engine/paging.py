@@ -31,7 +31,7 @@ from workcoord.kit.errors import InvalidArgument
 
 from ..model import Lane
 from ..ports import LaneStamp
-from ..specs import Page
+from ..results import Page
 
 _T = TypeVar("_T")
 

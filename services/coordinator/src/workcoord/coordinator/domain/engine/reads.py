@@ -11,7 +11,7 @@ from .. import rules
 from ..auth import Principal
 from ..model import Attempt, Coordinator, Item, PendingActionState, Ticket
 from ..ports import LaneStamp, Reader
-from ..specs import ClassUsage, CoordinatorView, EventPage, Explanation, LaneDetail
+from ..results import ClassUsage, CoordinatorView, EventPage, Explanation, LaneDetail
 from ._base import EngineCore
 from .fences import shown_fence
 from .gates import GateContext, item_gates, lane_gates

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..model import Attempt, Ticket
-from ..specs import LaneDetail
+from ..results import LaneDetail
 
 # A lease as the view shows what a heartbeat changes of it.
 LeaseStamp = tuple[str, str, object, str]

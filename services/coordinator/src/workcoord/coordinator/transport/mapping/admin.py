@@ -8,7 +8,7 @@ from workcoord.api.v1 import (
 )
 from workcoord.coordinator.domain.auth import Principal
 from workcoord.coordinator.domain.ports import Leadership, OrgRecord, UserRecord, WorkKeyRecord
-from workcoord.coordinator.domain.specs import PlatformSettings
+from workcoord.coordinator.domain.results import PlatformSettings
 
 from .fields import ToPb
 

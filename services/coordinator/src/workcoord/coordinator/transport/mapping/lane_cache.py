@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from workcoord.api.v1 import lane_pb2, work_coordinator_pb2
 from workcoord.coordinator.domain.model import ItemState
-from workcoord.coordinator.domain.specs import LaneDetail
+from workcoord.coordinator.domain.results import LaneDetail
 
 from .lanes import lane_to_pb
 

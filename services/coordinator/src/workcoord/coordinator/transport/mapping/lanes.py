@@ -17,13 +17,8 @@ from workcoord.coordinator.domain.model import (
     ReviewPolicy,
     Template,
 )
-from workcoord.coordinator.domain.specs import (
-    ItemDetail,
-    ItemSpec,
-    LaneDetail,
-    LaneSpec,
-    TicketSpec,
-)
+from workcoord.coordinator.domain.results import ItemDetail, LaneDetail
+from workcoord.coordinator.domain.specs import ItemSpec, LaneSpec, TicketSpec
 
 from .fields import ToPb
 from .scalars import (

@@ -13,7 +13,7 @@ from workcoord.coordinator.domain.model import (
     Event,
     PendingAction,
 )
-from workcoord.coordinator.domain.specs import (
+from workcoord.coordinator.domain.results import (
     CoordinatorView,
     Digest,
     Explanation,

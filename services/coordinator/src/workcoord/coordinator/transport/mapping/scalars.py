@@ -18,7 +18,7 @@ from workcoord.coordinator.domain.model import (
     RetryPolicy,
     ReviewPolicy,
 )
-from workcoord.coordinator.domain.specs import Page
+from workcoord.coordinator.domain.results import Page
 
 _Response = TypeVar("_Response", bound=Message)
 _Record = TypeVar("_Record")

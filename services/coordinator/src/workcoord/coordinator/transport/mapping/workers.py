@@ -10,7 +10,7 @@ from workcoord.coordinator.domain.model import (
     JsonObject,
     Worker,
 )
-from workcoord.coordinator.domain.specs import GrantedLease
+from workcoord.coordinator.domain.results import GrantedLease
 
 from .fields import ToPb, copied
 from .lanes import ITEM_SHOWN

@@ -1,5 +1,6 @@
 """The invariant checker: the coordinator's safety invariants, checked from stored state and
-the event log of one work coordinator.
+the event log of one work coordinator. Only the tests and the benches run it, so it lives here
+and ships in no service.
 
 It reads only through the :class:`~workcoord.coordinator.domain.ports.Reader` port, so it runs
 on any store (PostgreSQL, SQLite, the in-memory store): unit property tests, integration and

@@ -1,0 +1,242 @@
+"""What the engine's commands and reads answer, as plain dataclasses: a lane or item with its
+details, a granted lease, an explanation, the view, a page, a maintenance report, issued
+secrets (shown once), the platform's settings.
+
+The inputs the commands take are in :mod:`.specs` and :mod:`.inputs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from .auth import Principal
+from .grants import SessionRecord, TokenRecord
+from .model import (
+    Attempt,
+    Blocker,
+    Coordinator,
+    DigestEntry,
+    Escalation,
+    Event,
+    Item,
+    Lane,
+    PendingAction,
+    Ticket,
+    Worker,
+)
+from .ports import Leadership, WorkKeyRecord
+from .specs import Checkpoint
+
+_T = TypeVar("_T")
+
+
+@dataclass(slots=True)
+class LaneDetail:
+    lane: Lane
+    items: list[Item]
+    blockers: list[Blocker] = field(default_factory=list)
+    tickets: list[Ticket] = field(default_factory=list)
+    attempts: dict[str, list[Attempt]] = field(default_factory=dict)
+    capacity: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def open_blockers(self) -> int:
+        return sum(1 for b in self.blockers if b.open)
+
+
+@dataclass(slots=True)
+class ItemDetail:
+    item: Item
+    attempts: list[Attempt]
+    capacity: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class GrantedLease:
+    attempt: Attempt
+    lease_token: str
+    item: Item
+    lane: Lane
+    checkpoint: Checkpoint | None
+
+
+@dataclass(slots=True)
+class GateInfo:
+    gate: str
+    detail: str
+    since: datetime | None
+    lease_ids: list[str] = field(default_factory=list)
+    counts_toward_escalation: bool = False
+
+
+@dataclass(slots=True)
+class Explanation:
+    lane_id: str
+    item_id: str
+    state: str
+    next_action: str
+    gates: list[GateInfo] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    items: list[Explanation] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class StepFailure:
+    """A step of a recovery pass (one of ``MAINTENANCE_STEPS``) that failed while the rest of
+    the pass ran: how many of its calls failed, and the latest error."""
+
+    step: str
+    failures: int
+    error: str
+
+
+@dataclass(slots=True)
+class MaintenanceReport:
+    coordinator_id: str
+    start_time: datetime
+    expired_attempts: int = 0
+    requeued: int = 0
+    dead_lettered: int = 0
+    escalated: int = 0
+    evicted_workers: int = 0
+    pending_actions_attempted: int = 0
+    pending_actions_succeeded: int = 0
+    tickets_synced: int = 0
+    revision: int = 0
+    duration_seconds: float = 0.0
+    skipped_disabled: bool = False
+    step_failures: list[StepFailure] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Page(Generic[_T]):
+    items: list[_T]
+    next_page_token: str = ""
+
+
+@dataclass(slots=True)
+class ClassUsage:
+    worker_class: str
+    in_use: int
+    capacity: int
+    lease_ids: list[str]
+    queued: int
+
+
+@dataclass(slots=True)
+class CoordinatorView:
+    coordinator: Coordinator
+    revision: int
+    lanes: list[LaneDetail]
+    workers: list[Worker]
+    capacity: list[ClassUsage]
+    worker_leases: dict[str, int] = field(default_factory=dict)
+    pending_actions: list[PendingAction] = field(default_factory=list)
+    escalations: list[Escalation] = field(default_factory=list)
+    next_page_token: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformSettings:
+    """The platform's switch, when it last changed, and its version (the etag)."""
+
+    enabled: bool
+    update_time: datetime
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedUserToken:
+    """A new API token of a user: its secret is shown here only."""
+
+    token: TokenRecord
+    secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedWorkKey:
+    """A new work key: its secret is shown here only."""
+
+    key: WorkKeyRecord
+    secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedLoginCode:
+    """A one-time login code (shown here only), its expiry and the user it signs in."""
+
+    code: str
+    expire_time: datetime
+    user_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedSession:
+    """A new browser session: its secret and CSRF token are shown here only."""
+
+    session: SessionRecord
+    secret: str
+    csrf_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCaller:
+    """The caller behind a browser session, and the session."""
+
+    principal: Principal
+    session: SessionRecord
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceTarget:
+    coordinator_id: str
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceTargets:
+    """What the recovery service should visit: nothing while the platform is switched off."""
+
+    platform_enabled: bool
+    targets: list[MaintenanceTarget]
+
+
+@dataclass(frozen=True, slots=True)
+class LeadershipClaim:
+    """The leadership as it stands, and whether the caller holds it."""
+
+    leadership: Leadership
+    held: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PendingActionsRun:
+    """One pass over the due pending actions; ``failed`` of them failed, the latest with
+    ``error``."""
+
+    attempted: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    error: str = ""
+
+
+@dataclass(slots=True)
+class Digest:
+    """One UTC day's digest of a work coordinator: its owner and entries."""
+
+    coordinator_id: str
+    day: str
+    owner: str
+    entries: list[DigestEntry]
+
+
+@dataclass(slots=True)
+class EventPage:
+    """A page of the event log and the coordinator's revision when it was read."""
+
+    events: list[Event]
+    next_page_token: str
+    revision: int
