@@ -65,7 +65,7 @@ def test_every_tool_is_one_unary_rpc_that_rest_serves_too() -> None:
 
 
 def test_human_only_decisions_are_not_tools() -> None:
-    assert HUMAN_ONLY.isdisjoint(rpc for rpc, _ in TOOL_RPCS.values())
+    assert HUMAN_ONLY.isdisjoint(TOOL_RPCS.values())
     for rpc in HUMAN_ONLY:
         method_descriptor(rpc)  # the RPCs exist: the exclusion is deliberate, not a typo
 

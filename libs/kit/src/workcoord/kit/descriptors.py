@@ -3,6 +3,10 @@
 Everything derived from the contract (REST routes, the OpenAPI document, MCP tools) starts here,
 so each reads the same files and the same comments.
 
+The ``google.api.http`` rules are read here once (:func:`http_rules`), and with them the one
+answer to "does this RPC only read?" (:attr:`RpcHttp.read_only`: its rule is ``GET``): the
+gateway's routes, the coordinator's CSRF check and the MCP tools' hints all take it from here.
+
 Comments come from the ``descriptor_set.binpb`` (a ``FileDescriptorSet`` with source info) that
 ``scripts/gen_protos.py`` ships next to the generated modules: the modules themselves carry none.
 """
@@ -13,10 +17,11 @@ import functools
 import importlib.resources
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
-from google.api import field_behavior_pb2
+from google.api import annotations_pb2, field_behavior_pb2, http_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import descriptor_pb2, message_factory
 from google.protobuf import message as _message
@@ -25,12 +30,16 @@ from workcoord.kit.wire import API_PACKAGE, api_modules
 
 __all__ = [
     "API_PACKAGE",
+    "HttpBinding",
+    "RpcHttp",
     "api_file_descriptors",
     "call_deadline_seconds",
     "descriptor_of",
     "field_named",
+    "http_rules",
     "is_map",
     "is_output_only",
+    "is_read_only",
     "is_repeated",
     "is_well_known",
     "message_class",
@@ -65,6 +74,85 @@ def method_descriptor(full_name: str) -> _descriptor.MethodDescriptor:
                 if method is not None:
                     return method
     raise KeyError(full_name)
+
+
+@dataclass(frozen=True, slots=True)
+class HttpBinding:
+    """One HTTP binding of an RPC, as its ``google.api.http`` rule writes it."""
+
+    verb: str
+    """Upper-case HTTP verb (``GET``, ``POST``, …; a custom rule's kind as written)."""
+    template: str
+    """The path template, proto field names and all (``/v1/orgs/{org_slug}``)."""
+    body: str
+    """``""`` (no body), ``"*"`` (the whole request) or a top-level request field name."""
+    response_body: str
+    """``""`` (the whole response) or the top-level response field returned."""
+
+
+@dataclass(frozen=True, slots=True)
+class RpcHttp:
+    """An RPC and its HTTP rule, read once from the descriptors."""
+
+    method: _descriptor.MethodDescriptor
+    bindings: tuple[HttpBinding, ...]
+    """The rule itself first, then its ``additional_bindings``; empty for an RPC without one."""
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the RPC only reads: its HTTP rule is ``GET``. The one answer to the question:
+        a browser session calls anything else only with its CSRF token (the coordinator's gate),
+        and an MCP tool is hinted read-only and idempotent exactly when this holds. An RPC with
+        no rule is not read-only (the safe answer for CSRF)."""
+        return bool(self.bindings) and self.bindings[0].verb == "GET"
+
+
+@functools.cache
+def http_rules() -> Mapping[str, RpcHttp]:
+    """Every RPC of the API by full name (``workcoord.api.v1.Service.Method``), in file,
+    service and method order, with its HTTP bindings (scanned once).
+
+    Raises ``ValueError`` for a rule whose bindings mix ``GET`` with other verbs: whether the
+    RPC only reads would depend on the path it was called by.
+    """
+    rules: dict[str, RpcHttp] = {}
+    for file in api_file_descriptors():
+        for service in file.services_by_name.values():
+            for method in service.methods:
+                found = RpcHttp(method, _bindings(method))
+                verbs = {binding.verb == "GET" for binding in found.bindings}
+                if len(verbs) > 1:
+                    raise ValueError(f"{method.full_name}: GET and other verbs in one http rule")
+                rules[method.full_name] = found
+    return rules
+
+
+def is_read_only(full_name: str) -> bool:
+    """:attr:`RpcHttp.read_only` of the RPC ``workcoord.api.v1.Service.Method``; False for a
+    name the API does not have (nothing is known to only read)."""
+    found = http_rules().get(full_name)
+    return found is not None and found.read_only
+
+
+def _bindings(method: _descriptor.MethodDescriptor) -> tuple[HttpBinding, ...]:
+    options = method.GetOptions()
+    # Typed loosely: the googleapis stubs give the handle a plain FieldDescriptor.
+    handle: Any = annotations_pb2.http
+    if not options.HasExtension(handle):
+        return ()
+    rule: http_pb2.HttpRule = options.Extensions[handle]
+    return tuple(_binding(method, each) for each in (rule, *rule.additional_bindings))
+
+
+def _binding(method: _descriptor.MethodDescriptor, rule: http_pb2.HttpRule) -> HttpBinding:
+    kind = rule.WhichOneof("pattern")
+    if kind is None:
+        raise ValueError(f"{method.full_name}: an http rule without a pattern")
+    if kind == "custom":
+        verb, template = rule.custom.kind.upper(), rule.custom.path
+    else:
+        verb, template = kind.upper(), str(getattr(rule, kind))
+    return HttpBinding(verb, template, rule.body, rule.response_body)
 
 
 def descriptor_of(message: _message.Message) -> _descriptor.Descriptor:

@@ -28,6 +28,7 @@ from google.protobuf import message as _message
 
 from workcoord.kit.descriptors import (
     API_PACKAGE,
+    is_read_only,
     message_class,
     method_descriptor,
     proto_comments,
@@ -45,20 +46,21 @@ __all__ = [
     "tool_named",
 ]
 
-# Tool name → (RPC, whether it only reads). The names are the contract agents are configured
-# with; everything else about a tool derives from the RPC.
-TOOL_RPCS: dict[str, tuple[str, bool]] = {
-    "work_coordinators": (f"{API_PACKAGE}.WorkCoordinatorService.ListWorkCoordinators", True),
-    "lease_work": (f"{API_PACKAGE}.WorkerService.Lease", False),
-    "start_work": (f"{API_PACKAGE}.WorkerService.Start", False),
-    "heartbeat": (f"{API_PACKAGE}.WorkerService.Heartbeat", False),
-    "checkpoint_work": (f"{API_PACKAGE}.WorkerService.Checkpoint", False),
-    "complete_work": (f"{API_PACKAGE}.WorkerService.Complete", False),
-    "fail_work": (f"{API_PACKAGE}.WorkerService.Fail", False),
-    "release_work": (f"{API_PACKAGE}.WorkerService.Release", False),
-    "view": (f"{API_PACKAGE}.WorkCoordinatorService.GetView", True),
-    "why": (f"{API_PACKAGE}.WorkCoordinatorService.Explain", True),
-    "create_lane": (f"{API_PACKAGE}.LaneService.CreateLane", False),
+# Tool name → RPC. The names are the contract agents are configured with; everything else about
+# a tool derives from the RPC, whether it only reads included (its HTTP rule is GET:
+# workcoord.kit.descriptors.is_read_only, the answer REST and the CSRF check use too).
+TOOL_RPCS: dict[str, str] = {
+    "work_coordinators": f"{API_PACKAGE}.WorkCoordinatorService.ListWorkCoordinators",
+    "lease_work": f"{API_PACKAGE}.WorkerService.Lease",
+    "start_work": f"{API_PACKAGE}.WorkerService.Start",
+    "heartbeat": f"{API_PACKAGE}.WorkerService.Heartbeat",
+    "checkpoint_work": f"{API_PACKAGE}.WorkerService.Checkpoint",
+    "complete_work": f"{API_PACKAGE}.WorkerService.Complete",
+    "fail_work": f"{API_PACKAGE}.WorkerService.Fail",
+    "release_work": f"{API_PACKAGE}.WorkerService.Release",
+    "view": f"{API_PACKAGE}.WorkCoordinatorService.GetView",
+    "why": f"{API_PACKAGE}.WorkCoordinatorService.Explain",
+    "create_lane": f"{API_PACKAGE}.LaneService.CreateLane",
 }
 
 _DEFS = "#/$defs/"
@@ -75,6 +77,8 @@ class McpTool:
     name: str
     method: _descriptor.MethodDescriptor
     read_only: bool
+    """Whether the RPC only reads (its HTTP rule is GET): the tool's read-only and idempotent
+    hints."""
     description: str
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
@@ -127,10 +131,7 @@ class McpTool:
 def mcp_tools() -> tuple[McpTool, ...]:
     """Every tool, in the order agents see them (built once from the descriptors)."""
     comments = proto_comments()
-    return tuple(
-        _tool(name, method_descriptor(rpc), read_only, comments)
-        for name, (rpc, read_only) in TOOL_RPCS.items()
-    )
+    return tuple(_tool(name, method_descriptor(rpc), comments) for name, rpc in TOOL_RPCS.items())
 
 
 def tool_named(name: str) -> McpTool | None:
@@ -147,9 +148,7 @@ def error_body(err: WorkcoordError) -> dict[str, Any]:
     return status_to_json(to_rpc_status(err))
 
 
-def _tool(
-    name: str, method: _descriptor.MethodDescriptor, read_only: bool, comments: dict[str, str]
-) -> McpTool:
+def _tool(name: str, method: _descriptor.MethodDescriptor, comments: dict[str, str]) -> McpTool:
     request = method.input_type
     builder = SchemaBuilder(comments, ref_prefix=_DEFS, input_only=True, required_everywhere=True)
     body_field = _rest_body_field(method)
@@ -186,7 +185,7 @@ def _tool(
     return McpTool(
         name=name,
         method=method,
-        read_only=read_only,
+        read_only=is_read_only(method.full_name),
         description=description,
         input_schema=_without_unspecified(schema),
         output_schema=_without_unspecified(output_schema),

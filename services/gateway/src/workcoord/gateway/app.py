@@ -2,7 +2,9 @@
 
 Everything answers ``application/json``; every error is a ``google.rpc.Status``. The gateway
 holds no domain logic: it maps HTTP to the RPC named by the route, forwards the caller's
-credential, and maps the answer back.
+credential, and maps the answer back. What every request goes through first (tracing, request
+id, access log, metrics, compression, the body limit, credential forwarding) is the pipeline of
+:mod:`workcoord.gateway.pipeline`, assembled here.
 """
 
 from __future__ import annotations
@@ -11,8 +13,6 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import time
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -36,13 +36,15 @@ from workcoord.gateway.errors import (
 )
 from workcoord.gateway.feed import frame_json
 from workcoord.gateway.mcp import MCP_PATH, McpEndpoint
+from workcoord.gateway.metrics import UNMATCHED, label_route
 from workcoord.gateway.oidc import OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH, OidcLogin
 from workcoord.gateway.openapi import openapi_document
+from workcoord.gateway.pipeline import middleware
 from workcoord.gateway.resource_metadata import ProtectedResource
 from workcoord.gateway.routes import Route, RouteTable, load_routes
 from workcoord.gateway.session import LOGIN_PATH, login
 from workcoord.gateway.transcode import build_request, parse_json_body, response_to_json
-from workcoord.gateway.upstream import Upstreams, forwarded_metadata, request_credentials
+from workcoord.gateway.upstream import Upstreams, forwarded
 from workcoord.gateway.web import WebPages
 from workcoord.kit.descriptors import call_deadline_seconds
 from workcoord.kit.errors import Code, TooLarge, Unauthenticated, WorkcoordError
@@ -55,8 +57,9 @@ __all__ = ["OPENAPI_PATH", "build_app"]
 _log = logging.getLogger(__name__)
 
 OPENAPI_PATH = "/v1/openapi.json"
-_REQUEST_ID = "x-request-id"
 _WS_REASON_LIMIT = 120
+# The paths without variables answered besides the routes (spans are named after them).
+_FIXED_PATHS = ("/", OPENAPI_PATH, LOGIN_PATH, OIDC_LOGIN_PATH, OIDC_CALLBACK_PATH, MCP_PATH)
 
 
 def build_app(settings: GatewaySettings, channels: Upstreams | None = None) -> Starlette:
@@ -66,11 +69,13 @@ def build_app(settings: GatewaySettings, channels: Upstreams | None = None) -> S
     mcp = McpEndpoint(
         gateway.table,
         lambda: gateway.upstreams,
-        max_body_bytes=settings.max_body_bytes,
         request_timeout_seconds=settings.request_timeout_seconds,
         resource=ProtectedResource.from_settings(settings, MCP_PATH),
     )
-    app = Starlette(lifespan=mcp.lifespan_around(gateway.lifespan))
+    app = Starlette(
+        lifespan=mcp.lifespan_around(gateway.lifespan),
+        middleware=middleware(settings, _FIXED_PATHS),
+    )
     # No Starlette routes: the gateway answers every path itself (a path pattern would not
     # even match a decoded newline and answer a plain-text 404). In front of the API: /mcp (the
     # MCP SDK's), then the web pages and their assets.
@@ -118,18 +123,13 @@ class _Gateway:
             await self._websocket(WebSocket(scope, receive, send))
             return
         request = Request(scope, receive)
-        started = time.perf_counter()
-        label = "unmatched"
+        label = UNMATCHED
         try:
             label, response = await self._http(request)
         except Exception:
             _log.exception("unhandled error answering %s", label)
             response = status_response(make_status(Code.INTERNAL, "internal error"))
-        request_id = request.headers.get(_REQUEST_ID)
-        if request_id:
-            response.headers[_REQUEST_ID] = request_id
-        metrics.REQUESTS.labels(label, request.method, str(response.status_code)).inc()
-        metrics.REQUEST_SECONDS.labels(label, request.method).observe(time.perf_counter() - started)
+        label_route(scope, label)
         await response(scope, receive, send)
 
     # --- HTTP ----------------------------------------------------------------------------
@@ -145,10 +145,10 @@ class _Gateway:
         found, allowed = self.table.resolve(method, path)
         if found is None:
             if allowed:
-                return "unmatched", _method_not_allowed(request.method, allowed)
+                return UNMATCHED, _method_not_allowed(request.method, allowed)
             shown = path if len(path) <= 200 else path[:200] + "…"
             status = make_status(Code.NOT_FOUND, f"no route for {request.method} {shown}")
-            return "unmatched", status_response(status)
+            return UNMATCHED, status_response(status)
         route = found.route
         if route.streaming:
             status = make_status(
@@ -164,10 +164,11 @@ class _Gateway:
     async def _unary(self, request: Request, route: Route, path_values: dict[str, str]) -> Response:
         try:
             # The credential first: a malformed one is a 401 whatever else the request holds.
-            metadata = _metadata(request)
+            metadata = forwarded(request.scope).metadata()
             body: Any = None
             if route.body:
-                body = parse_json_body(await self._read_body(request))
+                # At most WORKCOORD_MAX_BODY_BYTES: the pipeline's BodyLimit raises TooLarge.
+                body = parse_json_body(await request.body())
             message = build_request(route, path_values, request.query_params.multi_items(), body)
         except TooLarge as err:
             return error_response(err, http_status=413)
@@ -196,20 +197,6 @@ class _Gateway:
             # The channel was closed under us (shutdown in progress).
             return status_response(make_status(Code.UNAVAILABLE, "the gateway is shutting down"))
         return json_response(200, response_to_json(route, reply))
-
-    async def _read_body(self, request: Request) -> bytes:
-        limit = self.settings.max_body_bytes
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise TooLarge(f"request body is larger than {limit} bytes")
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise TooLarge(f"request body is larger than {limit} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
 
     def _timeout(self, message: _message.Message) -> float:
         return call_deadline_seconds(message, self.settings.request_timeout_seconds)
@@ -256,7 +243,7 @@ class _Gateway:
             await websocket.close(code=1008)
             return
         try:
-            credentials = request_credentials(websocket.headers, websocket.cookies)
+            credentials = forwarded(websocket.scope).credentials()
         except Unauthenticated as err:
             # Refused before the handshake, as REST refuses it (401), never read as a cookie feed.
             await _deny(websocket, error_response(err))
@@ -319,7 +306,7 @@ class _Gateway:
             return
         await websocket.accept()
         metrics.FEED_SUBSCRIBERS.inc()
-        call = upstreams.stream(route, message, metadata=_metadata(websocket))
+        call = upstreams.stream(route, message, metadata=forwarded(websocket.scope).metadata())
         # The client sends nothing we use; reading is how its disconnect is noticed.
         watcher = asyncio.create_task(_until_disconnect(websocket, call))
         try:
@@ -353,13 +340,6 @@ def _raw_path(connection: HTTPConnection) -> str:
         # Some servers include the query string in raw_path; the path is what precedes it.
         return raw.split(b"?", 1)[0].decode("latin-1")
     return str(connection.scope["path"])
-
-
-def _metadata(connection: HTTPConnection) -> tuple[tuple[str, str], ...]:
-    headers = {key: connection.headers[key] for key in connection.headers}
-    if _REQUEST_ID not in headers:
-        headers[_REQUEST_ID] = uuid.uuid4().hex
-    return forwarded_metadata(headers, connection.cookies)
 
 
 def _holder(credentials: CallCredentials) -> str:

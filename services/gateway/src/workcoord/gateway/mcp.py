@@ -23,8 +23,7 @@ discovers where to sign its user in.
 from __future__ import annotations
 
 import contextlib
-import time
-import uuid
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -35,23 +34,22 @@ from google.protobuf import message as _message
 from google.rpc import status_pb2
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from starlette.datastructures import Headers
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workcoord.api.v1 import admin_pb2
-from workcoord.gateway import metrics
 from workcoord.gateway.errors import (
     RETRY_AFTER_SECONDS,
     json_response,
     make_status,
     status_from_rpc_error,
 )
+from workcoord.gateway.metrics import label_route
 from workcoord.gateway.resource_metadata import ProtectedResource
 from workcoord.gateway.routes import Route, RouteTable
-from workcoord.gateway.upstream import Upstreams, forwarded_metadata
+from workcoord.gateway.upstream import Upstreams, forwarded
 from workcoord.kit.descriptors import API_PACKAGE, call_deadline_seconds
-from workcoord.kit.errors import Code, Unauthenticated, generic_error, http_status_for
+from workcoord.kit.errors import Code, TooLarge, Unauthenticated, generic_error, http_status_for
 from workcoord.kit.mcp_server import JSONRPC_SERVER_ERROR, build_mcp_server
 from workcoord.kit.mcp_tools import McpTool
 from workcoord.kit.status import error_from_status, status_to_json, to_rpc_status
@@ -61,8 +59,6 @@ __all__ = ["MCP_PATH", "McpEndpoint"]
 
 MCP_PATH = "/mcp"
 Lifespan = Callable[[Any], AbstractAsyncContextManager[None]]
-_REQUEST_ID = "x-request-id"
-_MAX_REQUEST_ID = 200
 _WHO_AM_I = f"{API_PACKAGE}.AdminService.GetCurrentPrincipal"
 
 
@@ -75,14 +71,12 @@ class McpEndpoint:
         table: RouteTable,
         upstreams: Callable[[], Upstreams | None],
         *,
-        max_body_bytes: int,
         request_timeout_seconds: float,
         resource: ProtectedResource | None = None,
     ) -> None:
         self._upstreams = upstreams
         self._resource = resource
         self._timeout = request_timeout_seconds
-        self._max_body_bytes = max_body_bytes
         self._routes = {
             route.method.full_name: route for route in table.routes if route.binding_index == 0
         }
@@ -126,7 +120,9 @@ class McpEndpoint:
             app=self._server,
             json_response=True,
             stateless=True,
-            max_request_body_size=self._max_body_bytes,
+            # The gateway's pipeline limits the body (BodyLimit: a JSON-RPC 413 from _serve);
+            # the SDK's own check would answer first, in plain text.
+            max_request_body_size=sys.maxsize,
         )
         async with manager.run():
             self._manager = manager
@@ -136,45 +132,22 @@ class McpEndpoint:
                 self._manager = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = time.perf_counter()
-        status_code = 500
-        request_id = Headers(scope=scope).get(_REQUEST_ID)
-
-        async def observed_send(message: Message) -> None:
-            nonlocal status_code
-            if message["type"] == "http.response.start":
-                status_code = int(message["status"])
-                if request_id and _carriable(request_id):
-                    # Echoed as on every other gateway answer.
-                    message = {
-                        **message,
-                        "headers": [
-                            *message.get("headers", []),
-                            (_REQUEST_ID.encode(), request_id.encode()),
-                        ],
-                    }
-            await send(message)
-
-        label = MCP_PATH if scope["path"] == MCP_PATH else str(scope["path"])
-        try:
-            if self._resource is not None and label in self._resource.paths:
-                await self._resource.response(str(scope["method"]))(scope, receive, observed_send)
-            else:
-                await self._serve(scope, receive, observed_send)
-        finally:
-            method = str(scope.get("method", ""))
-            metrics.REQUESTS.labels(label, method, str(status_code)).inc()
-            metrics.REQUEST_SECONDS.labels(label, method).observe(time.perf_counter() - started)
+        path = str(scope["path"])
+        if self._resource is not None and path in self._resource.paths:
+            label_route(scope, path)
+            await self._resource.response(str(scope["method"]))(scope, receive, send)
+            return
+        label_route(scope, MCP_PATH)
+        await self._serve(scope, receive, send)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = Headers(scope=scope)
         upstreams, manager = self._upstreams(), self._manager
         if upstreams is None or manager is None:
             status = make_status(Code.UNAVAILABLE, "the gateway is not connected to its upstreams")
             await self._refusal(status, 503)(scope, receive, send)
             return
         try:
-            metadata = _metadata(headers)  # read by the one parse of Authorization
+            metadata = _metadata(scope)  # read by the one parse of Authorization
         except Unauthenticated as err:
             await self._refusal(to_rpc_status(err), 401)(scope, receive, send)
             return
@@ -210,7 +183,11 @@ class McpEndpoint:
             )
             await self._refusal(status, 405, {"Allow": "POST"})(scope, receive, send)
             return
-        await manager.handle_request(scope, receive, send)
+        try:
+            await manager.handle_request(scope, receive, send)
+        except TooLarge as err:
+            # The pipeline's BodyLimit, raised while the SDK read the body (before any answer).
+            await _refusal(to_rpc_status(err), 413)(scope, receive, send)
 
     def _refusal(
         self,
@@ -239,7 +216,7 @@ class McpEndpoint:
             return await upstreams.call(
                 route,
                 request,
-                metadata=_metadata(http_request.headers),
+                metadata=_metadata(http_request.scope),
                 deadline_seconds=call_deadline_seconds(request, self._timeout),
             )
         except grpc.RpcError as exc:
@@ -248,12 +225,9 @@ class McpEndpoint:
             raise generic_error(Code.UNAVAILABLE, "the gateway is shutting down") from None
 
 
-def _metadata(headers: Headers) -> tuple[tuple[str, str], ...]:
+def _metadata(scope: Scope) -> tuple[tuple[str, str], ...]:
     # The bearer credential only: a browser session cookie never authenticates an MCP call.
-    forwarded = {key: headers[key] for key in headers}
-    if _REQUEST_ID not in forwarded:
-        forwarded[_REQUEST_ID] = uuid.uuid4().hex
-    return forwarded_metadata(forwarded, {})
+    return forwarded(scope).metadata(session=False)
 
 
 def _refusal(
@@ -280,7 +254,3 @@ def _refusal(
     if http_status == 503:
         headers = {**(headers or {}), "Retry-After": str(RETRY_AFTER_SECONDS)}
     return json_response(http_status, {"jsonrpc": "2.0", "id": None, "error": error}, headers)
-
-
-def _carriable(value: str) -> bool:
-    return 0 < len(value) <= _MAX_REQUEST_ID and all(" " <= ch <= "~" for ch in value)

@@ -1,8 +1,9 @@
 """The REST route table, derived from the ``google.api.http`` annotations of the v1 protos.
 
 Every method of every service in ``workcoord.api.v1`` that carries an ``HttpRule`` becomes one
-:class:`Route` per binding (the rule itself plus its ``additional_bindings``); nothing here names
-an RPC. Path templates follow ``google/api/http.proto``: ``{field}``, ``{field.sub}``,
+:class:`Route` per binding (the rule itself plus its ``additional_bindings``, as
+:func:`workcoord.kit.descriptors.http_rules` read them, with whether the RPC only reads); nothing
+here names an RPC. Path templates follow ``google/api/http.proto``: ``{field}``, ``{field.sub}``,
 ``{field=segments/*/with/**}`` and a trailing ``:verb``. Public paths name their variables by
 their JSON names (``{coordinatorId}``), as in the OpenAPI document.
 
@@ -16,14 +17,13 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import unquote
 
-from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 
-from workcoord.kit.descriptors import API_PACKAGE, api_file_descriptors, message_class
+from workcoord.kit.descriptors import API_PACKAGE, HttpBinding, RpcHttp, http_rules, message_class
 
 __all__ = [
     "Route",
@@ -63,6 +63,8 @@ class Route:
     """``""`` (the whole response) or the top-level response field returned."""
     binding_index: int
     """0 for the rule itself, 1… for its additional bindings."""
+    read_only: bool
+    """Whether the RPC only reads (:attr:`workcoord.kit.descriptors.RpcHttp.read_only`)."""
 
     @property
     def streaming(self) -> bool:
@@ -154,42 +156,30 @@ def _specificity(route: Route) -> tuple[int, int, str]:
 @functools.cache
 def load_routes() -> RouteTable:
     """The route table of every annotated RPC of the v1 API (built once)."""
-    routes: list[Route] = []
-    for file in api_file_descriptors():
-        for service in file.services_by_name.values():
-            for method in service.methods:
-                options = method.GetOptions()
-                # Typed loosely: the googleapis stubs give the handle a plain FieldDescriptor.
-                handle: Any = annotations_pb2.http
-                if not options.HasExtension(handle):
-                    continue
-                rule: http_pb2.HttpRule = options.Extensions[handle]
-                bindings = [rule, *rule.additional_bindings]
-                for index, binding in enumerate(bindings):
-                    routes.append(_route(service, method, binding, index))
-    return RouteTable(routes)
+    return RouteTable(
+        [
+            _route(rpc, binding, index)
+            for rpc in http_rules().values()
+            for index, binding in enumerate(rpc.bindings)
+        ]
+    )
 
 
-def _route(
-    service: _descriptor.ServiceDescriptor,
-    method: _descriptor.MethodDescriptor,
-    rule: http_pb2.HttpRule,
-    index: int,
-) -> Route:
-    http_method, template = _verb_and_template(rule)
-    where = f"{service.full_name}.{method.name}"
-    regex, fields, public = _compile_template(template, method.input_type, where)
-    body = rule.body
+def _route(rpc: RpcHttp, binding: HttpBinding, index: int) -> Route:
+    method = rpc.method
+    where = method.full_name
+    regex, fields, public = _compile_template(binding.template, method.input_type, where)
+    body = binding.body
     if body and body != "*" and body not in method.input_type.fields_by_name:
         raise ValueError(f"{where}: body field {body!r} is not a request field")
-    response_body = rule.response_body
+    response_body = binding.response_body
     if response_body and response_body not in method.output_type.fields_by_name:
         raise ValueError(f"{where}: response_body {response_body!r} is not a response field")
     return Route(
-        service=service.full_name,
+        service=method.containing_service.full_name,
         method=method,
-        http_method=http_method,
-        template=template,
+        http_method=binding.verb,
+        template=binding.template,
         path=public,
         path_fields=tuple(fields),
         path_params=tuple(_json_path(method.input_type, field) for field in fields),
@@ -197,16 +187,8 @@ def _route(
         body=body,
         response_body=response_body,
         binding_index=index,
+        read_only=rpc.read_only,
     )
-
-
-def _verb_and_template(rule: http_pb2.HttpRule) -> tuple[str, str]:
-    kind = rule.WhichOneof("pattern")
-    if kind is None:
-        raise ValueError("HttpRule without a pattern")
-    if kind == "custom":
-        return rule.custom.kind.upper(), rule.custom.path
-    return kind.upper(), str(getattr(rule, kind))
 
 
 # A variable: {field.path} or {field.path=segments}

@@ -3,10 +3,9 @@
 The owner of the process (``workcoord serve gateway``, ``workcoord dev``, tests) keeps the
 signals: uvicorn's own handlers are disabled, and the owner calls :meth:`RunningGateway.stop`.
 
-Around the application: with tracing on, OpenTelemetry's ASGI middleware makes each request a
-server span (continuing an incoming ``traceparent``), whose context the gRPC client
-interceptors carry to the coordinator; inside it, :class:`AccessLog` writes one INFO line per
-request (method, path without the query string, status, duration), so the line has the trace id.
+The application's middleware (tracing, the access log, metrics, compression, …) is its
+pipeline, assembled with it (:mod:`workcoord.gateway.pipeline`); below it, uvicorn's protocol
+applies the connection limits of :mod:`workcoord.gateway.guard`.
 """
 
 from __future__ import annotations
@@ -18,33 +17,22 @@ import logging
 import signal
 import socket
 import sys
-import time
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
 
 import uvicorn
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from workcoord.gateway.app import OPENAPI_PATH, build_app
+from workcoord.gateway.access_log import AccessLog
+from workcoord.gateway.app import build_app
 from workcoord.gateway.guard import ConnectionLimits, effective_max_connections, guarded_protocol
-from workcoord.gateway.mcp import MCP_PATH
-from workcoord.gateway.oidc import OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH
-from workcoord.gateway.routes import load_routes
-from workcoord.gateway.session import LOGIN_PATH
-from workcoord.gateway.span_names import span_details
 from workcoord.gateway.upstream import Upstreams
 from workcoord.kit.logging import configure_logging
 from workcoord.kit.settings import GatewaySettings, SettingsError, load
 from workcoord.kit.startup import AddressInUse, StartupError, split_address
-from workcoord.kit.telemetry import configure_tracing
 
 __all__ = ["AccessLog", "RunningGateway", "main", "start_gateway"]
 
 _log = logging.getLogger(__name__)
-_access = logging.getLogger("workcoord.access")
-# Probes and scrapes every few seconds: not worth a line (nor a span) each.
-_QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 _STARTUP_POLL_SECONDS = 0.01
 _WS_MAX_INCOMING_BYTES = 64 * 1024
@@ -56,67 +44,6 @@ class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
-
-
-class AccessLog:
-    """ASGI middleware: one INFO line per HTTP request or WebSocket session, when it ends."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or scope.get("path") in _QUIET_PATHS:
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status: dict[str, Any] = {"code": 101 if scope["type"] == "websocket" else 500}
-
-        async def noting_send(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status["code"] = message["status"]
-            elif message["type"] == "websocket.close":
-                status["code"] = message.get("code", 1000)
-            await send(message)
-
-        try:
-            await self.app(scope, receive, noting_send)
-        finally:
-            elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
-            method = scope.get("method", "WS")
-            _access.info(
-                "http %s %s %s %.1fms",
-                method,
-                scope.get("path", ""),
-                status["code"],
-                elapsed_ms,
-                extra={
-                    "http_method": method,
-                    "http_path": scope.get("path", ""),
-                    "http_status": status["code"],
-                    "duration_ms": elapsed_ms,
-                },
-            )
-
-
-def _instrumented(app: ASGIApp, settings: GatewaySettings) -> ASGIApp:
-    wrapped: ASGIApp = AccessLog(app)
-    tracing = configure_tracing("workcoord-gateway", settings.otel_enabled)
-    if tracing.enabled:
-        from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
-
-        wrapped = OpenTelemetryMiddleware(
-            wrapped,
-            excluded_urls=",".join(sorted(_QUIET_PATHS)),
-            tracer_provider=tracing.provider,
-            # Spans per ASGI send/receive message would bury the request's own.
-            exclude_spans=["receive", "send"],
-            # Named by route template, not by the raw path with its ids.
-            default_span_details=span_details(
-                load_routes(),
-                ("/", OPENAPI_PATH, LOGIN_PATH, OIDC_LOGIN_PATH, OIDC_CALLBACK_PATH, MCP_PATH),
-            ),
-        )
-    return wrapped
 
 
 @dataclass
@@ -156,7 +83,7 @@ async def start_gateway(
         max_connections=effective_max_connections(settings.gateway_max_connections),
     )
     config = uvicorn.Config(
-        _instrumented(build_app(settings, channels), settings),
+        build_app(settings, channels),
         host=host,
         port=port,
         # httptools with the header/body deadlines and the connection cap (guard.py).

@@ -2,6 +2,9 @@
 
 RecoveryService goes to the recovery process, everything else to the coordinator. The caller's
 credential and trace context travel as metadata; the coordinator decides what the caller may do.
+
+:class:`CallForwarding`, a stage of the gateway's pipeline, reads what a request forwards once
+(:class:`Forwarded`); the endpoints that call upstream take their metadata from it.
 """
 
 from __future__ import annotations
@@ -14,8 +17,11 @@ import grpc
 import grpc.aio
 from google.protobuf import message as _message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workcoord.gateway.routes import Route
+from workcoord.kit.errors import Unauthenticated
 from workcoord.kit.grpc_server import TlsSettings, client_channel
 from workcoord.kit.settings import GatewaySettings
 from workcoord.kit.telemetry import current_tracing
@@ -31,9 +37,13 @@ from workcoord.kit.wire import (
 __all__ = [
     "CSRF_HEADER",
     "SESSION_COOKIE",
+    "CallForwarding",
+    "Forwarded",
     "Upstreams",
+    "forwarded",
     "forwarded_metadata",
     "open_channel",
+    "read_forwarded",
     "request_credentials",
 ]
 
@@ -72,14 +82,7 @@ def request_credentials(headers: Mapping[str, str], cookies: Mapping[str, str]) 
     instead. A cookie or CSRF value gRPC cannot carry is absent (no credential, so a 401 or a
     403 from the coordinator).
     """
-    authorization = headers.get(AUTHORIZATION_KEY)
-    session = cookies.get(SESSION_COOKIE)
-    csrf = headers.get(CSRF_HEADER)
-    return CallCredentials(
-        bearer=bearer_secret(authorization) if authorization is not None else None,
-        session=session if session and _carriable(session) else None,
-        csrf=csrf if csrf and _carriable(csrf) else None,
-    )
+    return read_forwarded(headers, cookies).credentials()
 
 
 def forwarded_metadata(
@@ -92,19 +95,90 @@ def forwarded_metadata(
     Other values that gRPC cannot carry (non-printable ASCII) are dropped rather than failing
     the call.
     """
-    credentials = request_credentials(headers, cookies)
-    metadata: list[tuple[str, str]] = []
-    if credentials.bearer is not None:
-        metadata.extend(bearer_metadata(credentials.bearer))
-    for header, key in _FORWARDED_HEADERS.items():
-        value = headers.get(header)
-        if value is not None and _carriable(value):
-            metadata.append((key, value))
-    if credentials.session is not None:
-        metadata.append((SESSION_KEY, credentials.session))
-    if credentials.csrf is not None:
-        metadata.append((CSRF_KEY, credentials.csrf))
-    return tuple(metadata)
+    return read_forwarded(headers, cookies).metadata()
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    """What one request carries upstream, read once (:func:`read_forwarded`)."""
+
+    credentials_read: CallCredentials | Unauthenticated
+    """The credentials, or the refusal of a malformed ``Authorization`` header."""
+    passed_on: tuple[tuple[str, str], ...]
+    """The request id and trace context, as metadata."""
+
+    def credentials(self) -> CallCredentials:
+        """:func:`request_credentials` of the request (raises UNAUTHENTICATED like it)."""
+        if isinstance(self.credentials_read, Unauthenticated):
+            raise self.credentials_read
+        return self.credentials_read
+
+    def metadata(self, *, session: bool = True) -> tuple[tuple[str, str], ...]:
+        """:func:`forwarded_metadata` of the request (raises UNAUTHENTICATED like it);
+        ``session=False`` leaves the session cookie out (MCP: only a bearer credential
+        authenticates there)."""
+        credentials = self.credentials()
+        metadata: list[tuple[str, str]] = []
+        if credentials.bearer is not None:
+            metadata.extend(bearer_metadata(credentials.bearer))
+        metadata.extend(self.passed_on)
+        if session and credentials.session is not None:
+            metadata.append((SESSION_KEY, credentials.session))
+        if credentials.csrf is not None:
+            metadata.append((CSRF_KEY, credentials.csrf))
+        return tuple(metadata)
+
+
+def read_forwarded(headers: Mapping[str, str], cookies: Mapping[str, str]) -> Forwarded:
+    """Read what a request with ``headers`` (lower-case names) and ``cookies`` forwards."""
+    authorization = headers.get(AUTHORIZATION_KEY)
+    session = cookies.get(SESSION_COOKIE)
+    csrf = headers.get(CSRF_HEADER)
+    credentials: CallCredentials | Unauthenticated
+    try:
+        credentials = CallCredentials(
+            bearer=bearer_secret(authorization) if authorization is not None else None,
+            session=session if session and _carriable(session) else None,
+            csrf=csrf if csrf and _carriable(csrf) else None,
+        )
+    except Unauthenticated as err:
+        credentials = err
+    passed_on = tuple(
+        (key, value)
+        for header, key in _FORWARDED_HEADERS.items()
+        if (value := headers.get(header)) is not None and _carriable(value)
+    )
+    return Forwarded(credentials, passed_on)
+
+
+_FORWARDED_KEY = "workcoord.forwarded"
+
+
+def forwarded(scope: Scope) -> Forwarded:
+    """What the request of ``scope`` forwards: as :class:`CallForwarding` read it, or read now
+    (an application served without the pipeline)."""
+    found = scope.get(_FORWARDED_KEY)
+    return found if isinstance(found, Forwarded) else _read_scope(scope)
+
+
+def _read_scope(scope: Scope) -> Forwarded:
+    connection = HTTPConnection(scope)
+    headers = {key: connection.headers[key] for key in connection.headers}
+    return read_forwarded(headers, connection.cookies)
+
+
+class CallForwarding:
+    """ASGI middleware: reads each request's credential, request id and trace context once
+    (:func:`forwarded`). A malformed ``Authorization`` header is refused (401) only by an
+    endpoint that forwards it: a probe or a page asset never looks at it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            scope[_FORWARDED_KEY] = _read_scope(scope)
+        await self.app(scope, receive, send)
 
 
 def _carriable(value: str) -> bool:

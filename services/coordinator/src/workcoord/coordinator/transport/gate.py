@@ -22,16 +22,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
-from google.api import annotations_pb2
 from google.protobuf.message import Message
 
 from workcoord.api.v1 import work_coordinator_pb2
 from workcoord.coordinator.domain.auth import Principal
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.grants import SessionRecord
+from workcoord.kit.descriptors import is_read_only
 from workcoord.kit.status import CallCheck
 from workcoord.kit.validation import raise_if_invalid
-from workcoord.kit.wire import API_PACKAGE, CallCredentials, api_modules, call_credentials
+from workcoord.kit.wire import API_PACKAGE, CallCredentials, call_credentials
 
 __all__ = [
     "OPEN_METHODS",
@@ -98,25 +98,11 @@ def caller() -> Caller:
         ) from None
 
 
-@functools.cache
-def _safe_requests() -> frozenset[str]:
-    """Full names of the request messages of RPCs bound to HTTP GET (reads). Every other
-    RPC changes state and, called with a browser session, needs the CSRF token."""
-    safe: set[str] = set()
-    for module in api_modules():
-        for service in module.DESCRIPTOR.services_by_name.values():
-            for method in service.methods:
-                options = method.GetOptions()
-                if options.HasExtension(annotations_pb2.http):
-                    rule = options.Extensions[annotations_pb2.http]
-                    if rule.WhichOneof("pattern") == "get":
-                        safe.add(method.input_type.full_name)
-    return frozenset(safe)
-
-
-def is_state_changing(request: Message) -> bool:
-    """Whether ``request`` is for an RPC that changes state (not bound to HTTP GET)."""
-    return request.DESCRIPTOR.full_name not in _safe_requests()
+def is_state_changing(method: str) -> bool:
+    """Whether the RPC ``method`` (a full gRPC method name) changes state: it is not read-only
+    (:func:`workcoord.kit.descriptors.is_read_only`, its HTTP rule is not GET), so a browser
+    session calls it only with its CSRF token."""
+    return not is_read_only(method.lstrip("/").replace("/", "."))
 
 
 class CallGate:
@@ -132,7 +118,7 @@ class CallGate:
         rules_view = _RULES_VIEWS.get(method, _as_sent)
         if method in OPEN_METHODS:
             return functools.partial(self._validate, rules_view)
-        return functools.partial(self._admit, rules_view)
+        return functools.partial(self._admit, rules_view, is_state_changing(method))
 
     async def _validate(
         self, rules_view: Callable[[Message], Message], request: Message, context: Context
@@ -140,10 +126,14 @@ class CallGate:
         raise_if_invalid(rules_view(request), self.engine.clock.now())
 
     async def _admit(
-        self, rules_view: Callable[[Message], Message], request: Message, context: Context
+        self,
+        rules_view: Callable[[Message], Message],
+        state_changing: bool,
+        request: Message,
+        context: Context,
     ) -> None:
         credentials = call_credentials(context.invocation_metadata())
-        principal, session = await self.authenticate(credentials, is_state_changing(request))
+        principal, session = await self.authenticate(credentials, state_changing)
         raise_if_invalid(rules_view(request), self.engine.clock.now())
         _current_caller.set(Caller(principal, session, credentials))
 

@@ -31,9 +31,10 @@ from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workcoord.api.v1 import admin_pb2
+from workcoord.gateway.metrics import label_route
 from workcoord.gateway.oidc import OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH, OidcLogin
 from workcoord.gateway.session import LOGIN_PATH
-from workcoord.gateway.upstream import SESSION_COOKIE, Upstreams, forwarded_metadata
+from workcoord.gateway.upstream import SESSION_COOKIE, Upstreams, forwarded
 from workcoord.gateway.web.assets import ASSET_PREFIX, Assets, page_headers
 from workcoord.kit.errors import Unauthenticated
 
@@ -99,6 +100,7 @@ class WebPages:
         if handler is None:
             await self.api(scope, receive, send)
             return
+        label_route(scope, _route_label(path))
         request = Request(scope, receive)
         if request.method not in ("GET", "HEAD"):
             response: Response = Response(
@@ -173,7 +175,7 @@ class WebPages:
             response_deserializer=admin_pb2.GetCurrentPrincipalResponse.FromString,
         )
         try:
-            metadata = forwarded_metadata(dict(request.headers), request.cookies)
+            metadata = forwarded(request.scope).metadata()
         except Unauthenticated:
             return None  # a malformed Authorization header: not the session's either
         try:
@@ -195,6 +197,15 @@ def _path(scope: Scope) -> str:
     if isinstance(raw, bytes):
         return raw.split(b"?", 1)[0].decode("latin-1")
     return str(scope["path"])
+
+
+def _route_label(path: str) -> str:
+    """The page's path template, for the request metrics (no org slug or file name in it)."""
+    if path.startswith(ASSET_PREFIX):
+        return ASSET_PREFIX + "{file}"
+    if _ORG_PAGE.fullmatch(path):
+        return org_page("{orgSlug}")
+    return path
 
 
 def _has_credential(request: Request) -> bool:
