@@ -337,19 +337,17 @@ class Tenancy:
         ):
             lanes = await reader.list_lanes(child_id, None, None, SUMMARY_LIMIT)
             details = await self.engine.lane_details(reader, lanes)
-            capacity = await self.engine.capacity_usage(reader, child)
+            around = await self.engine.surroundings(reader, child)
         summary = ChildSummary(revision=child.revision)
         for detail in details:
             summary.lanes.append(
                 lane_summary(
                     detail.lane,
-                    rules.lane_next_action(
-                        detail.lane, detail.items, detail.open_blockers, capacity
-                    ),
+                    rules.lane_next_action(detail.lane, detail.items, detail.open_blockers, around),
                 )
             )
             for item in detail.items:
-                summary.items.append(item_summary(item, rules.item_next_action(item, capacity)))
+                summary.items.append(item_summary(item, rules.item_next_action(item, around)))
         return summary
 
     async def child_escalations(
@@ -410,8 +408,8 @@ class Tenancy:
                 "ASSIGN", parent_id, lane_id, item_id, workerId=worker_id
             )
             await self.engine.append_events(tx, child, [assigned], principal.name)
-            capacity = await self.engine.capacity_usage(tx, child)
-            return item_summary(item, rules.item_next_action(item, capacity))
+            around = await self.engine.surroundings(tx, child)
+            return item_summary(item, rules.item_next_action(item, around))
 
     async def steer_child_work(
         self, principal: Principal, parent_id: str, child_id: str, lane_id: str, priority: int
@@ -443,10 +441,8 @@ class Tenancy:
             )
             await self.engine.append_events(tx, child, [event], principal.name)
             blockers = await tx.lane_blockers([lane_id])
-            capacity = await self.engine.capacity_usage(tx, child)
-            label = rules.lane_next_action(
-                lane, items, sum(1 for b in blockers if b.open), capacity
-            )
+            around = await self.engine.surroundings(tx, child)
+            label = rules.lane_next_action(lane, items, sum(1 for b in blockers if b.open), around)
             return lane_summary(lane, label)
 
     async def escalate_child_work(
