@@ -1,7 +1,8 @@
 """Pure rules of the domain: backoff, fencing, DAG checks, policy stops, labels.
 
 Placement and exclusive keys live in :mod:`.placement` (re-exported here under their old
-names); which gates hold an item, the labels of queued items read too, in :mod:`.leasability`.
+names); which gates hold an item (what a queued item's label shows) is decided in
+:mod:`.leasability`.
 
 Nothing here does I/O; the engine calls these with records it loaded in its transaction.
 """
