@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from workcoord.coordinator.domain import rules
+from workcoord.coordinator.domain.leasability import Surroundings
 from workcoord.coordinator.domain.model import (
     DEFAULT_RETRY_POLICY,
     Attempt,
@@ -368,12 +369,47 @@ def test_item_next_action(state: ItemState, label: str) -> None:
     assert rules.item_next_action(_item(state=state)) == label
 
 
+def _around(
+    capacity: dict[str, tuple[int, int]] | None = None, holders: dict[str, str] | None = None
+) -> Surroundings:
+    return Surroundings(NOW, capacity or {"codex": (0, 4)}, holders or {})
+
+
 def test_item_next_action_shows_capacity_and_holds() -> None:
     queued = _item(state=ItemState.QUEUED)
-    assert rules.item_next_action(queued, {"codex": (4, 4)}) == "wait: codex 4/4"
-    assert rules.item_next_action(queued, {"codex": (3, 4)}) == "lease task (codex)"
-    assert rules.item_next_action(_item(held=True), {"codex": (0, 4)}) == "wait: lane held"
+    assert rules.item_next_action(queued, _around({"codex": (4, 4)})) == "wait: codex 4/4"
+    assert rules.item_next_action(queued, _around({"codex": (3, 4)})) == "lease task (codex)"
+    assert rules.item_next_action(_item(held=True), _around()) == "wait: lane held"
+    assert rules.item_next_action(_item(held=True)) == "wait: lane held"
     assert rules.item_next_action(_item(kind=ItemKind.BUILD)) == "lease build (codex)"
+    # A class the work coordinator no longer has has no capacity.
+    assert rules.item_next_action(_item(worker_class="gpu"), _around()) == "wait: gpu 0/0"
+
+
+def test_item_next_action_shows_a_backoff() -> None:
+    """Regression: a queued item backing off read ``lease …`` though no worker could lease it."""
+    backing_off = _item(not_before=NOW + timedelta(seconds=1))
+    assert rules.item_next_action(backing_off, _around()) == "wait: backoff"
+    # The backoff first: capacity freeing up does not make it leasable.
+    assert rules.item_next_action(backing_off, _around({"codex": (4, 4)})) == "wait: backoff"
+    assert rules.item_next_action(replace(backing_off, not_before=NOW), _around()) == (
+        "lease task (codex)"
+    )
+    assert rules.item_next_action(backing_off) == "lease task (codex)"  # now not known
+
+
+def test_item_next_action_shows_a_held_exclusive_key() -> None:
+    """Regression: an item whose exclusive key another live lease holds read ``lease …``."""
+    keyed = _item(exclusive_key="repo:a", placement={"exclusive": ["gpu0"]})
+    held = _around(holders={"repo:a": "ls_1", "resource:gpu0": "ls_2", "repo:b": "ls_3"})
+    assert rules.item_next_action(keyed, held) == "wait: repo:a, resource:gpu0 held"
+    assert rules.item_next_action(keyed, _around(holders={"repo:b": "ls_3"})) == (
+        "lease task (codex)"
+    )
+    # Capacity comes before keys, as in the gates table.
+    assert rules.item_next_action(keyed, replace(held, capacity={"codex": (1, 1)})) == (
+        "wait: codex 1/1"
+    )
 
 
 def _lane(**kwargs: object) -> Lane:
@@ -398,7 +434,7 @@ def test_lane_next_action() -> None:
     # The most urgent item decides: a human approval beats a stop beats queued work.
     assert rules.lane_next_action(_lane(), items) == "approve task"
     assert rules.lane_next_action(_lane(), items[:2]) == "human: resume or cancel"
-    assert rules.lane_next_action(_lane(), items[:1], capacity={"codex": (2, 2)}) == (
+    assert rules.lane_next_action(_lane(), items[:1], around=_around({"codex": (2, 2)})) == (
         "wait: codex 2/2"
     )
     # Among equals, higher priority first.

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import grpc
 
 from workcoord.api.v1 import work_coordinator_pb2
 from workcoord.coordinator.domain.engine.view_cache import CachedLane, Snapshot, ViewCache
+from workcoord.coordinator.domain.leasability import Surroundings
 from workcoord.coordinator.domain.model import (
     Item,
     ItemKind,
@@ -103,30 +105,52 @@ def test_an_idle_coordinator_is_dropped() -> None:
     assert cache.get("wc_a") is not None
 
 
+def _around(capacity: tuple[int, int], **changes: object) -> Surroundings:
+    return replace(Surroundings(T0, {"machine": capacity}), **changes)  # type: ignore[arg-type]
+
+
+def _same_objects(detail: LaneDetail, around: Surroundings) -> LaneDetail:
+    """Another call's detail around the same objects, with ``around``."""
+    return LaneDetail(
+        detail.lane, detail.items, detail.blockers, detail.tickets, detail.attempts, around
+    )
+
+
 def test_a_converted_lane_is_reused_only_for_the_same_objects_and_capacity() -> None:
     messages = LaneMessages()
     detail = lane_detail("ln_a", 2)
-    detail.capacity = {"machine": (0, 1)}
+    detail.surroundings = _around((0, 1))
     first = messages.lane(detail)
     assert first == lane_to_pb(detail)
     assert messages.lane(detail) is first
-    # Another call's detail around the same objects, the same capacity: reused.
-    again = LaneDetail(detail.lane, detail.items, capacity={"machine": (0, 1), "gpu": (3, 3)})
-    again.attempts, again.blockers, again.tickets = (
-        detail.attempts,
-        detail.blockers,
-        detail.tickets,
-    )
+    # The same objects, the same capacity of its queued items' class: reused.
+    again = _same_objects(detail, Surroundings(T0, {"machine": (0, 1), "gpu": (3, 3)}))
     assert messages.lane(again) is first
     # The class of its queued items filled up: converted again, with the new label.
-    full = LaneDetail(detail.lane, detail.items, detail.blockers, detail.tickets, detail.attempts)
-    full.capacity = {"machine": (1, 1)}
+    full = _same_objects(detail, _around((1, 1)))
     relabelled = messages.lane(full)
     assert relabelled is not first and relabelled.next_action == "wait: machine 1/1"
     # An equal but distinct lane object (read afresh): converted again.
     fresh = lane_detail("ln_a", 2)
-    fresh.capacity = {"machine": (1, 1)}
+    fresh.surroundings = _around((1, 1))
     assert messages.lane(fresh) is not relabelled
+
+
+def test_a_converted_lane_is_relabelled_when_a_backoff_ends_or_a_key_is_taken() -> None:
+    messages = LaneMessages()
+    detail = lane_detail("ln_a", 1)
+    detail.items[0].not_before = T0 + timedelta(seconds=5)
+    detail.items[0].exclusive_key = "repo:a"
+    detail.surroundings = _around((0, 1))
+    assert messages.lane(detail).next_action == "wait: backoff"
+    # Nothing of the lane changed, but its backoff ran out.
+    later = _around((0, 1), now=T0 + timedelta(seconds=5))
+    assert messages.lane(_same_objects(detail, later)).next_action == "lease task (machine)"
+    # Another lane's live lease took its key.
+    taken = replace(later, key_holders={"repo:a": "ls_1"})
+    relabelled = messages.lane(_same_objects(detail, taken))
+    assert relabelled.next_action == "wait: repo:a held"
+    assert messages.lane(_same_objects(detail, taken)) is relabelled
 
 
 def test_converted_lanes_are_bounded_by_their_items() -> None:

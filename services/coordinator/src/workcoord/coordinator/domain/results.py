@@ -13,6 +13,7 @@ from typing import Generic, TypeVar
 
 from .auth import Principal
 from .grants import SessionRecord, TokenRecord
+from .leasability import Surroundings
 from .model import (
     Attempt,
     Blocker,
@@ -39,7 +40,9 @@ class LaneDetail:
     blockers: list[Blocker] = field(default_factory=list)
     tickets: list[Ticket] = field(default_factory=list)
     attempts: dict[str, list[Attempt]] = field(default_factory=dict)
-    capacity: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # What the labels of its queued items read besides them (capacity in use, key holders,
+    # now); None: not read (the labels show only the lane's hold).
+    surroundings: Surroundings | None = None
 
     @property
     def open_blockers(self) -> int:
@@ -50,7 +53,7 @@ class LaneDetail:
 class ItemDetail:
     item: Item
     attempts: list[Attempt]
-    capacity: dict[str, tuple[int, int]] = field(default_factory=dict)
+    surroundings: Surroundings | None = None  # as LaneDetail's
 
 
 @dataclass(slots=True)

@@ -1,4 +1,8 @@
-"""Pure rules of the domain: backoff, fencing, DAG checks, placement, policy stops, labels.
+"""Pure rules of the domain: backoff, fencing, DAG checks, policy stops, labels.
+
+Placement and exclusive keys live in :mod:`.placement` (re-exported here under their old
+names); which gates hold an item (what a queued item's label shows) is decided in
+:mod:`.leasability`.
 
 Nothing here does I/O; the engine calls these with records it loaded in its transaction.
 """
@@ -21,6 +25,7 @@ from workcoord.kit.errors import (
 from workcoord.kit.secrets import hash_secret, looks_like_credential, secrets_equal
 
 from .auth import Access, Principal
+from .leasability import Gate, LaneHold, Surroundings, held_keys, holding_gates
 from .model import (
     DEFAULT_RETRY_POLICY,
     Attempt,
@@ -30,12 +35,15 @@ from .model import (
     Item,
     ItemKind,
     ItemState,
-    JsonObject,
     Lane,
     LaneState,
     RetryPolicy,
     Worker,
 )
+from .placement import exclusive_keys as exclusive_keys
+from .placement import placement_matches as placement_matches
+from .placement import placement_problems as placement_problems
+from .placement import placement_resources as placement_resources
 from .specs import CapacityEntries, Checkpoint, Evidence, ItemSpec, RunIdentity
 
 JITTER = 0.10
@@ -184,64 +192,6 @@ def find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str]:
     return []
 
 
-# --- placement -------------------------------------------------------------------------------
-
-_LABEL = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}")
-_WORKER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
-_RESOURCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}")
-
-
-def placement_problems(placement: JsonObject | None) -> list[str]:
-    """What is malformed in an explicit placement (empty when it is well-formed)."""
-    if not placement:
-        return []
-    problems: list[str] = []
-    allowed = {"require_labels", "worker_id", "exclusive"}
-    for key in placement:
-        if key not in allowed:
-            problems.append(f"unknown placement field {key!r}")
-    labels = placement.get("require_labels", {})
-    if not isinstance(labels, dict):
-        problems.append("require_labels must be an object")
-    else:
-        for name, value in labels.items():
-            if not isinstance(name, str) or not _LABEL.fullmatch(name):
-                problems.append(f"bad label name {name!r}")
-            if not isinstance(value, str) or len(value) > 256:
-                problems.append(f"bad value of label {name!r}")
-    worker_id = placement.get("worker_id", "")
-    if not isinstance(worker_id, str) or (worker_id and not _WORKER_ID.fullmatch(worker_id)):
-        problems.append("bad worker_id")
-    exclusive = placement.get("exclusive", [])
-    if not isinstance(exclusive, list) or not all(
-        isinstance(e, str) and _RESOURCE.fullmatch(e) for e in exclusive
-    ):
-        problems.append("exclusive must be a list of resource names")
-    return problems
-
-
-def placement_matches(placement: JsonObject | None, worker_id: str, worker: Worker | None) -> bool:
-    """Whether the asking worker satisfies the item's explicit placement."""
-    if not placement:
-        return True
-    wanted_id = placement.get("worker_id", "")
-    if wanted_id and wanted_id != worker_id:
-        return False
-    labels = placement.get("require_labels") or {}
-    if labels:
-        have = worker.labels if worker is not None else {}
-        if any(have.get(name) != value for name, value in labels.items()):
-            return False
-    return True
-
-
-def placement_resources(placement: JsonObject | None) -> list[str]:
-    """The exclusive resources a placement holds while its attempt is live."""
-    if not placement:
-        return []
-    return [str(r) for r in placement.get("exclusive") or []]
-
-
 # --- policy stops ----------------------------------------------------------------------------
 
 # Conservative on purpose: a false positive costs a human a click, a false negative may cost a
@@ -313,17 +263,18 @@ def policy_stop_reason(item: Item, allowed_action_classes: Iterable[str]) -> Pol
 # --- labels ----------------------------------------------------------------------------------
 
 
-def item_next_action(item: Item, capacity: Mapping[str, tuple[int, int]] | None = None) -> str:
-    """The next-action label of an item (``capacity``: class → (in use, capacity))."""
+def item_next_action(item: Item, around: Surroundings | None = None) -> str:
+    """The next-action label of an item. A queued one shows the first gate holding it
+    (:func:`~.leasability.holding_gates`, its lane's hold read through its ``held`` mirror;
+    ``around`` None: capacity, keys and backoff are not known and not shown)."""
     kind = item.kind.value.lower()
     state = item.state
     if state == ItemState.QUEUED:
-        if item.held:
-            return "wait: lane held"
-        if capacity is not None and item.worker_class in capacity:
-            used, cap = capacity[item.worker_class]
-            if used >= cap:
-                return f"wait: {item.worker_class} {used}/{cap}"
+        gates = holding_gates(item, LaneHold.mirrored(item), around)
+        if gates and around is not None:
+            return _queued_label(item, gates[0], around)
+        if gates:
+            return "wait: lane held"  # without ``around`` only the lane's hold is known
         return f"lease {kind} ({item.worker_class})"
     if state == ItemState.WAITING:
         return "wait: dependencies"
@@ -340,6 +291,21 @@ def item_next_action(item: Item, capacity: Mapping[str, tuple[int, int]] | None 
     if state == ItemState.SUCCEEDED:
         return "done"
     return "cancelled"
+
+
+def _queued_label(item: Item, gate: Gate, around: Surroundings) -> str:
+    if gate == Gate.DISABLED:
+        return "wait: switched off"
+    if gate in (Gate.PAUSED, Gate.BLOCKED):
+        return "wait: lane held"
+    if gate == Gate.BACKOFF:
+        return "wait: backoff"
+    if gate == Gate.CAPACITY:
+        used, cap = around.capacity.get(item.worker_class, (0, 0))
+        return f"wait: {item.worker_class} {used}/{cap}"
+    if gate in (Gate.EXCLUSIVE, Gate.FENCED):
+        return f"wait: {', '.join(held_keys(item, around))} held"
+    return "wait: budget"
 
 
 _LANE_LABELS = {
@@ -364,7 +330,7 @@ def lane_next_action(
     lane: Lane,
     items: Sequence[Item],
     open_blockers: int = 0,
-    capacity: Mapping[str, tuple[int, int]] | None = None,
+    around: Surroundings | None = None,
 ) -> str:
     """The next-action label of a lane: its terminal label, its gate, or its most urgent item."""
     if lane.state in _LANE_LABELS:
@@ -377,7 +343,7 @@ def lane_next_action(
     if not pending:
         return "done" if items else "add items"
     first = min(pending, key=lambda i: (_ITEM_ORDER[i.state], -i.priority, i.seq))
-    return item_next_action(first, capacity)
+    return item_next_action(first, around)
 
 
 def stage_class_defaults() -> dict[str, str]:
@@ -447,13 +413,6 @@ def ask_is_fresh(worker: Worker | None, now: datetime) -> bool:
         and worker.last_ask_time is not None
         and now - worker.last_ask_time < timedelta(seconds=ASK_REFRESH_SECONDS)
     )
-
-
-def exclusive_keys(item: Item) -> list[str]:
-    """The keys a live attempt of ``item`` holds: its exclusive key and placement resources."""
-    keys = [item.exclusive_key] if item.exclusive_key else []
-    keys.extend(f"resource:{r}" for r in placement_resources(item.placement))
-    return keys
 
 
 def check_run_identity(identity: RunIdentity, path: str, now: datetime) -> None:

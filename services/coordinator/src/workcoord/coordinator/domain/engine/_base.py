@@ -3,7 +3,7 @@
 The concern modules of the engine are mixins over :class:`EngineCore`. Its public methods
 (:meth:`~EngineCore.command`, :meth:`~EngineCore.append_events`,
 :meth:`~EngineCore.write_digest`, :meth:`~EngineCore.announce`,
-:meth:`~EngineCore.lane_details`, :meth:`~EngineCore.capacity_usage`) are also the seams the
+:meth:`~EngineCore.lane_details`, :meth:`~EngineCore.surroundings`) are also the seams the
 service objects over the core (the tenancy concerns: ``membership``, ``credentials``, ``grants``,
 ``children``, ``sessions``, ``platform``) build their commands on.
 """
@@ -29,6 +29,7 @@ from workcoord.kit.secrets import SystemTokenSource, TokenSource, hash_secret
 from .. import rules
 from ..auth import RECOVERY, Access, AccessTokens, Principal, PrincipalCache, authorize
 from ..group_commit import GroupCommitter
+from ..leasability import Surroundings, key_holders
 from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Item, Lane, LaneState, NewEvent
 from ..ports import LaneCursor, Reader, Store, Tx
 from ..results import LaneDetail, Page, PendingActionsRun
@@ -329,9 +330,12 @@ class EngineCore(ABC):
         fenced_leases = {a.lease_id: a.worker_id for a in live if a.worker_id in fenced}
         return Occupancy(usage, holders, workers, fenced_leases)
 
-    async def capacity_usage(
-        self, reader: Reader, coordinator: Coordinator
-    ) -> dict[str, tuple[int, int]]:
-        """Per worker class: (live attempts, capacity)."""
+    async def surroundings(self, reader: Reader, coordinator: Coordinator) -> Surroundings:
+        """What the labels of the coordinator's queued items read besides them: per worker
+        class (live attempts, capacity), the holders of exclusive keys, and now."""
         live = await reader.live_attempts(coordinator.coordinator_id, None)
-        return rules.class_usage(live, coordinator.config.class_capacity).capacity
+        return Surroundings(
+            now=self.clock.now(),
+            capacity=rules.class_usage(live, coordinator.config.class_capacity).capacity,
+            key_holders=key_holders(live),
+        )

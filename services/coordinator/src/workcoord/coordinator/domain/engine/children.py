@@ -78,15 +78,13 @@ class Children:
         ):
             lanes = await reader.list_lanes(child_id, None, None, SUMMARY_LIMIT)
             details = await self.core.lane_details(reader, lanes)
-            capacity = await self.core.capacity_usage(reader, child)
+            around = await self.core.surroundings(reader, child)
         summary = ChildSummary(revision=child.revision)
         for detail in details:
-            label = rules.lane_next_action(
-                detail.lane, detail.items, detail.open_blockers, capacity
-            )
+            label = rules.lane_next_action(detail.lane, detail.items, detail.open_blockers, around)
             summary.lanes.append(lane_summary(detail.lane, label))
             for item in detail.items:
-                summary.items.append(item_summary(item, rules.item_next_action(item, capacity)))
+                summary.items.append(item_summary(item, rules.item_next_action(item, around)))
         return summary
 
     async def child_escalations(
@@ -125,8 +123,8 @@ class Children:
                 "ASSIGN", assign.parent_id, lane_id, item_id, workerId=assign.worker_id
             )
             await self.core.append_events(tx, child, [assigned], principal.name)
-            capacity = await self.core.capacity_usage(tx, child)
-            return item_summary(item, rules.item_next_action(item, capacity))
+            around = await self.core.surroundings(tx, child)
+            return item_summary(item, rules.item_next_action(item, around))
 
     async def steer_child_work(
         self, principal: Principal, steer: SteerChildWorkInput
@@ -161,10 +159,8 @@ class Children:
             )
             await self.core.append_events(tx, child, [event], principal.name)
             blockers = await tx.lane_blockers([lane_id])
-            capacity = await self.core.capacity_usage(tx, child)
-            label = rules.lane_next_action(
-                lane, items, sum(1 for b in blockers if b.open), capacity
-            )
+            around = await self.core.surroundings(tx, child)
+            label = rules.lane_next_action(lane, items, sum(1 for b in blockers if b.open), around)
             return lane_summary(lane, label)
 
     async def escalate_child_work(

@@ -1,4 +1,6 @@
-"""Which gates hold an item or a lane, with details and since when (pure: no I/O)."""
+"""Which gates hold an item or a lane, with details and since when (pure: no I/O).
+
+Which gates are closed is :mod:`..leasability`'s decision; this module only describes them."""
 
 from __future__ import annotations
 
@@ -6,7 +8,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .. import rules
-from ..model import TERMINAL_ITEM_STATES, Blocker, Coordinator, Item, ItemState, Lane, Worker
+from ..leasability import (
+    ESCALATING_GATES,
+    Asker,
+    Gate,
+    LaneHold,
+    Surroundings,
+    held_keys,
+    holding_gates,
+    lane_holding_gates,
+)
+from ..model import Blocker, Coordinator, Item, ItemState, Lane, Worker
 from ..results import GateInfo
 
 
@@ -34,42 +46,71 @@ class GateContext:
     now: datetime
 
 
+def surroundings(ctx: GateContext) -> Surroundings:
+    """What the gates of the context's queued items read besides the item and its lane."""
+    occupancy = ctx.occupancy
+    return Surroundings(
+        now=ctx.now,
+        capacity=occupancy.usage.capacity,
+        key_holders=occupancy.holders,
+        fenced_leases=frozenset(occupancy.fenced_leases),
+        coordination_on=rules.coordination_on(ctx.coordinator, ctx.platform_on),
+    )
+
+
 def lane_gates(ctx: GateContext) -> list[GateInfo]:
     """What holds the whole lane: the switch, a pause, open blockers."""
-    gates: list[GateInfo] = []
-    if not rules.coordination_on(ctx.coordinator, ctx.platform_on):
-        gates.append(GateInfo("DISABLED", "coordination is switched off", None))
-    if ctx.lane.paused:
-        gates.append(GateInfo("PAUSED", "the lane is paused", ctx.lane.paused_time))
-    open_blockers = [b for b in ctx.blockers if b.open]
-    if open_blockers:
-        gates.append(
-            GateInfo(
-                "BLOCKED",
-                f"{len(open_blockers)} open blocker(s): "
-                + "; ".join(b.reason for b in open_blockers),
-                min(b.create_time for b in open_blockers),
-            )
-        )
-    return gates
+    hold = LaneHold.of(ctx.lane, ctx.blockers)
+    on = rules.coordination_on(ctx.coordinator, ctx.platform_on)
+    return [_lane_gate(ctx, gate) for gate in lane_holding_gates(hold, on)]
 
 
 def item_gates(ctx: GateContext, item: Item) -> list[GateInfo]:
-    """Which gates hold ``item``, with details and since when. Those waiting will not lift
-    (nobody asking, no matching worker, a malformed placement) count toward escalation; the
-    others (switch, pause, blockers, dependencies, backoff, capacity, keys) postpone it."""
+    """Which gates hold ``item`` (:func:`~..leasability.holding_gates`), with details and since
+    when. Those waiting will not lift (nobody asking, no matching worker, a malformed
+    placement) count toward escalation; the others (switch, pause, blockers, dependencies,
+    backoff, capacity, keys) postpone it."""
     if item.state in (ItemState.LEASED, ItemState.RUNNING):
         return _active_gates(ctx, item)
-    if item.state in TERMINAL_ITEM_STATES:
-        return []
-    gates = lane_gates(ctx)
-    if item.state == ItemState.STOPPED:
-        gates.append(GateInfo("STOPPED", item.stop_reason, item.update_time))
-        return gates
-    if item.state == ItemState.AWAITING_APPROVAL:
-        gates.append(GateInfo("APPROVAL", "waiting for a human approval", item.update_time))
-        return gates
-    if item.state == ItemState.WAITING:
+    since = item.ready_time or item.update_time
+    askers = [
+        Asker.of(w)
+        for w in ctx.occupancy.workers
+        if w.worker_class == item.worker_class
+        and w.last_ask_time is not None
+        and w.last_ask_time >= since
+    ]
+    around = surroundings(ctx)
+    closed = holding_gates(item, LaneHold.of(ctx.lane, ctx.blockers), around, askers)
+    return [_item_gate(ctx, item, around, askers, gate) for gate in closed]
+
+
+def _lane_gate(ctx: GateContext, gate: Gate) -> GateInfo:
+    if gate == Gate.DISABLED:
+        return GateInfo(gate.value, "coordination is switched off", None)
+    if gate == Gate.PAUSED:
+        return GateInfo(gate.value, "the lane is paused", ctx.lane.paused_time)
+    open_blockers = [b for b in ctx.blockers if b.open]
+    return GateInfo(
+        gate.value,
+        f"{len(open_blockers)} open blocker(s): " + "; ".join(b.reason for b in open_blockers),
+        min(b.create_time for b in open_blockers),
+    )
+
+
+def _item_gate(
+    ctx: GateContext, item: Item, around: Surroundings, askers: list[Asker], gate: Gate
+) -> GateInfo:
+    """``gate``, closed on ``item``, with its details and since when."""
+    since = item.ready_time or item.update_time
+    escalates = gate in ESCALATING_GATES
+    if gate in (Gate.DISABLED, Gate.PAUSED, Gate.BLOCKED):
+        return _lane_gate(ctx, gate)
+    if gate == Gate.STOPPED:
+        return GateInfo(gate.value, item.stop_reason, item.update_time)
+    if gate == Gate.APPROVAL:
+        return GateInfo(gate.value, "waiting for a human approval", item.update_time)
+    if gate == Gate.DEPENDENCIES:
         by_key = {i.key: i for i in ctx.items}
         pending = [
             d for d in item.depends_on if d not in by_key or by_key[d].state != ItemState.SUCCEEDED
@@ -77,94 +118,59 @@ def item_gates(ctx: GateContext, item: Item) -> list[GateInfo]:
         detail = ", ".join(
             f"{d} ({by_key[d].state.value if d in by_key else 'missing'})" for d in pending
         )
-        gates.append(GateInfo("DEPENDENCIES", f"waiting for {detail}", item.create_time))
-        return gates
-    # QUEUED
-    if item.not_before is not None and item.not_before > ctx.now:
-        gates.append(
-            GateInfo("BACKOFF", f"retry not before {item.not_before.isoformat()}", item.update_time)
+        return GateInfo(gate.value, f"waiting for {detail}", item.create_time)
+    if gate == Gate.BACKOFF:
+        assert item.not_before is not None
+        return GateInfo(
+            gate.value, f"retry not before {item.not_before.isoformat()}", item.update_time
         )
-    used, cap = ctx.occupancy.usage.capacity.get(item.worker_class, (0, 0))
-    since = item.ready_time or item.update_time
-    if used >= cap:
+    if gate == Gate.CAPACITY:
+        used, cap = around.capacity.get(item.worker_class, (0, 0))
         leases = ctx.occupancy.usage.holding.get(item.worker_class, [])
-        gates.append(
-            GateInfo(
-                "CAPACITY",
-                f"{item.worker_class} {used}/{cap} held by lease {', '.join(leases) or '-'}",
-                since,
-                lease_ids=list(leases),
-            )
+        return GateInfo(
+            gate.value,
+            f"{item.worker_class} {used}/{cap} held by lease {', '.join(leases) or '-'}",
+            since,
+            lease_ids=list(leases),
         )
-    holders = ctx.occupancy.holders
-    held = sorted({holders[k] for k in rules.exclusive_keys(item) if k in holders})
-    fenced = ctx.occupancy.fenced_leases
-    if held and all(lease in fenced for lease in held):
+    keys = ", ".join(rules.exclusive_keys(item))
+    held = sorted({around.key_holders[k] for k in held_keys(item, around)})
+    if gate == Gate.EXCLUSIVE:
+        detail = f"{keys} held by lease {', '.join(held)}"
+        return GateInfo(gate.value, detail, since, lease_ids=held)
+    if gate == Gate.FENCED and held:
+        fenced = ctx.occupancy.fenced_leases
         workers = ", ".join(sorted({fenced[lease] for lease in held}))
-        gates.append(
-            GateInfo(
-                "FENCED",
-                f"{', '.join(rules.exclusive_keys(item))} held by lease {', '.join(held)} of "
-                f"fenced worker {workers}",
-                since,
-                lease_ids=held,
-            )
+        return GateInfo(
+            gate.value,
+            f"{keys} held by lease {', '.join(held)} of fenced worker {workers}",
+            since,
+            lease_ids=held,
         )
-    elif held:
-        gates.append(
-            GateInfo(
-                "EXCLUSIVE",
-                f"{', '.join(rules.exclusive_keys(item))} held by lease {', '.join(held)}",
-                since,
-                lease_ids=held,
-            )
+    if gate == Gate.FENCED:
+        able = [a for a in askers if rules.placement_matches(item.placement, a.worker_id, a.worker)]
+        return GateInfo(
+            gate.value,
+            "the only workers that could take it are fenced: "
+            + ", ".join(a.worker_id for a in able),
+            since,
         )
-    if gates:
-        return gates
-    problems = rules.placement_problems(item.placement)
-    if problems:
-        gates.append(
-            GateInfo(
-                "PLACEMENT",
-                "malformed placement: " + "; ".join(problems),
-                since,
-                counts_toward_escalation=True,
-            )
+    if gate == Gate.PLACEMENT:
+        problems = rules.placement_problems(item.placement)
+        detail = (
+            "malformed placement: " + "; ".join(problems)
+            if problems
+            else "no worker matching the placement is asking"
         )
-        return gates
-    same_class = [w for w in ctx.occupancy.workers if w.worker_class == item.worker_class]
-    asking = [w for w in same_class if w.last_ask_time is not None and w.last_ask_time >= since]
-    able = [w for w in asking if rules.placement_matches(item.placement, w.worker_id, w)]
-    if able and all(w.fence for w in able):
-        gates.append(
-            GateInfo(
-                "FENCED",
-                "the only workers that could take it are fenced: "
-                + ", ".join(w.worker_id for w in able),
-                since,
-            )
+        return GateInfo(gate.value, detail, since, counts_toward_escalation=escalates)
+    if gate == Gate.NOBODY_ASKING:
+        return GateInfo(
+            gate.value,
+            f"ready, but no {item.worker_class} worker has asked for work since",
+            since,
+            counts_toward_escalation=escalates,
         )
-    elif item.placement and not any(
-        rules.placement_matches(item.placement, w.worker_id, w) for w in asking
-    ):
-        gates.append(
-            GateInfo(
-                "PLACEMENT",
-                "no worker matching the placement is asking",
-                since,
-                counts_toward_escalation=True,
-            )
-        )
-    elif not asking:
-        gates.append(
-            GateInfo(
-                "NOBODY_ASKING",
-                f"ready, but no {item.worker_class} worker has asked for work since",
-                since,
-                counts_toward_escalation=True,
-            )
-        )
-    return gates
+    return GateInfo(gate.value, "a budget covering it is spent", since)
 
 
 def _active_gates(ctx: GateContext, item: Item) -> list[GateInfo]:

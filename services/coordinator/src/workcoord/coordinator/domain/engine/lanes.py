@@ -196,7 +196,7 @@ class LaneCommands(Transitions):
             coordinator = await self.coordinator_for(reader, principal, coordinator_id)
             lane = await self.lane_in(reader, coordinator_id, lane_id)
             detail = await self._lane_detail(reader, lane, with_attempts=True)
-            detail.capacity = await self.capacity_usage(reader, coordinator)
+            detail.surroundings = await self.surroundings(reader, coordinator)
             return detail
 
     async def list_lanes(
@@ -213,9 +213,9 @@ class LaneCommands(Transitions):
         async with self.store.read() as reader:
             coordinator = await self.coordinator_for(reader, principal, coordinator_id)
             page = await self._lane_page(reader, coordinator_id, state, request, after)
-            capacity = await self.capacity_usage(reader, coordinator)
+            around = await self.surroundings(reader, coordinator)
         for detail in page.items:
-            detail.capacity = capacity
+            detail.surroundings = around
         return page
 
     async def get_item(
@@ -228,7 +228,7 @@ class LaneCommands(Transitions):
             return ItemDetail(
                 item=item,
                 attempts=attempts,
-                capacity=await self.capacity_usage(reader, coordinator),
+                surroundings=await self.surroundings(reader, coordinator),
             )
 
     async def pause_lane(

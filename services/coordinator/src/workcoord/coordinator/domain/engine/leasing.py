@@ -12,6 +12,7 @@ from workcoord.kit.secrets import hash_secret
 
 from .. import rules
 from ..auth import Access, Principal, authorize
+from ..leasability import Asker, LaneHold, Surroundings, holding_gates
 from ..model import (
     WORKER_POOL_CAP,
     Attempt,
@@ -309,7 +310,7 @@ class LeasingCommands(WorkerFences):
         wanted = min(ask.max_items, capacity - len(live))
         if wanted <= 0:
             return []
-        chosen = await self._choose(tx, cid, ask, worker, wanted)
+        chosen = await self._choose(tx, cid, ask, worker, wanted, (len(live), capacity))
         if not chosen:
             return []
         events: list[NewEvent] = []
@@ -380,12 +381,25 @@ class LeasingCommands(WorkerFences):
         return granted
 
     async def _choose(
-        self, tx: Tx, cid: str, ask: LeaseAsk, worker: Worker | None, wanted: int
+        self,
+        tx: Tx,
+        cid: str,
+        ask: LeaseAsk,
+        worker: Worker | None,
+        wanted: int,
+        class_load: tuple[int, int],
     ) -> list[Item]:
-        """Up to ``wanted`` ready items of the class, best first, that the worker may run and
-        whose exclusive keys are free (also among themselves)."""
+        """Up to ``wanted`` ready items of the class, best first, that no gate holds for the
+        asking worker (:func:`~..leasability.holding_gates`). The store returned only items
+        its filter found ready (queued, not held, not backing off); capacity, exclusive keys
+        and placement are decided here, counting what the items chosen before took (the
+        class's slots, their keys), so one call never grants two items sharing a key.
+        ``class_load``: the class's (live attempts, capacity)."""
         chosen: list[Item] = []
-        taken_keys: set[str] = set()
+        taken_keys: dict[str, str] = {}  # key -> the item chosen here that will hold it
+        # check_fence refused a fenced worker, or lifted its fence: it is not fenced now.
+        askers = [Asker(ask.worker_id, worker, fenced=False)]
+        used, capacity = class_load
         cursor: tuple[int, int] | None = None
         scan = max(wanted * CLAIM_SCAN_FACTOR, 32)
         while len(chosen) < wanted:
@@ -394,18 +408,22 @@ class LeasingCommands(WorkerFences):
             if not candidates:
                 break
             cursor = (candidates[-1].priority, candidates[-1].seq)
-            keys = sorted({k for c in candidates for k in rules.exclusive_keys(c)} - taken_keys)
+            needed = {k for c in candidates for k in rules.exclusive_keys(c)}
+            keys = sorted(needed - taken_keys.keys())
             held = await tx.live_exclusive_holders(cid, keys) if keys else {}
             for item in candidates:
-                item_keys = rules.exclusive_keys(item)
-                if any(k in taken_keys or k in held for k in item_keys):
-                    continue  # no head-of-line blocking: later items still get their turn
-                if rules.placement_problems(item.placement):
-                    continue  # malformed placement: skipped here, reported by why
-                if not rules.placement_matches(item.placement, ask.worker_id, worker):
+                # The command refused the call while coordination is off: the switch is on.
+                around = Surroundings(
+                    now=tx.now,
+                    capacity={ask.worker_class: (used + len(chosen), capacity)},
+                    key_holders={**held, **taken_keys},
+                )
+                # Items held by a gate are skipped: no head-of-line blocking, later items still
+                # get their turn (a malformed placement is skipped here, reported by why).
+                if holding_gates(item, LaneHold.mirrored(item), around, askers):
                     continue
                 chosen.append(item)
-                taken_keys.update(item_keys)
+                taken_keys.update(dict.fromkeys(rules.exclusive_keys(item), item.item_id))
                 if len(chosen) == wanted:
                     break
             if len(candidates) < scan:

@@ -9,12 +9,13 @@ from workcoord.kit.errors import FieldViolation, InvalidArgument, NotFound
 
 from .. import rules
 from ..auth import Principal
+from ..leasability import Surroundings, key_holders
 from ..model import Attempt, Coordinator, Item, PendingActionState, Ticket
 from ..ports import LaneStamp, Reader
 from ..results import ClassUsage, CoordinatorView, EventPage, Explanation, LaneDetail
 from ._base import EngineCore
 from .fences import shown_fence
-from .gates import GateContext, item_gates, lane_gates
+from .gates import GateContext, item_gates, lane_gates, surroundings
 from .paging import PageRequest, decode_page_token, lane_key, page_size
 from .view_cache import CachedLane, Snapshot, lease_stamps
 
@@ -84,14 +85,15 @@ class Reads(EngineCore):
         context = GateContext(
             coordinator, platform_on, lane, detail.blockers, detail.items, occupancy, now
         )
-        capacity = occupancy.usage.capacity
+        # Labels never show the switch (the other reads do not know it); the gates do.
+        around = replace(surroundings(context), coordination_on=True)
 
         def explain_item(item: Item) -> Explanation:
             return Explanation(
                 lane_id=item.lane_id,
                 item_id=item.item_id,
                 state=item.state.value,
-                next_action=rules.item_next_action(item, capacity),
+                next_action=rules.item_next_action(item, around),
                 gates=item_gates(context, item),
                 attempts=detail.attempts.get(item.item_id, []),
             )
@@ -105,7 +107,7 @@ class Reads(EngineCore):
             lane_id=lane.lane_id,
             item_id="",
             state=lane.state.value,
-            next_action=rules.lane_next_action(lane, detail.items, detail.open_blockers, capacity),
+            next_action=rules.lane_next_action(lane, detail.items, detail.open_blockers, around),
             gates=lane_gates(context),
             events=events,
             items=[explain_item(i) for i in detail.items],
@@ -135,6 +137,7 @@ class Reads(EngineCore):
             )
             escalations = await reader.open_escalations(coordinator_id)
         capacity, holding = rules.class_usage(live, coordinator.config.class_capacity)
+        around = Surroundings(self.clock.now(), capacity, key_holders(live))
         usage = [
             ClassUsage(cls, used, cap, holding.get(cls, []), queued.get(cls, 0))
             for cls, (used, cap) in sorted(capacity.items())
@@ -145,7 +148,7 @@ class Reads(EngineCore):
         return CoordinatorView(
             coordinator=coordinator,
             revision=coordinator.revision,
-            lanes=[replace(d, capacity=capacity) for d in details],
+            lanes=[replace(d, surroundings=around) for d in details],
             workers=workers,
             capacity=usage,
             worker_leases=worker_leases,

@@ -47,7 +47,7 @@ def lease_stamps(attempts: Sequence[Attempt]) -> frozenset[LeaseStamp]:
 
 @dataclass(frozen=True, slots=True)
 class CachedLane:
-    """One lane's details at the snapshot's revision (``capacity`` left empty: it is the
+    """One lane's details at the snapshot's revision (``surroundings`` left unset: they are the
     coordinator's, set per call) and the stamps of its live attempts."""
 
     detail: LaneDetail

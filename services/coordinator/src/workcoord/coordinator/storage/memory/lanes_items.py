@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
+from workcoord.coordinator.domain.leasability import ready_in_store
 from workcoord.coordinator.domain.model import Blocker, Item, ItemState, Lane, LaneState, Ticket
 from workcoord.coordinator.domain.ports import ClaimScan, LaneCursor
 
@@ -19,13 +20,10 @@ def _by_seq(item: Item) -> tuple[int, str]:
 
 
 def ready(item: Item, coordinator_id: str, now: datetime) -> bool:
-    """Whether a worker could claim ``item`` at ``now``: queued, not held, not backing off."""
-    return (
-        item.coordinator_id == coordinator_id
-        and item.state == ItemState.QUEUED
-        and not item.held
-        and (item.not_before is None or item.not_before <= now)
-    )
+    """Whether a worker could claim ``item`` at ``now`` as far as a store knows: no gate of
+    :data:`~workcoord.coordinator.domain.leasability.STORE_GATES` holds it (queued, not held,
+    not backing off; the SQL twin is ``ready_filter``)."""
+    return item.coordinator_id == coordinator_id and ready_in_store(item, now)
 
 
 def newest_first(lanes: Iterable[Lane], after: LaneCursor | None) -> list[Lane]:

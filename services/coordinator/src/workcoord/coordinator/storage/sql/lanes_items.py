@@ -44,8 +44,12 @@ _QUEUED = ItemState.QUEUED.value
 def ready_filter(
     coordinator_id: str | BindParameter[str], now: datetime | BindParameter[datetime]
 ) -> list[ColumnElement[bool]]:
-    """Items a worker could claim at ``now``: queued, not held, not backing off (values, or
-    parameters of a statement built once)."""
+    """Items a worker could claim at ``now`` as far as a store knows (values, or parameters of
+    a statement built once): those no gate of
+    :data:`~workcoord.coordinator.domain.leasability.STORE_GATES` holds: queued (not waiting,
+    stopped or awaiting approval), not held (the item's mirror of its lane's pause and open
+    blockers), not backing off. The memory twin is ``leasability.ready_in_store``; a property
+    test checks both select what the domain says."""
     c = t.items.c
     return [
         c.coordinator_id == coordinator_id,

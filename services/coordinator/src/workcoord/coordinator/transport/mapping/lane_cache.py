@@ -2,10 +2,12 @@
 
 The engine's view cache hands out the very same lane, item, attempt, blocker and ticket
 objects for a lane nothing has changed in (and never changes them), so a lane whose details
-are the same objects as last time converts to the same message, but for one input that is the
-coordinator's, not the lane's: the capacity in use per worker class, which sets the next
-action of queued items (``wait: CLASS used/cap``). A converted lane is reused only when the
-capacity of the classes of its queued items is also what it was.
+are the same objects as last time converts to the same message, but for the inputs of the next
+action of its queued items that are the coordinator's, not the lane's
+(``rules.item_next_action``): the capacity in use of their classes (``wait: CLASS used/cap``),
+the holders of their exclusive keys (``wait: KEY held``), and whether those backing off still
+are at the time of the call (``wait: backoff``). A converted lane is reused only when these are
+also what they were.
 
 Identity (``is``), not equality, decides: the cache holds the objects it compared, so an id
 is never reused while its entry lives, and comparing is free. Details built afresh (tests, a
@@ -19,30 +21,49 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from workcoord.api.v1 import lane_pb2, work_coordinator_pb2
-from workcoord.coordinator.domain.model import ItemState
+from workcoord.coordinator.domain import rules
+from workcoord.coordinator.domain.model import Item, ItemState
 from workcoord.coordinator.domain.results import LaneDetail
 
 from .lanes import lane_to_pb
 
-CapacityKey = tuple[tuple[str, tuple[int, int] | None], ...]
+LabelKey = tuple[object, ...]
 
 
-def _queued_classes(detail: LaneDetail) -> tuple[str, ...]:
-    """The classes whose capacity the lane's labels may show (those of its queued items)."""
-    return tuple(
-        sorted({i.worker_class for i in detail.items if i.state == ItemState.QUEUED and not i.held})
-    )
+@dataclass(frozen=True, slots=True)
+class _Queued:
+    """What of a lane's queued items' labels depends on more than the lane (not held ones: a
+    held item's label is the lane's hold)."""
 
+    classes: tuple[str, ...]
+    keys: tuple[str, ...]  # their exclusive keys
+    backing_off: tuple[Item, ...]  # those with a retry time
 
-def _capacity_key(classes: tuple[str, ...], detail: LaneDetail) -> CapacityKey:
-    return tuple((c, detail.capacity.get(c)) for c in classes)
+    @classmethod
+    def of(cls, detail: LaneDetail) -> _Queued:
+        queued = [i for i in detail.items if i.state == ItemState.QUEUED and not i.held]
+        return cls(
+            classes=tuple(sorted({i.worker_class for i in queued})),
+            keys=tuple(sorted({k for i in queued for k in rules.exclusive_keys(i)})),
+            backing_off=tuple(i for i in queued if i.not_before is not None),
+        )
+
+    def label_key(self, detail: LaneDetail) -> LabelKey | None:
+        around = detail.surroundings
+        if around is None:
+            return None
+        return (
+            tuple(around.capacity.get(c) for c in self.classes),
+            tuple(around.key_holders.get(k) for k in self.keys),
+            tuple(i.not_before is not None and i.not_before > around.now for i in self.backing_off),
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class _Converted:
     detail: LaneDetail  # holds the objects compared by identity
-    classes: tuple[str, ...]
-    capacity: CapacityKey
+    queued: _Queued
+    labels: LabelKey | None
     message: lane_pb2.Lane
 
     def serves(self, detail: LaneDetail) -> bool:
@@ -53,7 +74,7 @@ class _Converted:
             and held.attempts is detail.attempts
             and held.blockers is detail.blockers
             and held.tickets is detail.tickets
-            and self.capacity == _capacity_key(self.classes, detail)
+            and self.labels == self.queued.label_key(detail)
         )
 
 
@@ -73,10 +94,10 @@ class LaneMessages:
             self._lanes.move_to_end(lane_id)
             return held.message
         message = lane_to_pb(detail)
-        classes = _queued_classes(detail)
+        queued = _Queued.of(detail)
         if held is not None:
             self._items -= len(held.detail.items)
-        self._lanes[lane_id] = _Converted(detail, classes, _capacity_key(classes, detail), message)
+        self._lanes[lane_id] = _Converted(detail, queued, queued.label_key(detail), message)
         self._lanes.move_to_end(lane_id)
         self._items += len(detail.items)
         while self._items > self.max_items and self._lanes:

@@ -4,12 +4,13 @@ Inputs and checkpoints are private and never leave through here."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from google.protobuf import json_format
 
 from workcoord.api.v1 import lane_pb2
 from workcoord.coordinator.domain import rules
+from workcoord.coordinator.domain.leasability import Surroundings
 from workcoord.coordinator.domain.model import (
     Attempt,
     Item,
@@ -158,14 +159,14 @@ def attempt_to_pb(a: Attempt) -> lane_pb2.Attempt:
 def item_to_pb(
     item: Item,
     attempts: Sequence[Attempt] = (),
-    capacity: Mapping[str, tuple[int, int]] | None = None,
+    around: Surroundings | None = None,
 ) -> lane_pb2.Item:
     """An item as readers see it: inputs are private and left out."""
     out = _ITEM(
         item,
         retry_policy=retry_to_pb(item.retry_policy) if not item.retry_policy.is_empty() else None,
         attempts=[attempt_to_pb(a) for a in attempts],
-        next_action=rules.item_next_action(item, capacity),
+        next_action=rules.item_next_action(item, around),
     )
     from_dict(item.placement, out.placement)
     from_dict(item.evidence, out.evidence)
@@ -180,10 +181,11 @@ def lane_to_pb(detail: LaneDetail) -> lane_pb2.Lane:
     out = _LANE(
         lane,
         next_action=rules.lane_next_action(
-            lane, detail.items, detail.open_blockers, detail.capacity
+            lane, detail.items, detail.open_blockers, detail.surroundings
         ),
         items=[
-            item_to_pb(i, detail.attempts.get(i.item_id, ()), detail.capacity) for i in detail.items
+            item_to_pb(i, detail.attempts.get(i.item_id, ()), detail.surroundings)
+            for i in detail.items
         ],
         retry_policy=retry_to_pb(lane.retry_policy) if not lane.retry_policy.is_empty() else None,
         review_policy=review_to_pb(lane.review_policy)
@@ -205,4 +207,4 @@ def lane_to_pb(detail: LaneDetail) -> lane_pb2.Lane:
 
 
 def item_detail_to_pb(detail: ItemDetail) -> lane_pb2.Item:
-    return item_to_pb(detail.item, detail.attempts, detail.capacity)
+    return item_to_pb(detail.item, detail.attempts, detail.surroundings)
