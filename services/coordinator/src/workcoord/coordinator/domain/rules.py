@@ -36,7 +36,7 @@ from .model import (
     RetryPolicy,
     Worker,
 )
-from .specs import CapacityEntries, Checkpoint, Evidence, ItemSpec, RunIdentity
+from .specs import CapacityEntries, Checkpoint, Evidence, Failure, ItemSpec, RunIdentity
 
 JITTER = 0.10
 # A worker's last ask is written at most this often (see ask_is_fresh).
@@ -107,7 +107,7 @@ def fence(attempt: Attempt | None, item: Item | None, lease_token: str, now: dat
         raise LeaseLost("superseded", "lease lost: the token does not match this lease")
     if attempt.status == AttemptStatus.DEAD:
         raise LeaseLost("expired", "lease lost: the lease expired")
-    if not attempt.live and (attempt.error or {}).get("cause") == POLICY_CAUSE:
+    if not attempt.live and Failure.from_json(attempt.error or {}).cause == POLICY_CAUSE:
         raise LeaseLost("policy", "lease lost: the item's action class is no longer allowed")
     if not attempt.live:
         raise LeaseLost("terminal", f"lease lost: the attempt is already {attempt.status.value}")
@@ -191,14 +191,17 @@ _WORKER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 _RESOURCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}")
 
 
+# The fields of a stored placement (policy.proto's Placement, by their proto names).
+PLACEMENT_FIELDS = frozenset({"require_labels", "worker_id", "exclusive"})
+
+
 def placement_problems(placement: JsonObject | None) -> list[str]:
     """What is malformed in an explicit placement (empty when it is well-formed)."""
     if not placement:
         return []
     problems: list[str] = []
-    allowed = {"require_labels", "worker_id", "exclusive"}
     for key in placement:
-        if key not in allowed:
+        if key not in PLACEMENT_FIELDS:
             problems.append(f"unknown placement field {key!r}")
     labels = placement.get("require_labels", {})
     if not isinstance(labels, dict):
