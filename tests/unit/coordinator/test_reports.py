@@ -103,6 +103,30 @@ def test_readers_are_shown_what_release_0_1_showed(column: str) -> None:
         assert (shown if shown is not None else report.message()) == shown_by_0_1
 
 
+def _paths(document: Any, prefix: str = "") -> set[str]:
+    """Every key of ``document``, nested ones as ``outer.inner`` (list items as ``outer[]``)."""
+    if isinstance(document, list):
+        return {p for item in document for p in _paths(item, prefix + "[]")}
+    if not isinstance(document, dict):
+        return set()
+    out: set[str] = set()
+    for key, value in document.items():
+        path = f"{prefix}.{key}" if prefix else key
+        out |= {path} | _paths(value, path)
+    return out
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_this_release_writes_only_keys_the_previous_release_stored(column: str) -> None:
+    # Old and new coordinators share one database during a rollout, and a rollback runs the
+    # previous release on what this one wrote: a key it does not know would fail its reads.
+    # A new stored field ships in two releases (docs/adding-a-field.md).
+    report = REPORTS[COLUMNS[column]]
+    written = _paths(report.from_pb(every_field_set(report.message)).to_json())
+    known = set().union(*(_paths(d) for d in release_0_1_documents()[column]))
+    assert written <= known, f"not readable by the previous release: {sorted(written - known)}"
+
+
 def test_numbers_written_as_numbers_read_too() -> None:
     # proto3 JSON readers take an int64 as a string or a number; so does the document.
     assert RunIdentity.from_json({"pid": 42, "engine": "codex"}) == RunIdentity(42, engine="codex")
