@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +16,11 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
-from workcoord.api.v1 import lane_pb2
+from workcoord.api.v1 import lane_pb2, policy_pb2
+from workcoord.coordinator.domain import rules
 from workcoord.coordinator.domain.documents import Document
+from workcoord.coordinator.domain.engine.fences import fence_for
+from workcoord.coordinator.domain.model import Attempt, AttemptStatus, Item, ItemKind, ItemState
 from workcoord.coordinator.domain.specs import Checkpoint, Evidence, Failure, Receipt, RunIdentity
 from workcoord.coordinator.transport import mapping as m
 from workcoord.kit.descriptors import descriptor_of, is_map, is_repeated
@@ -87,11 +90,81 @@ REPORTS = {
 }
 
 
-# The documents exactly as release 0.1 stored them (written by its code, captured before the
-# readers became strict), by the column that holds them.
-RELEASE_0_1 = Path(__file__).with_name("stored_documents_0.1.json")
+# The column each report is stored in (a failure in two).
+COLUMNS: dict[str, str] = {
+    "attempts.run_identity": "run_identity",
+    "attempts.error": "failure",
+    "attempts.checkpoint": "checkpoint",
+    "items.evidence": "evidence",
+    "items.last_error": "failure",
+    "lanes.receipt": "receipt",
+}
+
+# What each release stored, by column, written by that release's code: 0.1's was captured
+# before the readers became strict. At a release, save what it writes as its own file
+# (``uv run python -m tests.support.reports > tests/support/stored_documents_<release>.json``)
+# and add it here, last: it becomes the previous release the next one is checked against.
+RELEASES = ("0.1",)
+
+
+def stored_documents(release: str) -> dict[str, list[dict[str, Any]]]:
+    path = Path(__file__).with_name(f"stored_documents_{release}.json")
+    documents: dict[str, list[dict[str, Any]]] = json.loads(path.read_text("utf-8"))
+    return documents
 
 
 def release_0_1_documents() -> dict[str, list[dict[str, Any]]]:
-    documents: dict[str, list[dict[str, Any]]] = json.loads(RELEASE_0_1.read_text("utf-8"))
-    return documents
+    return stored_documents("0.1")
+
+
+def current_documents() -> dict[str, list[dict[str, Any]]]:
+    """What this release stores, by column: each report, placement and fence with every field
+    set, and the forms written otherwise (an attempt the coordinator ended: only its cause; a
+    lane's receipt before it shipped: empty)."""
+    out: dict[str, list[dict[str, Any]]] = {
+        column: [REPORTS[kind].from_pb(every_field_set(REPORTS[kind].message)).to_json()]
+        for column, kind in COLUMNS.items()
+    }
+    out["attempts.error"].append(Failure(cause=rules.POLICY_CAUSE).to_json())
+    out["lanes.receipt"].append({})
+    out["placement"] = [m.to_dict(every_field_set(policy_pb2.Placement))]
+    out["workers.fence"] = [_fence()]
+    return out
+
+
+def _fence() -> dict[str, Any]:
+    held = Item(
+        item_id="it_1",
+        coordinator_id="wc_a",
+        lane_id="ln_1",
+        key="held",
+        kind=ItemKind.TASK,
+        worker_class="codex",
+        state=ItemState.LEASED,
+        create_time=WHEN,
+        update_time=WHEN,
+        placement={"worker_id": "w1", "bogus": 1},
+    )
+    lease = Attempt(
+        lease_id="ls_1",
+        coordinator_id="wc_a",
+        item_id="it_1",
+        lane_id="ln_1",
+        attempt=1,
+        status=AttemptStatus.LEASED,
+        token_hash="0" * 64,
+        worker_id="w1",
+        worker_class="codex",
+        principal="key_fleet",
+        lease_seconds=60,
+        lease_expire_time=WHEN + timedelta(seconds=60),
+        create_time=WHEN,
+        exclusive_key="resource:gpu-0",
+    )
+    fence = fence_for([lease], {"it_1": held}, WHEN)
+    assert fence is not None
+    return fence
+
+
+if __name__ == "__main__":
+    print(json.dumps(current_documents(), indent=2, sort_keys=True))
