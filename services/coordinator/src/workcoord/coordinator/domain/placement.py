@@ -12,14 +12,17 @@ _WORKER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 _RESOURCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}")
 
 
+# The fields of a stored placement (policy.proto's Placement, by their proto names).
+PLACEMENT_FIELDS = frozenset({"require_labels", "worker_id", "exclusive"})
+
+
 def placement_problems(placement: JsonObject | None) -> list[str]:
     """What is malformed in an explicit placement (empty when it is well-formed)."""
     if not placement:
         return []
     problems: list[str] = []
-    allowed = {"require_labels", "worker_id", "exclusive"}
     for key in placement:
-        if key not in allowed:
+        if key not in PLACEMENT_FIELDS:
             problems.append(f"unknown placement field {key!r}")
     labels = placement.get("require_labels", {})
     if not isinstance(labels, dict):

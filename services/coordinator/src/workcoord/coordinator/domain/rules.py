@@ -40,11 +40,12 @@ from .model import (
     RetryPolicy,
     Worker,
 )
+from .placement import PLACEMENT_FIELDS as PLACEMENT_FIELDS
 from .placement import exclusive_keys as exclusive_keys
 from .placement import placement_matches as placement_matches
 from .placement import placement_problems as placement_problems
 from .placement import placement_resources as placement_resources
-from .specs import CapacityEntries, Checkpoint, Evidence, ItemSpec, RunIdentity
+from .specs import CapacityEntries, Checkpoint, Evidence, Failure, ItemSpec, RunIdentity
 
 JITTER = 0.10
 # A worker's last ask is written at most this often (see ask_is_fresh).
@@ -115,7 +116,7 @@ def fence(attempt: Attempt | None, item: Item | None, lease_token: str, now: dat
         raise LeaseLost("superseded", "lease lost: the token does not match this lease")
     if attempt.status == AttemptStatus.DEAD:
         raise LeaseLost("expired", "lease lost: the lease expired")
-    if not attempt.live and (attempt.error or {}).get("cause") == POLICY_CAUSE:
+    if not attempt.live and Failure.from_json(attempt.error or {}).cause == POLICY_CAUSE:
         raise LeaseLost("policy", "lease lost: the item's action class is no longer allowed")
     if not attempt.live:
         raise LeaseLost("terminal", f"lease lost: the attempt is already {attempt.status.value}")

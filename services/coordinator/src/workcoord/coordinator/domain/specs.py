@@ -2,9 +2,9 @@
 what a caller specifies for a lane, item, ticket or work coordinator, and a decision. What the
 commands answer is in :mod:`.results`.
 
-What a worker reports (its run identity, evidence, checkpoint, failure) is typed here; the
-records keep it as proto3 JSON with proto field names (how storage holds it), and the only
-conversions between the two are the ``to_json`` / ``from_json`` methods below.
+What a worker reports (its run identity, evidence, checkpoint, failure) is typed here as
+:class:`~.documents.Document` values; the records keep them as JSON objects, written by
+``to_json`` and read back, strictly, by ``from_json`` (see :mod:`.documents`).
 """
 
 from __future__ import annotations
@@ -12,38 +12,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from .documents import Document
 from .model import ItemKind, JsonObject, RetryPolicy, ReviewPolicy, Scope, Template
-
-# ---------------------------------------------------------------------- what workers report
-
-
-def _time_to_json(value: datetime) -> str:
-    """RFC 3339 in UTC as proto3 JSON writes a Timestamp: 'Z', and 0, 3 or 6 fraction digits."""
-    utc = value.astimezone(UTC)
-    text = utc.replace(tzinfo=None, microsecond=0).isoformat()
-    if utc.microsecond == 0:
-        return text + "Z"
-    if utc.microsecond % 1000 == 0:
-        return f"{text}.{utc.microsecond // 1000:03d}Z"
-    return f"{text}.{utc.microsecond:06d}Z"
-
-
-def _time_from_json(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def _strings(value: Any) -> tuple[str, ...]:
-    return tuple(str(v) for v in value or ())
-
-
-def _present(**fields: Any) -> JsonObject:
-    """Proto3 JSON leaves out fields at their default (empty, zero, false, unset)."""
-    return {name: value for name, value in fields.items() if value not in ("", 0, False, None, [])}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +37,14 @@ class CapacityEntries:
         return merged
 
 
+# ---------------------------------------------------------------------- what workers report
+# Stored in: attempts.run_identity, items.evidence, attempts.checkpoint, attempts.error and
+# items.last_error, lanes.receipt. A field's name is its stored key: renaming one needs
+# ``stored_as("old_name")`` (docs/adding-a-field.md).
+
+
 @dataclass(frozen=True, slots=True)
-class RunIdentity:
+class RunIdentity(Document):
     """Who runs an attempt and where; reported when it starts and immutable afterwards."""
 
     pid: int = 0
@@ -77,31 +56,6 @@ class RunIdentity:
     branch: str = ""
     started_at: datetime | None = None
 
-    def to_json(self) -> JsonObject:
-        return _present(
-            pid=str(self.pid) if self.pid else "",  # proto3 JSON writes an int64 as a string
-            agent_id=self.agent_id,
-            engine=self.engine,
-            account=self.account,
-            hostname=self.hostname,
-            worktree_path=self.worktree_path,
-            branch=self.branch,
-            started_at=_time_to_json(self.started_at) if self.started_at else None,
-        )
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RunIdentity:
-        return cls(
-            pid=int(data.get("pid") or 0),
-            agent_id=str(data.get("agent_id", "")),
-            engine=str(data.get("engine", "")),
-            account=str(data.get("account", "")),
-            hostname=str(data.get("hostname", "")),
-            worktree_path=str(data.get("worktree_path", "")),
-            branch=str(data.get("branch", "")),
-            started_at=_time_from_json(data.get("started_at")),
-        )
-
 
 class Verdict(enum.StrEnum):
     """A review's verdict."""
@@ -110,31 +64,33 @@ class Verdict(enum.StrEnum):
     FAIL = "FAIL"
 
 
+class CheckStatus(enum.StrEnum):
+    """The outcome of one check."""
+
+    PASSED = "PASSED"
+    FAILED = "FAILED"
+    SKIPPED = "SKIPPED"
+
+
 @dataclass(frozen=True, slots=True)
-class Artifact:
+class Artifact(Document):
     """One output of a run."""
 
     name: str
     uri: str
     sha256: str = ""
 
-    def to_json(self) -> JsonObject:
-        return _present(name=self.name, uri=self.uri, sha256=self.sha256)
-
 
 @dataclass(frozen=True, slots=True)
-class CheckResult:
-    """One check a run performed, and its outcome (PASSED, FAILED or SKIPPED)."""
+class CheckResult(Document):
+    """One check a run performed, and its outcome."""
 
     name: str
-    status: str
-
-    def to_json(self) -> JsonObject:
-        return _present(name=self.name, status=self.status)
+    status: CheckStatus | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Receipt:
+class Receipt(Document):
     """That a change shipped: where, which version, and when."""
 
     environment: str = ""
@@ -142,26 +98,9 @@ class Receipt:
     url: str = ""
     time: datetime | None = None
 
-    def to_json(self) -> JsonObject:
-        return _present(
-            environment=self.environment,
-            version=self.version,
-            url=self.url,
-            time=_time_to_json(self.time) if self.time else None,
-        )
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Receipt:
-        return cls(
-            environment=str(data.get("environment", "")),
-            version=str(data.get("version", "")),
-            url=str(data.get("url", "")),
-            time=_time_from_json(data.get("time")),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class Evidence:
+class Evidence(Document):
     """What a worker hands in when it completes an item."""
 
     summary: str = ""
@@ -172,42 +111,9 @@ class Evidence:
     findings: tuple[str, ...] = ()  # REVIEW items, handed to the FIX after a FAIL
     receipt: Receipt | None = None  # SHIP items
 
-    def to_json(self) -> JsonObject:
-        out = _present(
-            summary=self.summary,
-            links=list(self.links),
-            artifacts=[a.to_json() for a in self.artifacts],
-            checks=[c.to_json() for c in self.checks],
-            verdict=self.verdict.value if self.verdict else None,
-            findings=list(self.findings),
-        )
-        if self.receipt is not None:
-            out["receipt"] = self.receipt.to_json()
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Evidence:
-        receipt = data.get("receipt")
-        verdict = data.get("verdict")
-        return cls(
-            summary=str(data.get("summary", "")),
-            links=_strings(data.get("links")),
-            artifacts=tuple(
-                Artifact(str(a.get("name", "")), str(a.get("uri", "")), str(a.get("sha256", "")))
-                for a in data.get("artifacts") or ()
-            ),
-            checks=tuple(
-                CheckResult(str(c.get("name", "")), str(c.get("status", "")))
-                for c in data.get("checks") or ()
-            ),
-            verdict=Verdict(verdict) if verdict in tuple(Verdict) else None,
-            findings=_strings(data.get("findings")),
-            receipt=Receipt.from_json(receipt) if isinstance(receipt, Mapping) else None,
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class Checkpoint:
+class Checkpoint(Document):
     """Where an attempt stands when it ends with a continuation; private to the lane's
     workers. A ``blocked_reason`` stops automatic continuation for a human."""
 
@@ -216,34 +122,19 @@ class Checkpoint:
     next_action: str = ""
     blocked_reason: str = ""
 
-    def to_json(self) -> JsonObject:
-        return _present(
-            summary=self.summary,
-            files_changed=list(self.files_changed),
-            next_action=self.next_action,
-            blocked_reason=self.blocked_reason,
-        )
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Checkpoint:
-        return cls(
-            summary=str(data.get("summary", "")),
-            files_changed=_strings(data.get("files_changed")),
-            next_action=str(data.get("next_action", "")),
-            blocked_reason=str(data.get("blocked_reason", "")),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class Failure:
-    """The failure a worker reports; ``retryable`` says whether another attempt may succeed."""
+class Failure(Document):
+    """The failure a worker reports; ``retryable`` says whether another attempt may succeed.
+
+    An attempt the coordinator ended itself (its class of action no longer allowed) carries no
+    report but the ``cause`` (``rules.POLICY_CAUSE``), which readers are not shown: the
+    worker's next write answers LEASE_LOST with it."""
 
     message: str = ""
     type: str = ""
     retryable: bool = False
-
-    def to_json(self) -> JsonObject:
-        return _present(message=self.message, type=self.type, retryable=self.retryable)
+    cause: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from ..model import (
 )
 from ..ports import Reader, Tx
 from ..results import Page
-from ..specs import CoordinatorSpec
+from ..specs import CoordinatorSpec, Failure
 from ._base import Effects, new_id
 from .paging import PageRequest
 from .transitions import Transitions
@@ -187,7 +187,7 @@ class CoordinatorCommands(Transitions):
                 locked = await tx.get_attempt_for_update(attempt.lease_id)
                 if locked is not None and locked.live:
                     self._end_unburned(locked, item, AttemptStatus.RELEASED, tx.now)
-                    locked.error = {"cause": rules.POLICY_CAUSE}
+                    locked.error = Failure(cause=rules.POLICY_CAUSE).to_json()
                     ended.append(locked)
                     effects.ready_classes.add(locked.worker_class)
             reason = f"policy: action class no longer allowed: {', '.join(disallowed)}"

@@ -6,9 +6,12 @@ field's type: an enum by its value, a tuple as a JSON list, a nested policy data
 object without its unset (``None``) fields; anything else (text, numbers, booleans, JSON
 objects, and UTC datetimes, which :class:`~workcoord.coordinator.storage.schema.UtcDateTime`
 handles on both dialects) as it is. A few fields of a lane are packed into one JSON column
-(``spec``). A few columns belong to the store rather than to the record (a work coordinator's
-request id and item counter, the work coordinator of a blocker or a ticket, a token's secret
-hash): they are given when inserting.
+(``spec``). A nested object or a packed column missing a key reads that field as its default;
+one with a key that names no field raises
+:class:`~workcoord.coordinator.domain.documents.UnreadableDocument` rather than dropping it. A
+few columns belong to the store rather than to the record (a work coordinator's request id and
+item counter, the work coordinator of a blocker or a ticket, a token's secret hash): they are
+given when inserting.
 
 Every mapping checks, when this module is imported, that its dataclass and its table agree, so
 a field added to one and not to the other fails at start-up rather than at the first write.
@@ -27,6 +30,7 @@ from sqlalchemy import Table, bindparam, update
 from sqlalchemy.engine import Row
 from sqlalchemy.sql.dml import Update
 
+from workcoord.coordinator.domain.documents import UnreadableDocument
 from workcoord.coordinator.domain.grants import (
     GrantRecord,
     LoginCode,
@@ -169,9 +173,19 @@ class _JsonObject:
 
     def decode(self, data: Mapping[str, Any] | None) -> Any:
         data = data or {}
+        _refuse_unknown(self.record.__name__, data, {name for name, _ in self.codecs})
         return self.record(
             **{name: _decode(codec, data[name]) for name, codec in self.codecs if name in data}
         )
+
+
+def _refuse_unknown(kind: str, data: Mapping[str, Any], known: set[str]) -> None:
+    """A stored key that names no field is refused rather than dropped: a field renamed or
+    removed on one side only fails loudly instead of losing what was stored (and the next write
+    of the record would lose it for good)."""
+    unknown = sorted(str(key) for key in data if key not in known)
+    if unknown:
+        raise UnreadableDocument(kind, unknown[0], f"unknown field (known: {sorted(known)})")
 
 
 class RowMap(Generic[_R]):
@@ -252,6 +266,7 @@ class RowMap(Generic[_R]):
             kwargs[name] = decode(kwargs[name])
         for column, members in self._packs:
             data = kwargs.pop(column) or {}
+            _refuse_unknown(f"{self.table.name}.{column}", data, {name for name, _ in members})
             for name, codec in members:
                 if name in data:
                     kwargs[name] = _decode(codec, data[name])

@@ -19,12 +19,21 @@ from workcoord.coordinator.domain.model import (
     Template,
 )
 from workcoord.coordinator.domain.results import ItemDetail, LaneDetail
-from workcoord.coordinator.domain.specs import ItemSpec, LaneSpec, TicketSpec
+from workcoord.coordinator.domain.specs import (
+    Evidence,
+    Failure,
+    ItemSpec,
+    LaneSpec,
+    Receipt,
+    RunIdentity,
+    TicketSpec,
+)
 
 from .fields import ToPb
+from .reports import evidence_to_pb, failure_to_pb, receipt_to_pb, run_identity_to_pb
 from .scalars import (
     enum_from_pb,
-    from_dict,
+    placement_to_pb,
     retry_from_pb,
     retry_to_pb,
     review_from_pb,
@@ -150,10 +159,13 @@ _TICKET = ToPb(lane_pb2.Ticket, plain=("tracker", "key", "url"), times=("observe
 
 def attempt_to_pb(a: Attempt) -> lane_pb2.Attempt:
     """An attempt as readers see it: never its token, never its checkpoint body."""
-    out = _ATTEMPT(a)
-    from_dict(a.run_identity, out.run_identity)
-    from_dict(a.error, out.error)
-    return out
+    return _ATTEMPT(
+        a,
+        run_identity=run_identity_to_pb(RunIdentity.from_json(a.run_identity))
+        if a.run_identity
+        else None,
+        error=failure_to_pb(Failure.from_json(a.error)) if a.error else None,
+    )
 
 
 def item_to_pb(
@@ -167,10 +179,10 @@ def item_to_pb(
         retry_policy=retry_to_pb(item.retry_policy) if not item.retry_policy.is_empty() else None,
         attempts=[attempt_to_pb(a) for a in attempts],
         next_action=rules.item_next_action(item, around),
+        evidence=evidence_to_pb(Evidence.from_json(item.evidence)) if item.evidence else None,
+        last_error=failure_to_pb(Failure.from_json(item.last_error)) if item.last_error else None,
     )
-    from_dict(item.placement, out.placement)
-    from_dict(item.evidence, out.evidence)
-    from_dict(item.last_error, out.last_error)
+    placement_to_pb(item.placement, out.placement)
     return out
 
 
@@ -194,6 +206,7 @@ def lane_to_pb(detail: LaneDetail) -> lane_pb2.Lane:
         blockers=[_BLOCKER(b) for b in detail.blockers],
         tickets=[_TICKET(t, state=t.state or None) for t in detail.tickets],
         etag=str(lane.version),
+        receipt=receipt_to_pb(Receipt.from_json(lane.receipt)) if lane.receipt else None,
     )
     if classes:
         out.worker_classes.CopyFrom(
@@ -201,8 +214,7 @@ def lane_to_pb(detail: LaneDetail) -> lane_pb2.Lane:
                 **{field: classes.get(name, "") for field, name in _WORKER_CLASSES}
             )
         )
-    from_dict(lane.placement, out.placement)
-    from_dict(lane.receipt, out.receipt)
+    placement_to_pb(lane.placement, out.placement)
     return out
 
 

@@ -1,5 +1,5 @@
-"""Timestamps, durations, JSON, enums, pages and retry/review policies between protobuf and the
-domain."""
+"""Timestamps, durations, JSON, enums, pages and retry/review/placement policies between
+protobuf and the domain."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
 from workcoord.api.v1 import policy_pb2
+from workcoord.coordinator.domain import rules
+from workcoord.coordinator.domain.documents import UnreadableDocument
 from workcoord.coordinator.domain.model import (
     JsonObject,
     OnPass,
@@ -69,15 +71,21 @@ def dur(seconds: float) -> duration_pb2.Duration:
 
 
 def to_dict(message: Message) -> JsonObject:
-    """A message as proto3 JSON with proto field names (how free-form parts are stored)."""
+    """A message as proto3 JSON with proto field names (how a placement is stored)."""
     return json_format.MessageToDict(message, preserving_proto_field_name=True)
 
 
 def from_dict(data: Mapping[str, Any] | None, message: Message) -> Message:
-    """Parse ``data`` into ``message``; nothing when it is None or empty (so a message field
-    passed as ``message`` stays unset)."""
+    """Parse stored proto3 JSON ``data`` into ``message``, strictly: a field the message does
+    not have, or a value that does not fit, raises :class:`UnreadableDocument` (never dropped).
+    Nothing when ``data`` is None or empty (so a message field passed as ``message`` stays
+    unset)."""
     if data:
-        json_format.ParseDict(dict(data), message, ignore_unknown_fields=True)
+        try:
+            json_format.ParseDict(dict(data), message, ignore_unknown_fields=False)
+        except json_format.ParseError as exc:
+            kind = message.DESCRIPTOR.name
+            raise UnreadableDocument(kind, "(document)", str(exc)) from exc
     return message
 
 
@@ -109,6 +117,30 @@ def page_to_pb(
 
 
 # ------------------------------------------------------------------ policies
+
+
+def placement_to_pb(placement: JsonObject | None, out: policy_pb2.Placement) -> None:
+    """Fill ``out`` with a stored placement (written by the proto's own JSON mapping).
+
+    A well-formed placement is read strictly (:func:`from_dict`). One the rules find malformed
+    (stored by an older release, or edited by hand) is handled explicitly rather than refused:
+    its item is held back with a PLACEMENT gate naming the problems and a worker holding it is
+    fenced (``rules.placement_problems``); it is shown with its fields that still read, so the
+    item stays readable while someone corrects it. The stored value is never changed here."""
+    if not placement:
+        return
+    if not rules.placement_problems(placement):
+        from_dict(placement, out)
+        return
+    for name, value in placement.items():
+        if name not in rules.PLACEMENT_FIELDS:
+            continue
+        part = policy_pb2.Placement()
+        try:
+            json_format.ParseDict({name: value}, part)
+        except json_format.ParseError:
+            continue  # the gate and the fence name it
+        out.MergeFrom(part)
 
 
 def retry_from_pb(policy: policy_pb2.RetryPolicy) -> RetryPolicy:

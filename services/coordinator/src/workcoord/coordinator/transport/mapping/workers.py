@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from workcoord.api.v1 import worker_pb2
+from workcoord.coordinator.domain.documents import UnreadableDocument
 from workcoord.coordinator.domain.model import (
     JsonObject,
     Worker,
@@ -15,7 +16,7 @@ from workcoord.coordinator.domain.results import GrantedLease
 from .fields import ToPb, copied
 from .lanes import ITEM_SHOWN
 from .reports import checkpoint_to_pb
-from .scalars import from_dict, set_message, struct, ts
+from .scalars import placement_to_pb, set_message, struct, ts
 
 # Fields a worker describes itself with, of one name and type in the message and the record.
 _DESCRIBED = ("worker_id", "worker_class", "cpu_count", "memory_bytes", "disk_bytes")
@@ -30,6 +31,9 @@ _LEASED_ITEM = ToPb(worker_pb2.LeasedItem, plain=ITEM_SHOWN, enums=("kind",))
 _LEASE = ToPb(
     worker_pb2.Lease, plain=("lease_id", "attempt"), enums=("status",), times=("lease_expire_time",)
 )
+# The keys of a stored fence (see the engine's fences module), by the message field each fills.
+_FENCE_TEXT = ("reason", "lease_id", "item_id", "lane_id")
+_FENCE_TIMES = ("since", "expire_time")
 
 
 def worker_from_pb(w: worker_pb2.Worker, now: datetime) -> Worker:
@@ -53,17 +57,28 @@ def worker_to_pb(w: Worker, active_leases: int = 0) -> worker_pb2.Worker:
 
 
 def worker_fence_to_pb(fence: JsonObject) -> worker_pb2.WorkerFence:
-    """A stored fence (see the engine's fences module) as the contract shows it."""
+    """A stored fence (the JSON the engine's fences module writes) as the contract shows it,
+    read strictly: a key this release does not write, or a value of the wrong type, raises
+    :class:`UnreadableDocument` rather than being dropped."""
+    unknown = sorted(set(fence) - {*_FENCE_TEXT, *_FENCE_TIMES, "exclusive"})
+    if unknown:
+        raise UnreadableDocument("WorkerFence", unknown[0], "unknown field")
+    for name in _FENCE_TEXT:
+        if not isinstance(fence.get(name, ""), str):
+            raise UnreadableDocument("WorkerFence", name, "is not a string")
+    exclusive = fence.get("exclusive") or []
+    if not isinstance(exclusive, list) or not all(isinstance(k, str) for k in exclusive):
+        raise UnreadableDocument("WorkerFence", "exclusive", "is not a list of strings")
     out = worker_pb2.WorkerFence(
-        reason=str(fence.get("reason", "")),
-        lease_id=str(fence.get("lease_id", "")),
-        item_id=str(fence.get("item_id", "")),
-        lane_id=str(fence.get("lane_id", "")),
-        exclusive=[str(k) for k in fence.get("exclusive") or []],
+        **{name: fence.get(name, "") for name in _FENCE_TEXT}, exclusive=exclusive
     )
-    for name, key in (("since", "since"), ("expire_time", "expire_time")):
-        if fence.get(key):
-            set_message(out, name, ts(datetime.fromisoformat(str(fence[key]))))
+    for name in _FENCE_TIMES:
+        if fence.get(name):
+            try:
+                when = datetime.fromisoformat(str(fence[name]))
+            except ValueError:
+                raise UnreadableDocument("WorkerFence", name, "is not an ISO 8601 time") from None
+            set_message(out, name, ts(when))
     return out
 
 
@@ -79,5 +94,5 @@ def lease_to_pb(granted: GrantedLease) -> worker_pb2.Lease:
         continues_lease_id=granted.attempt.continues_lease_id,
         checkpoint=checkpoint_to_pb(checkpoint) if checkpoint is not None else None,
     )
-    from_dict(item.placement, leased.placement)
+    placement_to_pb(item.placement, leased.placement)
     return _LEASE(granted.attempt, lease_token=granted.lease_token, item=leased)
