@@ -14,6 +14,7 @@ from workcoord.coordinator.domain.auth import (
     PrincipalKind,
 )
 from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.inputs import CreateCoordinatorInput
 from workcoord.coordinator.domain.model import Coordinator, Scope, Template
 from workcoord.coordinator.domain.ports import Store
 from workcoord.coordinator.domain.specs import CoordinatorSpec, ItemSpec, LaneSpec, RunIdentity
@@ -59,8 +60,11 @@ async def make_world(engine: Engine, capacities: dict[str, int] | None = None) -
     changes: dict[str, Any] = {}
     if capacities is not None:
         changes["class_capacity"] = capacities
-    coordinator = await engine.create_coordinator(
-        ADMIN, CoordinatorSpec(scope=Scope.ORG, org_slug=slug, changes=changes), ""
+    coordinator = await engine.coordinators.create_coordinator(
+        ADMIN,
+        CreateCoordinatorInput(
+            spec=CoordinatorSpec(scope=Scope.ORG, org_slug=slug, changes=changes)
+        ),
     )
     worker = work_key(
         {coordinator.coordinator_id},

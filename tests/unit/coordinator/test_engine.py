@@ -12,6 +12,29 @@ import pytest
 from workcoord.coordinator.checker import check_invariants
 from workcoord.coordinator.domain.auth import RECOVERY, Capability
 from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.inputs import (
+    AddBlockerInput,
+    CancelLaneInput,
+    CheckpointInput,
+    CompleteInput,
+    CreateLaneInput,
+    DecideItemInput,
+    ExplainInput,
+    FailInput,
+    GetItemInput,
+    HeartbeatInput,
+    LeaseInput,
+    ListEventsInput,
+    ListLanesInput,
+    ListWorkersInput,
+    PauseLaneInput,
+    ReleaseInput,
+    ReportWorkerInput,
+    ResolveBlockerInput,
+    RunMaintenanceInput,
+    StartInput,
+    UpdateCoordinatorInput,
+)
 from workcoord.coordinator.domain.model import (
     AttemptStatus,
     DeadLetterReason,
@@ -60,7 +83,7 @@ async def _lease(
     wait_seconds: int = 0,
 ) -> list[GrantedLease]:
     ask = LeaseAsk(worker_id, worker_class, max_items, lease_seconds, wait_seconds, identity)
-    return await engine.lease(world.worker, world.cid, ask)
+    return await engine.leasing.lease(world.worker, LeaseInput(coordinator_id=world.cid, ask=ask))
 
 
 async def _one(engine: Engine, world: World, **kwargs: Any) -> GrantedLease:
@@ -70,16 +93,22 @@ async def _one(engine: Engine, world: World, **kwargs: Any) -> GrantedLease:
 
 
 async def _lane(engine: Engine, world: World, *items: Any, **kwargs: Any) -> LaneDetail:
-    return await engine.create_lane(world.worker, world.cid, lane_spec(*items, **kwargs), "")
+    return await engine.lanes.create_lane(
+        world.worker, CreateLaneInput(coordinator_id=world.cid, spec=lane_spec(*items, **kwargs))
+    )
 
 
 async def _states(engine: Engine, world: World, lane_id: str) -> dict[str, str]:
-    detail = await engine.get_lane(world.worker, world.cid, lane_id)
+    detail = await engine.lanes.get_lane(world.worker, world.cid, lane_id)
     return {i.key: i.state.value for i in detail.items}
 
 
 async def _events(engine: Engine, world: World) -> list[EventType]:
-    events = (await engine.list_events(world.worker, world.cid, 0, 500, "", "", "")).events
+    events = (
+        await engine.reads.list_events(
+            world.worker, ListEventsInput(coordinator_id=world.cid, page_size=500)
+        )
+    ).events
     return [e.type for e in events]
 
 
@@ -123,10 +152,18 @@ async def test_create_lane_rejects_cycles_unknown_classes_and_standard(
 
 
 async def test_create_lane_is_idempotent_by_request_id(engine: Engine, world: World) -> None:
-    first = await engine.create_lane(world.worker, world.cid, lane_spec(task("a")), "req-1")
-    again = await engine.create_lane(world.worker, world.cid, lane_spec(task("a")), "req-1")
+    first = await engine.lanes.create_lane(
+        world.worker,
+        CreateLaneInput(coordinator_id=world.cid, spec=lane_spec(task("a")), request_id="req-1"),
+    )
+    again = await engine.lanes.create_lane(
+        world.worker,
+        CreateLaneInput(coordinator_id=world.cid, spec=lane_spec(task("a")), request_id="req-1"),
+    )
     assert again.lane.lane_id == first.lane.lane_id
-    page = await engine.list_lanes(world.worker, world.cid, None, 10, "")
+    page = await engine.lanes.list_lanes(
+        world.worker, ListLanesInput(coordinator_id=world.cid, page_size=10)
+    )
     assert len(page.items) == 1
 
 
@@ -152,30 +189,45 @@ async def test_sensitive_needs_human_and_approval_items_wait_for_a_human(
     assert await _lease(engine, world) == []
     # A work key can never decide.
     with pytest.raises(PermissionDenied):
-        await engine.decide_item(
-            world.worker, world.cid, detail.lane.lane_id, by_key["ap"].item_id, Decision.APPROVE, ""
+        await engine.lanes.decide_item(
+            world.worker,
+            DecideItemInput(
+                coordinator_id=world.cid,
+                lane_id=detail.lane.lane_id,
+                item_id=by_key["ap"].item_id,
+                decision=Decision.APPROVE,
+            ),
         )
-    approved = await engine.decide_item(
+    approved = await engine.lanes.decide_item(
         world.org_admin,
-        world.cid,
-        detail.lane.lane_id,
-        by_key["ap"].item_id,
-        Decision.APPROVE,
-        "ok",
+        DecideItemInput(
+            coordinator_id=world.cid,
+            lane_id=detail.lane.lane_id,
+            item_id=by_key["ap"].item_id,
+            decision=Decision.APPROVE,
+            note="ok",
+        ),
     )
     assert approved.item.state == ItemState.QUEUED
-    resumed = await engine.decide_item(
-        world.org_admin, world.cid, detail.lane.lane_id, by_key["h"].item_id, Decision.RESUME, ""
+    resumed = await engine.lanes.decide_item(
+        world.org_admin,
+        DecideItemInput(
+            coordinator_id=world.cid,
+            lane_id=detail.lane.lane_id,
+            item_id=by_key["h"].item_id,
+            decision=Decision.RESUME,
+        ),
     )
     assert resumed.item.state == ItemState.QUEUED and resumed.item.stop_reason == ""
     with pytest.raises(IllegalTransition):
-        await engine.decide_item(
+        await engine.lanes.decide_item(
             world.org_admin,
-            world.cid,
-            detail.lane.lane_id,
-            by_key["h"].item_id,
-            Decision.RESUME,
-            "",
+            DecideItemInput(
+                coordinator_id=world.cid,
+                lane_id=detail.lane.lane_id,
+                item_id=by_key["h"].item_id,
+                decision=Decision.RESUME,
+            ),
         )
     await _clean(store, world)
 
@@ -185,18 +237,29 @@ async def test_a_resumed_sensitive_item_gets_no_automatic_retry(
 ) -> None:
     detail = await _lane(engine, world, task("s", title="deploy to production"))
     item = detail.items[0]
-    await engine.decide_item(
-        world.org_admin, world.cid, detail.lane.lane_id, item.item_id, Decision.RESUME, ""
+    await engine.lanes.decide_item(
+        world.org_admin,
+        DecideItemInput(
+            coordinator_id=world.cid,
+            lane_id=detail.lane.lane_id,
+            item_id=item.item_id,
+            decision=Decision.RESUME,
+        ),
     )
     lease = await _one(engine, world, identity=run_identity(clock))
-    await engine.fail(
+    await engine.attempts.fail(
         world.worker,
-        world.cid,
-        lease.attempt.lease_id,
-        lease.lease_token,
-        Failure(message="boom", retryable=True),
+        FailInput(
+            coordinator_id=world.cid,
+            lease_id=lease.attempt.lease_id,
+            lease_token=lease.lease_token,
+            error=Failure(message="boom", retryable=True),
+        ),
     )
-    got = await engine.get_item(world.worker, world.cid, detail.lane.lane_id, item.item_id)
+    got = await engine.lanes.get_item(
+        world.worker,
+        GetItemInput(coordinator_id=world.cid, lane_id=detail.lane.lane_id, item_id=item.item_id),
+    )
     assert got.item.state == ItemState.DEAD
     assert got.item.dead_letter_reason == DeadLetterReason.POLICY
 
@@ -215,25 +278,70 @@ async def test_lease_start_heartbeat_complete_releases_dependents_and_finishes_t
     assert lease.attempt.token_hash != lease.lease_token
     lid, token = lease.attempt.lease_id, lease.lease_token
     with pytest.raises(IllegalTransition):  # complete needs RUNNING
-        await engine.complete(world.worker, world.cid, lid, token, Evidence(summary="x"))
+        await engine.attempts.complete(
+            world.worker,
+            CompleteInput(
+                coordinator_id=world.cid,
+                lease_id=lid,
+                lease_token=token,
+                evidence=Evidence(summary="x"),
+            ),
+        )
     identity = run_identity(clock)
-    started = await engine.start(world.worker, world.cid, lid, token, identity)
+    started = await engine.attempts.start(
+        world.worker,
+        StartInput(
+            coordinator_id=world.cid, lease_id=lid, lease_token=token, run_identity=identity
+        ),
+    )
     assert started.status == AttemptStatus.RUNNING
     # A retried Start with the same identity is idempotent; another identity is refused.
-    await engine.start(world.worker, world.cid, lid, token, identity)
+    await engine.attempts.start(
+        world.worker,
+        StartInput(
+            coordinator_id=world.cid, lease_id=lid, lease_token=token, run_identity=identity
+        ),
+    )
     with pytest.raises(IllegalTransition):
-        await engine.start(world.worker, world.cid, lid, token, replace(identity, pid=1))
+        await engine.attempts.start(
+            world.worker,
+            StartInput(
+                coordinator_id=world.cid,
+                lease_id=lid,
+                lease_token=token,
+                run_identity=replace(identity, pid=1),
+            ),
+        )
     clock.advance(20)
-    expiry = await engine.heartbeat(world.worker, world.cid, lid, token, "half way")
+    expiry = await engine.attempts.heartbeat(
+        world.worker,
+        HeartbeatInput(
+            coordinator_id=world.cid, lease_id=lid, lease_token=token, progress="half way"
+        ),
+    )
     assert expiry == clock.now() + timedelta(seconds=30)
     clock.advance(20)  # past the original expiry, within the extended one
-    await engine.complete(world.worker, world.cid, lid, token, Evidence(summary="done"))
+    await engine.attempts.complete(
+        world.worker,
+        CompleteInput(
+            coordinator_id=world.cid,
+            lease_id=lid,
+            lease_token=token,
+            evidence=Evidence(summary="done"),
+        ),
+    )
     assert await _states(engine, world, detail.lane.lane_id) == {"a": "SUCCEEDED", "b": "QUEUED"}
     second = await _one(engine, world, identity=run_identity(clock))
-    await engine.complete(
-        world.worker, world.cid, second.attempt.lease_id, second.lease_token, Evidence(summary="ok")
+    await engine.attempts.complete(
+        world.worker,
+        CompleteInput(
+            coordinator_id=world.cid,
+            lease_id=second.attempt.lease_id,
+            lease_token=second.lease_token,
+            evidence=Evidence(summary="ok"),
+        ),
     )
-    lane = await engine.get_lane(world.worker, world.cid, detail.lane.lane_id)
+    lane = await engine.lanes.get_lane(world.worker, world.cid, detail.lane.lane_id)
     assert lane.lane.state == LaneState.DONE
     assert (await _events(engine, world))[-1] == EventType.LANE_DONE
     await _clean(store, world, token, second.lease_token)
@@ -249,19 +357,28 @@ async def test_lease_orders_by_priority_then_fifo(engine: Engine, world: World) 
 async def test_capacity_caps_leases_and_frees_on_completion(
     engine: Engine, world: World, clock: ManualClock, store: MemoryStore
 ) -> None:
-    await engine.update_coordinator(
+    await engine.coordinators.update_coordinator(
         ADMIN,
-        world.cid,
-        CoordinatorSpec(scope=None, changes={"class_capacity": {"codex": 2, "machine": 1}}),
-        "",
+        UpdateCoordinatorInput(
+            coordinator_id=world.cid,
+            spec=CoordinatorSpec(
+                scope=None, changes={"class_capacity": {"codex": 2, "machine": 1}}
+            ),
+        ),
     )
     await _lane(engine, world, *(task(f"t{i}") for i in range(4)))
     granted = await _lease(engine, world, max_items=4, identity=run_identity(clock))
     assert len(granted) == 2
     assert await _lease(engine, world, max_items=4) == []
     first = granted[0]
-    await engine.complete(
-        world.worker, world.cid, first.attempt.lease_id, first.lease_token, Evidence(summary="ok")
+    await engine.attempts.complete(
+        world.worker,
+        CompleteInput(
+            coordinator_id=world.cid,
+            lease_id=first.attempt.lease_id,
+            lease_token=first.lease_token,
+            evidence=Evidence(summary="ok"),
+        ),
     )
     assert len(await _lease(engine, world, max_items=4)) == 1
     with pytest.raises(InvalidArgument):
@@ -290,8 +407,14 @@ async def test_exclusive_keys_admit_one_holder_without_head_of_line_blocking(
         "repo:x": granted[0].attempt.lease_id,
         "resource:gpu0": granted[2].attempt.lease_id,
     }
-    await engine.release(
-        world.worker, world.cid, granted[0].attempt.lease_id, granted[0].lease_token, "later"
+    await engine.attempts.release(
+        world.worker,
+        ReleaseInput(
+            coordinator_id=world.cid,
+            lease_id=granted[0].attempt.lease_id,
+            lease_token=granted[0].lease_token,
+            reason="later",
+        ),
     )
     again = await _lease(engine, world, max_items=4)
     # r1 is back at the head of the queue (higher priority than r2) and takes the key again.
@@ -307,10 +430,12 @@ async def test_placement_by_worker_and_labels(engine: Engine, world: World) -> N
         task("gpu", placement={"require_labels": {"gpu": "a100"}}),
     )
     assert await _lease(engine, world, worker_id="w1", max_items=2) == []
-    await engine.report_worker(
+    await engine.leasing.report_worker(
         world.worker,
-        world.cid,
-        Worker(world.cid, "w3", "codex", ADMIN_TIME, ADMIN_TIME, labels={"gpu": "a100"}),
+        ReportWorkerInput(
+            coordinator_id=world.cid,
+            worker=Worker(world.cid, "w3", "codex", ADMIN_TIME, ADMIN_TIME, labels={"gpu": "a100"}),
+        ),
     )
     assert [g.item.key for g in await _lease(engine, world, worker_id="w3")] == ["gpu"]
     assert [g.item.key for g in await _lease(engine, world, worker_id="w2")] == ["pinned"]
@@ -322,8 +447,12 @@ ADMIN_TIME = ManualClock().now()
 async def test_a_worker_registered_with_another_class_is_refused(
     engine: Engine, world: World
 ) -> None:
-    await engine.report_worker(
-        world.worker, world.cid, Worker(world.cid, "w1", "machine", ADMIN_TIME, ADMIN_TIME)
+    await engine.leasing.report_worker(
+        world.worker,
+        ReportWorkerInput(
+            coordinator_id=world.cid,
+            worker=Worker(world.cid, "w1", "machine", ADMIN_TIME, ADMIN_TIME),
+        ),
     )
     with pytest.raises(InvalidArgument):
         await _lease(engine, world, worker_id="w1", worker_class="codex")
@@ -358,16 +487,57 @@ async def test_fenced_writes_fail_the_instant_the_lease_expires_and_change_nothi
     lease = await _one(engine, world, lease_seconds=30, identity=run_identity(clock))
     lid, token = lease.attempt.lease_id, lease.lease_token
     clock.advance(29.999)
-    await engine.heartbeat(world.worker, world.cid, lid, token, "")
+    await engine.attempts.heartbeat(
+        world.worker, HeartbeatInput(coordinator_id=world.cid, lease_id=lid, lease_token=token)
+    )
     clock.advance(30)
     before = await snapshot(store, world.cid)
     writes = [
-        engine.heartbeat(world.worker, world.cid, lid, token, "late"),
-        engine.complete(world.worker, world.cid, lid, token, Evidence(summary="late")),
-        engine.fail(world.worker, world.cid, lid, token, Failure(message="x", retryable=True)),
-        engine.checkpoint(world.worker, world.cid, lid, token, Checkpoint(summary="late")),
-        engine.release(world.worker, world.cid, lid, token, ""),
-        engine.start(world.worker, world.cid, lid, token, run_identity(clock)),
+        engine.attempts.heartbeat(
+            world.worker,
+            HeartbeatInput(
+                coordinator_id=world.cid, lease_id=lid, lease_token=token, progress="late"
+            ),
+        ),
+        engine.attempts.complete(
+            world.worker,
+            CompleteInput(
+                coordinator_id=world.cid,
+                lease_id=lid,
+                lease_token=token,
+                evidence=Evidence(summary="late"),
+            ),
+        ),
+        engine.attempts.fail(
+            world.worker,
+            FailInput(
+                coordinator_id=world.cid,
+                lease_id=lid,
+                lease_token=token,
+                error=Failure(message="x", retryable=True),
+            ),
+        ),
+        engine.attempts.checkpoint(
+            world.worker,
+            CheckpointInput(
+                coordinator_id=world.cid,
+                lease_id=lid,
+                lease_token=token,
+                checkpoint=Checkpoint(summary="late"),
+            ),
+        ),
+        engine.attempts.release(
+            world.worker, ReleaseInput(coordinator_id=world.cid, lease_id=lid, lease_token=token)
+        ),
+        engine.attempts.start(
+            world.worker,
+            StartInput(
+                coordinator_id=world.cid,
+                lease_id=lid,
+                lease_token=token,
+                run_identity=run_identity(clock),
+            ),
+        ),
     ]
     for write in writes:
         with pytest.raises(LeaseLost) as caught:
@@ -383,11 +553,20 @@ async def test_a_wrong_token_or_another_coordinator_is_lease_lost(
     a, b = await _lease(engine, world, max_items=2, identity=run_identity(clock))
     before = await snapshot(store, world.cid)
     with pytest.raises(LeaseLost):
-        await engine.complete(
-            world.worker, world.cid, a.attempt.lease_id, b.lease_token, Evidence()
+        await engine.attempts.complete(
+            world.worker,
+            CompleteInput(
+                coordinator_id=world.cid,
+                lease_id=a.attempt.lease_id,
+                lease_token=b.lease_token,
+                evidence=Evidence(),
+            ),
         )
     with pytest.raises(LeaseLost):
-        await engine.heartbeat(world.worker, world.cid, "ls_nope", a.lease_token, "")
+        await engine.attempts.heartbeat(
+            world.worker,
+            HeartbeatInput(coordinator_id=world.cid, lease_id="ls_nope", lease_token=a.lease_token),
+        )
     assert await snapshot(store, world.cid) == before
 
 
@@ -397,13 +576,20 @@ async def test_after_recovery_requeues_the_old_lease_is_superseded(
     await _lane(engine, world, task("a"))
     old = await _one(engine, world, lease_seconds=10, identity=run_identity(clock))
     clock.advance(11)
-    report = await engine.run_maintenance(RECOVERY, world.cid, 100)
+    report = await engine.maintenance.run_maintenance(
+        RECOVERY, RunMaintenanceInput(coordinator_id=world.cid, batch_size=100)
+    )
     assert (report.expired_attempts, report.requeued, report.dead_lettered) == (1, 1, 0)
     clock.advance(10)  # past the 5 s backoff
     new = await _one(engine, world, identity=run_identity(clock))
     assert new.attempt.attempt == 2
     with pytest.raises(LeaseLost) as caught:
-        await engine.heartbeat(world.worker, world.cid, old.attempt.lease_id, old.lease_token, "")
+        await engine.attempts.heartbeat(
+            world.worker,
+            HeartbeatInput(
+                coordinator_id=world.cid, lease_id=old.attempt.lease_id, lease_token=old.lease_token
+            ),
+        )
     assert caught.value.cause == "expired"
     await _clean(store, world, old.lease_token, new.lease_token)
 
@@ -418,14 +604,16 @@ async def test_retryable_failures_back_off_then_dead_letter_when_exhausted(
     delays = []
     for _ in range(3):
         lease = await _one(engine, world, identity=run_identity(clock))
-        await engine.fail(
+        await engine.attempts.fail(
             world.worker,
-            world.cid,
-            lease.attempt.lease_id,
-            lease.lease_token,
-            Failure(message="flaky", type="IOError", retryable=True),
+            FailInput(
+                coordinator_id=world.cid,
+                lease_id=lease.attempt.lease_id,
+                lease_token=lease.lease_token,
+                error=Failure(message="flaky", type="IOError", retryable=True),
+            ),
         )
-        item = (await engine.get_lane(world.worker, world.cid, detail.lane.lane_id)).items[0]
+        item = (await engine.lanes.get_lane(world.worker, world.cid, detail.lane.lane_id)).items[0]
         if item.state == ItemState.QUEUED:
             assert item.not_before is not None
             delays.append((item.not_before - clock.now()).total_seconds())
@@ -435,8 +623,14 @@ async def test_retryable_failures_back_off_then_dead_letter_when_exhausted(
     assert item.state == ItemState.DEAD
     assert item.dead_letter_reason == DeadLetterReason.EXHAUSTED
     assert item.attempt_count == 3
-    redriven = await engine.decide_item(
-        world.org_admin, world.cid, detail.lane.lane_id, item.item_id, Decision.RETRY, ""
+    redriven = await engine.lanes.decide_item(
+        world.org_admin,
+        DecideItemInput(
+            coordinator_id=world.cid,
+            lane_id=detail.lane.lane_id,
+            item_id=item.item_id,
+            decision=Decision.RETRY,
+        ),
     )
     assert redriven.item.state == ItemState.QUEUED and redriven.item.attempt_count == 0
     await _clean(store, world)
@@ -447,10 +641,16 @@ async def test_a_non_retryable_failure_dead_letters_at_once(
 ) -> None:
     detail = await _lane(engine, world, task("a"))
     lease = await _one(engine, world, identity=run_identity(clock))
-    await engine.fail(
-        world.worker, world.cid, lease.attempt.lease_id, lease.lease_token, Failure(message="bad")
+    await engine.attempts.fail(
+        world.worker,
+        FailInput(
+            coordinator_id=world.cid,
+            lease_id=lease.attempt.lease_id,
+            lease_token=lease.lease_token,
+            error=Failure(message="bad"),
+        ),
     )
-    item = (await engine.get_lane(world.worker, world.cid, detail.lane.lane_id)).items[0]
+    item = (await engine.lanes.get_lane(world.worker, world.cid, detail.lane.lane_id)).items[0]
     assert item.dead_letter_reason == DeadLetterReason.NON_RETRYABLE
 
 
@@ -460,26 +660,40 @@ async def test_release_and_checkpoint_do_not_burn_attempts(
     detail = await _lane(engine, world, task("a"), retry_policy=RetryPolicy(maximum_attempts=1))
     for _ in range(3):
         lease = await _one(engine, world)
-        await engine.release(
-            world.worker, world.cid, lease.attempt.lease_id, lease.lease_token, "busy"
+        await engine.attempts.release(
+            world.worker,
+            ReleaseInput(
+                coordinator_id=world.cid,
+                lease_id=lease.attempt.lease_id,
+                lease_token=lease.lease_token,
+                reason="busy",
+            ),
         )
     body = Checkpoint(summary="half done " + PRIVATE, files_changed=("a.py",), next_action="go")
     lease = await _one(engine, world, identity=run_identity(clock))
-    await engine.checkpoint(
-        world.worker, world.cid, lease.attempt.lease_id, lease.lease_token, body
+    await engine.attempts.checkpoint(
+        world.worker,
+        CheckpointInput(
+            coordinator_id=world.cid,
+            lease_id=lease.attempt.lease_id,
+            lease_token=lease.lease_token,
+            checkpoint=body,
+        ),
     )
     continuation = await _one(engine, world, identity=run_identity(clock))
     assert continuation.attempt.continues_lease_id == lease.attempt.lease_id
     assert continuation.checkpoint == body
     assert continuation.item.attempt_count == 1
-    await engine.complete(
+    await engine.attempts.complete(
         world.worker,
-        world.cid,
-        continuation.attempt.lease_id,
-        continuation.lease_token,
-        Evidence(summary="ok"),
+        CompleteInput(
+            coordinator_id=world.cid,
+            lease_id=continuation.attempt.lease_id,
+            lease_token=continuation.lease_token,
+            evidence=Evidence(summary="ok"),
+        ),
     )
-    item = (await engine.get_lane(world.worker, world.cid, detail.lane.lane_id)).items[0]
+    item = (await engine.lanes.get_lane(world.worker, world.cid, detail.lane.lane_id)).items[0]
     assert item.state == ItemState.SUCCEEDED
     # The checkpoint body never reaches an event.
     await _clean(store, world, PRIVATE)
@@ -491,21 +705,25 @@ async def test_a_blocked_checkpoint_stops_the_item(
     detail = await _lane(engine, world, task("a"))
     lease = await _one(engine, world, identity=run_identity(clock))
     with pytest.raises(InvalidArgument):
-        await engine.checkpoint(
+        await engine.attempts.checkpoint(
             world.worker,
-            world.cid,
-            lease.attempt.lease_id,
-            lease.lease_token,
-            Checkpoint(blocked_reason="bored"),
+            CheckpointInput(
+                coordinator_id=world.cid,
+                lease_id=lease.attempt.lease_id,
+                lease_token=lease.lease_token,
+                checkpoint=Checkpoint(blocked_reason="bored"),
+            ),
         )
-    await engine.checkpoint(
+    await engine.attempts.checkpoint(
         world.worker,
-        world.cid,
-        lease.attempt.lease_id,
-        lease.lease_token,
-        Checkpoint(summary="need a key", blocked_reason="secret"),
+        CheckpointInput(
+            coordinator_id=world.cid,
+            lease_id=lease.attempt.lease_id,
+            lease_token=lease.lease_token,
+            checkpoint=Checkpoint(summary="need a key", blocked_reason="secret"),
+        ),
     )
-    item = (await engine.get_lane(world.worker, world.cid, detail.lane.lane_id)).items[0]
+    item = (await engine.lanes.get_lane(world.worker, world.cid, detail.lane.lane_id)).items[0]
     assert item.state == ItemState.STOPPED
     assert item.stop_reason == "checkpoint blocked: secret"
     assert await _lease(engine, world) == []
@@ -527,12 +745,22 @@ async def test_maintenance_expires_requeues_dead_letters_and_is_service_only(
     granted = await _lease(engine, world, max_items=4, lease_seconds=10)
     assert len(granted) == 4
     with pytest.raises(PermissionDenied):
-        await engine.run_maintenance(world.worker, world.cid, 10)
-    assert (await engine.run_maintenance(RECOVERY, world.cid, 10)).expired_attempts == 0
+        await engine.maintenance.run_maintenance(
+            world.worker, RunMaintenanceInput(coordinator_id=world.cid, batch_size=10)
+        )
+    assert (
+        await engine.maintenance.run_maintenance(
+            RECOVERY, RunMaintenanceInput(coordinator_id=world.cid, batch_size=10)
+        )
+    ).expired_attempts == 0
     clock.advance(10)
-    report = await engine.run_maintenance(RECOVERY, world.cid, 2)  # several batches
+    report = await engine.maintenance.run_maintenance(
+        RECOVERY, RunMaintenanceInput(coordinator_id=world.cid, batch_size=2)
+    )  # several batches
     assert (report.expired_attempts, report.requeued, report.dead_lettered) == (4, 1, 3)
-    again = await engine.run_maintenance(RECOVERY, world.cid, 2)
+    again = await engine.maintenance.run_maintenance(
+        RECOVERY, RunMaintenanceInput(coordinator_id=world.cid, batch_size=2)
+    )
     assert again.expired_attempts == 0
     await _clean(store, world)
 
@@ -545,9 +773,13 @@ async def test_maintenance_evicts_idle_workers_but_not_busy_ones(
     await _lease(engine, world, worker_id="idle")
     clock.advance(timedelta(days=8))
     # Keep the busy worker's lease alive across the jump by not running recovery first.
-    report = await engine.run_maintenance(RECOVERY, world.cid, 10)
+    report = await engine.maintenance.run_maintenance(
+        RECOVERY, RunMaintenanceInput(coordinator_id=world.cid, batch_size=10)
+    )
     assert report.evicted_workers >= 1
-    page = await engine.list_workers(world.worker, world.cid, 10, "")
+    page = await engine.leasing.list_workers(
+        world.worker, ListWorkersInput(coordinator_id=world.cid, page_size=10)
+    )
     assert "idle" not in {w.worker_id for w in page.items}
 
 
@@ -555,20 +787,34 @@ async def test_switching_off_stops_work_and_maintenance(
     engine: Engine, world: World, store: MemoryStore
 ) -> None:
     await _lane(engine, world, task("a"))
-    await engine.update_coordinator(
-        ADMIN, world.cid, CoordinatorSpec(scope=None, enabled=False), ""
+    await engine.coordinators.update_coordinator(
+        ADMIN,
+        UpdateCoordinatorInput(
+            coordinator_id=world.cid, spec=CoordinatorSpec(scope=None, enabled=False)
+        ),
     )
     with pytest.raises(CoordinationDisabled):
         await _lease(engine, world)
-    report = await engine.run_maintenance(RECOVERY, world.cid, 10)
+    report = await engine.maintenance.run_maintenance(
+        RECOVERY, RunMaintenanceInput(coordinator_id=world.cid, batch_size=10)
+    )
     assert report.skipped_disabled
     item_id = await _first_item(store, world)
     # A work key learns nothing while off; a person still sees why nothing moves.
     with pytest.raises(CoordinationDisabled):
-        await engine.explain(world.worker, world.cid, "", item_id)
-    explanation = await engine.explain(ADMIN, world.cid, "", item_id)
+        await engine.reads.explain(
+            world.worker, ExplainInput(coordinator_id=world.cid, item_id=item_id)
+        )
+    explanation = await engine.reads.explain(
+        ADMIN, ExplainInput(coordinator_id=world.cid, item_id=item_id)
+    )
     assert explanation.gates[0].gate == "DISABLED"
-    await engine.update_coordinator(ADMIN, world.cid, CoordinatorSpec(scope=None, enabled=True), "")
+    await engine.coordinators.update_coordinator(
+        ADMIN,
+        UpdateCoordinatorInput(
+            coordinator_id=world.cid, spec=CoordinatorSpec(scope=None, enabled=True)
+        ),
+    )
     assert len(await _lease(engine, world)) == 1
 
 
@@ -583,13 +829,14 @@ async def _first_item(store: MemoryStore, world: World) -> str:
 
 
 async def test_explain_names_each_gate(engine: Engine, world: World, clock: ManualClock) -> None:
-    await engine.update_coordinator(
+    await engine.coordinators.update_coordinator(
         ADMIN,
-        world.cid,
-        CoordinatorSpec(
-            scope=None, changes={"class_capacity": {"codex": 1, "machine": 1, "agent": 1}}
+        UpdateCoordinatorInput(
+            coordinator_id=world.cid,
+            spec=CoordinatorSpec(
+                scope=None, changes={"class_capacity": {"codex": 1, "machine": 1, "agent": 1}}
+            ),
         ),
-        "",
     )
     detail = await _lane(
         engine,
@@ -607,13 +854,17 @@ async def test_explain_names_each_gate(engine: Engine, world: World, clock: Manu
     ids = {i.key: i.item_id for i in detail.items}
 
     async def gates(key: str) -> list[str]:
-        explanation = await engine.explain(world.worker, world.cid, "", ids[key])
+        explanation = await engine.reads.explain(
+            world.worker, ExplainInput(coordinator_id=world.cid, item_id=ids[key])
+        )
         return [g.gate for g in explanation.gates]
 
     assert await gates("holder") == []
     assert await gates("excl") == ["EXCLUSIVE"]
     assert await gates("dep") == ["DEPENDENCIES"]
-    cap = await engine.explain(world.worker, world.cid, "", ids["cap"])
+    cap = await engine.reads.explain(
+        world.worker, ExplainInput(coordinator_id=world.cid, item_id=ids["cap"])
+    )
     assert [g.gate for g in cap.gates] == ["CAPACITY"]
     assert cap.gates[0].lease_ids == [holder.attempt.lease_id]
     assert cap.next_action == "wait: codex 1/1"
@@ -625,43 +876,80 @@ async def test_explain_names_each_gate(engine: Engine, world: World, clock: Manu
     assert await gates("placed") == ["PLACEMENT"]
     granted = await _lease(engine, world, worker_class="machine", worker_id="w-special")
     assert [g.item.key for g in granted] == ["placed"]
-    await engine.pause_lane(world.worker, world.cid, detail.lane.lane_id, "hold on", True)
-    lane = await engine.explain(world.worker, world.cid, detail.lane.lane_id, "")
+    await engine.lanes.pause_lane(
+        world.worker,
+        PauseLaneInput(
+            coordinator_id=world.cid, lane_id=detail.lane.lane_id, reason="hold on", pause=True
+        ),
+    )
+    lane = await engine.reads.explain(
+        world.worker, ExplainInput(coordinator_id=world.cid, lane_id=detail.lane.lane_id)
+    )
     assert [g.gate for g in lane.gates] == ["PAUSED"]
     assert lane.next_action == "paused"
-    await engine.pause_lane(world.worker, world.cid, detail.lane.lane_id, "", False)
-    await engine.add_blocker(world.worker, world.cid, detail.lane.lane_id, "waiting on vendor")
-    lane = await engine.explain(world.worker, world.cid, detail.lane.lane_id, "")
+    await engine.lanes.pause_lane(
+        world.worker,
+        PauseLaneInput(coordinator_id=world.cid, lane_id=detail.lane.lane_id, pause=False),
+    )
+    await engine.lanes.add_blocker(
+        world.worker,
+        AddBlockerInput(
+            coordinator_id=world.cid, lane_id=detail.lane.lane_id, reason="waiting on vendor"
+        ),
+    )
+    lane = await engine.reads.explain(
+        world.worker, ExplainInput(coordinator_id=world.cid, lane_id=detail.lane.lane_id)
+    )
     assert lane.gates[0].gate == "BLOCKED" and "waiting on vendor" in lane.gates[0].detail
     with pytest.raises(InvalidArgument):
-        await engine.explain(world.worker, world.cid, "", "")
+        await engine.reads.explain(world.worker, ExplainInput(coordinator_id=world.cid))
     with pytest.raises(NotFound):
-        await engine.explain(world.worker, world.cid, "", "it_missing")
+        await engine.reads.explain(
+            world.worker, ExplainInput(coordinator_id=world.cid, item_id="it_missing")
+        )
 
 
 async def test_backoff_gate(engine: Engine, world: World, clock: ManualClock) -> None:
     detail = await _lane(engine, world, task("a"))
     lease = await _one(engine, world, identity=run_identity(clock))
-    await engine.fail(
+    await engine.attempts.fail(
         world.worker,
-        world.cid,
-        lease.attempt.lease_id,
-        lease.lease_token,
-        Failure(message="x", retryable=True),
+        FailInput(
+            coordinator_id=world.cid,
+            lease_id=lease.attempt.lease_id,
+            lease_token=lease.lease_token,
+            error=Failure(message="x", retryable=True),
+        ),
     )
-    explanation = await engine.explain(world.worker, world.cid, "", detail.items[0].item_id)
+    explanation = await engine.reads.explain(
+        world.worker, ExplainInput(coordinator_id=world.cid, item_id=detail.items[0].item_id)
+    )
     assert explanation.gates[0].gate == "BACKOFF"
 
 
 async def test_paused_and_blocked_lanes_are_not_leased(engine: Engine, world: World) -> None:
     detail = await _lane(engine, world, task("a"))
-    await engine.pause_lane(world.worker, world.cid, detail.lane.lane_id, "", True)
+    await engine.lanes.pause_lane(
+        world.worker,
+        PauseLaneInput(coordinator_id=world.cid, lane_id=detail.lane.lane_id, pause=True),
+    )
     assert await _lease(engine, world) == []
-    await engine.pause_lane(world.worker, world.cid, detail.lane.lane_id, "", False)
-    blocked = await engine.add_blocker(world.worker, world.cid, detail.lane.lane_id, "vendor")
+    await engine.lanes.pause_lane(
+        world.worker,
+        PauseLaneInput(coordinator_id=world.cid, lane_id=detail.lane.lane_id, pause=False),
+    )
+    blocked = await engine.lanes.add_blocker(
+        world.worker,
+        AddBlockerInput(coordinator_id=world.cid, lane_id=detail.lane.lane_id, reason="vendor"),
+    )
     assert await _lease(engine, world) == []
-    await engine.resolve_blocker(
-        world.worker, world.cid, detail.lane.lane_id, blocked.blockers[0].blocker_id
+    await engine.lanes.resolve_blocker(
+        world.worker,
+        ResolveBlockerInput(
+            coordinator_id=world.cid,
+            lane_id=detail.lane.lane_id,
+            blocker_id=blocked.blockers[0].blocker_id,
+        ),
     )
     assert len(await _lease(engine, world)) == 1
 
@@ -674,18 +962,29 @@ async def test_cancel_lane_ends_live_attempts_and_frees_capacity(
 ) -> None:
     detail = await _lane(engine, world, task("a", exclusive_key="repo:x"), task("b"))
     lease = await _one(engine, world, identity=run_identity(clock))
-    cancelled = await engine.cancel_lane(world.worker, world.cid, detail.lane.lane_id, "nope")
+    cancelled = await engine.lanes.cancel_lane(
+        world.worker,
+        CancelLaneInput(coordinator_id=world.cid, lane_id=detail.lane.lane_id, reason="nope"),
+    )
     assert cancelled.lane.state == LaneState.CANCELLED
     assert {i.state for i in cancelled.items} == {ItemState.CANCELLED}
     with pytest.raises(LeaseLost):
-        await engine.heartbeat(
-            world.worker, world.cid, lease.attempt.lease_id, lease.lease_token, ""
+        await engine.attempts.heartbeat(
+            world.worker,
+            HeartbeatInput(
+                coordinator_id=world.cid,
+                lease_id=lease.attempt.lease_id,
+                lease_token=lease.lease_token,
+            ),
         )
     async with store.read() as reader:
         assert await reader.live_attempts(world.cid, None) == []
         assert await reader.live_exclusive_holders(world.cid, ["repo:x"]) == {}
     # Idempotent.
-    await engine.cancel_lane(world.worker, world.cid, detail.lane.lane_id, "again")
+    await engine.lanes.cancel_lane(
+        world.worker,
+        CancelLaneInput(coordinator_id=world.cid, lane_id=detail.lane.lane_id, reason="again"),
+    )
     await _clean(store, world)
 
 
@@ -728,9 +1027,14 @@ async def test_a_long_poll_with_nothing_returns_empty_at_its_deadline(
 async def test_work_key_capabilities_are_enforced_by_commands(engine: Engine, world: World) -> None:
     reader_key = work_key({world.cid}, {Capability.READ})
     with pytest.raises(PermissionDenied):
-        await engine.create_lane(reader_key, world.cid, lane_spec(task("a")), "")
+        await engine.lanes.create_lane(
+            reader_key, CreateLaneInput(coordinator_id=world.cid, spec=lane_spec(task("a")))
+        )
     with pytest.raises(PermissionDenied):
-        await engine.lease(reader_key, world.cid, LeaseAsk("w1", "codex", 1, 60, 0, None))
+        await engine.leasing.lease(
+            reader_key,
+            LeaseInput(coordinator_id=world.cid, ask=LeaseAsk("w1", "codex", 1, 60, 0, None)),
+        )
     outsider = work_key({"wc_other"}, set(Capability))
     with pytest.raises(NotFound):
-        await engine.get_coordinator(outsider, world.cid)
+        await engine.coordinators.get_coordinator(outsider, world.cid)

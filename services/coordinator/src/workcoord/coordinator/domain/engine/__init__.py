@@ -5,21 +5,38 @@ row, serialising changes to it), authorizes the caller against current state, ap
 rules, appends its events with the next revisions, and commits. Notifications are published
 only after the commit, as wake-up hints.
 
-The commands are grouped by concern, one module each, over a shared core (:mod:`._base`);
-:class:`Engine` composes them. Module constants live where they are used (patch them there):
-``BACKSTOP_POLL_SECONDS`` in :mod:`.leasing`, for example.
+The commands are grouped by concern, one service object per module, over a shared core
+(:class:`EngineCore`, :mod:`._base`). :class:`Engine` is that core with one service attached
+per concern: ``engine.coordinators``, ``engine.lanes``, ``engine.leasing``, ``engine.attempts``,
+``engine.fences``, ``engine.follow_ups``, ``engine.maintenance``, ``engine.reads``. Each
+command takes the caller's principal and one input (:mod:`..inputs`), e.g.
+``await engine.attempts.complete(principal, CompleteInput(...))``.
+
+Module constants live where they are used (patch them there): ``BACKSTOP_POLL_SECONDS`` in
+:mod:`.leasing`, for example.
 """
 
 from __future__ import annotations
 
-from ._base import Effects, EngineCore, new_id
+from collections.abc import Callable, Mapping
+
+from workcoord.kit.bus import NotificationBus
+from workcoord.kit.clock import Clock
+from workcoord.kit.secrets import TokenSource
+
+from ..auth import Principal
+from ..ports import Store
+from ..specs import PendingActionsRun
+from ..tickets import TicketTracker
+from ._base import Effects, EngineCore, EngineService, new_id
 from .admin import BOOTSTRAP_USER_EMAIL, AdminCommands
-from .attempts import AttemptCommands
-from .coordinators import CoordinatorCommands
-from .follow_ups import PENDING_ACTION_RETRY, TICKET_SYNC_BATCH
-from .lanes import LaneCommands
-from .leasing import BACKSTOP_POLL_SECONDS, CLAIM_SCAN_FACTOR, LeasingCommands
-from .maintenance import ESCALATION_BATCH, Maintenance
+from .attempts import AttemptService
+from .coordinators import CoordinatorService
+from .fences import FenceService
+from .follow_ups import PENDING_ACTION_RETRY, TICKET_SYNC_BATCH, FollowUpService
+from .lanes import LaneService
+from .leasing import BACKSTOP_POLL_SECONDS, CLAIM_SCAN_FACTOR, LeasingService
+from .maintenance import ESCALATION_BATCH, MaintenanceService
 from .paging import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -29,7 +46,7 @@ from .paging import (
     page_of,
     page_size,
 )
-from .reads import Reads
+from .reads import ReadService
 from .transitions import CLOSE_TICKET, TICKET_CLOSED
 
 __all__ = [
@@ -43,10 +60,19 @@ __all__ = [
     "PENDING_ACTION_RETRY",
     "TICKET_CLOSED",
     "TICKET_SYNC_BATCH",
+    "AttemptService",
+    "CoordinatorService",
     "Effects",
     "Engine",
     "EngineCore",
+    "EngineService",
+    "FenceService",
+    "FollowUpService",
+    "LaneService",
+    "LeasingService",
+    "MaintenanceService",
     "PageRequest",
+    "ReadService",
     "decode_page_token",
     "encode_page_token",
     "new_id",
@@ -55,13 +81,43 @@ __all__ = [
 ]
 
 
-class Engine(
-    AdminCommands,
-    CoordinatorCommands,
-    LaneCommands,
-    LeasingCommands,
-    AttemptCommands,
-    Maintenance,
-    Reads,
-):
-    """The coordinator's commands and reads."""
+class Engine(AdminCommands):
+    """The coordinator's commands and reads: the shared core, with one service per concern.
+
+    A service is attached in ``__init__`` as ``self.<concern> = <Concern>Service(self, …)``:
+    it gets the core (this engine) and the sibling services it calls, nothing else."""
+
+    def __init__(
+        self,
+        store: Store,
+        bus: NotificationBus,
+        clock: Clock,
+        *,
+        tokens: TokenSource | None = None,
+        uniform: Callable[[], float] | None = None,
+        service_key: str | None = None,
+        trackers: Mapping[str, TicketTracker] | None = None,
+    ) -> None:
+        super().__init__(
+            store,
+            bus,
+            clock,
+            tokens=tokens,
+            uniform=uniform,
+            service_key=service_key,
+            trackers=trackers,
+        )
+        self.coordinators = CoordinatorService(self)
+        self.lanes = LaneService(self)
+        self.fences = FenceService(self)
+        self.leasing = LeasingService(self, self.fences)
+        self.attempts = AttemptService(self)
+        self.follow_ups = FollowUpService(self)
+        self.maintenance = MaintenanceService(self, self.fences, self.follow_ups)
+        self.reads = ReadService(self)
+
+    async def run_pending_actions(
+        self, principal: Principal, coordinator_id: str
+    ) -> PendingActionsRun:
+        """Try every due pending action once (the core starts it after a lane goes LIVE)."""
+        return await self.follow_ups.run_pending_actions(principal, coordinator_id)
