@@ -1,5 +1,9 @@
-"""What every servicer of the coordinator holds: the engine and its tenancy commands; and
-:func:`rpc`, which writes a servicer method that only asks the engine and maps its answer.
+"""What every servicer of the coordinator holds: the engine and its tenancy commands.
+
+Each RPC is a plain ``async def`` on its servicer (parse the request into the engine
+command's input, call the engine, map the answer), so grep, breakpoints and stack traces land
+on it. :func:`rpc`, which writes such a method from two lambdas, is left only for the
+``AdminService`` methods not yet written out; add no new use.
 
 Authentication and validation are not here: the server's :class:`~.gate.CallGate` runs them
 before any method, which reads its caller with :func:`~.gate.caller`.
