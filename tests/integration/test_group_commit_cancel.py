@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 from tests.support.databases import delete_redis_keys
 from tests.support.harness import Stack, identity, start_stack, task
 from workcoord.api.v1 import lane_pb2
+from workcoord.coordinator.domain.inputs import CompleteInput, HeartbeatInput
 from workcoord.coordinator.domain.model import AttemptStatus
 from workcoord.coordinator.domain.specs import Evidence
 from workcoord.coordinator.storage.sql.store import SqlTx
@@ -85,17 +86,28 @@ async def test_a_cancelled_member_never_fails_the_others(
             return bool(waiting)
 
         heartbeat = asyncio.create_task(
-            engine.heartbeat(principal, stack.cid, held.lease_id, held.lease_token, "")
+            engine.attempts.heartbeat(
+                principal,
+                HeartbeatInput(
+                    coordinator_id=stack.cid, lease_id=held.lease_id, lease_token=held.lease_token
+                ),
+            )
         )
         await _until(statement_waiting, "the Heartbeat's statement to wait on the lock")
         complete = asyncio.create_task(
-            engine.complete(
-                principal, stack.cid, other.lease_id, other.lease_token, Evidence(summary="ok")
+            engine.attempts.complete(
+                principal,
+                CompleteInput(
+                    coordinator_id=stack.cid,
+                    lease_id=other.lease_id,
+                    lease_token=other.lease_token,
+                    evidence=Evidence(summary="ok"),
+                ),
             )
         )
 
         async def joined() -> bool:
-            group = engine._worker_writes._open.get(stack.cid)
+            group = engine.worker_writes._open.get(stack.cid)
             return group is not None and group.joined == 2
 
         await _until(joined, "the Complete to join the Heartbeat's group")
@@ -112,4 +124,9 @@ async def test_a_cancelled_member_never_fails_the_others(
     assert item.state == lane_pb2.Item.SUCCEEDED
     # The cancelled Heartbeat's lease is intact: the worker can go on with it.
     await engine.drain()
-    assert await engine.heartbeat(principal, stack.cid, held.lease_id, held.lease_token, "")
+    assert await engine.attempts.heartbeat(
+        principal,
+        HeartbeatInput(
+            coordinator_id=stack.cid, lease_id=held.lease_id, lease_token=held.lease_token
+        ),
+    )

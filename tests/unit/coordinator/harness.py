@@ -7,6 +7,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tests.support.invariants import check_invariants
 from workcoord.coordinator.domain.auth import (
     Capability,
     OrgRole,
@@ -14,9 +15,22 @@ from workcoord.coordinator.domain.auth import (
     PrincipalKind,
 )
 from workcoord.coordinator.domain.engine import Engine
-from workcoord.coordinator.domain.model import Coordinator, Scope, Template
+from workcoord.coordinator.domain.inputs import (
+    CreateCoordinatorInput,
+    CreateLaneInput,
+    LeaseInput,
+    ListEventsInput,
+)
+from workcoord.coordinator.domain.model import Coordinator, EventType, Scope, Template
 from workcoord.coordinator.domain.ports import Store
-from workcoord.coordinator.domain.specs import CoordinatorSpec, ItemSpec, LaneSpec, RunIdentity
+from workcoord.coordinator.domain.results import GrantedLease, LaneDetail
+from workcoord.coordinator.domain.specs import (
+    CoordinatorSpec,
+    ItemSpec,
+    LaneSpec,
+    LeaseAsk,
+    RunIdentity,
+)
 from workcoord.kit.clock import Clock
 
 ADMIN = Principal(kind=PrincipalKind.USER, id="usr_admin", platform_admin=True)
@@ -59,8 +73,11 @@ async def make_world(engine: Engine, capacities: dict[str, int] | None = None) -
     changes: dict[str, Any] = {}
     if capacities is not None:
         changes["class_capacity"] = capacities
-    coordinator = await engine.create_coordinator(
-        ADMIN, CoordinatorSpec(scope=Scope.ORG, org_slug=slug, changes=changes), ""
+    coordinator = await engine.coordinators.create_coordinator(
+        ADMIN,
+        CreateCoordinatorInput(
+            spec=CoordinatorSpec(scope=Scope.ORG, org_slug=slug, changes=changes)
+        ),
     )
     worker = work_key(
         {coordinator.coordinator_id},
@@ -110,3 +127,54 @@ async def snapshot(store: Store, coordinator_id: str) -> dict[str, Any]:
         "attempts": sorted((asdict(a) for a in attempts), key=lambda d: d["lease_id"]),
         "events": len(events),
     }
+
+
+# ------------------------------------------------------------ engine calls of the unit tests
+
+PRIVATE = "private-input-7f3a"  # an input value no read, view or event may show
+
+
+async def lease_items(
+    engine: Engine,
+    world: World,
+    worker_class: str = "codex",
+    *,
+    max_items: int = 1,
+    lease_seconds: int = 60,
+    worker_id: str = "w1",
+    identity: RunIdentity | None = None,
+    wait_seconds: int = 0,
+) -> list[GrantedLease]:
+    ask = LeaseAsk(worker_id, worker_class, max_items, lease_seconds, wait_seconds, identity)
+    return await engine.leasing.lease(world.worker, LeaseInput(coordinator_id=world.cid, ask=ask))
+
+
+async def lease_one(engine: Engine, world: World, **kwargs: Any) -> GrantedLease:
+    granted = await lease_items(engine, world, **kwargs)
+    assert len(granted) == 1
+    return granted[0]
+
+
+async def new_lane(engine: Engine, world: World, *items: Any, **kwargs: Any) -> LaneDetail:
+    return await engine.lanes.create_lane(
+        world.worker, CreateLaneInput(coordinator_id=world.cid, spec=lane_spec(*items, **kwargs))
+    )
+
+
+async def item_states(engine: Engine, world: World, lane_id: str) -> dict[str, str]:
+    detail = await engine.lanes.get_lane(world.worker, world.cid, lane_id)
+    return {i.key: i.state.value for i in detail.items}
+
+
+async def event_types(engine: Engine, world: World) -> list[EventType]:
+    events = (
+        await engine.reads.list_events(
+            world.worker, ListEventsInput(coordinator_id=world.cid, page_size=500)
+        )
+    ).events
+    return [e.type for e in events]
+
+
+async def assert_clean(store: Store, world: World, *private: str) -> None:
+    async with store.read() as reader:
+        assert await check_invariants(reader, world.cid, private_values=private) == []

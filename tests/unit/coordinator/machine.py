@@ -29,6 +29,22 @@ from hypothesis.stateful import (
 from tests.support.invariants import check_invariants
 from workcoord.coordinator.domain.auth import RECOVERY
 from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.inputs import (
+    CancelLaneInput,
+    CheckpointInput,
+    CompleteInput,
+    CreateLaneInput,
+    DecideItemInput,
+    ExplainInput,
+    FailInput,
+    HeartbeatInput,
+    LeaseInput,
+    PauseLaneInput,
+    ReleaseInput,
+    RunMaintenanceInput,
+    StartInput,
+    UpdateCoordinatorInput,
+)
 from workcoord.coordinator.domain.model import (
     DEFAULT_CLASS_CAPACITY,
     TERMINAL_ITEM_STATES,
@@ -184,24 +200,53 @@ class CoordinatorMachine(EngineMachine):
         engine, principal, cid, lid = self.engine, self.world.worker, self.cid, lease.lease_id
         if op == "start":
             identity = lease.identity or run_identity(self.clock, pid=len(self.leases) + 1)
-            result = await engine.start(principal, cid, lid, token, identity)
+            result = await engine.attempts.start(
+                principal,
+                StartInput(
+                    coordinator_id=cid, lease_id=lid, lease_token=token, run_identity=identity
+                ),
+            )
             lease.identity = identity
             return result
         if op == "heartbeat":
-            return await engine.heartbeat(principal, cid, lid, token, "progress")
+            return await engine.attempts.heartbeat(
+                principal,
+                HeartbeatInput(
+                    coordinator_id=cid, lease_id=lid, lease_token=token, progress="progress"
+                ),
+            )
         if op == "complete":
-            return await engine.complete(principal, cid, lid, token, Evidence(summary="done"))
+            return await engine.attempts.complete(
+                principal,
+                CompleteInput(
+                    coordinator_id=cid,
+                    lease_id=lid,
+                    lease_token=token,
+                    evidence=Evidence(summary="done"),
+                ),
+            )
         if op == "fail":
             error = Failure(message="boom", type="E", retryable=not blocked)
-            return await engine.fail(principal, cid, lid, token, error)
+            return await engine.attempts.fail(
+                principal,
+                FailInput(coordinator_id=cid, lease_id=lid, lease_token=token, error=error),
+            )
         if op == "checkpoint":
             body = Checkpoint(
                 summary=PRIVATE_CHECKPOINT,
                 files_changed=("a.py",),
                 blocked_reason="human" if blocked else "",
             )
-            return await engine.checkpoint(principal, cid, lid, token, body)
-        return await engine.release(principal, cid, lid, token, "not now")
+            return await engine.attempts.checkpoint(
+                principal,
+                CheckpointInput(
+                    coordinator_id=cid, lease_id=lid, lease_token=token, checkpoint=body
+                ),
+            )
+        return await engine.attempts.release(
+            principal,
+            ReleaseInput(coordinator_id=cid, lease_id=lid, lease_token=token, reason="not now"),
+        )
 
     def _spec(self, index: int, raw: dict[str, Any]) -> ItemSpec:
         kind = raw["kind"]
@@ -236,7 +281,11 @@ class CoordinatorMachine(EngineMachine):
             inputs={"secret": PRIVATE_INPUT},
             retry_policy=RetryPolicy(maximum_attempts=attempts),
         )
-        detail = self.run(self.engine.create_lane(self.world.worker, self.cid, spec, ""))
+        detail = self.run(
+            self.engine.lanes.create_lane(
+                self.world.worker, CreateLaneInput(coordinator_id=self.cid, spec=spec)
+            )
+        )
         self.lane_ids.append(detail.lane.lane_id)
 
     @initialize(items=st.lists(item_strategy, min_size=1, max_size=4), attempts=st.integers(1, 3))
@@ -250,16 +299,18 @@ class CoordinatorMachine(EngineMachine):
     def lease_and_work(self, worker_class: str, outcomes: list[str]) -> None:
         """A well-behaved worker: lease with a run identity and finish each item at once."""
         granted = self.run(
-            self.engine.lease(
+            self.engine.leasing.lease(
                 self.world.worker,
-                self.cid,
-                LeaseAsk(
-                    f"{worker_class}-busy",
-                    worker_class,
-                    max(1, len(outcomes)),
-                    60,
-                    0,
-                    run_identity(self.clock),
+                LeaseInput(
+                    coordinator_id=self.cid,
+                    ask=LeaseAsk(
+                        f"{worker_class}-busy",
+                        worker_class,
+                        max(1, len(outcomes)),
+                        60,
+                        0,
+                        run_identity(self.clock),
+                    ),
                 ),
             )
         )
@@ -274,8 +325,12 @@ class CoordinatorMachine(EngineMachine):
     def set_capacity(self, codex: int, machine: int) -> None:
         caps = {**DEFAULT_CLASS_CAPACITY, "codex": codex, "machine": machine}
         updated = self.run(
-            self.engine.update_coordinator(
-                ADMIN, self.cid, CoordinatorSpec(scope=None, changes={"class_capacity": caps}), ""
+            self.engine.coordinators.update_coordinator(
+                ADMIN,
+                UpdateCoordinatorInput(
+                    coordinator_id=self.cid,
+                    spec=CoordinatorSpec(scope=None, changes={"class_capacity": caps}),
+                ),
             )
         )
         self.capacity_history.append((updated.revision, caps))
@@ -307,10 +362,12 @@ class CoordinatorMachine(EngineMachine):
         used, cap = self.run(live_count())
         identity = run_identity(self.clock, pid=len(self.leases) + 1) if with_identity else None
         granted = self.run(
-            self.engine.lease(
+            self.engine.leasing.lease(
                 self.world.worker,
-                self.cid,
-                LeaseAsk(worker_id, worker_class, max_items, lease_seconds, 0, identity),
+                LeaseInput(
+                    coordinator_id=self.cid,
+                    ask=LeaseAsk(worker_id, worker_class, max_items, lease_seconds, 0, identity),
+                ),
             )
         )
         assert len(granted) <= max(0, min(max_items, cap - used))
@@ -399,7 +456,11 @@ class CoordinatorMachine(EngineMachine):
     def recovery_pass(self, batch: int, jump_first: int) -> None:
         self.clock.advance(jump_first)
         before = self.run(snapshot(self.store, self.cid))["revision"]
-        report = self.run(self.engine.run_maintenance(RECOVERY, self.cid, batch))
+        report = self.run(
+            self.engine.maintenance.run_maintenance(
+                RECOVERY, RunMaintenanceInput(coordinator_id=self.cid, batch_size=batch)
+            )
+        )
 
         async def pass_events() -> list[Any]:
             async with self.store.read() as reader:
@@ -432,7 +493,12 @@ class CoordinatorMachine(EngineMachine):
             return
         lane_id = data.draw(st.sampled_from(self.lane_ids), label="lane")
         try:
-            detail = self.run(self.engine.cancel_lane(self.world.worker, self.cid, lane_id, "x"))
+            detail = self.run(
+                self.engine.lanes.cancel_lane(
+                    self.world.worker,
+                    CancelLaneInput(coordinator_id=self.cid, lane_id=lane_id, reason="x"),
+                )
+            )
         except IllegalTransition:
             return
         assert detail.lane.state == LaneState.CANCELLED
@@ -444,7 +510,12 @@ class CoordinatorMachine(EngineMachine):
     def pause_lane(self, data: st.DataObject, pause: bool) -> None:
         lane_id = data.draw(st.sampled_from(self.lane_ids), label="lane")
         with suppress(IllegalTransition):
-            self.run(self.engine.pause_lane(self.world.worker, self.cid, lane_id, "", pause))
+            self.run(
+                self.engine.lanes.pause_lane(
+                    self.world.worker,
+                    PauseLaneInput(coordinator_id=self.cid, lane_id=lane_id, pause=pause),
+                )
+            )
 
     @precondition(lambda self: bool(self.lane_ids))
     @rule(
@@ -453,7 +524,7 @@ class CoordinatorMachine(EngineMachine):
     )
     def human_decision(self, data: st.DataObject, decision: str) -> None:
         lane_id = data.draw(st.sampled_from(self.lane_ids), label="lane")
-        detail = self.run(self.engine.get_lane(self.world.worker, self.cid, lane_id))
+        detail = self.run(self.engine.lanes.get_lane(self.world.worker, self.cid, lane_id))
         if not detail.items:
             return
         item = data.draw(st.sampled_from(detail.items), label="item")
@@ -473,13 +544,15 @@ class CoordinatorMachine(EngineMachine):
         before = self.run(snapshot(self.store, self.cid))
         try:
             self.run(
-                self.engine.decide_item(
+                self.engine.lanes.decide_item(
                     self.world.org_admin,
-                    self.cid,
-                    lane_id,
-                    item.item_id,
-                    Decision(decision),
-                    "note",
+                    DecideItemInput(
+                        coordinator_id=self.cid,
+                        lane_id=lane_id,
+                        item_id=item.item_id,
+                        decision=Decision(decision),
+                        note="note",
+                    ),
                 )
             )
         except IllegalTransition:
@@ -514,7 +587,9 @@ class CoordinatorMachine(EngineMachine):
             lanes = sorted({i.lane_id for i in items.values() if i.state not in waiting})
             problems: list[str] = []
             for lane_id in lanes:  # only lanes with items neither done nor being worked on
-                explanation = await self.engine.explain(self.world.worker, self.cid, lane_id, "")
+                explanation = await self.engine.reads.explain(
+                    self.world.worker, ExplainInput(coordinator_id=self.cid, lane_id=lane_id)
+                )
                 for ex in explanation.items:
                     item = items[ex.item_id]
                     if item.state in waiting or ex.gates:

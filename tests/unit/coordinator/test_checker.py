@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from tests.support.invariants import check_invariants, replay_capacity
 from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.inputs import CreateLaneInput, LeaseInput
 from workcoord.coordinator.domain.model import (
     AttemptStatus,
     Event,
@@ -31,14 +32,20 @@ async def _violations(store: MemoryStore, world: World, *private: str) -> list[s
 
 
 async def _setup(engine: Engine, world: World, clock: ManualClock) -> str:
-    await engine.create_lane(
+    await engine.lanes.create_lane(
         world.worker,
-        world.cid,
-        lane_spec(task("a", exclusive_key="repo:x"), task("b"), inputs={"p": "secret-123"}),
-        "",
+        CreateLaneInput(
+            coordinator_id=world.cid,
+            spec=lane_spec(
+                task("a", exclusive_key="repo:x"), task("b"), inputs={"p": "secret-123"}
+            ),
+        ),
     )
-    granted = await engine.lease(
-        world.worker, world.cid, LeaseAsk("w1", "codex", 1, 60, 0, run_identity(clock))
+    granted = await engine.leasing.lease(
+        world.worker,
+        LeaseInput(
+            coordinator_id=world.cid, ask=LeaseAsk("w1", "codex", 1, 60, 0, run_identity(clock))
+        ),
     )
     return granted[0].attempt.lease_id
 

@@ -33,6 +33,11 @@ from workcoord.coordinator.domain.feed import (
     ResyncFrame,
     SnapshotFrame,
 )
+from workcoord.coordinator.domain.inputs import (
+    CreateLaneInput,
+    GetViewInput,
+    UpdateCoordinatorInput,
+)
 from workcoord.coordinator.domain.model import Event
 from workcoord.coordinator.domain.specs import CoordinatorSpec
 from workcoord.coordinator.storage.memory import MemoryStore
@@ -127,7 +132,10 @@ async def events_after(store: MemoryStore, world: World, after: int) -> list[Eve
 async def write(engine: Engine, world: World, items: int = 1) -> None:
     """One command that commits (a lane of ``items`` tasks): one notification, several events."""
     keys = [f"k{n}" for n in range(items)]
-    await engine.create_lane(world.worker, world.cid, lane_spec(*(task(k) for k in keys)), "")
+    await engine.lanes.create_lane(
+        world.worker,
+        CreateLaneInput(coordinator_id=world.cid, spec=lane_spec(*(task(k) for k in keys))),
+    )
 
 
 async def hub_has_read(hubs: FeedHubs, world: World, upto: int) -> None:
@@ -168,7 +176,9 @@ async def test_a_new_watcher_gets_hello_and_a_snapshot(
         assert hello == HelloFrame(world.cid, current, int(FAR), current)
         snapshot = await watch.expect(SnapshotFrame)
         assert snapshot.revision == current
-        assert snapshot.view == await engine.view(ADMIN, world.cid, 0, "")
+        assert snapshot.view == await engine.reads.view(
+            ADMIN, GetViewInput(coordinator_id=world.cid)
+        )
 
 
 async def test_a_watcher_resuming_gets_the_deltas_it_missed_and_no_snapshot(
@@ -282,7 +292,9 @@ async def test_a_consumer_that_falls_behind_is_resynced_with_a_fresh_snapshot(
         assert await watch.expect(ResyncFrame) == ResyncFrame("SLOW_CONSUMER", current)
         snapshot = await watch.expect(SnapshotFrame)
         assert snapshot.revision == current
-        assert snapshot.view == await engine.view(ADMIN, world.cid, 0, "")
+        assert snapshot.view == await engine.reads.view(
+            ADMIN, GetViewInput(coordinator_id=world.cid)
+        )
         # And it goes on from the snapshot.
         await write(engine, world)
         assert (await watch.expect(DeltaFrame)).from_revision == current + 1
@@ -318,8 +330,11 @@ async def _lose_read(engine: Engine, world: World, caller: Caller) -> None:
 
 
 async def _switch_off(engine: Engine, world: World, caller: Caller) -> None:
-    await engine.update_coordinator(
-        ADMIN, world.cid, CoordinatorSpec(scope=None, enabled=False), ""
+    await engine.coordinators.update_coordinator(
+        ADMIN,
+        UpdateCoordinatorInput(
+            coordinator_id=world.cid, spec=CoordinatorSpec(scope=None, enabled=False)
+        ),
     )
 
 

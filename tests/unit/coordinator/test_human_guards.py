@@ -1,9 +1,9 @@
 """Only a human ever decides: two independent guards, each proven to matter on its own.
 
 1. ``authorize(work key, coordinator, Access.DECIDE)`` refuses, whatever the key's capabilities.
-2. ``Engine.decide_item`` / ``resolve_pending_action`` re-check ``principal.is_human`` even when
-   ``authorize`` lets everything through (monkeypatched here), so removing either guard fails
-   this suite.
+2. ``engine.lanes.decide_item`` / ``engine.follow_ups.resolve_pending_action`` re-check
+   ``principal.is_human`` even when ``authorize`` lets everything through (monkeypatched here),
+   so removing either guard fails this suite.
 """
 
 from __future__ import annotations
@@ -19,6 +19,13 @@ from workcoord.coordinator.domain.auth import (
 )
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.engine import _base as engine_core
+from workcoord.coordinator.domain.inputs import (
+    CreateLaneInput,
+    DecideItemInput,
+    FailInput,
+    LeaseInput,
+    ResolvePendingActionInput,
+)
 from workcoord.coordinator.domain.model import (
     Coordinator,
     ItemState,
@@ -43,27 +50,35 @@ def _key(coordinator: Coordinator) -> Principal:
 
 async def _targets(engine: Engine, world: World, clock: ManualClock) -> dict[str, tuple[str, str]]:
     """An item in the state each decision needs: decision → (lane id, item id)."""
-    detail = await engine.create_lane(
+    detail = await engine.lanes.create_lane(
         world.worker,
-        world.cid,
-        lane_spec(
-            task("approve-me", requires_approval=True),
-            task("resume-me", "person", needs_human=True),
-            task("retry-me", "machine", retry_policy=RetryPolicy(maximum_attempts=1)),
+        CreateLaneInput(
+            coordinator_id=world.cid,
+            spec=lane_spec(
+                task("approve-me", requires_approval=True),
+                task("resume-me", "person", needs_human=True),
+                task("retry-me", "machine", retry_policy=RetryPolicy(maximum_attempts=1)),
+            ),
         ),
-        "",
     )
-    (granted,) = await engine.lease(
-        world.worker, world.cid, LeaseAsk("m1", "machine", 1, 30, 0, run_identity(clock))
-    )
-    await engine.fail(
+    (granted,) = await engine.leasing.lease(
         world.worker,
-        world.cid,
-        granted.attempt.lease_id,
-        granted.lease_token,
-        Failure(message="x", retryable=True),
+        LeaseInput(
+            coordinator_id=world.cid, ask=LeaseAsk("m1", "machine", 1, 30, 0, run_identity(clock))
+        ),
     )
-    items = {i.key: i for i in (await engine.get_lane(ADMIN, world.cid, detail.lane.lane_id)).items}
+    await engine.attempts.fail(
+        world.worker,
+        FailInput(
+            coordinator_id=world.cid,
+            lease_id=granted.attempt.lease_id,
+            lease_token=granted.lease_token,
+            error=Failure(message="x", retryable=True),
+        ),
+    )
+    items = {
+        i.key: i for i in (await engine.lanes.get_lane(ADMIN, world.cid, detail.lane.lane_id)).items
+    }
     assert items["approve-me"].state == ItemState.AWAITING_APPROVAL
     assert items["resume-me"].state == ItemState.STOPPED
     assert items["retry-me"].state == ItemState.DEAD
@@ -98,20 +113,31 @@ async def test_decide_item_refuses_non_humans_even_if_authorize_allowed_everythi
         for decision in DECISIONS:
             lane_id, item_id = targets[decision]
             with pytest.raises(PermissionDenied, match="only a human"):
-                await engine.decide_item(
-                    principal, world.cid, lane_id, item_id, Decision(decision), ""
+                await engine.lanes.decide_item(
+                    principal,
+                    DecideItemInput(
+                        coordinator_id=world.cid,
+                        lane_id=lane_id,
+                        item_id=item_id,
+                        decision=Decision(decision),
+                    ),
                 )
     assert Access.DECIDE in calls  # the patched authorize really was the one consulted
     items = {
         i.item_id: i.state
-        for i in (await engine.get_lane(ADMIN, world.cid, targets["approve"][0])).items
+        for i in (await engine.lanes.get_lane(ADMIN, world.cid, targets["approve"][0])).items
     }
     assert items[targets["approve"][1]] == ItemState.AWAITING_APPROVAL
     assert items[targets["resume"][1]] == ItemState.STOPPED
     assert items[targets["retry"][1]] == ItemState.DEAD
     # The test is not vacuous: with the same patch, a human's decision goes through.
     lane_id, item_id = targets["approve"]
-    detail = await engine.decide_item(ADMIN, world.cid, lane_id, item_id, Decision.APPROVE, "")
+    detail = await engine.lanes.decide_item(
+        ADMIN,
+        DecideItemInput(
+            coordinator_id=world.cid, lane_id=lane_id, item_id=item_id, decision=Decision.APPROVE
+        ),
+    )
     assert detail.item.state == ItemState.QUEUED
 
 
@@ -122,7 +148,9 @@ async def test_resolving_a_pending_action_refuses_non_humans_even_if_authorize_a
     clock: ManualClock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    detail = await engine.create_lane(world.worker, world.cid, lane_spec(task("a")), "")
+    detail = await engine.lanes.create_lane(
+        world.worker, CreateLaneInput(coordinator_id=world.cid, spec=lane_spec(task("a")))
+    )
     action = PendingAction(
         action_id="pa_guard",
         coordinator_id=world.cid,
@@ -139,10 +167,25 @@ async def test_resolving_a_pending_action_refuses_non_humans_even_if_authorize_a
     async with store.write(world.cid) as tx:
         await tx.insert_pending_actions([action])
     with pytest.raises(PermissionDenied):
-        await engine.resolve_pending_action(_key(world.coordinator), world.cid, "pa_guard", "x")
+        await engine.follow_ups.resolve_pending_action(
+            _key(world.coordinator),
+            ResolvePendingActionInput(
+                coordinator_id=world.cid, action_id="pa_guard", resolution="x"
+            ),
+        )
     monkeypatch.setattr(engine_core, "authorize", lambda *_args: None)
     for principal in (_key(world.coordinator), RECOVERY):
         with pytest.raises(PermissionDenied, match="only a human"):
-            await engine.resolve_pending_action(principal, world.cid, "pa_guard", "x")
-    resolved = await engine.resolve_pending_action(ADMIN, world.cid, "pa_guard", "by hand")
+            await engine.follow_ups.resolve_pending_action(
+                principal,
+                ResolvePendingActionInput(
+                    coordinator_id=world.cid, action_id="pa_guard", resolution="x"
+                ),
+            )
+    resolved = await engine.follow_ups.resolve_pending_action(
+        ADMIN,
+        ResolvePendingActionInput(
+            coordinator_id=world.cid, action_id="pa_guard", resolution="by hand"
+        ),
+    )
     assert resolved.state == PendingActionState.RESOLVED

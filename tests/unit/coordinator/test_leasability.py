@@ -12,6 +12,14 @@ from hypothesis import strategies as st
 
 from workcoord.coordinator.domain import rules
 from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.inputs import (
+    CreateLaneInput,
+    ExplainInput,
+    FailInput,
+    GetItemInput,
+    GetViewInput,
+    LeaseInput,
+)
 from workcoord.coordinator.domain.leasability import (
     STORE_GATES,
     Asker,
@@ -158,15 +166,22 @@ def test_a_queued_items_label_says_lease_exactly_when_nothing_holds_it(
 
 async def _labels(engine: Engine, world: World, lane_id: str) -> dict[str, str]:
     """Each item's label as GetLane, GetView and why give it (they must agree)."""
-    detail = await engine.get_lane(world.worker, world.cid, lane_id)
+    detail = await engine.lanes.get_lane(world.worker, world.cid, lane_id)
     labels = {i.key: rules.item_next_action(i, detail.surroundings) for i in detail.items}
-    view = await engine.view(world.worker, world.cid, 100, "")
+    view = await engine.reads.view(
+        world.worker, GetViewInput(coordinator_id=world.cid, page_size=100)
+    )
     (shown,) = [d for d in view.lanes if d.lane.lane_id == lane_id]
     assert {i.key: rules.item_next_action(i, shown.surroundings) for i in shown.items} == labels
     for item in detail.items:
-        why = await engine.explain(world.worker, world.cid, "", item.item_id)
+        why = await engine.reads.explain(
+            world.worker, ExplainInput(coordinator_id=world.cid, item_id=item.item_id)
+        )
         assert why.next_action == labels[item.key]
-        single = await engine.get_item(world.worker, world.cid, lane_id, item.item_id)
+        single = await engine.lanes.get_item(
+            world.worker,
+            GetItemInput(coordinator_id=world.cid, lane_id=lane_id, item_id=item.item_id),
+        )
         assert rules.item_next_action(single.item, single.surroundings) == labels[item.key]
     return labels
 
@@ -175,29 +190,40 @@ async def test_labels_show_a_backoff_and_a_held_key_as_leasing_sees_them(
     engine: Engine, world: World, clock: ManualClock
 ) -> None:
     """Regression: both read ``lease task (codex)`` while no worker could lease them."""
-    detail = await engine.create_lane(
-        world.worker,
-        world.cid,
-        lane_spec(
-            task("retry", priority=9),
-            task("holder", exclusive_key="repo:x", priority=5),
-            task("same-repo", exclusive_key="repo:x"),
-        ),
-        "",
+    spec = lane_spec(
+        task("retry", priority=9),
+        task("holder", exclusive_key="repo:x", priority=5),
+        task("same-repo", exclusive_key="repo:x"),
+    )
+    detail = await engine.lanes.create_lane(
+        world.worker, CreateLaneInput(coordinator_id=world.cid, spec=spec)
     )
     lane_id = detail.lane.lane_id
 
     async def lease(n: int = 1) -> list[str]:
         ask = LeaseAsk("w1", "codex", n, 60, 0, run_identity(clock))
-        return [g.item.key for g in await engine.lease(world.worker, world.cid, ask)]
+        return [
+            g.item.key
+            for g in await engine.leasing.lease(
+                world.worker, LeaseInput(coordinator_id=world.cid, ask=ask)
+            )
+        ]
 
     async def fail_first() -> None:
         ask = LeaseAsk("w1", "codex", 1, 60, 0, run_identity(clock))
-        (granted,) = await engine.lease(world.worker, world.cid, ask)
+        (granted,) = await engine.leasing.lease(
+            world.worker, LeaseInput(coordinator_id=world.cid, ask=ask)
+        )
         assert granted.item.key == "retry"
         failure = Failure(message="flaky", retryable=True)
-        await engine.fail(
-            world.worker, world.cid, granted.attempt.lease_id, granted.lease_token, failure
+        await engine.attempts.fail(
+            world.worker,
+            FailInput(
+                coordinator_id=world.cid,
+                lease_id=granted.attempt.lease_id,
+                lease_token=granted.lease_token,
+                error=failure,
+            ),
         )
 
     await fail_first()
@@ -205,7 +231,9 @@ async def test_labels_show_a_backoff_and_a_held_key_as_leasing_sees_them(
     labels = await _labels(engine, world, lane_id)
     assert labels["retry"] == "wait: backoff"
     assert labels["same-repo"] == "wait: repo:x held"
-    why = await engine.explain(world.worker, world.cid, "", detail.items[2].item_id)
+    why = await engine.reads.explain(
+        world.worker, ExplainInput(coordinator_id=world.cid, item_id=detail.items[2].item_id)
+    )
     assert [g.gate for g in why.gates] == ["EXCLUSIVE"]
     assert await lease(2) == []  # what the labels said
     clock.advance(timedelta(minutes=10))  # the backoff is over (the holder's lease too)

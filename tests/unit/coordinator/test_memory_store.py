@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.inputs import CreateLaneInput, LeaseInput
 from workcoord.coordinator.domain.model import AttemptStatus, EventType, NewEvent
 from workcoord.coordinator.domain.ports import ClaimScan, OrgRecord
 from workcoord.coordinator.domain.specs import LeaseAsk
@@ -65,7 +66,9 @@ async def test_a_read_transaction_refuses_writes(store: MemoryStore) -> None:
 async def test_records_are_copied_in_and_out(
     store: MemoryStore, engine: Engine, world: World
 ) -> None:
-    detail = await engine.create_lane(world.worker, world.cid, lane_spec(task("a")), "")
+    detail = await engine.lanes.create_lane(
+        world.worker, CreateLaneInput(coordinator_id=world.cid, spec=lane_spec(task("a")))
+    )
     detail.items[0].depends_on.append("mutated")  # the caller's copy
     async with store.read() as reader:
         item = await reader.get_item(detail.items[0].item_id)
@@ -87,14 +90,22 @@ async def test_two_live_attempts_of_one_item_fail_loudly(
     store: MemoryStore, engine: Engine, world: World, caplog: pytest.LogCaptureFixture
 ) -> None:
     # A broken invariant is a bug, not a conflict: INTERNAL, logged with the constraint's name.
-    await engine.create_lane(world.worker, world.cid, lane_spec(task("a", exclusive_key="k")), "")
-    (lease,) = await engine.lease(world.worker, world.cid, LeaseAsk("w1", "codex", 1, 60, 0, None))
+    await engine.lanes.create_lane(
+        world.worker,
+        CreateLaneInput(coordinator_id=world.cid, spec=lane_spec(task("a", exclusive_key="k"))),
+    )
+    (lease,) = await engine.leasing.lease(
+        world.worker,
+        LeaseInput(coordinator_id=world.cid, ask=LeaseAsk("w1", "codex", 1, 60, 0, None)),
+    )
     twin = replace(lease.attempt, lease_id="ls_twin", exclusive_key="")
     with pytest.raises(Internal):
         async with store.write(world.cid) as tx:
             await tx.insert_attempts([twin])
     assert "uq_attempts_one_live_per_item" in caplog.text
-    other_item = await engine.create_lane(world.worker, world.cid, lane_spec(task("b")), "")
+    other_item = await engine.lanes.create_lane(
+        world.worker, CreateLaneInput(coordinator_id=world.cid, spec=lane_spec(task("b")))
+    )
     thief = replace(lease.attempt, lease_id="ls_thief", item_id=other_item.items[0].item_id)
     with pytest.raises(Internal):
         async with store.write(world.cid) as tx:
@@ -127,11 +138,12 @@ async def test_writes_are_serialised(store: MemoryStore, clock: ManualClock) -> 
 async def test_claim_order_and_expiry_queries(
     store: MemoryStore, engine: Engine, world: World, clock: ManualClock
 ) -> None:
-    await engine.create_lane(
+    await engine.lanes.create_lane(
         world.worker,
-        world.cid,
-        lane_spec(task("a", priority=1), task("b", priority=3), task("c", priority=1)),
-        "",
+        CreateLaneInput(
+            coordinator_id=world.cid,
+            spec=lane_spec(task("a", priority=1), task("b", priority=3), task("c", priority=1)),
+        ),
     )
     async with store.write(world.cid) as tx:
         found = await tx.claim_candidates(ClaimScan(world.cid, "codex", tx.now, None, 10))
@@ -144,7 +156,10 @@ async def test_claim_order_and_expiry_queries(
             "a",
             "c",
         ]
-    granted = await engine.lease(world.worker, world.cid, LeaseAsk("w1", "codex", 2, 30, 0, None))
+    granted = await engine.leasing.lease(
+        world.worker,
+        LeaseInput(coordinator_id=world.cid, ask=LeaseAsk("w1", "codex", 2, 30, 0, None)),
+    )
     clock.advance(timedelta(seconds=30))
     async with store.write(world.cid) as tx:
         ended = await tx.end_expired_leases(world.cid, tx.now, 10)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.inputs import CompleteInput, CreateLaneInput, LeaseInput
 from workcoord.coordinator.domain.results import GrantedLease, LaneDetail
 from workcoord.coordinator.domain.specs import Evidence, LeaseAsk, RunIdentity
 from workcoord.kit.clock import ManualClock
@@ -26,7 +27,7 @@ async def _lease(
     wait_seconds: int = 0,
 ) -> list[GrantedLease]:
     ask = LeaseAsk(worker_id, worker_class, 1, 60, wait_seconds, identity)
-    return await engine.lease(world.worker, world.cid, ask)
+    return await engine.leasing.lease(world.worker, LeaseInput(coordinator_id=world.cid, ask=ask))
 
 
 async def _one(engine: Engine, world: World, **kwargs: Any) -> GrantedLease:
@@ -36,7 +37,9 @@ async def _one(engine: Engine, world: World, **kwargs: Any) -> GrantedLease:
 
 
 async def _lane(engine: Engine, world: World, *items: Any) -> LaneDetail:
-    return await engine.create_lane(world.worker, world.cid, lane_spec(*items), "")
+    return await engine.lanes.create_lane(
+        world.worker, CreateLaneInput(coordinator_id=world.cid, spec=lane_spec(*items))
+    )
 
 
 async def test_a_waiting_lease_looks_again_only_for_its_class(
@@ -46,7 +49,11 @@ async def test_a_waiting_lease_looks_again_only_for_its_class(
     a commit readying its class wakes it once, and it claims at once."""
     looks: list[str] = []
     parked = asyncio.Event()
-    look, claim, wait = engine._lease_once, engine._claim_when_woken, engine._wait_for_work
+    look, claim, wait = (
+        engine.leasing._lease_once,
+        engine.leasing._claim_when_woken,
+        engine.leasing._wait_for_work,
+    )
 
     async def counted_look(*args: Any) -> list[GrantedLease]:
         looks.append(args[2].worker_class)
@@ -60,9 +67,9 @@ async def test_a_waiting_lease_looks_again_only_for_its_class(
         parked.set()
         return await wait(*args)
 
-    monkeypatch.setattr(engine, "_lease_once", counted_look)
-    monkeypatch.setattr(engine, "_claim_when_woken", counted_claim)
-    monkeypatch.setattr(engine, "_wait_for_work", noted_wait)
+    monkeypatch.setattr(engine.leasing, "_lease_once", counted_look)
+    monkeypatch.setattr(engine.leasing, "_claim_when_woken", counted_claim)
+    monkeypatch.setattr(engine.leasing, "_wait_for_work", noted_wait)
     waiter = asyncio.create_task(
         _lease(engine, world, worker_class="machine", worker_id="w1", wait_seconds=30)
     )
@@ -73,8 +80,14 @@ async def test_a_waiting_lease_looks_again_only_for_its_class(
     lease = await _one(
         engine, world, worker_class="codex", worker_id="w2", identity=run_identity(clock)
     )
-    await engine.complete(
-        world.worker, world.cid, lease.attempt.lease_id, lease.lease_token, Evidence(summary="ok")
+    await engine.attempts.complete(
+        world.worker,
+        CompleteInput(
+            coordinator_id=world.cid,
+            lease_id=lease.attempt.lease_id,
+            lease_token=lease.lease_token,
+            evidence=Evidence(summary="ok"),
+        ),
     )
     for _ in range(50):  # a woken waiter would look and park again within these turns
         await asyncio.sleep(0)
@@ -91,7 +104,11 @@ async def test_of_the_waiters_one_wakeup_wakes_only_the_first_claims_at_once(
     """The others look first (a read) instead of all queueing on the coordinator's lock."""
     calls: list[tuple[str, str]] = []
     parked: asyncio.Queue[str] = asyncio.Queue()
-    look, claim, wait = engine._lease_once, engine._claim_when_woken, engine._wait_for_work
+    look, claim, wait = (
+        engine.leasing._lease_once,
+        engine.leasing._claim_when_woken,
+        engine.leasing._wait_for_work,
+    )
 
     async def counted_look(*args: Any) -> list[GrantedLease]:
         calls.append(("look", args[2].worker_id))
@@ -105,9 +122,9 @@ async def test_of_the_waiters_one_wakeup_wakes_only_the_first_claims_at_once(
         await parked.put("parked")
         return await wait(*args)
 
-    monkeypatch.setattr(engine, "_lease_once", counted_look)
-    monkeypatch.setattr(engine, "_claim_when_woken", counted_claim)
-    monkeypatch.setattr(engine, "_wait_for_work", noted_wait)
+    monkeypatch.setattr(engine.leasing, "_lease_once", counted_look)
+    monkeypatch.setattr(engine.leasing, "_claim_when_woken", counted_claim)
+    monkeypatch.setattr(engine.leasing, "_wait_for_work", noted_wait)
     waiters = [
         asyncio.create_task(_lease(engine, world, worker_id=f"w{n}", wait_seconds=30))
         for n in range(3)

@@ -29,6 +29,7 @@ from workcoord.kit.secrets import hash_secret
 from . import rules
 from .auth import Access, Principal, authorize
 from .engine import MAX_PAGE_SIZE, Engine
+from .inputs import GetViewInput, ListEventsInput
 from .model import Coordinator, Event
 from .results import CoordinatorView, EventPage
 
@@ -389,9 +390,7 @@ class FeedSession:
                     async for frame in self._catch_up(None):
                         yield frame
                 return
-        view = await self.engine.view(
-            principal, self.coordinator_id, self.options.snapshot_lanes, ""
-        )
+        view = await self.engine.reads.view(principal, self._snapshot_input())
         yield HelloFrame(self.coordinator_id, view.revision, ping, view.revision)
         if since is not None:
             yield ResyncFrame(RESYNC_GAP, view.revision)
@@ -469,23 +468,24 @@ class FeedSession:
         self, reason: str, principal: Principal | None = None
     ) -> AsyncIterator[Frame]:
         principal = principal or await self.credential.authenticate()
-        view = await self.engine.view(
-            principal, self.coordinator_id, self.options.snapshot_lanes, ""
-        )
+        view = await self.engine.reads.view(principal, self._snapshot_input())
         yield ResyncFrame(reason, view.revision)
         yield SnapshotFrame(view.revision, view)
         self.delivered = view.revision
 
     async def _read(self, principal: Principal, after: int) -> EventPage:
         """One page of the log after ``after`` (READ and the switch checked in the same read)."""
-        return await self.engine.list_events(
-            principal,
-            self.coordinator_id,
-            after,
-            self.options.max_events_per_frame,
-            "",
-            "",
-            "",
+        page = ListEventsInput(
+            coordinator_id=self.coordinator_id,
+            since_revision=after,
+            page_size=self.options.max_events_per_frame,
+        )
+        return await self.engine.reads.list_events(principal, page)
+
+    def _snapshot_input(self) -> GetViewInput:
+        """The view a snapshot frame carries: its first ``snapshot_lanes`` lanes."""
+        return GetViewInput(
+            coordinator_id=self.coordinator_id, page_size=self.options.snapshot_lanes
         )
 
     def _deltas(self, events: Sequence[Event]) -> list[DeltaFrame]:

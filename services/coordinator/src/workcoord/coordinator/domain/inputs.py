@@ -1,6 +1,10 @@
-"""What the engine's commands take when they take more than two values: one frozen dataclass
-per command, named after it (the caller's principal is passed beside it), grouped by concern.
-Transport builds them from the request; tests and in-process callers build them by name.
+"""One input per engine command (temporalio's ``*Input`` style): what a caller asks for,
+by name. A command takes ``(principal, its input)``; adding a field to a command touches its
+input, the code that fills it in, and the code that reads it, nothing in between. Transport
+builds them from the request; tests and in-process callers build them by name.
+
+Reads that name one or two things (``get_lane(principal, coordinator_id, lane_id)``) keep
+plain arguments.
 """
 
 from __future__ import annotations
@@ -10,6 +14,303 @@ from datetime import datetime
 
 from .auth import Capability, OrgRole
 from .grants import GrantPermission
+from .model import LaneState, PendingActionState, Ticket, Worker
+from .specs import (
+    Checkpoint,
+    CoordinatorSpec,
+    Decision,
+    Evidence,
+    Failure,
+    ItemSpec,
+    LaneSpec,
+    LeaseAsk,
+    RunIdentity,
+)
+
+# --- lanes, items, leases and attempts ---
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateCoordinatorInput:
+    """Create a work coordinator from ``spec``; ``request_id`` makes a retry answer it again."""
+
+    spec: CoordinatorSpec
+    request_id: str = ""
+    fingerprint: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateCoordinatorInput:
+    """Reconfigure a work coordinator; a non-empty ``etag`` must match its config version."""
+
+    coordinator_id: str
+    spec: CoordinatorSpec
+    etag: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListCoordinatorsInput:
+    """A page of the work coordinators the caller may read, of one org if ``org_slug``."""
+
+    org_slug: str = ""
+    page_size: int = 0
+    page_token: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateLaneInput:
+    """Create a lane from ``spec``; ``request_id`` makes a retry answer the same lane."""
+
+    coordinator_id: str
+    spec: LaneSpec
+    request_id: str = ""
+    fingerprint: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateItemInput:
+    """Add an item to a CUSTOM lane; ``request_id`` makes a retry answer the same item."""
+
+    coordinator_id: str
+    lane_id: str
+    spec: ItemSpec
+    request_id: str = ""
+    fingerprint: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListLanesInput:
+    """A page of a work coordinator's lanes, newest first, of one state if ``state``."""
+
+    coordinator_id: str
+    state: LaneState | None = None
+    page_size: int = 0
+    page_token: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetItemInput:
+    """One item of one lane, with its attempts."""
+
+    coordinator_id: str
+    lane_id: str
+    item_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PauseLaneInput:
+    """Pause a lane (``pause``) or resume it, for ``reason``."""
+
+    coordinator_id: str
+    lane_id: str
+    pause: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelLaneInput:
+    """Cancel a lane and what is still open in it."""
+
+    coordinator_id: str
+    lane_id: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddBlockerInput:
+    """Block a lane for ``reason`` until the blocker is resolved."""
+
+    coordinator_id: str
+    lane_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolveBlockerInput:
+    """Resolve one blocker of a lane."""
+
+    coordinator_id: str
+    lane_id: str
+    blocker_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkTicketInput:
+    """Link a tracker ticket to a lane (closed when the lane goes LIVE)."""
+
+    coordinator_id: str
+    lane_id: str
+    ticket: Ticket
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecideItemInput:
+    """Approve, deny, resume, retry or cancel one item, with a note."""
+
+    coordinator_id: str
+    lane_id: str
+    item_id: str
+    decision: Decision
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportWorkerInput:
+    """Register a worker, or refresh what it reports."""
+
+    coordinator_id: str
+    worker: Worker
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListWorkersInput:
+    """A page of a work coordinator's workers."""
+
+    coordinator_id: str
+    page_size: int = 0
+    page_token: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForgetWorkerInput:
+    """Forget a worker that holds no live lease."""
+
+    coordinator_id: str
+    worker_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaseInput:
+    """Lease ready items of a work coordinator as ``ask`` says (and long-poll for them)."""
+
+    coordinator_id: str
+    ask: LeaseAsk
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OnLeaseInput:
+    """What every write on a held lease names: the lease and its secret token."""
+
+    coordinator_id: str
+    lease_id: str
+    lease_token: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StartInput(OnLeaseInput):
+    """Start a leased attempt with the run identity of the process doing it."""
+
+    run_identity: RunIdentity
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeartbeatInput(OnLeaseInput):
+    """Extend a lease by its duration from now, noting ``progress`` if given."""
+
+    progress: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompleteInput(OnLeaseInput):
+    """Complete a running attempt with its evidence."""
+
+    evidence: Evidence
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FailInput(OnLeaseInput):
+    """Fail an attempt with its error (retried or dead-lettered)."""
+
+    error: Failure
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointInput(OnLeaseInput):
+    """End an attempt with a continuation for the item's next lease."""
+
+    checkpoint: Checkpoint
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReleaseInput(OnLeaseInput):
+    """Give a leased item back unfinished, for ``reason``."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListEventsInput:
+    """Events after ``since_revision`` (or the page token), of one lane or item if named."""
+
+    coordinator_id: str
+    since_revision: int = 0
+    page_size: int = 0
+    page_token: str = ""
+    lane_id: str = ""
+    item_id: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExplainInput:
+    """Why a lane, or an item, is where it is: give a ``lane_id`` or an ``item_id``."""
+
+    coordinator_id: str
+    lane_id: str = ""
+    item_id: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetViewInput:
+    """A page of a work coordinator's view (its lanes and their items)."""
+
+    coordinator_id: str
+    page_size: int = 0
+    page_token: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListPendingActionsInput:
+    """A page of a work coordinator's pending actions, of one state if ``state``."""
+
+    coordinator_id: str
+    state: PendingActionState | None = None
+    page_size: int = 0
+    page_token: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolvePendingActionInput:
+    """A human resolves an open pending action by hand."""
+
+    coordinator_id: str
+    action_id: str
+    resolution: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunMaintenanceInput:
+    """One recovery pass over a work coordinator, ending leases ``batch_size`` at a time."""
+
+    coordinator_id: str
+    batch_size: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AcquireLeadershipInput:
+    """Take or renew the named leadership for ``holder_id``."""
+
+    name: str
+    holder_id: str
+    lease_seconds: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReleaseLeadershipInput:
+    """Give up the named leadership, if ``holder_id`` holds it."""
+
+    name: str
+    holder_id: str
+
 
 # --- tenancy: orgs, users, members, keys, grants, sessions ---
 

@@ -1,5 +1,8 @@
-"""What every servicer of the coordinator holds: the engine; and
-:func:`rpc`, which writes a servicer method that only asks the engine and maps its answer.
+"""What every servicer of the coordinator holds: the engine.
+
+Each RPC is a plain ``async def`` on its servicer (parse the request into the engine
+command's input, call the engine, map the answer), so grep, breakpoints and stack traces land
+on it.
 
 Authentication and validation are not here: the server's :class:`~.gate.CallGate` runs them
 before any method, which reads its caller with :func:`~.gate.caller`.
@@ -8,8 +11,8 @@ before any method, which reads its caller with :func:`~.gate.caller`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol, TypeVar, cast
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import grpc
 
@@ -18,15 +21,9 @@ from workcoord.coordinator.domain.engine import Engine
 
 from .gate import caller
 
-__all__ = ["Context", "EngineServicer", "Rpc", "rpc"]
+__all__ = ["Context", "EngineServicer"]
 
 Context = grpc.aio.ServicerContext[Any, Any]
-
-_Request = TypeVar("_Request")
-_Response = TypeVar("_Response")
-_Answer = TypeVar("_Answer")
-_RequestIn = TypeVar("_RequestIn", contravariant=True)
-_ResponseOut = TypeVar("_ResponseOut", covariant=True)
 
 
 class EngineServicer:
@@ -52,27 +49,3 @@ class EngineServicer:
 
             return by_session
         return functools.partial(self.engine.credentials.authenticate, credentials.bearer)
-
-
-class Rpc(Protocol[_RequestIn, _ResponseOut]):
-    """A servicer method as the generated servicer base declares it, read from a servicer."""
-
-    def __call__(
-        self, request: _RequestIn, context: Context
-    ) -> Coroutine[Any, Any, _ResponseOut]: ...
-
-
-def rpc(
-    request_type: type[_Request],
-    call: Callable[[EngineServicer, Principal, _Request], Awaitable[_Answer]],
-    respond: Callable[[_Answer], _Response],
-) -> Rpc[_Request, _Response]:
-    """The servicer method, assigned as a class attribute under the RPC's name, that awaits
-    ``call(servicer, principal, request)`` for the caller's principal and returns
-    ``respond(answer)``. ``request_type`` names the request ``call`` reads."""
-
-    async def method(self: EngineServicer, request: _Request, context: Context) -> _Response:
-        return respond(await call(self, caller().principal, request))
-
-    # In a class body the function becomes a method: read from a servicer, it is an Rpc.
-    return cast("Rpc[_Request, _Response]", method)

@@ -1,149 +1,205 @@
-"""``LaneService``: lanes, their items, blockers and tickets, and people's decisions on items."""
+"""``LaneService``: lanes, their items, blockers and tickets, and people's decisions on items.
+
+Each RPC is one method: read the request into the engine command's input, call the engine as
+the caller (:func:`~.gate.caller`), map the answer back to protobuf."""
 
 from __future__ import annotations
 
-from typing import TypeVar
-
-from google.protobuf.message import Message
-
 from workcoord.api.v1 import lane_pb2, lane_pb2_grpc
+from workcoord.coordinator.domain.inputs import (
+    AddBlockerInput,
+    CancelLaneInput,
+    CreateItemInput,
+    CreateLaneInput,
+    DecideItemInput,
+    GetItemInput,
+    LinkTicketInput,
+    ListLanesInput,
+    PauseLaneInput,
+    ResolveBlockerInput,
+)
 from workcoord.coordinator.domain.model import LaneState, Ticket
+from workcoord.coordinator.domain.results import ItemDetail
 from workcoord.coordinator.domain.specs import Decision
 from workcoord.kit.fingerprint import request_fingerprint
 
 from . import mapping as m
-from .base import EngineServicer, Rpc, rpc
+from .base import Context, EngineServicer
+from .gate import caller
 
 __all__ = ["LaneServicer"]
 
-_DecisionRequest = TypeVar(
-    "_DecisionRequest",
-    bound=lane_pb2.ApproveItemRequest
-    | lane_pb2.DenyItemRequest
-    | lane_pb2.ResumeItemRequest
-    | lane_pb2.CancelItemRequest
-    | lane_pb2.RetryItemRequest,
-)
-_ItemResponse = TypeVar("_ItemResponse", bound=Message)
-_PauseRequest = TypeVar(
-    "_PauseRequest", bound=lane_pb2.PauseLaneRequest | lane_pb2.ResumeLaneRequest
-)
-_LaneResponse = TypeVar("_LaneResponse", bound=Message)
-
-
-def _decision(
-    request_type: type[_DecisionRequest],
-    decision: Decision,
-    response: type[_ItemResponse],
-) -> Rpc[_DecisionRequest, _ItemResponse]:
-    """The method that makes ``decision`` on the item the request names and answers with it."""
-    return rpc(
-        request_type,
-        lambda s, p, r: s.engine.decide_item(
-            p, r.coordinator_id, r.lane_id, r.item_id, decision, r.note
-        ),
-        lambda detail: response(item=m.item_detail_to_pb(detail)),
-    )
-
-
-def _pause(
-    request_type: type[_PauseRequest], pause: bool, response_type: type[_LaneResponse]
-) -> Rpc[_PauseRequest, _LaneResponse]:
-    """The method that pauses the lane the request names (resumes it when ``pause`` is False)
-    and answers with the lane."""
-    return rpc(
-        request_type,
-        lambda s, p, r: s.engine.pause_lane(p, r.coordinator_id, r.lane_id, r.reason, pause),
-        lambda detail: response_type(lane=m.lane_to_pb(detail)),
-    )
-
 
 class LaneServicer(EngineServicer, lane_pb2_grpc.LaneServiceServicer):
-    CreateLane = rpc(
-        lane_pb2.CreateLaneRequest,
-        lambda s, p, r: s.engine.create_lane(
-            p,
-            r.coordinator_id,
-            m.lane_spec_from_pb(r.lane),
-            r.request_id,
-            fingerprint=request_fingerprint(r),
-        ),
-        lambda detail: lane_pb2.CreateLaneResponse(lane=m.lane_to_pb(detail)),
-    )
+    async def CreateLane(
+        self, request: lane_pb2.CreateLaneRequest, context: Context
+    ) -> lane_pb2.CreateLaneResponse:
+        command = CreateLaneInput(
+            coordinator_id=request.coordinator_id,
+            spec=m.lane_spec_from_pb(request.lane),
+            request_id=request.request_id,
+            fingerprint=request_fingerprint(request),
+        )
+        detail = await self.engine.lanes.create_lane(caller().principal, command)
+        return lane_pb2.CreateLaneResponse(lane=m.lane_to_pb(detail))
 
-    ListLanes = rpc(
-        lane_pb2.ListLanesRequest,
-        lambda s, p, r: s.engine.list_lanes(
-            p,
-            r.coordinator_id,
-            m.enum_from_pb(lane_pb2.Lane.State, r.state, LaneState),
-            r.page_size,
-            r.page_token,
-        ),
-        lambda page: m.page_to_pb(lane_pb2.ListLanesResponse, "lanes", page, m.lane_to_pb),
-    )
+    async def ListLanes(
+        self, request: lane_pb2.ListLanesRequest, context: Context
+    ) -> lane_pb2.ListLanesResponse:
+        query = ListLanesInput(
+            coordinator_id=request.coordinator_id,
+            state=m.enum_from_pb(lane_pb2.Lane.State, request.state, LaneState),
+            page_size=request.page_size,
+            page_token=request.page_token,
+        )
+        page = await self.engine.lanes.list_lanes(caller().principal, query)
+        return m.page_to_pb(lane_pb2.ListLanesResponse, "lanes", page, m.lane_to_pb)
 
-    GetLane = rpc(
-        lane_pb2.GetLaneRequest,
-        lambda s, p, r: s.engine.get_lane(p, r.coordinator_id, r.lane_id),
-        lambda detail: lane_pb2.GetLaneResponse(lane=m.lane_to_pb(detail)),
-    )
+    async def GetLane(
+        self, request: lane_pb2.GetLaneRequest, context: Context
+    ) -> lane_pb2.GetLaneResponse:
+        detail = await self.engine.lanes.get_lane(
+            caller().principal, request.coordinator_id, request.lane_id
+        )
+        return lane_pb2.GetLaneResponse(lane=m.lane_to_pb(detail))
 
-    PauseLane = _pause(lane_pb2.PauseLaneRequest, True, lane_pb2.PauseLaneResponse)
-    ResumeLane = _pause(lane_pb2.ResumeLaneRequest, False, lane_pb2.ResumeLaneResponse)
+    async def PauseLane(
+        self, request: lane_pb2.PauseLaneRequest, context: Context
+    ) -> lane_pb2.PauseLaneResponse:
+        command = PauseLaneInput(
+            coordinator_id=request.coordinator_id,
+            lane_id=request.lane_id,
+            pause=True,
+            reason=request.reason,
+        )
+        detail = await self.engine.lanes.pause_lane(caller().principal, command)
+        return lane_pb2.PauseLaneResponse(lane=m.lane_to_pb(detail))
 
-    CancelLane = rpc(
-        lane_pb2.CancelLaneRequest,
-        lambda s, p, r: s.engine.cancel_lane(p, r.coordinator_id, r.lane_id, r.reason),
-        lambda detail: lane_pb2.CancelLaneResponse(lane=m.lane_to_pb(detail)),
-    )
+    async def ResumeLane(
+        self, request: lane_pb2.ResumeLaneRequest, context: Context
+    ) -> lane_pb2.ResumeLaneResponse:
+        command = PauseLaneInput(
+            coordinator_id=request.coordinator_id,
+            lane_id=request.lane_id,
+            pause=False,
+            reason=request.reason,
+        )
+        detail = await self.engine.lanes.pause_lane(caller().principal, command)
+        return lane_pb2.ResumeLaneResponse(lane=m.lane_to_pb(detail))
 
-    AddBlocker = rpc(
-        lane_pb2.AddBlockerRequest,
-        lambda s, p, r: s.engine.add_blocker(p, r.coordinator_id, r.lane_id, r.blocker.reason),
-        lambda detail: lane_pb2.AddBlockerResponse(lane=m.lane_to_pb(detail)),
-    )
+    async def CancelLane(
+        self, request: lane_pb2.CancelLaneRequest, context: Context
+    ) -> lane_pb2.CancelLaneResponse:
+        command = CancelLaneInput(
+            coordinator_id=request.coordinator_id, lane_id=request.lane_id, reason=request.reason
+        )
+        detail = await self.engine.lanes.cancel_lane(caller().principal, command)
+        return lane_pb2.CancelLaneResponse(lane=m.lane_to_pb(detail))
 
-    ResolveBlocker = rpc(
-        lane_pb2.ResolveBlockerRequest,
-        lambda s, p, r: s.engine.resolve_blocker(p, r.coordinator_id, r.lane_id, r.blocker_id),
-        lambda detail: lane_pb2.ResolveBlockerResponse(lane=m.lane_to_pb(detail)),
-    )
+    async def AddBlocker(
+        self, request: lane_pb2.AddBlockerRequest, context: Context
+    ) -> lane_pb2.AddBlockerResponse:
+        command = AddBlockerInput(
+            coordinator_id=request.coordinator_id,
+            lane_id=request.lane_id,
+            reason=request.blocker.reason,
+        )
+        detail = await self.engine.lanes.add_blocker(caller().principal, command)
+        return lane_pb2.AddBlockerResponse(lane=m.lane_to_pb(detail))
 
-    LinkTicket = rpc(
-        lane_pb2.LinkTicketRequest,
-        lambda s, p, r: s.engine.link_ticket(
-            p,
-            r.coordinator_id,
-            r.lane_id,
-            Ticket("", r.ticket.tracker, r.ticket.key, r.ticket.url),
-        ),
-        lambda detail: lane_pb2.LinkTicketResponse(lane=m.lane_to_pb(detail)),
-    )
+    async def ResolveBlocker(
+        self, request: lane_pb2.ResolveBlockerRequest, context: Context
+    ) -> lane_pb2.ResolveBlockerResponse:
+        command = ResolveBlockerInput(
+            coordinator_id=request.coordinator_id,
+            lane_id=request.lane_id,
+            blocker_id=request.blocker_id,
+        )
+        detail = await self.engine.lanes.resolve_blocker(caller().principal, command)
+        return lane_pb2.ResolveBlockerResponse(lane=m.lane_to_pb(detail))
 
-    CreateItem = rpc(
-        lane_pb2.CreateItemRequest,
-        lambda s, p, r: s.engine.create_item(
-            p,
-            r.coordinator_id,
-            r.lane_id,
-            m.item_spec_from_pb(r.item),
-            r.request_id,
-            fingerprint=request_fingerprint(r),
-        ),
-        lambda detail: lane_pb2.CreateItemResponse(item=m.item_detail_to_pb(detail)),
-    )
+    async def LinkTicket(
+        self, request: lane_pb2.LinkTicketRequest, context: Context
+    ) -> lane_pb2.LinkTicketResponse:
+        ticket = request.ticket
+        command = LinkTicketInput(
+            coordinator_id=request.coordinator_id,
+            lane_id=request.lane_id,
+            ticket=Ticket("", ticket.tracker, ticket.key, ticket.url),
+        )
+        detail = await self.engine.lanes.link_ticket(caller().principal, command)
+        return lane_pb2.LinkTicketResponse(lane=m.lane_to_pb(detail))
 
-    GetItem = rpc(
-        lane_pb2.GetItemRequest,
-        lambda s, p, r: s.engine.get_item(p, r.coordinator_id, r.lane_id, r.item_id),
-        lambda detail: lane_pb2.GetItemResponse(item=m.item_detail_to_pb(detail)),
-    )
+    async def CreateItem(
+        self, request: lane_pb2.CreateItemRequest, context: Context
+    ) -> lane_pb2.CreateItemResponse:
+        command = CreateItemInput(
+            coordinator_id=request.coordinator_id,
+            lane_id=request.lane_id,
+            spec=m.item_spec_from_pb(request.item),
+            request_id=request.request_id,
+            fingerprint=request_fingerprint(request),
+        )
+        detail = await self.engine.lanes.create_item(caller().principal, command)
+        return lane_pb2.CreateItemResponse(item=m.item_detail_to_pb(detail))
 
-    ApproveItem = _decision(
-        lane_pb2.ApproveItemRequest, Decision.APPROVE, lane_pb2.ApproveItemResponse
-    )
-    DenyItem = _decision(lane_pb2.DenyItemRequest, Decision.DENY, lane_pb2.DenyItemResponse)
-    ResumeItem = _decision(lane_pb2.ResumeItemRequest, Decision.RESUME, lane_pb2.ResumeItemResponse)
-    CancelItem = _decision(lane_pb2.CancelItemRequest, Decision.CANCEL, lane_pb2.CancelItemResponse)
-    RetryItem = _decision(lane_pb2.RetryItemRequest, Decision.RETRY, lane_pb2.RetryItemResponse)
+    async def GetItem(
+        self, request: lane_pb2.GetItemRequest, context: Context
+    ) -> lane_pb2.GetItemResponse:
+        query = GetItemInput(
+            coordinator_id=request.coordinator_id,
+            lane_id=request.lane_id,
+            item_id=request.item_id,
+        )
+        detail = await self.engine.lanes.get_item(caller().principal, query)
+        return lane_pb2.GetItemResponse(item=m.item_detail_to_pb(detail))
+
+    async def ApproveItem(
+        self, request: lane_pb2.ApproveItemRequest, context: Context
+    ) -> lane_pb2.ApproveItemResponse:
+        detail = await self._decide(request, Decision.APPROVE)
+        return lane_pb2.ApproveItemResponse(item=m.item_detail_to_pb(detail))
+
+    async def DenyItem(
+        self, request: lane_pb2.DenyItemRequest, context: Context
+    ) -> lane_pb2.DenyItemResponse:
+        detail = await self._decide(request, Decision.DENY)
+        return lane_pb2.DenyItemResponse(item=m.item_detail_to_pb(detail))
+
+    async def ResumeItem(
+        self, request: lane_pb2.ResumeItemRequest, context: Context
+    ) -> lane_pb2.ResumeItemResponse:
+        detail = await self._decide(request, Decision.RESUME)
+        return lane_pb2.ResumeItemResponse(item=m.item_detail_to_pb(detail))
+
+    async def CancelItem(
+        self, request: lane_pb2.CancelItemRequest, context: Context
+    ) -> lane_pb2.CancelItemResponse:
+        detail = await self._decide(request, Decision.CANCEL)
+        return lane_pb2.CancelItemResponse(item=m.item_detail_to_pb(detail))
+
+    async def RetryItem(
+        self, request: lane_pb2.RetryItemRequest, context: Context
+    ) -> lane_pb2.RetryItemResponse:
+        detail = await self._decide(request, Decision.RETRY)
+        return lane_pb2.RetryItemResponse(item=m.item_detail_to_pb(detail))
+
+    async def _decide(
+        self,
+        request: lane_pb2.ApproveItemRequest
+        | lane_pb2.DenyItemRequest
+        | lane_pb2.ResumeItemRequest
+        | lane_pb2.CancelItemRequest
+        | lane_pb2.RetryItemRequest,
+        decision: Decision,
+    ) -> ItemDetail:
+        """Make ``decision`` on the item the request names (the five decision RPCs share one
+        request shape: coordinator, lane, item, note)."""
+        command = DecideItemInput(
+            coordinator_id=request.coordinator_id,
+            lane_id=request.lane_id,
+            item_id=request.item_id,
+            decision=decision,
+            note=request.note,
+        )
+        return await self.engine.lanes.decide_item(caller().principal, command)

@@ -1,22 +1,31 @@
 """``MaintenanceService``: what the recovery service calls to drive time (maintenance passes
-over each work coordinator) and to elect its leader."""
+over each work coordinator) and to elect its leader.
+
+Each RPC is one method: read the request into the engine command's input, call the engine as
+the caller (:func:`~.gate.caller`), map the answer back to protobuf."""
 
 from __future__ import annotations
 
 from workcoord.api.v1 import maintenance_pb2, maintenance_pb2_grpc
+from workcoord.coordinator.domain.inputs import (
+    AcquireLeadershipInput,
+    ReleaseLeadershipInput,
+    RunMaintenanceInput,
+)
 
 from . import mapping as m
-from .base import Context, EngineServicer, rpc
+from .base import Context, EngineServicer
 from .gate import caller
 
 __all__ = ["MaintenanceServicer"]
 
 
 class MaintenanceServicer(EngineServicer, maintenance_pb2_grpc.MaintenanceServiceServicer):
-    ListMaintenanceTargets = rpc(
-        maintenance_pb2.ListMaintenanceTargetsRequest,
-        lambda s, p, r: s.engine.maintenance_targets(p),
-        lambda found: maintenance_pb2.ListMaintenanceTargetsResponse(
+    async def ListMaintenanceTargets(
+        self, request: maintenance_pb2.ListMaintenanceTargetsRequest, context: Context
+    ) -> maintenance_pb2.ListMaintenanceTargetsResponse:
+        found = await self.engine.maintenance.maintenance_targets(caller().principal)
+        return maintenance_pb2.ListMaintenanceTargetsResponse(
             platform_enabled=found.platform_enabled,
             targets=[
                 maintenance_pb2.MaintenanceTarget(
@@ -24,28 +33,33 @@ class MaintenanceServicer(EngineServicer, maintenance_pb2_grpc.MaintenanceServic
                 )
                 for t in found.targets
             ],
-        ),
-    )
+        )
 
-    RunMaintenance = rpc(
-        maintenance_pb2.RunMaintenanceRequest,
-        lambda s, p, r: s.engine.run_maintenance(p, r.coordinator_id, r.batch_size),
-        lambda report: maintenance_pb2.RunMaintenanceResponse(report=m.report_to_pb(report)),
-    )
+    async def RunMaintenance(
+        self, request: maintenance_pb2.RunMaintenanceRequest, context: Context
+    ) -> maintenance_pb2.RunMaintenanceResponse:
+        command = RunMaintenanceInput(
+            coordinator_id=request.coordinator_id, batch_size=request.batch_size
+        )
+        report = await self.engine.maintenance.run_maintenance(caller().principal, command)
+        return maintenance_pb2.RunMaintenanceResponse(report=m.report_to_pb(report))
 
-    AcquireLeadership = rpc(
-        maintenance_pb2.AcquireLeadershipRequest,
-        lambda s, p, r: s.engine.acquire_leadership(p, r.name, r.holder_id, r.lease_seconds),
-        lambda claim: maintenance_pb2.AcquireLeadershipResponse(
+    async def AcquireLeadership(
+        self, request: maintenance_pb2.AcquireLeadershipRequest, context: Context
+    ) -> maintenance_pb2.AcquireLeadershipResponse:
+        command = AcquireLeadershipInput(
+            name=request.name, holder_id=request.holder_id, lease_seconds=request.lease_seconds
+        )
+        claim = await self.engine.maintenance.acquire_leadership(caller().principal, command)
+        return maintenance_pb2.AcquireLeadershipResponse(
             leadership=m.leadership_to_pb(claim.leadership, claim.held)
-        ),
-    )
+        )
 
     async def ReleaseLeadership(
         self, request: maintenance_pb2.ReleaseLeadershipRequest, context: Context
     ) -> maintenance_pb2.ReleaseLeadershipResponse:
-        p = caller().principal
-        leadership = await self.engine.release_leadership(p, request.name, request.holder_id)
+        command = ReleaseLeadershipInput(name=request.name, holder_id=request.holder_id)
+        leadership = await self.engine.maintenance.release_leadership(caller().principal, command)
         if leadership is None:
             return maintenance_pb2.ReleaseLeadershipResponse(
                 leadership=maintenance_pb2.Leadership(name=request.name)

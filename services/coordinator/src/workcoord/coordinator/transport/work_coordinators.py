@@ -1,5 +1,9 @@
 """``WorkCoordinatorService``: work coordinators and their configuration, views, explanations,
-events, digests, pending actions, and a parent's grants over its children."""
+events, digests, pending actions, and a parent's grants over its children.
+
+Each RPC is one method: read the request into the engine command's input, call the engine (or,
+for grants and a parent's work on its children, the tenancy commands) as the caller
+(:func:`~.gate.caller`), map the answer back to protobuf."""
 
 from __future__ import annotations
 
@@ -7,10 +11,18 @@ from workcoord.api.v1 import work_coordinator_pb2, work_coordinator_pb2_grpc
 from workcoord.coordinator.domain.grants import GrantPermission
 from workcoord.coordinator.domain.inputs import (
     AssignChildWorkInput,
+    CreateCoordinatorInput,
     CreateGrantInput,
     EscalateChildWorkInput,
+    ExplainInput,
+    GetViewInput,
+    ListCoordinatorsInput,
+    ListEventsInput,
     ListGrantsInput,
+    ListPendingActionsInput,
+    ResolvePendingActionInput,
     SteerChildWorkInput,
+    UpdateCoordinatorInput,
 )
 from workcoord.coordinator.domain.model import PendingActionState, Scope
 from workcoord.coordinator.domain.specs import CoordinatorSpec
@@ -19,7 +31,7 @@ from workcoord.kit.fingerprint import request_fingerprint
 
 from . import mapping as m
 from . import tenancy_mapping as tmap
-from .base import Context, EngineServicer, rpc
+from .base import Context, EngineServicer
 from .gate import caller
 
 __all__ = ["WorkCoordinatorServicer"]
@@ -40,31 +52,37 @@ class WorkCoordinatorServicer(
             enabled=wc.enabled if wc.HasField("enabled") else None,
             changes=m.coordinator_changes(wc, m.populated_paths(wc, entries=False)),
         )
-        created = await self.engine.create_coordinator(
-            p, spec, request.request_id, fingerprint=request_fingerprint(request)
+        command = CreateCoordinatorInput(
+            spec=spec, request_id=request.request_id, fingerprint=request_fingerprint(request)
         )
+        created = await self.engine.coordinators.create_coordinator(p, command)
         return work_coordinator_pb2.CreateWorkCoordinatorResponse(
             work_coordinator=m.coordinator_to_pb(created)
         )
 
-    ListWorkCoordinators = rpc(
-        work_coordinator_pb2.ListWorkCoordinatorsRequest,
-        lambda s, p, r: s.engine.list_coordinators(p, r.org_slug, r.page_size, r.page_token),
-        lambda page: m.page_to_pb(
+    async def ListWorkCoordinators(
+        self, request: work_coordinator_pb2.ListWorkCoordinatorsRequest, context: Context
+    ) -> work_coordinator_pb2.ListWorkCoordinatorsResponse:
+        query = ListCoordinatorsInput(
+            org_slug=request.org_slug, page_size=request.page_size, page_token=request.page_token
+        )
+        page = await self.engine.coordinators.list_coordinators(caller().principal, query)
+        return m.page_to_pb(
             work_coordinator_pb2.ListWorkCoordinatorsResponse,
             "work_coordinators",
             page,
             m.coordinator_to_pb,
-        ),
-    )
+        )
 
-    GetWorkCoordinator = rpc(
-        work_coordinator_pb2.GetWorkCoordinatorRequest,
-        lambda s, p, r: s.engine.get_coordinator(p, r.coordinator_id),
-        lambda c: work_coordinator_pb2.GetWorkCoordinatorResponse(
-            work_coordinator=m.coordinator_to_pb(c)
-        ),
-    )
+    async def GetWorkCoordinator(
+        self, request: work_coordinator_pb2.GetWorkCoordinatorRequest, context: Context
+    ) -> work_coordinator_pb2.GetWorkCoordinatorResponse:
+        coordinator = await self.engine.coordinators.get_coordinator(
+            caller().principal, request.coordinator_id
+        )
+        return work_coordinator_pb2.GetWorkCoordinatorResponse(
+            work_coordinator=m.coordinator_to_pb(coordinator)
+        )
 
     async def UpdateWorkCoordinator(
         self, request: work_coordinator_pb2.UpdateWorkCoordinatorRequest, context: Context
@@ -84,73 +102,93 @@ class WorkCoordinatorServicer(
             enabled=wc.enabled if "enabled" in paths else None,
             changes=m.coordinator_changes(wc, paths),
         )
-        updated = await self.engine.update_coordinator(p, request.coordinator_id, spec, wc.etag)
+        command = UpdateCoordinatorInput(
+            coordinator_id=request.coordinator_id, spec=spec, etag=wc.etag
+        )
+        updated = await self.engine.coordinators.update_coordinator(p, command)
         return work_coordinator_pb2.UpdateWorkCoordinatorResponse(
             work_coordinator=m.coordinator_to_pb(updated)
         )
 
-    GetView = rpc(
-        work_coordinator_pb2.GetViewRequest,
-        lambda s, p, r: s.engine.view(p, r.coordinator_id, r.page_size, r.page_token),
-        m.view_response,
-    )
+    async def GetView(
+        self, request: work_coordinator_pb2.GetViewRequest, context: Context
+    ) -> work_coordinator_pb2.GetViewResponse:
+        query = GetViewInput(
+            coordinator_id=request.coordinator_id,
+            page_size=request.page_size,
+            page_token=request.page_token,
+        )
+        view = await self.engine.reads.view(caller().principal, query)
+        return m.view_response(view)
 
-    Explain = rpc(
-        work_coordinator_pb2.ExplainRequest,
-        lambda s, p, r: s.engine.explain(p, r.coordinator_id, r.lane_id, r.item_id),
-        lambda x: work_coordinator_pb2.ExplainResponse(explanation=m.explanation_to_pb(x)),
-    )
+    async def Explain(
+        self, request: work_coordinator_pb2.ExplainRequest, context: Context
+    ) -> work_coordinator_pb2.ExplainResponse:
+        query = ExplainInput(
+            coordinator_id=request.coordinator_id,
+            lane_id=request.lane_id,
+            item_id=request.item_id,
+        )
+        explanation = await self.engine.reads.explain(caller().principal, query)
+        return work_coordinator_pb2.ExplainResponse(explanation=m.explanation_to_pb(explanation))
 
-    ListEvents = rpc(
-        work_coordinator_pb2.ListEventsRequest,
-        lambda s, p, r: s.engine.list_events(
-            p,
-            r.coordinator_id,
-            r.since_revision,
-            r.page_size,
-            r.page_token,
-            r.lane_id,
-            r.item_id,
-        ),
-        lambda page: work_coordinator_pb2.ListEventsResponse(
+    async def ListEvents(
+        self, request: work_coordinator_pb2.ListEventsRequest, context: Context
+    ) -> work_coordinator_pb2.ListEventsResponse:
+        query = ListEventsInput(
+            coordinator_id=request.coordinator_id,
+            since_revision=request.since_revision,
+            page_size=request.page_size,
+            page_token=request.page_token,
+            lane_id=request.lane_id,
+            item_id=request.item_id,
+        )
+        page = await self.engine.reads.list_events(caller().principal, query)
+        return work_coordinator_pb2.ListEventsResponse(
             events=[m.event_to_pb(e) for e in page.events],
             next_page_token=page.next_page_token,
             revision=page.revision,
-        ),
-    )
+        )
 
-    GetDigest = rpc(
-        work_coordinator_pb2.GetDigestRequest,
-        lambda s, p, r: s.engine.get_digest(p, r.coordinator_id, r.day),
-        lambda digest: work_coordinator_pb2.GetDigestResponse(digest=m.digest_to_pb(digest)),
-    )
+    async def GetDigest(
+        self, request: work_coordinator_pb2.GetDigestRequest, context: Context
+    ) -> work_coordinator_pb2.GetDigestResponse:
+        digest = await self.engine.follow_ups.get_digest(
+            caller().principal, request.coordinator_id, request.day
+        )
+        return work_coordinator_pb2.GetDigestResponse(digest=m.digest_to_pb(digest))
 
-    ListPendingActions = rpc(
-        work_coordinator_pb2.ListPendingActionsRequest,
-        lambda s, p, r: s.engine.list_pending_actions(
-            p,
-            r.coordinator_id,
-            m.enum_from_pb(work_coordinator_pb2.PendingAction.State, r.state, PendingActionState),
-            r.page_size,
-            r.page_token,
-        ),
-        lambda page: m.page_to_pb(
+    async def ListPendingActions(
+        self, request: work_coordinator_pb2.ListPendingActionsRequest, context: Context
+    ) -> work_coordinator_pb2.ListPendingActionsResponse:
+        query = ListPendingActionsInput(
+            coordinator_id=request.coordinator_id,
+            state=m.enum_from_pb(
+                work_coordinator_pb2.PendingAction.State, request.state, PendingActionState
+            ),
+            page_size=request.page_size,
+            page_token=request.page_token,
+        )
+        page = await self.engine.follow_ups.list_pending_actions(caller().principal, query)
+        return m.page_to_pb(
             work_coordinator_pb2.ListPendingActionsResponse,
             "pending_actions",
             page,
             m.pending_action_to_pb,
-        ),
-    )
+        )
 
-    ResolvePendingAction = rpc(
-        work_coordinator_pb2.ResolvePendingActionRequest,
-        lambda s, p, r: s.engine.resolve_pending_action(
-            p, r.coordinator_id, r.action_id, r.resolution
-        ),
-        lambda action: work_coordinator_pb2.ResolvePendingActionResponse(
+    async def ResolvePendingAction(
+        self, request: work_coordinator_pb2.ResolvePendingActionRequest, context: Context
+    ) -> work_coordinator_pb2.ResolvePendingActionResponse:
+        command = ResolvePendingActionInput(
+            coordinator_id=request.coordinator_id,
+            action_id=request.action_id,
+            resolution=request.resolution,
+        )
+        action = await self.engine.follow_ups.resolve_pending_action(caller().principal, command)
+        return work_coordinator_pb2.ResolvePendingActionResponse(
             pending_action=m.pending_action_to_pb(action)
-        ),
-    )
+        )
 
     # ------------------------------------------------------------------ grants (child side)
 

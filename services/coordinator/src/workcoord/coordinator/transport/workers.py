@@ -1,128 +1,143 @@
 """``WorkerService``: workers report themselves, lease ready items, and start, heartbeat,
-checkpoint, complete, fail or release their leases."""
+checkpoint, complete, fail or release their leases.
+
+Each RPC is one method: read the request into the engine command's input, call the engine as
+the caller (:func:`~.gate.caller`), map the answer back to protobuf."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
-
-from google.protobuf.message import Message
-
 from workcoord.api.v1 import worker_pb2, worker_pb2_grpc
-from workcoord.coordinator.domain.auth import Principal
-from workcoord.coordinator.domain.engine import Engine
-from workcoord.coordinator.domain.model import Attempt
+from workcoord.coordinator.domain.inputs import (
+    CheckpointInput,
+    CompleteInput,
+    FailInput,
+    ForgetWorkerInput,
+    HeartbeatInput,
+    LeaseInput,
+    ListWorkersInput,
+    ReleaseInput,
+    ReportWorkerInput,
+    StartInput,
+)
 
 from . import mapping as m
-from .base import EngineServicer, Rpc, rpc
+from .base import Context, EngineServicer
+from .gate import caller
 
 __all__ = ["WorkerServicer"]
 
 
-class _LeaseRequest(Protocol):
-    """What every call on a held lease names: the lease and its secret token."""
-
-    @property
-    def coordinator_id(self) -> str: ...
-
-    @property
-    def lease_id(self) -> str: ...
-
-    @property
-    def lease_token(self) -> str: ...
-
-
-def _lease(request: _LeaseRequest) -> tuple[str, str, str]:
-    """The lease a call on a held lease names: its work coordinator, id and secret token, the
-    engine's first three arguments after the caller's principal."""
-    return request.coordinator_id, request.lease_id, request.lease_token
-
-
-_OnLease = TypeVar("_OnLease", bound=_LeaseRequest)
-_AttemptResponse = TypeVar("_AttemptResponse", bound=Message)
-_Arg = TypeVar("_Arg")
-
-
-def _on_lease(
-    request_type: type[_OnLease],
-    response_type: type[_AttemptResponse],
-    engine_method: Callable[[Engine, Principal, str, str, str, _Arg], Awaitable[Attempt]],
-    convert: Callable[[_OnLease], _Arg],
-) -> Rpc[_OnLease, _AttemptResponse]:
-    """The method that calls ``engine_method`` (e.g. ``Engine.complete``) on the lease the
-    request names, with ``convert(request)`` as its last argument, and answers with the
-    attempt."""
-    return rpc(
-        request_type,
-        lambda s, p, r: engine_method(s.engine, p, *_lease(r), convert(r)),
-        lambda attempt: response_type(attempt=m.attempt_to_pb(attempt)),
-    )
-
-
 class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
-    ReportWorker = rpc(
-        worker_pb2.ReportWorkerRequest,
-        lambda s, p, r: s.engine.report_worker(
-            p, r.coordinator_id, m.worker_from_pb(r.worker, s.engine.clock.now())
-        ),
-        lambda worker: worker_pb2.ReportWorkerResponse(worker=m.worker_to_pb(worker)),
-    )
+    async def ReportWorker(
+        self, request: worker_pb2.ReportWorkerRequest, context: Context
+    ) -> worker_pb2.ReportWorkerResponse:
+        command = ReportWorkerInput(
+            coordinator_id=request.coordinator_id,
+            worker=m.worker_from_pb(request.worker, self.engine.clock.now()),
+        )
+        worker = await self.engine.leasing.report_worker(caller().principal, command)
+        return worker_pb2.ReportWorkerResponse(worker=m.worker_to_pb(worker))
 
-    ListWorkers = rpc(
-        worker_pb2.ListWorkersRequest,
-        lambda s, p, r: s.engine.list_workers(p, r.coordinator_id, r.page_size, r.page_token),
-        lambda page: m.page_to_pb(worker_pb2.ListWorkersResponse, "workers", page, m.worker_to_pb),
-    )
+    async def ListWorkers(
+        self, request: worker_pb2.ListWorkersRequest, context: Context
+    ) -> worker_pb2.ListWorkersResponse:
+        query = ListWorkersInput(
+            coordinator_id=request.coordinator_id,
+            page_size=request.page_size,
+            page_token=request.page_token,
+        )
+        page = await self.engine.leasing.list_workers(caller().principal, query)
+        return m.page_to_pb(worker_pb2.ListWorkersResponse, "workers", page, m.worker_to_pb)
 
-    Lease = rpc(
-        worker_pb2.LeaseRequest,
-        # A long-poll re-checks its caller after every wait (see Engine.lease).
-        lambda s, p, r: s.engine.lease(
-            p, r.coordinator_id, m.lease_ask_from_pb(r), reauthenticate=s.reauthenticator()
-        ),
-        lambda granted: worker_pb2.LeaseResponse(leases=[m.lease_to_pb(g) for g in granted]),
-    )
+    async def Lease(
+        self, request: worker_pb2.LeaseRequest, context: Context
+    ) -> worker_pb2.LeaseResponse:
+        command = LeaseInput(
+            coordinator_id=request.coordinator_id, ask=m.lease_ask_from_pb(request)
+        )
+        # A long-poll re-checks its caller after every wait (see LeasingService.lease).
+        granted = await self.engine.leasing.lease(
+            caller().principal, command, reauthenticate=self.reauthenticator()
+        )
+        return worker_pb2.LeaseResponse(leases=[m.lease_to_pb(g) for g in granted])
 
-    Start = _on_lease(
-        worker_pb2.StartRequest,
-        worker_pb2.StartResponse,
-        Engine.start,
-        lambda r: m.run_identity_from_pb(r.run_identity),
-    )
+    async def Start(
+        self, request: worker_pb2.StartRequest, context: Context
+    ) -> worker_pb2.StartResponse:
+        command = StartInput(
+            coordinator_id=request.coordinator_id,
+            lease_id=request.lease_id,
+            lease_token=request.lease_token,
+            run_identity=m.run_identity_from_pb(request.run_identity),
+        )
+        attempt = await self.engine.attempts.start(caller().principal, command)
+        return worker_pb2.StartResponse(attempt=m.attempt_to_pb(attempt))
 
-    Heartbeat = rpc(
-        worker_pb2.HeartbeatRequest,
-        lambda s, p, r: s.engine.heartbeat(p, *_lease(r), r.progress),
-        lambda expire: worker_pb2.HeartbeatResponse(lease_expire_time=m.ts(expire)),
-    )
+    async def Heartbeat(
+        self, request: worker_pb2.HeartbeatRequest, context: Context
+    ) -> worker_pb2.HeartbeatResponse:
+        command = HeartbeatInput(
+            coordinator_id=request.coordinator_id,
+            lease_id=request.lease_id,
+            lease_token=request.lease_token,
+            progress=request.progress,
+        )
+        expire = await self.engine.attempts.heartbeat(caller().principal, command)
+        return worker_pb2.HeartbeatResponse(lease_expire_time=m.ts(expire))
 
-    Complete = _on_lease(
-        worker_pb2.CompleteRequest,
-        worker_pb2.CompleteResponse,
-        Engine.complete,
-        lambda r: m.evidence_from_pb(r.evidence),
-    )
+    async def Complete(
+        self, request: worker_pb2.CompleteRequest, context: Context
+    ) -> worker_pb2.CompleteResponse:
+        command = CompleteInput(
+            coordinator_id=request.coordinator_id,
+            lease_id=request.lease_id,
+            lease_token=request.lease_token,
+            evidence=m.evidence_from_pb(request.evidence),
+        )
+        attempt = await self.engine.attempts.complete(caller().principal, command)
+        return worker_pb2.CompleteResponse(attempt=m.attempt_to_pb(attempt))
 
-    Fail = _on_lease(
-        worker_pb2.FailRequest,
-        worker_pb2.FailResponse,
-        Engine.fail,
-        lambda r: m.failure_from_pb(r.error),
-    )
+    async def Fail(
+        self, request: worker_pb2.FailRequest, context: Context
+    ) -> worker_pb2.FailResponse:
+        command = FailInput(
+            coordinator_id=request.coordinator_id,
+            lease_id=request.lease_id,
+            lease_token=request.lease_token,
+            error=m.failure_from_pb(request.error),
+        )
+        attempt = await self.engine.attempts.fail(caller().principal, command)
+        return worker_pb2.FailResponse(attempt=m.attempt_to_pb(attempt))
 
-    Checkpoint = _on_lease(
-        worker_pb2.CheckpointRequest,
-        worker_pb2.CheckpointResponse,
-        Engine.checkpoint,
-        lambda r: m.checkpoint_from_pb(r.checkpoint),
-    )
+    async def Checkpoint(
+        self, request: worker_pb2.CheckpointRequest, context: Context
+    ) -> worker_pb2.CheckpointResponse:
+        command = CheckpointInput(
+            coordinator_id=request.coordinator_id,
+            lease_id=request.lease_id,
+            lease_token=request.lease_token,
+            checkpoint=m.checkpoint_from_pb(request.checkpoint),
+        )
+        attempt = await self.engine.attempts.checkpoint(caller().principal, command)
+        return worker_pb2.CheckpointResponse(attempt=m.attempt_to_pb(attempt))
 
-    Release = _on_lease(
-        worker_pb2.ReleaseRequest, worker_pb2.ReleaseResponse, Engine.release, lambda r: r.reason
-    )
+    async def Release(
+        self, request: worker_pb2.ReleaseRequest, context: Context
+    ) -> worker_pb2.ReleaseResponse:
+        command = ReleaseInput(
+            coordinator_id=request.coordinator_id,
+            lease_id=request.lease_id,
+            lease_token=request.lease_token,
+            reason=request.reason,
+        )
+        attempt = await self.engine.attempts.release(caller().principal, command)
+        return worker_pb2.ReleaseResponse(attempt=m.attempt_to_pb(attempt))
 
-    ForgetWorker = rpc(
-        worker_pb2.ForgetWorkerRequest,
-        lambda s, p, r: s.engine.forget_worker(p, r.coordinator_id, r.worker_id),
-        lambda worker: worker_pb2.ForgetWorkerResponse(worker=m.worker_to_pb(worker)),
-    )
+    async def ForgetWorker(
+        self, request: worker_pb2.ForgetWorkerRequest, context: Context
+    ) -> worker_pb2.ForgetWorkerResponse:
+        command = ForgetWorkerInput(
+            coordinator_id=request.coordinator_id, worker_id=request.worker_id
+        )
+        worker = await self.engine.fences.forget_worker(caller().principal, command)
+        return worker_pb2.ForgetWorkerResponse(worker=m.worker_to_pb(worker))

@@ -5,28 +5,42 @@ row, serialising changes to it), authorizes the caller against current state, ap
 rules, appends its events with the next revisions, and commits. Notifications are published
 only after the commit, as wake-up hints.
 
-The commands are grouped by concern, one module each, over a shared core (:mod:`._base`);
-:class:`Engine` composes them. The tenancy concerns are service objects over that core,
-attributes of the engine: ``engine.membership`` (orgs, users, members), ``engine.credentials``
-(bearer authentication, admin tokens, work keys), ``engine.grants`` (a child's grants to its
-parent), ``engine.children`` (what a parent does with them), ``engine.sessions`` (browser
-sessions) and ``engine.platform`` (the platform's settings). Module constants live where they
-are used (patch them there): ``BACKSTOP_POLL_SECONDS`` in :mod:`.leasing`, for example.
+The commands are grouped by concern, one service object per module, over a shared core
+(:class:`EngineCore`, :mod:`._base`). :class:`Engine` is that core with one service attached
+per concern: ``engine.coordinators``, ``engine.lanes``, ``engine.leasing``, ``engine.attempts``,
+``engine.fences``, ``engine.follow_ups``, ``engine.maintenance``, ``engine.reads``, and the
+tenancy concerns ``engine.membership`` (orgs, users, members), ``engine.credentials`` (bearer
+authentication, admin tokens, work keys), ``engine.grants`` (a child's grants to its parent),
+``engine.children`` (what a parent does with them), ``engine.sessions`` (browser sessions) and
+``engine.platform`` (the platform's settings). Each command takes the caller's principal and
+one input (:mod:`..inputs`), e.g. ``await engine.attempts.complete(principal, CompleteInput(...))``.
+
+Module constants live where they are used (patch them there): ``BACKSTOP_POLL_SECONDS`` in
+:mod:`.leasing`, for example.
 """
 
 from __future__ import annotations
 
-from functools import cached_property
+from collections.abc import Callable, Mapping
 
-from ._base import Effects, EngineCore, new_id
-from .attempts import AttemptCommands
+from workcoord.kit.bus import NotificationBus
+from workcoord.kit.clock import Clock
+from workcoord.kit.secrets import TokenSource
+
+from ..auth import AccessTokens, Principal
+from ..ports import Store
+from ..results import PendingActionsRun
+from ..tickets import TicketTracker
+from ._base import Effects, EngineCore, EngineService, new_id
+from .attempts import AttemptService
 from .children import Children
-from .coordinators import CoordinatorCommands
+from .coordinators import CoordinatorService
 from .credentials import Credentials
-from .follow_ups import PENDING_ACTION_RETRY, TICKET_SYNC_BATCH
-from .lanes import LaneCommands
-from .leasing import BACKSTOP_POLL_SECONDS, CLAIM_SCAN_FACTOR, LeasingCommands
-from .maintenance import ESCALATION_BATCH, Maintenance
+from .fences import FenceService
+from .follow_ups import PENDING_ACTION_RETRY, TICKET_SYNC_BATCH, FollowUpService
+from .lanes import LaneService
+from .leasing import BACKSTOP_POLL_SECONDS, CLAIM_SCAN_FACTOR, LeasingService
+from .maintenance import ESCALATION_BATCH, MaintenanceService
 from .membership import Membership
 from .paging import (
     DEFAULT_PAGE_SIZE,
@@ -39,7 +53,7 @@ from .paging import (
 )
 from .parent_grants import ParentGrants
 from .platform import Platform
-from .reads import Reads
+from .reads import ReadService
 from .sessions import Sessions
 from .transitions import CLOSE_TICKET, TICKET_CLOSED
 
@@ -53,10 +67,19 @@ __all__ = [
     "PENDING_ACTION_RETRY",
     "TICKET_CLOSED",
     "TICKET_SYNC_BATCH",
+    "AttemptService",
+    "CoordinatorService",
     "Effects",
     "Engine",
     "EngineCore",
+    "EngineService",
+    "FenceService",
+    "FollowUpService",
+    "LaneService",
+    "LeasingService",
+    "MaintenanceService",
     "PageRequest",
+    "ReadService",
     "decode_page_token",
     "encode_page_token",
     "new_id",
@@ -65,37 +88,52 @@ __all__ = [
 ]
 
 
-class Engine(
-    CoordinatorCommands,
-    LaneCommands,
-    LeasingCommands,
-    AttemptCommands,
-    Maintenance,
-    Reads,
-):
-    """The coordinator's commands and reads."""
+class Engine(EngineCore):
+    """The coordinator's commands and reads: the shared core, with one service per concern.
 
-    # The tenancy concerns: service objects over this core, made on first use.
-    @cached_property
-    def membership(self) -> Membership:
-        return Membership(self)
+    A service is attached in ``__init__`` as ``self.<concern> = <Concern>Service(self, …)``:
+    it gets the core (this engine) and the sibling services it calls, nothing else."""
 
-    @cached_property
-    def credentials(self) -> Credentials:
-        return Credentials(self)
+    def __init__(
+        self,
+        store: Store,
+        bus: NotificationBus,
+        clock: Clock,
+        *,
+        tokens: TokenSource | None = None,
+        uniform: Callable[[], float] | None = None,
+        service_key: str | None = None,
+        trackers: Mapping[str, TicketTracker] | None = None,
+        access_tokens: AccessTokens | None = None,
+    ) -> None:
+        super().__init__(
+            store,
+            bus,
+            clock,
+            tokens=tokens,
+            uniform=uniform,
+            service_key=service_key,
+            trackers=trackers,
+            access_tokens=access_tokens,
+        )
+        self.coordinators = CoordinatorService(self)
+        self.lanes = LaneService(self)
+        self.fences = FenceService(self)
+        self.leasing = LeasingService(self, self.fences)
+        self.attempts = AttemptService(self)
+        self.follow_ups = FollowUpService(self)
+        self.maintenance = MaintenanceService(self, self.fences, self.follow_ups)
+        self.reads = ReadService(self)
+        # The tenancy concerns.
+        self.membership = Membership(self)
+        self.credentials = Credentials(self)
+        self.grants = ParentGrants(self)
+        self.children = Children(self)
+        self.sessions = Sessions(self)
+        self.platform = Platform(self)
 
-    @cached_property
-    def grants(self) -> ParentGrants:
-        return ParentGrants(self)
-
-    @cached_property
-    def children(self) -> Children:
-        return Children(self)
-
-    @cached_property
-    def sessions(self) -> Sessions:
-        return Sessions(self)
-
-    @cached_property
-    def platform(self) -> Platform:
-        return Platform(self)
+    async def run_pending_actions(
+        self, principal: Principal, coordinator_id: str
+    ) -> PendingActionsRun:
+        """Try every due pending action once (the core starts it after a lane goes LIVE)."""
+        return await self.follow_ups.run_pending_actions(principal, coordinator_id)

@@ -1,11 +1,12 @@
 """The engine's core: one transaction per command, its effects after commit, shared lane reads.
 
-The concern modules of the engine are mixins over :class:`EngineCore`. Its public methods
-(:meth:`~EngineCore.command`, :meth:`~EngineCore.append_events`,
+Each concern of the engine is a service object (an :class:`EngineService`) over one
+:class:`EngineCore`, which holds the state they share (store, bus, clock, keys, caches). The
+core's public methods (:meth:`~EngineCore.command`, :meth:`~EngineCore.append_events`,
 :meth:`~EngineCore.write_digest`, :meth:`~EngineCore.announce`,
-:meth:`~EngineCore.lane_details`, :meth:`~EngineCore.surroundings`) are also the seams the
-service objects over the core (the tenancy concerns: ``membership``, ``credentials``, ``grants``,
-``children``, ``sessions``, ``platform``) build their commands on.
+:meth:`~EngineCore.lane_details`, :meth:`~EngineCore.surroundings`, …) are the seams every
+service (lanes, leasing, …, and the tenancy concerns: ``membership``, ``credentials``, ``grants``,
+``children``, ``sessions``, ``platform``) builds its commands on.
 """
 
 from __future__ import annotations
@@ -122,15 +123,12 @@ class EngineCore(ABC):
         # Lease tokens are derived with it (see lease_replay): never stored, never logged.
         self.lease_key = lease_token_key(service_key)
         self._lease_key_from_service = bool(service_key)
-        self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
         # Principals of bearer credentials, reused while the credentials epoch stands still.
         self.principals = PrincipalCache()
-        # Per (coordinator, class): the ready-signal generation whose first waiter claimed.
-        self._woken_claims: dict[tuple[str, str], int] = {}
         # The view's lanes per work coordinator, between calls (see view_cache).
         self.view_cache = ViewCache()
         self._background: set[asyncio.Task[Any]] = set()
-        self._worker_writes: GroupCommitter[Effects] = GroupCommitter(
+        self.worker_writes: GroupCommitter[Effects] = GroupCommitter(
             Effects, self.write_digest, self.announce
         )
 
@@ -181,7 +179,7 @@ class EngineCore(ABC):
                 )
             )
         if effects.close_tickets:
-            self._spawn(self.run_pending_actions(RECOVERY, coordinator.coordinator_id))
+            self.spawn(self.run_pending_actions(RECOVERY, coordinator.coordinator_id))
 
     async def append_events(
         self, tx: Tx, coordinator: Coordinator, events: Sequence[NewEvent], actor: str
@@ -191,7 +189,7 @@ class EngineCore(ABC):
             coordinator.revision = await tx.append(coordinator, events, actor)
 
     @asynccontextmanager
-    async def _open_for_workers(self, coordinator_id: str) -> AsyncIterator[tuple[Tx, Coordinator]]:
+    async def open_for_workers(self, coordinator_id: str) -> AsyncIterator[tuple[Tx, Coordinator]]:
         """The shared transaction of a group of worker writes (see group_commit). Whether
         coordination is on is checked by each member once it is authorized: a caller who may
         not see the coordinator must not learn that it is switched off."""
@@ -201,7 +199,7 @@ class EngineCore(ABC):
                 raise NotFound(f"work coordinator {coordinator_id} not found")
             yield tx, coordinator
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
         """Run follow-up work after a commit without holding the caller; keep a reference so
         the task is not collected, and log (never raise) its failure."""
         task = asyncio.create_task(coroutine)
@@ -268,7 +266,7 @@ class EngineCore(ABC):
             raise NotFound(f"item {item_id} not found")
         return item
 
-    async def _lane_detail(
+    async def lane_detail(
         self, reader: Reader, lane: Lane, with_attempts: bool = False
     ) -> LaneDetail:
         details = await self.lane_details(reader, [lane], with_attempts)
@@ -296,7 +294,7 @@ class EngineCore(ABC):
             by_lane[ticket.lane_id].tickets.append(ticket)
         return [by_lane[i] for i in ids]
 
-    async def _lane_page(
+    async def lane_page(
         self,
         reader: Reader,
         coordinator_id: str,
@@ -310,7 +308,7 @@ class EngineCore(ABC):
         details = await self.lane_details(reader, page.items)
         return Page(details, page.next_page_token)
 
-    async def _occupancy(
+    async def occupancy(
         self,
         reader: Reader,
         coordinator: Coordinator,
@@ -339,3 +337,11 @@ class EngineCore(ABC):
             capacity=rules.class_usage(live, coordinator.config.class_capacity).capacity,
             key_holders=key_holders(live),
         )
+
+
+class EngineService:
+    """One concern of the engine (lanes, leasing, attempts, …): a service object over the
+    shared :class:`EngineCore`, which it reaches as ``self.core``."""
+
+    def __init__(self, core: EngineCore) -> None:
+        self.core = core

@@ -13,9 +13,18 @@ from workcoord.kit.errors import IllegalTransition
 from .. import rules
 from ..auth import Access, Principal, authorize
 from ..group_commit import shielded
+from ..inputs import (
+    CheckpointInput,
+    CompleteInput,
+    FailInput,
+    HeartbeatInput,
+    OnLeaseInput,
+    ReleaseInput,
+    StartInput,
+)
 from ..model import Attempt, AttemptStatus, Coordinator, EventType, Item, ItemState, NewEvent
 from ..ports import Tx
-from ..specs import Checkpoint, Evidence, Failure, RunIdentity
+from ..specs import RunIdentity
 from ._base import Effects
 from .transitions import Transitions
 
@@ -36,28 +45,27 @@ class FencedWrite:
         return NewEvent.for_item(type, self.item, self.attempt.lease_id, data)
 
 
-class AttemptCommands(Transitions):
-    """The worker writes, each fenced by the lease token."""
+class AttemptService(Transitions):
+    """The worker writes, each fenced by the lease token (``engine.attempts``)."""
 
     @asynccontextmanager
-    async def fenced(
-        self, principal: Principal, coordinator_id: str, lease_id: str, lease_token: str
-    ) -> AsyncIterator[FencedWrite]:
+    async def fenced(self, principal: Principal, lease: OnLeaseInput) -> AsyncIterator[FencedWrite]:
         """Join the group commit of the coordinator's worker writes, refusing (LEASE_LOST)
-        unless ``lease_token`` holds the item's live, unexpired lease ``lease_id``."""
-        opener = functools.partial(self._open_for_workers, coordinator_id)
-        async with self._worker_writes.member(coordinator_id, opener) as (
+        unless the input's token holds the item's live, unexpired lease it names."""
+        coordinator_id = lease.coordinator_id
+        opener = functools.partial(self.core.open_for_workers, coordinator_id)
+        async with self.core.worker_writes.member(coordinator_id, opener) as (
             tx,
             coordinator,
             effects,
         ):
             # Authorize before revealing anything (even that coordination is switched off).
             authorize(principal, coordinator, Access.LEASE)
-            await self.require_enabled(tx, principal, coordinator, Access.LEASE)
-            attempt, item = await tx.attempt_with_item(lease_id)
+            await self.core.require_enabled(tx, principal, coordinator, Access.LEASE)
+            attempt, item = await tx.attempt_with_item(lease.lease_id)
             if attempt is not None and attempt.coordinator_id != coordinator_id:
                 attempt, item = None, None
-            rules.fence(attempt, item, lease_token, tx.now)
+            rules.fence(attempt, item, lease.lease_token, tx.now)
             assert attempt is not None and item is not None
             yield FencedWrite(tx, coordinator, effects, attempt, item)
 
@@ -66,22 +74,16 @@ class AttemptCommands(Transitions):
     ) -> Attempt:
         await write.tx.update_attempts([write.attempt])
         await write.tx.update_items([write.item])
-        await self.append_events(write.tx, write.coordinator, events, principal.name)
+        await self.core.append_events(write.tx, write.coordinator, events, principal.name)
         return write.attempt
 
     @shielded
-    async def start(
-        self,
-        principal: Principal,
-        coordinator_id: str,
-        lease_id: str,
-        lease_token: str,
-        run_identity: RunIdentity,
-    ) -> Attempt:
+    async def start(self, principal: Principal, input: StartInput) -> Attempt:
         """Start a leased attempt with its run identity (a retry with the same identity is a
         no-op; another identity is refused)."""
-        rules.check_run_identity(run_identity, "run_identity", self.clock.now())
-        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+        run_identity = input.run_identity
+        rules.check_run_identity(run_identity, "run_identity", self.core.clock.now())
+        async with self.fenced(principal, input) as write:
             attempt, item, now = write.attempt, write.item, write.tx.now
             if attempt.status == AttemptStatus.RUNNING:
                 if RunIdentity.from_json(attempt.run_identity or {}) == run_identity:
@@ -98,16 +100,10 @@ class AttemptCommands(Transitions):
             return await self._save(write, [write.event(EventType.ITEM_STARTED)], principal)
 
     @shielded
-    async def heartbeat(
-        self,
-        principal: Principal,
-        coordinator_id: str,
-        lease_id: str,
-        lease_token: str,
-        progress: str,
-    ) -> datetime:
+    async def heartbeat(self, principal: Principal, input: HeartbeatInput) -> datetime:
         """Extend the lease by its duration from now; returns the new expiry."""
-        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+        progress = input.progress
+        async with self.fenced(principal, input) as write:
             attempt = write.attempt
             attempt.lease_expire_time = rules.lease_expiry(write.tx.now, attempt.lease_seconds)
             if progress:
@@ -116,17 +112,11 @@ class AttemptCommands(Transitions):
             return attempt.lease_expire_time
 
     @shielded
-    async def complete(
-        self,
-        principal: Principal,
-        coordinator_id: str,
-        lease_id: str,
-        lease_token: str,
-        evidence: Evidence,
-    ) -> Attempt:
+    async def complete(self, principal: Principal, input: CompleteInput) -> Attempt:
         """Complete a running attempt: the item succeeds with ``evidence``, its dependents are
         released and the lane moves on (or finishes)."""
-        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+        evidence = input.evidence
+        async with self.fenced(principal, input) as write:
             tx, attempt, item = write.tx, write.attempt, write.item
             rules.require_running(attempt, "complete")
             rules.check_evidence(item.kind, evidence)
@@ -141,20 +131,14 @@ class AttemptCommands(Transitions):
             await tx.update_attempts([attempt])
             await tx.update_items([item])
             await self._after_success(tx, write.coordinator, item, events, write.effects)
-            await self.append_events(tx, write.coordinator, events, principal.name)
+            await self.core.append_events(tx, write.coordinator, events, principal.name)
             return attempt
 
     @shielded
-    async def fail(
-        self,
-        principal: Principal,
-        coordinator_id: str,
-        lease_id: str,
-        lease_token: str,
-        error: Failure,
-    ) -> Attempt:
+    async def fail(self, principal: Principal, input: FailInput) -> Attempt:
         """Fail an attempt: the item retries with backoff or is dead-lettered."""
-        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+        error = input.error
+        async with self.fenced(principal, input) as write:
             tx, attempt, item = write.tx, write.attempt, write.item
             attempt.status = AttemptStatus.FAILED
             attempt.end_time = tx.now
@@ -168,19 +152,13 @@ class AttemptCommands(Transitions):
             return await self._save(write, events, principal)
 
     @shielded
-    async def checkpoint(
-        self,
-        principal: Principal,
-        coordinator_id: str,
-        lease_id: str,
-        lease_token: str,
-        checkpoint: Checkpoint,
-    ) -> Attempt:
+    async def checkpoint(self, principal: Principal, input: CheckpointInput) -> Attempt:
         """End an attempt with a continuation: the next lease of the item gets
         ``checkpoint``; a blocked checkpoint stops the item for a human instead."""
+        checkpoint = input.checkpoint
         rules.check_checkpoint(checkpoint)
         blocked = checkpoint.blocked_reason
-        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+        async with self.fenced(principal, input) as write:
             tx, attempt, item, effects = write.tx, write.attempt, write.item, write.effects
             # A checkpoint is progress, not failure: it does not burn the retry budget.
             self._end_unburned(attempt, item, AttemptStatus.CHECKPOINTED, tx.now)
@@ -196,16 +174,10 @@ class AttemptCommands(Transitions):
             return await self._save(write, events, principal)
 
     @shielded
-    async def release(
-        self,
-        principal: Principal,
-        coordinator_id: str,
-        lease_id: str,
-        lease_token: str,
-        reason: str,
-    ) -> Attempt:
+    async def release(self, principal: Principal, input: ReleaseInput) -> Attempt:
         """Give the item back unfinished: it is queued again and no attempt is burned."""
-        async with self.fenced(principal, coordinator_id, lease_id, lease_token) as write:
+        reason = input.reason
+        async with self.fenced(principal, input) as write:
             self._end_unburned(write.attempt, write.item, AttemptStatus.RELEASED, write.tx.now)
             events = [write.event(EventType.ITEM_RELEASED, {"reason": reason} if reason else {})]
             self._queue(write.tx, write.item, events, write.effects, None)

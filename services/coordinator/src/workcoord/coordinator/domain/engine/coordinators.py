@@ -6,6 +6,7 @@ from workcoord.kit.errors import AlreadyExists, EtagMismatch, InvalidArgument
 
 from .. import requests, rules
 from ..auth import Access, Principal, may, require_org_admin, require_platform_admin
+from ..inputs import CreateCoordinatorInput, ListCoordinatorsInput, UpdateCoordinatorInput
 from ..model import (
     Attempt,
     AttemptStatus,
@@ -19,23 +20,20 @@ from ..model import (
 )
 from ..ports import Reader, Tx
 from ..results import Page
-from ..specs import CoordinatorSpec, Failure
+from ..specs import Failure
 from ._base import Effects, new_id
 from .paging import PageRequest
 from .transitions import Transitions
 
 
-class CoordinatorCommands(Transitions):
-    """The work coordinator commands."""
+class CoordinatorService(Transitions):
+    """The work coordinator commands (``engine.coordinators``)."""
 
     async def create_coordinator(
-        self,
-        principal: Principal,
-        spec: CoordinatorSpec,
-        request_id: str,
-        *,
-        fingerprint: str = "",
+        self, principal: Principal, input: CreateCoordinatorInput
     ) -> Coordinator:
+        """Create a GLOBAL (platform admins) or ORG (its admins) work coordinator."""
+        spec, request_id, fingerprint = input.spec, input.request_id, input.fingerprint
         if spec.scope is None:
             raise InvalidArgument.single("work_coordinator.scope", "is required")
         if spec.scope == Scope.GLOBAL:
@@ -51,7 +49,7 @@ class CoordinatorCommands(Transitions):
                 )
             require_org_admin(principal, spec.org_slug)
         config = rules.apply_config_changes(CoordinatorConfig(), spec.changes)
-        async with self.store.write() as tx:
+        async with self.core.store.write() as tx:
             # Scoped to the org the caller was just authorized for: never another org's.
             scope = requests.coordinators_scope(spec.org_slug)
             made = await requests.replayed(tx, scope, request_id, fingerprint)
@@ -84,7 +82,7 @@ class CoordinatorCommands(Transitions):
             await requests.remember(
                 tx, scope, request_id, fingerprint, coordinator.coordinator_id, tx.now
             )
-            await self.append_events(
+            await self.core.append_events(
                 tx,
                 coordinator,
                 [NewEvent(EventType.COORDINATOR_CREATED, data={"scope": spec.scope.value})],
@@ -103,15 +101,19 @@ class CoordinatorCommands(Transitions):
             raise InvalidArgument.single(field_name, "must name the GLOBAL work coordinator")
 
     async def get_coordinator(self, principal: Principal, coordinator_id: str) -> Coordinator:
-        async with self.store.read() as reader:
-            return await self.coordinator_for(reader, principal, coordinator_id)
+        async with self.core.store.read() as reader:
+            return await self.core.coordinator_for(reader, principal, coordinator_id)
 
     async def list_coordinators(
-        self, principal: Principal, org_slug: str, size: int, token: str
+        self, principal: Principal, input: ListCoordinatorsInput
     ) -> Page[Coordinator]:
-        request = PageRequest.parse(size, token, ("ListWorkCoordinators", org_slug))
+        """A page of the work coordinators the caller may read (of one org, if named)."""
+        org_slug = input.org_slug
+        request = PageRequest.parse(
+            input.page_size, input.page_token, ("ListWorkCoordinators", org_slug)
+        )
         slugs = [org_slug] if org_slug else None
-        async with self.store.read() as reader:
+        async with self.core.store.read() as reader:
             found = await reader.list_coordinators(request.after_id, 10_000, slugs)
             platform_on = await reader.platform_enabled()
         rules.require_coordination_on(principal, None, platform_on, Access.READ)
@@ -128,9 +130,11 @@ class CoordinatorCommands(Transitions):
         return request.page(reachable[: request.fetch], lambda c: [c.coordinator_id])
 
     async def update_coordinator(
-        self, principal: Principal, coordinator_id: str, spec: CoordinatorSpec, etag: str
+        self, principal: Principal, input: UpdateCoordinatorInput
     ) -> Coordinator:
-        async with self.command(principal, coordinator_id, Access.CONFIGURE) as (
+        """Reconfigure a work coordinator; narrowing its action classes stops what used them."""
+        coordinator_id, spec, etag = input.coordinator_id, input.spec, input.etag
+        async with self.core.command(principal, coordinator_id, Access.CONFIGURE) as (
             tx,
             coordinator,
             effects,
@@ -156,7 +160,7 @@ class CoordinatorCommands(Transitions):
             events = [NewEvent(EventType.COORDINATOR_UPDATED, data={"fields": changed})]
             if removed:
                 await self._stop_disallowed(tx, coordinator, removed, events, effects)
-            await self.append_events(tx, coordinator, events, principal.name)
+            await self.core.append_events(tx, coordinator, events, principal.name)
             effects.changed = True
             # Capacity or the switch may have changed: wake every waiting worker.
             effects.ready_classes.update(coordinator.config.class_capacity)

@@ -20,16 +20,17 @@ from workcoord.kit.errors import IllegalTransition, NotFound, WorkerFenced
 
 from .. import rules
 from ..auth import Access, Principal
+from ..inputs import ForgetWorkerInput
 from ..model import Attempt, Coordinator, EventType, Item, JsonObject, NewEvent, Worker
 from ..ports import Reader, Tx
-from ._base import EngineCore
+from ._base import EngineService
 
-__all__ = ["FenceFound", "WorkerFences", "fence_error", "shown_fence"]
+__all__ = ["FenceFound", "FenceService", "fence_error", "shown_fence"]
 
 
 class FenceFound(Exception):
     """Raised inside a lease transaction that found a new fence: the transaction rolls back
-    and the fence is recorded on its own (see :meth:`WorkerFences.record_fence`)."""
+    and the fence is recorded on its own (see :meth:`FenceService.record_fence`)."""
 
     def __init__(self, worker_id: str, fence: JsonObject) -> None:
         super().__init__(worker_id)
@@ -90,8 +91,8 @@ def _same_cause(stored: JsonObject | None, current: JsonObject | None) -> bool:
     return stored.get("lease_id") == current.get("lease_id")
 
 
-class WorkerFences(EngineCore):
-    """Finding, recording and lifting fences; forgetting workers."""
+class FenceService(EngineService):
+    """Finding, recording and lifting fences; forgetting workers (``engine.fences``)."""
 
     async def current_fence(
         self, tx: Tx, worker_id: str, live: Sequence[Attempt]
@@ -127,7 +128,11 @@ class WorkerFences(EngineCore):
         self, principal: Principal, coordinator_id: str, worker_id: str, fence: JsonObject
     ) -> None:
         """Store a fence found by a Lease (in its own transaction) with WORKER_FENCED."""
-        async with self.command(principal, coordinator_id, Access.LEASE) as (tx, coordinator, _):
+        async with self.core.command(principal, coordinator_id, Access.LEASE) as (
+            tx,
+            coordinator,
+            _,
+        ):
             worker = await tx.get_worker(coordinator_id, worker_id)
             if worker is None or _same_cause(worker.fence, fence):
                 return
@@ -136,7 +141,7 @@ class WorkerFences(EngineCore):
     async def sweep_fences(self, principal: Principal, coordinator_id: str) -> None:
         """A recovery pass: fence the workers whose live attempts have a malformed placement,
         lift the fences whose cause is gone."""
-        async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
+        async with self.core.command(principal, coordinator_id, Access.MAINTAIN) as (
             tx,
             coordinator,
             _effects,
@@ -160,11 +165,10 @@ class WorkerFences(EngineCore):
                 elif await tx.get_worker(coordinator_id, worker_id) is not None:
                     await self._change_fence(tx, coordinator, principal, worker_id, current)
 
-    async def forget_worker(
-        self, principal: Principal, coordinator_id: str, worker_id: str
-    ) -> Worker:
+    async def forget_worker(self, principal: Principal, input: ForgetWorkerInput) -> Worker:
         """Forget a worker holding no live lease (admins only): its record and any fence go."""
-        async with self.command(principal, coordinator_id, Access.CONFIGURE) as (
+        coordinator_id, worker_id = input.coordinator_id, input.worker_id
+        async with self.core.command(principal, coordinator_id, Access.CONFIGURE) as (
             tx,
             coordinator,
             _effects,
@@ -185,7 +189,7 @@ class WorkerFences(EngineCore):
                 )
             await tx.delete_worker(coordinator_id, worker_id)
             forgotten = NewEvent(EventType.WORKER_FORGOTTEN, data={"workerId": worker_id})
-            await self.append_events(tx, coordinator, [forgotten], principal.name)
+            await self.core.append_events(tx, coordinator, [forgotten], principal.name)
             return worker
 
     async def _change_fence(
@@ -211,4 +215,4 @@ class WorkerFences(EngineCore):
             lease_id=str(fence.get("lease_id", "")),
             data=data,
         )
-        await self.append_events(tx, coordinator, [event], principal.name)
+        await self.core.append_events(tx, coordinator, [event], principal.name)

@@ -10,6 +10,7 @@ from workcoord.kit.wire import MAINTENANCE_STEPS
 
 from .. import rules
 from ..auth import Access, Principal
+from ..inputs import ListPendingActionsInput, ResolvePendingActionInput
 from ..model import (
     DigestEntry,
     DigestKind,
@@ -22,7 +23,7 @@ from ..model import (
 )
 from ..results import Digest, MaintenanceReport, Page, PendingActionsRun, StepFailure
 from ..tickets import TrackerError
-from ._base import EngineCore
+from ._base import EngineService
 from .paging import PageRequest
 from .transitions import TICKET_CLOSED
 
@@ -36,19 +37,19 @@ PENDING_ACTION_RETRY = RetryPolicy(
 )
 
 
-class FollowUps(EngineCore):
-    """Pending actions, digests and tickets."""
+class FollowUpService(EngineService):
+    """Pending actions, digests and tickets (``engine.follow_ups``)."""
 
     async def run_pending_actions(
         self, principal: Principal, coordinator_id: str
     ) -> PendingActionsRun:
         """Try every due pending action once."""
-        async with self.store.read() as reader:
-            due = await reader.due_pending_actions(coordinator_id, self.clock.now(), 100)
+        async with self.core.store.read() as reader:
+            due = await reader.due_pending_actions(coordinator_id, self.core.clock.now(), 100)
         attempted = succeeded = failed = 0
         last_error = ""
         for action in due:
-            tracker = self.trackers.get(action.ticket_tracker)
+            tracker = self.core.trackers.get(action.ticket_tracker)
             error = ""
             if tracker is None:
                 error = _no_tracker(action.ticket_tracker)
@@ -67,7 +68,7 @@ class FollowUps(EngineCore):
     async def _record_action(
         self, principal: Principal, coordinator_id: str, tried: PendingAction, error: str
     ) -> bool:
-        async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
+        async with self.core.command(principal, coordinator_id, Access.MAINTAIN) as (
             tx,
             coordinator,
             effects,
@@ -103,7 +104,7 @@ class FollowUps(EngineCore):
                     )
             else:
                 action.last_error = error[:1000]
-                delay = rules.retry_delay(PENDING_ACTION_RETRY, action.attempts, self.uniform)
+                delay = rules.retry_delay(PENDING_ACTION_RETRY, action.attempts, self.core.uniform)
                 action.next_attempt_time = tx.now + timedelta(seconds=delay)
                 if action.attempts == 1:
                     events.append(
@@ -124,30 +125,30 @@ class FollowUps(EngineCore):
                         )
                     )
             await tx.update_pending_action(action)
-            await self.append_events(tx, coordinator, events, principal.name)
+            await self.core.append_events(tx, coordinator, events, principal.name)
             return not error
 
     async def list_pending_actions(
-        self,
-        principal: Principal,
-        coordinator_id: str,
-        state: PendingActionState | None,
-        size: int,
-        token: str,
+        self, principal: Principal, input: ListPendingActionsInput
     ) -> Page[PendingAction]:
+        """A page of the coordinator's pending actions (of one state, if named)."""
+        coordinator_id, state = input.coordinator_id, input.state
         scope = ("ListPendingActions", coordinator_id, state.value if state is not None else "")
-        request = PageRequest.parse(size, token, scope)
-        async with self.store.read() as reader:
-            await self.coordinator_for(reader, principal, coordinator_id)
+        request = PageRequest.parse(input.page_size, input.page_token, scope)
+        async with self.core.store.read() as reader:
+            await self.core.coordinator_for(reader, principal, coordinator_id)
             actions = await reader.list_pending_actions(
                 coordinator_id, state, request.after_id, request.fetch
             )
         return request.page(actions, lambda a: [a.action_id])
 
     async def resolve_pending_action(
-        self, principal: Principal, coordinator_id: str, action_id: str, resolution: str
+        self, principal: Principal, input: ResolvePendingActionInput
     ) -> PendingAction:
-        async with self.command(principal, coordinator_id, Access.DECIDE) as (
+        """A human resolves an open pending action by hand (resolving again is a no-op)."""
+        coordinator_id, action_id = input.coordinator_id, input.action_id
+        resolution = input.resolution
+        async with self.core.command(principal, coordinator_id, Access.DECIDE) as (
             tx,
             coordinator,
             _effects,
@@ -164,7 +165,7 @@ class FollowUps(EngineCore):
             action.next_attempt_time = None
             action.update_time = tx.now
             await tx.update_pending_action(action)
-            await self.append_events(
+            await self.core.append_events(
                 tx,
                 coordinator,
                 [
@@ -184,10 +185,10 @@ class FollowUps(EngineCore):
             date = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).date()
         except ValueError as exc:
             raise InvalidArgument.single("day", "must be a date, YYYY-MM-DD") from exc
-        async with self.store.read() as reader:
-            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
+        async with self.core.store.read() as reader:
+            coordinator = await self.core.coordinator_for(reader, principal, coordinator_id)
             entries = await reader.digest_entries(coordinator_id, day)
-            if date == self.clock.now().date():
+            if date == self.core.clock.now().date():
                 for action in await reader.list_pending_actions(
                     coordinator_id, PendingActionState.OPEN, "", 1000
                 ):
@@ -208,17 +209,17 @@ class FollowUps(EngineCore):
                     )
         return Digest(coordinator_id, day, coordinator.config.digest_owner, entries)
 
-    async def _sync_tickets(
+    async def sync_tickets(
         self, principal: Principal, coordinator_id: str, report: MaintenanceReport
     ) -> None:
         """Read linked tickets' real state from their trackers, with the time it was seen."""
-        async with self.store.read() as reader:
+        async with self.core.store.read() as reader:
             tickets = await reader.tickets_to_sync(coordinator_id, TICKET_SYNC_BATCH)
         observed: list[tuple[Ticket, str]] = []
         failed = 0
         error = ""
         for ticket in tickets:
-            tracker = self.trackers.get(ticket.tracker)
+            tracker = self.core.trackers.get(ticket.tracker)
             try:
                 if tracker is None:
                     raise TrackerError(_no_tracker(ticket.tracker))
@@ -230,7 +231,7 @@ class FollowUps(EngineCore):
             report.step_failures.append(StepFailure(SYNC_TICKETS, failed, error))
         if not observed:
             return
-        async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
+        async with self.core.command(principal, coordinator_id, Access.MAINTAIN) as (
             tx,
             coordinator,
             _effects,
@@ -248,7 +249,7 @@ class FollowUps(EngineCore):
                 ticket.state = state
                 ticket.observe_time = tx.now
                 await tx.update_ticket(coordinator_id, ticket)
-            await self.append_events(tx, coordinator, events, principal.name)
+            await self.core.append_events(tx, coordinator, events, principal.name)
         report.tickets_synced += len(observed)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from workcoord.kit.errors import (
     FieldViolation,
@@ -16,6 +16,18 @@ from workcoord.kit.errors import (
 
 from .. import policies, requests, rules, workflow
 from ..auth import Access, Principal
+from ..inputs import (
+    AddBlockerInput,
+    CancelLaneInput,
+    CreateItemInput,
+    CreateLaneInput,
+    DecideItemInput,
+    GetItemInput,
+    LinkTicketInput,
+    ListLanesInput,
+    PauseLaneInput,
+    ResolveBlockerInput,
+)
 from ..model import (
     TERMINAL_ITEM_STATES,
     Blocker,
@@ -32,7 +44,7 @@ from ..model import (
 )
 from ..ports import Tx
 from ..results import ItemDetail, LaneDetail, Page
-from ..specs import Decision, ItemSpec, LaneSpec
+from ..specs import Decision
 from ._base import Effects, new_id
 from .paging import PageRequest
 from .transitions import Transitions
@@ -58,25 +70,20 @@ class LaneWrite:
         return self.read_back
 
 
-class LaneCommands(Transitions):
-    """The lane and item commands."""
+class LaneService(Transitions):
+    """The lane and item commands (``engine.lanes``)."""
 
-    async def create_lane(
-        self,
-        principal: Principal,
-        coordinator_id: str,
-        spec: LaneSpec,
-        request_id: str,
-        *,
-        fingerprint: str = "",
-    ) -> LaneDetail:
+    async def create_lane(self, principal: Principal, input: CreateLaneInput) -> LaneDetail:
+        """Create a lane (and, for a STANDARD lane, the workflow's first items)."""
+        coordinator_id, spec = input.coordinator_id, input.spec
+        request_id, fingerprint = input.request_id, input.fingerprint
         if spec.template is None:
             raise InvalidArgument.single("lane.template", "is required")
         if spec.template == Template.STANDARD and spec.items:
             raise InvalidArgument.single(
                 "lane.items", "must be empty for a STANDARD lane: the workflow creates its items"
             )
-        async with self.command(principal, coordinator_id, Access.WRITE) as (
+        async with self.core.command(principal, coordinator_id, Access.WRITE) as (
             tx,
             coordinator,
             effects,
@@ -85,7 +92,7 @@ class LaneCommands(Transitions):
             made = await requests.replayed(tx, scope, request_id, fingerprint)
             existing_lane = await tx.get_lane(made) if made else None
             if existing_lane is not None:
-                return await self._lane_detail(tx, existing_lane)
+                return await self.core.lane_detail(tx, existing_lane)
             worker_classes = spec.worker_classes
             if spec.template == Template.STANDARD:
                 worker_classes = workflow.stage_classes(
@@ -141,20 +148,13 @@ class LaneCommands(Transitions):
             if weakened:
                 events.insert(1, _policy_weakened(weakened, lane.lane_id))
             items = await self._new_items(tx, coordinator, lane, specs, events, effects)
-            await self.append_events(tx, coordinator, events, principal.name)
+            await self.core.append_events(tx, coordinator, events, principal.name)
             return LaneDetail(lane=lane, items=items, tickets=tickets)
 
-    async def create_item(
-        self,
-        principal: Principal,
-        coordinator_id: str,
-        lane_id: str,
-        spec: ItemSpec,
-        request_id: str,
-        *,
-        fingerprint: str = "",
-    ) -> ItemDetail:
+    async def create_item(self, principal: Principal, input: CreateItemInput) -> ItemDetail:
         """Add an item to an ACTIVE CUSTOM lane (its dependencies must already be there)."""
+        coordinator_id, lane_id, spec = input.coordinator_id, input.lane_id, input.spec
+        request_id, fingerprint = input.request_id, input.fingerprint
         async with self._lane_write(
             principal, coordinator_id, lane_id, active=False, read_back=False
         ) as write:
@@ -192,50 +192,45 @@ class LaneCommands(Transitions):
             return ItemDetail(item=items[0], attempts=[])
 
     async def get_lane(self, principal: Principal, coordinator_id: str, lane_id: str) -> LaneDetail:
-        async with self.store.read() as reader:
-            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
-            lane = await self.lane_in(reader, coordinator_id, lane_id)
-            detail = await self._lane_detail(reader, lane, with_attempts=True)
-            detail.surroundings = await self.surroundings(reader, coordinator)
+        async with self.core.store.read() as reader:
+            coordinator = await self.core.coordinator_for(reader, principal, coordinator_id)
+            lane = await self.core.lane_in(reader, coordinator_id, lane_id)
+            detail = await self.core.lane_detail(reader, lane, with_attempts=True)
+            detail.surroundings = await self.core.surroundings(reader, coordinator)
             return detail
 
-    async def list_lanes(
-        self,
-        principal: Principal,
-        coordinator_id: str,
-        state: LaneState | None,
-        size: int,
-        token: str,
-    ) -> Page[LaneDetail]:
+    async def list_lanes(self, principal: Principal, input: ListLanesInput) -> Page[LaneDetail]:
+        """A page of the coordinator's lanes, newest first, each with its details."""
+        coordinator_id, state = input.coordinator_id, input.state
         scope = ("ListLanes", coordinator_id, state.value if state is not None else "")
-        request = PageRequest.parse(size, token, scope)
+        request = PageRequest.parse(input.page_size, input.page_token, scope)
         after = request.after_time_and_id()
-        async with self.store.read() as reader:
-            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
-            page = await self._lane_page(reader, coordinator_id, state, request, after)
-            around = await self.surroundings(reader, coordinator)
+        async with self.core.store.read() as reader:
+            coordinator = await self.core.coordinator_for(reader, principal, coordinator_id)
+            page = await self.core.lane_page(reader, coordinator_id, state, request, after)
+            around = await self.core.surroundings(reader, coordinator)
         for detail in page.items:
             detail.surroundings = around
         return page
 
-    async def get_item(
-        self, principal: Principal, coordinator_id: str, lane_id: str, item_id: str
-    ) -> ItemDetail:
-        async with self.store.read() as reader:
-            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
-            item = await self.item_in(reader, coordinator_id, lane_id, item_id)
-            attempts = await reader.item_attempts([item_id])
+    async def get_item(self, principal: Principal, input: GetItemInput) -> ItemDetail:
+        """One item with its attempts and the coordinator's capacity usage."""
+        async with self.core.store.read() as reader:
+            coordinator = await self.core.coordinator_for(reader, principal, input.coordinator_id)
+            item = await self.core.item_in(
+                reader, input.coordinator_id, input.lane_id, input.item_id
+            )
+            attempts = await reader.item_attempts([input.item_id])
             return ItemDetail(
                 item=item,
                 attempts=attempts,
-                surroundings=await self.surroundings(reader, coordinator),
+                surroundings=await self.core.surroundings(reader, coordinator),
             )
 
-    async def pause_lane(
-        self, principal: Principal, coordinator_id: str, lane_id: str, reason: str, pause: bool
-    ) -> LaneDetail:
+    async def pause_lane(self, principal: Principal, input: PauseLaneInput) -> LaneDetail:
         """Pause (or resume) an ACTIVE lane: nothing of it is leased while it is paused."""
-        async with self._lane_write(principal, coordinator_id, lane_id) as write:
+        pause, reason = input.pause, input.reason
+        async with self._lane_write(principal, input.coordinator_id, input.lane_id) as write:
             lane = write.lane
             if lane.paused != pause:
                 lane.paused = pause
@@ -245,11 +240,12 @@ class LaneCommands(Transitions):
                 write.events.append(write.event(event, {"reason": reason} if reason else {}))
         return write.detail()
 
-    async def cancel_lane(
-        self, principal: Principal, coordinator_id: str, lane_id: str, reason: str
-    ) -> LaneDetail:
+    async def cancel_lane(self, principal: Principal, input: CancelLaneInput) -> LaneDetail:
         """Cancel an ACTIVE lane and what is still open in it (idempotent)."""
-        async with self._lane_write(principal, coordinator_id, lane_id, active=False) as write:
+        lane_id, reason = input.lane_id, input.reason
+        async with self._lane_write(
+            principal, input.coordinator_id, lane_id, active=False
+        ) as write:
             lane = write.lane
             if lane.state != LaneState.CANCELLED:
                 _require_active(lane)
@@ -260,27 +256,26 @@ class LaneCommands(Transitions):
                 write.events.append(write.event(EventType.LANE_CANCELLED, {"reason": reason}))
         return write.detail()
 
-    async def add_blocker(
-        self, principal: Principal, coordinator_id: str, lane_id: str, reason: str
-    ) -> LaneDetail:
+    async def add_blocker(self, principal: Principal, input: AddBlockerInput) -> LaneDetail:
         """Block an ACTIVE lane for ``reason`` until the blocker is resolved."""
-        async with self._lane_write(principal, coordinator_id, lane_id) as write:
+        async with self._lane_write(principal, input.coordinator_id, input.lane_id) as write:
             blocker = Blocker(
                 blocker_id=new_id("blk"),
-                lane_id=lane_id,
-                reason=reason,
+                lane_id=input.lane_id,
+                reason=input.reason,
                 open=True,
                 create_time=write.tx.now,
             )
-            await write.tx.insert_blocker(coordinator_id, blocker)
+            await write.tx.insert_blocker(input.coordinator_id, blocker)
             await self._blockers_changed(write, EventType.BLOCKER_ADDED, blocker.blocker_id)
         return write.detail()
 
-    async def resolve_blocker(
-        self, principal: Principal, coordinator_id: str, lane_id: str, blocker_id: str
-    ) -> LaneDetail:
+    async def resolve_blocker(self, principal: Principal, input: ResolveBlockerInput) -> LaneDetail:
         """Resolve a blocker of the lane (idempotent); the lane runs again once none is open."""
-        async with self._lane_write(principal, coordinator_id, lane_id, active=False) as write:
+        lane_id, blocker_id = input.lane_id, input.blocker_id
+        async with self._lane_write(
+            principal, input.coordinator_id, lane_id, active=False
+        ) as write:
             blockers = await write.tx.lane_blockers([lane_id])
             blocker = next((b for b in blockers if b.blocker_id == blocker_id), None)
             if blocker is None:
@@ -292,14 +287,13 @@ class LaneCommands(Transitions):
                 await self._blockers_changed(write, EventType.BLOCKER_RESOLVED, blocker_id)
         return write.detail()
 
-    async def link_ticket(
-        self, principal: Principal, coordinator_id: str, lane_id: str, ticket: Ticket
-    ) -> LaneDetail:
+    async def link_ticket(self, principal: Principal, input: LinkTicketInput) -> LaneDetail:
         """Link a tracker ticket to the lane (once); it is closed when the lane goes LIVE."""
+        coordinator_id, lane_id = input.coordinator_id, input.lane_id
+        ticket = replace(input.ticket, lane_id=lane_id)
         async with self._lane_write(principal, coordinator_id, lane_id, active=False) as write:
             existing = await write.tx.lane_tickets([lane_id])
             if not any(t.tracker == ticket.tracker and t.key == ticket.key for t in existing):
-                ticket.lane_id = lane_id
                 await write.tx.insert_ticket(coordinator_id, ticket)
                 linked = {"tracker": ticket.tracker, "key": ticket.key}
                 write.events.append(write.event(EventType.TICKET_LINKED, linked))
@@ -323,12 +317,12 @@ class LaneCommands(Transitions):
         """A write command on one lane, loaded for update (and refused unless ACTIVE, if
         ``active``). Before commit, the events the body recorded are appended with the lane
         stamped as changed, and the lane's detail is read back (if ``read_back``)."""
-        async with self.command(principal, coordinator_id, Access.WRITE) as (
+        async with self.core.command(principal, coordinator_id, Access.WRITE) as (
             tx,
             coordinator,
             effects,
         ):
-            lane = await self.lane_in(tx, coordinator_id, lane_id)
+            lane = await self.core.lane_in(tx, coordinator_id, lane_id)
             if active:
                 _require_active(lane)
             write = LaneWrite(tx, coordinator, effects, lane)
@@ -336,28 +330,26 @@ class LaneCommands(Transitions):
             if write.events:
                 lane.update_time = tx.now
                 await tx.update_lane(lane)
-                await self.append_events(tx, coordinator, write.events, principal.name)
+                await self.core.append_events(tx, coordinator, write.events, principal.name)
             if read_back:
-                write.read_back = await self._lane_detail(tx, lane, with_attempts=True)
+                write.read_back = await self.core.lane_detail(tx, lane, with_attempts=True)
 
-    async def decide_item(
-        self,
-        principal: Principal,
-        coordinator_id: str,
-        lane_id: str,
-        item_id: str,
-        decision: Decision,
-        note: str,
-    ) -> ItemDetail:
+    async def decide_item(self, principal: Principal, input: DecideItemInput) -> ItemDetail:
         """Approve, deny, resume, retry or cancel an item. All but cancel are for humans only."""
+        coordinator_id, lane_id, item_id = input.coordinator_id, input.lane_id, input.item_id
+        decision, note = input.decision, input.note
         access = Access.WRITE if decision == Decision.CANCEL else Access.DECIDE
-        async with self.command(principal, coordinator_id, access) as (tx, coordinator, effects):
+        async with self.core.command(principal, coordinator_id, access) as (
+            tx,
+            coordinator,
+            effects,
+        ):
             if access == Access.DECIDE and not principal.is_human:
                 # authorize() already refuses keys; this guard keeps it true for any future
                 # principal kind: only a human ever decides.
                 raise PermissionDenied(f"only a human may {decision.value}")
-            item = await self.item_in(tx, coordinator_id, lane_id, item_id)
-            lane = await self.lane_in(tx, coordinator_id, lane_id)
+            item = await self.core.item_in(tx, coordinator_id, lane_id, item_id)
+            lane = await self.core.lane_in(tx, coordinator_id, lane_id)
             if decision in _NEED_ACTIVE_LANE:
                 _require_active(lane)
             events: list[NewEvent] = []
@@ -396,7 +388,7 @@ class LaneCommands(Transitions):
                         await self._after_cancel(tx, lane, item, events, effects)
             if decision != Decision.CANCEL:
                 await tx.update_items([item])
-            await self.append_events(tx, coordinator, events, principal.name)
+            await self.core.append_events(tx, coordinator, events, principal.name)
             return ItemDetail(item=item, attempts=await tx.item_attempts([item_id]))
 
 

@@ -12,6 +12,7 @@ from workcoord.kit.secrets import hash_secret
 
 from .. import rules
 from ..auth import Access, Principal, authorize
+from ..inputs import LeaseInput, ListWorkersInput, ReportWorkerInput
 from ..leasability import Asker, LaneHold, Surroundings, holding_gates
 from ..model import (
     WORKER_POOL_CAP,
@@ -28,8 +29,8 @@ from ..model import (
 from ..ports import ClaimScan, Tx
 from ..results import GrantedLease, Page
 from ..specs import Checkpoint, LeaseAsk
-from ._base import Effects, new_id
-from .fences import FenceFound, WorkerFences, fence_error, shown_fence
+from ._base import Effects, EngineCore, EngineService, new_id
+from .fences import FenceFound, FenceService, fence_error, shown_fence
 from .lease_replay import derive_lease_token, lease_request_key, replay_lease_request
 from .paging import PageRequest
 
@@ -43,14 +44,21 @@ Reauthenticate = Callable[[], Awaitable[Principal]]
 """Resolves the caller of a call again, from the credential it presented and current state."""
 
 
-class LeasingCommands(WorkerFences):
-    """Worker registration and the Lease command."""
+class LeasingService(EngineService):
+    """Worker registration and the Lease command (``engine.leasing``)."""
 
-    async def report_worker(
-        self, principal: Principal, coordinator_id: str, worker: Worker
-    ) -> Worker:
+    def __init__(self, core: EngineCore, fences: FenceService) -> None:
+        super().__init__(core)
+        self.fences = fences
+        # One claim per (work coordinator, class) at a time in this process (see _lease_once).
+        self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        # Per (coordinator, class): the ready-signal generation whose first waiter claimed.
+        self._woken_claims: dict[tuple[str, str], int] = {}
+
+    async def report_worker(self, principal: Principal, input: ReportWorkerInput) -> Worker:
         """Register a worker, or refresh what it reports (labels, capacity, toolchains)."""
-        async with self.command(principal, coordinator_id, Access.LEASE) as (
+        coordinator_id, worker = input.coordinator_id, replace(input.worker)
+        async with self.core.command(principal, coordinator_id, Access.LEASE) as (
             tx,
             coordinator,
             effects,
@@ -73,19 +81,21 @@ class LeasingCommands(WorkerFences):
                     EventType.WORKER_REGISTERED,
                     data={"workerId": worker.worker_id, "workerClass": worker.worker_class},
                 )
-                await self.append_events(tx, coordinator, [registered], principal.name)
+                await self.core.append_events(tx, coordinator, [registered], principal.name)
             # New labels may satisfy a placement: let waiting workers look again.
             effects.ready_classes.add(worker.worker_class)
             return worker
 
-    async def list_workers(
-        self, principal: Principal, coordinator_id: str, size: int, token: str
-    ) -> Page[Worker]:
-        request = PageRequest.parse(size, token, ("ListWorkers", coordinator_id))
-        async with self.store.read() as reader:
-            await self.coordinator_for(reader, principal, coordinator_id)
+    async def list_workers(self, principal: Principal, input: ListWorkersInput) -> Page[Worker]:
+        """A page of the coordinator's workers, each with the fence it has now (if any)."""
+        coordinator_id = input.coordinator_id
+        request = PageRequest.parse(
+            input.page_size, input.page_token, ("ListWorkers", coordinator_id)
+        )
+        async with self.core.store.read() as reader:
+            await self.core.coordinator_for(reader, principal, coordinator_id)
             workers = await reader.list_workers(coordinator_id, request.after_id, request.fetch)
-            now = self.clock.now()
+            now = self.core.clock.now()
             for worker in workers:
                 worker.fence = await shown_fence(reader, worker, now)
         return request.page(workers, lambda w: [w.worker_id])
@@ -93,8 +103,7 @@ class LeasingCommands(WorkerFences):
     async def lease(
         self,
         principal: Principal,
-        coordinator_id: str,
-        ask: LeaseAsk,
+        input: LeaseInput,
         *,
         reauthenticate: Reauthenticate | None = None,
     ) -> list[GrantedLease]:
@@ -106,8 +115,9 @@ class LeasingCommands(WorkerFences):
         credential gone is UNAUTHENTICATED, a lost role or scope PERMISSION_DENIED, and
         nothing is leased. Without it (callers that hold no credential) nothing is re-checked.
         """
+        coordinator_id, ask = input.coordinator_id, input.ask
         if ask.run_identity is not None:
-            rules.check_run_identity(ask.run_identity, "run_identity", self.clock.now())
+            rules.check_run_identity(ask.run_identity, "run_identity", self.core.clock.now())
         granted = await self._lease_once(principal, coordinator_id, ask)
         if granted or ask.wait_seconds <= 0:
             return granted
@@ -115,7 +125,7 @@ class LeasingCommands(WorkerFences):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + ask.wait_seconds
         key = (coordinator_id, ask.worker_class)
-        async with self.bus.ready_signal(coordinator_id, ask.worker_class) as ready:
+        async with self.core.bus.ready_signal(coordinator_id, ask.worker_class) as ready:
             look = self._lease_once  # look again after listening: work committed in between
             while True:
                 granted = await look(principal, coordinator_id, ask)
@@ -146,7 +156,7 @@ class LeasingCommands(WorkerFences):
         principal = await reauthenticate()  # a revoked or expired credential: UNAUTHENTICATED
         if principal == before:
             return principal
-        async with self.store.read(snapshot=False) as reader:
+        async with self.core.store.read(snapshot=False) as reader:
             coordinator = await reader.get_coordinator(coordinator_id)
         if coordinator is None:
             raise NotFound(f"work coordinator {coordinator_id} not found")
@@ -169,10 +179,12 @@ class LeasingCommands(WorkerFences):
         loop = asyncio.get_running_loop()
         until = deadline - loop.time()
         # One statement: no snapshot (and no BEGIN/COMMIT round trips) needed.
-        async with self.store.read(snapshot=False) as reader:
-            next_time = await reader.next_not_before(coordinator_id, worker_class, self.clock.now())
+        async with self.core.store.read(snapshot=False) as reader:
+            next_time = await reader.next_not_before(
+                coordinator_id, worker_class, self.core.clock.now()
+            )
         if next_time is not None:
-            until = min(until, (next_time - self.clock.now()).total_seconds() + 0.001)
+            until = min(until, (next_time - self.core.clock.now()).total_seconds() + 0.001)
         return await ready.wait(max(0.0, min(until, BACKSTOP_POLL_SECONDS)))
 
     async def _claim_when_woken(
@@ -203,11 +215,11 @@ class LeasingCommands(WorkerFences):
     async def _lease_once_unlocked(
         self, principal: Principal, coordinator_id: str, ask: LeaseAsk
     ) -> list[GrantedLease]:
-        now = self.clock.now()
+        now = self.core.clock.now()
         worker_class = ask.worker_class
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
-        async with self.store.read() as reader:
-            coordinator = await self.coordinator_for(
+        async with self.core.store.read() as reader:
+            coordinator = await self.core.coordinator_for(
                 reader, principal, coordinator_id, access=Access.LEASE
             )
             _check_class_known(coordinator, worker_class)
@@ -215,7 +227,7 @@ class LeasingCommands(WorkerFences):
                 # A retry of a call whose leases are all still live: the same answer, no write.
                 previous = await reader.lease_request_attempts(coordinator_id, request_key)
                 replayed = await replay_lease_request(
-                    reader, previous, ask.worker_id, self.lease_key, now
+                    reader, previous, ask.worker_id, self.core.lease_key, now
                 )
                 if replayed is not None:
                     return replayed
@@ -232,7 +244,7 @@ class LeasingCommands(WorkerFences):
         fenced = worker is not None and worker.fence is not None
         if not ready and not fenced:
             if not rules.ask_is_fresh(worker, now):
-                async with self.store.write() as tx:
+                async with self.core.store.write() as tx:
                     await self._note_ask(tx, coordinator_id, ask, principal, worker)
             return []
         return await self._claim_write(principal, coordinator_id, ask, worker, looked=True)
@@ -250,7 +262,7 @@ class LeasingCommands(WorkerFences):
         the class before (the usual path); otherwise (a woken waiter) that happens here."""
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
         try:
-            async with self.command(principal, coordinator_id, Access.LEASE) as (
+            async with self.core.command(principal, coordinator_id, Access.LEASE) as (
                 tx,
                 coordinator,
                 effects,
@@ -263,7 +275,7 @@ class LeasingCommands(WorkerFences):
                     # Under the lock: the first call may have committed since any read before.
                     previous = await tx.lease_request_attempts(coordinator_id, request_key)
                     replayed = await replay_lease_request(
-                        tx, previous, ask.worker_id, self.lease_key, tx.now
+                        tx, previous, ask.worker_id, self.core.lease_key, tx.now
                     )
                     if replayed is not None:
                         return replayed
@@ -273,7 +285,7 @@ class LeasingCommands(WorkerFences):
                     await self._note_ask(tx, coordinator_id, ask, principal, worker)
                 return await self._claim(tx, coordinator, principal, ask, worker, effects)
         except FenceFound as found:
-            await self.record_fence(principal, coordinator_id, found.worker_id, found.fence)
+            await self.fences.record_fence(principal, coordinator_id, found.worker_id, found.fence)
             raise fence_error(found.worker_id, found.fence) from None
 
     async def _check_pool(self, tx: Tx, coordinator_id: str, known: Worker | None) -> None:
@@ -306,7 +318,9 @@ class LeasingCommands(WorkerFences):
         live = await tx.live_attempts(cid, ask.worker_class)
         stored_fence = worker.fence if worker is not None else None
         if stored_fence is not None or any(a.worker_id == ask.worker_id for a in live):
-            await self.check_fence(tx, coordinator, principal, ask.worker_id, stored_fence, live)
+            await self.fences.check_fence(
+                tx, coordinator, principal, ask.worker_id, stored_fence, live
+            )
         wanted = min(ask.max_items, capacity - len(live))
         if wanted <= 0:
             return []
@@ -330,8 +344,8 @@ class LeasingCommands(WorkerFences):
                 assert lane is not None
                 lanes[item.lane_id] = lane
             lease_id = new_id("ls")
-            nonce = self.tokens.token_urlsafe(16)
-            token = derive_lease_token(self.lease_key, lease_id, nonce)
+            nonce = self.core.tokens.token_urlsafe(16)
+            token = derive_lease_token(self.core.lease_key, lease_id, nonce)
             item.attempt_count += 1
             item.attempt_seq += 1
             attempt = Attempt(
@@ -376,7 +390,7 @@ class LeasingCommands(WorkerFences):
         await tx.insert_attempts(attempts)
         await tx.update_items(chosen)
         await tx.resolve_escalations(cid, [i.item_id for i in chosen], tx.now)
-        await self.append_events(tx, coordinator, events, principal.name)
+        await self.core.append_events(tx, coordinator, events, principal.name)
         effects.changed = True
         return granted
 

@@ -10,6 +10,7 @@ from workcoord.kit.errors import NotFound, PermissionDenied
 from .. import rules
 from ..auth import Access, Principal, PrincipalKind, authorize
 from ..grants import GrantPermission, parents_holding
+from ..inputs import AcquireLeadershipInput, ReleaseLeadershipInput, RunMaintenanceInput
 from ..model import (
     WORKER_EVICT_AFTER_SECONDS,
     Coordinator,
@@ -30,23 +31,28 @@ from ..results import (
     MaintenanceTargets,
     StepFailure,
 )
-from ._base import Effects, new_id
-from .fences import WorkerFences
-from .follow_ups import CLOSE_TICKETS, FollowUps
+from ._base import Effects, EngineCore, new_id
+from .fences import FenceService
+from .follow_ups import CLOSE_TICKETS, FollowUpService
 from .gates import GateContext, item_gates
 from .transitions import Transitions
 
 ESCALATION_BATCH = 200
 
 
-class Maintenance(Transitions, FollowUps, WorkerFences):
-    """What the recovery service drives."""
+class MaintenanceService(Transitions):
+    """What the recovery service drives (``engine.maintenance``)."""
+
+    def __init__(self, core: EngineCore, fences: FenceService, follow_ups: FollowUpService) -> None:
+        super().__init__(core)
+        self.fences = fences
+        self.follow_ups = follow_ups
 
     async def maintenance_targets(self, principal: Principal) -> MaintenanceTargets:
         """The work coordinators a recovery pass should visit, with their revisions."""
         if principal.kind != PrincipalKind.SERVICE and not principal.platform_admin:
             raise PermissionDenied("only the recovery service lists maintenance targets")
-        async with self.store.read() as reader:
+        async with self.core.store.read() as reader:
             enabled = await reader.platform_enabled()
             coordinators = await reader.list_coordinators("", 100_000, None)
         targets = [
@@ -57,16 +63,17 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
         return MaintenanceTargets(enabled, targets)
 
     async def run_maintenance(
-        self, principal: Principal, coordinator_id: str, batch_size: int
+        self, principal: Principal, input: RunMaintenanceInput
     ) -> MaintenanceReport:
         """One recovery pass: expire dead leases (requeue with backoff or dead-letter, never
         twice per item in one pass), fence or unfence workers, escalate, retry ticket
         closures, sync tickets and evict stale workers. A tracker failing does not fail the
         pass: the report names the step (``step_failures``) and today's digest says so."""
-        start = self.clock.now()
-        began = self.clock.monotonic()
+        coordinator_id = input.coordinator_id
+        start = self.core.clock.now()
+        began = self.core.clock.monotonic()
         report = MaintenanceReport(coordinator_id=coordinator_id, start_time=start)
-        async with self.store.read() as reader:
+        async with self.core.store.read() as reader:
             coordinator = await reader.get_coordinator(coordinator_id)
             if coordinator is None:
                 raise NotFound(f"work coordinator {coordinator_id} not found")
@@ -75,10 +82,10 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
                 report.skipped_disabled = True
                 report.revision = coordinator.revision
                 return report
-        batch = batch_size or 1000
+        batch = input.batch_size or 1000
         handled: set[str] = set()
         while True:
-            async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
+            async with self.core.command(principal, coordinator_id, Access.MAINTAIN) as (
                 tx,
                 coordinator,
                 effects,
@@ -93,15 +100,15 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
                 report.revision = coordinator.revision
             if len(expired) < batch:
                 break
-        await self.sweep_fences(principal, coordinator_id)
+        await self.fences.sweep_fences(principal, coordinator_id)
         await self._escalate(principal, coordinator_id, report)
-        run = await self.run_pending_actions(principal, coordinator_id)
+        run = await self.follow_ups.run_pending_actions(principal, coordinator_id)
         report.pending_actions_attempted = run.attempted
         report.pending_actions_succeeded = run.succeeded
         if run.failed:
             report.step_failures.append(StepFailure(CLOSE_TICKETS, run.failed, run.error))
-        await self._sync_tickets(principal, coordinator_id, report)
-        async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
+        await self.follow_ups.sync_tickets(principal, coordinator_id, report)
+        async with self.core.command(principal, coordinator_id, Access.MAINTAIN) as (
             tx,
             coordinator,
             effects,
@@ -110,14 +117,14 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
             cutoff = tx.now - timedelta(seconds=WORKER_EVICT_AFTER_SECONDS)
             evicted = await tx.evict_workers(coordinator_id, cutoff)
             report.evicted_workers = len(evicted)
-            await self.append_events(
+            await self.core.append_events(
                 tx,
                 coordinator,
                 [NewEvent(EventType.WORKER_EVICTED, data={"workerId": w}) for w in evicted],
                 principal.name,
             )
             report.revision = coordinator.revision
-        report.duration_seconds = self.clock.monotonic() - began
+        report.duration_seconds = self.core.clock.monotonic() - began
         return report
 
     async def _expire(
@@ -167,26 +174,27 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
                 report.requeued += 1
             touched.append(item)
         await tx.write_retries(touched)
-        await self.append_events(tx, coordinator, events, principal.name)
+        await self.core.append_events(tx, coordinator, events, principal.name)
 
     async def acquire_leadership(
-        self, principal: Principal, name: str, holder_id: str, lease_seconds: int
+        self, principal: Principal, input: AcquireLeadershipInput
     ) -> LeadershipClaim:
         """Take or renew the named leadership for ``holder_id`` unless another holds it."""
         if principal.kind != PrincipalKind.SERVICE:
             raise PermissionDenied("only the recovery service holds leadership")
-        async with self.store.write() as tx:
-            expire = tx.now + timedelta(seconds=lease_seconds or 45)
-            leadership = await tx.acquire_leadership(name, holder_id, tx.now, expire)
-        return LeadershipClaim(leadership, leadership.holder_id == holder_id)
+        async with self.core.store.write() as tx:
+            expire = tx.now + timedelta(seconds=input.lease_seconds or 45)
+            leadership = await tx.acquire_leadership(input.name, input.holder_id, tx.now, expire)
+        return LeadershipClaim(leadership, leadership.holder_id == input.holder_id)
 
     async def release_leadership(
-        self, principal: Principal, name: str, holder_id: str
+        self, principal: Principal, input: ReleaseLeadershipInput
     ) -> Leadership | None:
+        """Give up the named leadership if ``holder_id`` holds it (else nothing changes)."""
         if principal.kind != PrincipalKind.SERVICE:
             raise PermissionDenied("only the recovery service holds leadership")
-        async with self.store.write() as tx:
-            return await tx.release_leadership(name, holder_id)
+        async with self.core.store.write() as tx:
+            return await tx.release_leadership(input.name, input.holder_id)
 
     # ---------------------------------------------------------------------- helpers
 
@@ -214,7 +222,7 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
     ) -> None:
         """Escalate ready items left unleased past escalate_after. Gates that do not count
         toward escalation (capacity, exclusive keys, backoff, pauses, …) postpone it."""
-        async with self.command(principal, coordinator_id, Access.MAINTAIN) as (
+        async with self.core.command(principal, coordinator_id, Access.MAINTAIN) as (
             tx,
             coordinator,
             effects,
@@ -225,7 +233,7 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
             )
             if not candidates:
                 return
-            occupancy = await self._occupancy(tx, coordinator, candidates)
+            occupancy = await self.core.occupancy(tx, coordinator, candidates)
             escalations: list[Escalation] = []
             events: list[NewEvent] = []
             lanes: dict[str, Lane | None] = {}
@@ -272,5 +280,5 @@ class Maintenance(Transitions, FollowUps, WorkerFences):
                 )
                 effects.note(DigestKind.ESCALATED, item.lane_id, item.item_id, reason)
             await tx.insert_escalations(escalations)
-            await self.append_events(tx, coordinator, events, principal.name)
+            await self.core.append_events(tx, coordinator, events, principal.name)
             report.escalated += len(escalations)

@@ -9,11 +9,12 @@ from workcoord.kit.errors import FieldViolation, InvalidArgument, NotFound
 
 from .. import rules
 from ..auth import Principal
+from ..inputs import ExplainInput, GetViewInput, ListEventsInput
 from ..leasability import Surroundings, key_holders
 from ..model import Attempt, Coordinator, Item, PendingActionState, Ticket
 from ..ports import LaneStamp, Reader
 from ..results import ClassUsage, CoordinatorView, EventPage, Explanation, LaneDetail
-from ._base import EngineCore
+from ._base import EngineService
 from .fences import shown_fence
 from .gates import GateContext, item_gates, lane_gates, surroundings
 from .paging import PageRequest, decode_page_token, lane_key, page_size
@@ -23,35 +24,28 @@ from .view_cache import CachedLane, Snapshot, lease_stamps
 _CATCH_UP_EVENTS = 5_000
 
 
-class Reads(EngineCore):
-    """The read-only queries."""
+class ReadService(EngineService):
+    """The read-only queries: events, explanations, the view (``engine.reads``)."""
 
-    async def list_events(
-        self,
-        principal: Principal,
-        coordinator_id: str,
-        since_revision: int,
-        size: int,
-        token: str,
-        lane_id: str,
-        item_id: str,
-    ) -> EventPage:
+    async def list_events(self, principal: Principal, input: ListEventsInput) -> EventPage:
         """Events after ``since_revision`` (or the page token), optionally of one lane or item,
         with the coordinator's revision at the time of reading."""
+        coordinator_id, lane_id, item_id = input.coordinator_id, input.lane_id, input.item_id
         # since_revision only starts the log; a token resumes it past its own revision.
-        request = PageRequest.parse(size, token, ("ListEvents", coordinator_id, lane_id, item_id))
-        since = request.after_revision(since_revision)
-        async with self.store.read() as reader:
-            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
+        scope = ("ListEvents", coordinator_id, lane_id, item_id)
+        request = PageRequest.parse(input.page_size, input.page_token, scope)
+        since = request.after_revision(input.since_revision)
+        async with self.core.store.read() as reader:
+            coordinator = await self.core.coordinator_for(reader, principal, coordinator_id)
             events = await reader.list_events(
                 coordinator_id, since, request.fetch, lane_id, item_id
             )
         page = request.page(events, lambda e: [e.revision])
         return EventPage(page.items, page.next_page_token, coordinator.revision)
 
-    async def explain(
-        self, principal: Principal, coordinator_id: str, lane_id: str, item_id: str
-    ) -> Explanation:
+    async def explain(self, principal: Principal, input: ExplainInput) -> Explanation:
+        """Why the lane or item is where it is: the gates that hold it, and its history."""
+        coordinator_id, lane_id, item_id = input.coordinator_id, input.lane_id, input.item_id
         if not lane_id and not item_id:
             raise InvalidArgument(
                 [
@@ -59,9 +53,9 @@ class Reads(EngineCore):
                     FieldViolation("item_id", "give a lane_id or an item_id"),
                 ]
             )
-        now = self.clock.now()
-        async with self.store.read() as reader:
-            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
+        now = self.core.clock.now()
+        async with self.core.store.read() as reader:
+            coordinator = await self.core.coordinator_for(reader, principal, coordinator_id)
             platform_on = await reader.platform_enabled()
             if item_id:
                 item = await reader.get_item(item_id)
@@ -74,11 +68,11 @@ class Reads(EngineCore):
                 lane = await reader.get_lane(item.lane_id)
                 assert lane is not None
             else:
-                lane = await self.lane_in(reader, coordinator_id, lane_id)
+                lane = await self.core.lane_in(reader, coordinator_id, lane_id)
             live = await reader.live_attempts(coordinator_id, None)
             stamp = LaneStamp(lane.lane_id, lane.create_time, lane.version)
             (detail,) = await self._view_lanes(reader, coordinator, [stamp], live)
-            occupancy = await self._occupancy(reader, coordinator, detail.items, live)
+            occupancy = await self.core.occupancy(reader, coordinator, detail.items, live)
             events = await reader.list_events(
                 coordinator_id, 0, 200, lane.lane_id if not item_id else "", item_id
             )
@@ -113,12 +107,12 @@ class Reads(EngineCore):
             items=[explain_item(i) for i in detail.items],
         )
 
-    async def view(
-        self, principal: Principal, coordinator_id: str, size: int, token: str
-    ) -> CoordinatorView:
-        limit = page_size(size)
-        async with self.store.read() as reader:
-            coordinator = await self.coordinator_for(reader, principal, coordinator_id)
+    async def view(self, principal: Principal, input: GetViewInput) -> CoordinatorView:
+        """A page of the coordinator's lanes with its workers, capacity and open follow-ups."""
+        coordinator_id, token = input.coordinator_id, input.page_token
+        limit = page_size(input.page_size)
+        async with self.core.store.read() as reader:
+            coordinator = await self.core.coordinator_for(reader, principal, coordinator_id)
             # The token is read only once the caller may see the coordinator.
             scope = ("GetView", coordinator_id)
             request = PageRequest(limit, decode_page_token(token, scope), scope)
@@ -130,14 +124,14 @@ class Reads(EngineCore):
             details = await self._view_lanes(reader, coordinator, page.items, live)
             workers = await reader.list_workers(coordinator_id, "", 10_000)
             for worker in workers:
-                worker.fence = await shown_fence(reader, worker, self.clock.now())
+                worker.fence = await shown_fence(reader, worker, self.core.clock.now())
             queued = await reader.count_ready(coordinator_id)
             pending = await reader.list_pending_actions(
                 coordinator_id, PendingActionState.OPEN, "", 1000
             )
             escalations = await reader.open_escalations(coordinator_id)
         capacity, holding = rules.class_usage(live, coordinator.config.class_capacity)
-        around = Surroundings(self.clock.now(), capacity, key_holders(live))
+        around = Surroundings(self.core.clock.now(), capacity, key_holders(live))
         usage = [
             ClassUsage(cls, used, cap, holding.get(cls, []), queued.get(cls, 0))
             for cls, (used, cap) in sorted(capacity.items())
@@ -168,7 +162,7 @@ class Reads(EngineCore):
         cache where nothing changed since it was filled (see view_cache), read afresh where
         something did. The details handed out are shared with later calls: never change them."""
         cid, revision = coordinator.coordinator_id, coordinator.revision
-        cached = self.view_cache.get(cid)
+        cached = self.core.view_cache.get(cid)
         kept: dict[str, CachedLane] = {}
         if cached is not None and cached.revision <= revision:
             touched = await reader.event_lane_ids(cid, cached.revision, _CATCH_UP_EVENTS)
@@ -192,7 +186,7 @@ class Reads(EngineCore):
             ):
                 reload.append(stamp.lane_id)
         lanes = await reader.get_lanes(reload) if reload else []
-        for detail in await self.lane_details(reader, lanes, with_attempts=True):
+        for detail in await self.core.lane_details(reader, lanes, with_attempts=True):
             kept[detail.lane.lane_id] = CachedLane.of(detail)
-        self.view_cache.put(cid, Snapshot(revision, kept))
+        self.core.view_cache.put(cid, Snapshot(revision, kept))
         return [kept[s.lane_id].detail for s in stamps]

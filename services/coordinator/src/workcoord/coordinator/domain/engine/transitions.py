@@ -28,15 +28,16 @@ from ..model import (
 )
 from ..ports import Reader, Tx
 from ..specs import ItemSpec
-from ._base import Effects, EngineCore, new_id
+from ._base import Effects, EngineService, new_id
 from .paging import iso
 
 CLOSE_TICKET = "CLOSE_TICKET"
 TICKET_CLOSED = "CLOSED"
 
 
-class Transitions(EngineCore):
-    """State changes shared by the commands, applied inside their transaction."""
+class Transitions(EngineService):
+    """State changes shared by the commands, applied inside their transaction: the base of the
+    services whose commands change items and lanes."""
 
     async def _new_items(
         self,
@@ -347,7 +348,7 @@ class Transitions(EngineCore):
         elif not rules.attempts_remaining(policy, item):
             self._dead_letter(item, DeadLetterReason.EXHAUSTED, events, effects)
         else:
-            delay = rules.retry_delay(policy, item.attempt_count, self.uniform)
+            delay = rules.retry_delay(policy, item.attempt_count, self.core.uniform)
             not_before = tx.now + timedelta(seconds=delay)
             self._queue(
                 tx,
