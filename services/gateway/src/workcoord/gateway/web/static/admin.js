@@ -14,9 +14,9 @@ import { badge, count, fill, h, section, toast, when, words } from "./dom.js";
 import { follow } from "./feed.js";
 import { mainElement, message, topbar, whoAmI } from "./layout.js";
 
-// Browsers allow a few hundred sockets per page; past this many coordinators the rest are
-// shown as read when the page opened (and say so).
-const MAX_FEEDS = 64;
+// Chromium allows 255 WebSockets in all; past this many coordinators the rest are shown as
+// read when the page opened (and the live badge says so).
+const MAX_FEEDS = 100;
 const HEALTH_READS_AT_ONCE = 4;
 // Lanes read per coordinator for its health: active lanes come first in a view.
 const HEALTH_LANES = 100;
@@ -208,7 +208,7 @@ function switchTile() {
     {
       type: "button",
       class: enabled ? "danger" : "primary",
-      dataset: { decision: "platform-switch" },
+      dataset: { decision: "platform-switch", key: "platform-switch" },
       onclick: async () => {
         const done = await confirmAction({
           title: enabled ? "Switch coordination off everywhere?" : "Switch coordination back on?",
@@ -287,12 +287,17 @@ function coordinatorCard(coordinator, open) {
     h(
       "div",
       { class: "actions" },
-      h("button", { type: "button", class: "primary", onclick: () => open(coordinator) }, "Open here"),
+      h(
+        "button",
+        { type: "button", class: "primary", dataset: { key: `open-${coordinator.coordinatorId}` }, onclick: () => open(coordinator) },
+        "Open here",
+      ),
       coordinator.scope === "ORG"
         ? h(
             "a",
             {
               class: "button",
+              "data-key": `org-${coordinator.coordinatorId}`,
               href: `/o/${encodeURIComponent(coordinator.orgSlug)}/work-coordinator#c=${encodeURIComponent(coordinator.coordinatorId)}`,
             },
             "Org page",
@@ -373,6 +378,8 @@ function renderOverview() {
     return;
   }
   deferred = false;
+  // A live update must not take the keyboard focus away from the control that has it.
+  const focusKey = overview.contains(document.activeElement) ? document.activeElement.dataset.key : null;
   const list = state.coordinators;
   fill(
     overview,
@@ -392,6 +399,7 @@ function renderOverview() {
         : h("p", { class: "empty" }, "No work coordinator yet."),
     ),
   );
+  if (focusKey) overview.querySelector(`[data-key="${CSS.escape(focusKey)}"]`)?.focus();
 }
 
 async function refreshOverview() {
