@@ -11,6 +11,7 @@ The screenshots of the org page with 1,000 lanes are kept in ``docs/screenshots/
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -239,6 +240,15 @@ def test_an_org_page_with_a_thousand_lanes_on_a_phone(
             assert text == label
         no_sideways_scroll(page)
         same_document(page, origin)
+
+        # The address keeps the filters: a reload (or the link sent to someone) shows the same.
+        search.fill("fix")
+        expect(page).to_have_url(re.compile(r"#c=[^&]+&q=fix&next=human"))
+        shown = summary.inner_text()
+        page.reload()
+        expect(summary).to_have_text(shown)
+        expect(page.get_by_label("Search lanes")).to_have_value("fix")
+        expect(page.get_by_label("Next action")).to_have_value(label)
         watched.assert_clean()
     finally:
         context.close()

@@ -12,6 +12,7 @@ import { mountCoordinator } from "./coordinator.js";
 import { confirmAction } from "./dialog.js";
 import { badge, count, fill, h, section, toast, when, words } from "./dom.js";
 import { follow } from "./feed.js";
+import { filtersHash, initialFilters } from "./lanes.js";
 import { mainElement, message, topbar, whoAmI } from "./layout.js";
 
 // Chromium allows 255 WebSockets in all; past this many coordinators the rest are shown as
@@ -362,10 +363,11 @@ let mounted = null;
 const overview = h("div", { class: "stack" });
 const panel = h("section", { id: "panel", "aria-label": "Selected work coordinator" });
 
-function open(coordinator, scroll = true) {
+function open(coordinator, scroll = true, hash = "") {
   mounted?.close();
-  history.replaceState(null, "", `#c=${encodeURIComponent(coordinator.coordinatorId)}`);
-  mounted = mountCoordinator(panel, { coordinator, canDecide: true });
+  const address = `#c=${encodeURIComponent(coordinator.coordinatorId)}${filtersHash(initialFilters(hash))}`;
+  history.replaceState(null, "", address);
+  mounted = mountCoordinator(panel, { coordinator, canDecide: true, hash });
   if (scroll) panel.scrollIntoView({ behavior: "smooth", block: "start" });
 }
 
@@ -419,7 +421,7 @@ async function main() {
   await refreshOverview();
   const wanted = /(?:^#|&)c=([^&]+)/.exec(location.hash);
   const first = wanted && state.coordinators.find((c) => c.coordinatorId === decodeURIComponent(wanted[1]));
-  if (first) open(first, false);
+  if (first) open(first, false, location.hash);
   document.addEventListener("close", () => deferred && renderOverview(), true);
 }
 

@@ -12,7 +12,7 @@ import { api, coordinatorPath } from "./api.js";
 import { indexLeases, itemName, lanesSummary, renderAttention, renderLanes } from "./board.js";
 import { badge, fill, h, toast, utcDay } from "./dom.js";
 import { follow } from "./feed.js";
-import { filterLanes, initialFilters, laneToolbar, lanesWaitingOnHuman, PAGE_SIZE } from "./lanes.js";
+import { filterLanes, filtersHash, initialFilters, laneToolbar, lanesWaitingOnHuman, PAGE_SIZE } from "./lanes.js";
 import { renderCapacity, renderDigest, renderWorkers } from "./side.js";
 import { readChanges, readWholeView } from "./view-reads.js";
 
@@ -30,9 +30,10 @@ const ANNOUNCED = new Set(["LANE_LIVE", "APPROVAL_REQUESTED", "ITEM_DEAD_LETTERE
 
 /**
  * Render ``coordinator`` into ``host`` and keep it live. ``canDecide``: draw decision buttons.
+ * ``hash``: the page address's fragment, whose lane filters are applied and kept up to date.
  * Returns ``{close()}``.
  */
-export function mountCoordinator(host, { coordinator, canDecide }) {
+export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
   const cid = coordinator.coordinatorId;
   const ctx = {
     cid,
@@ -46,7 +47,7 @@ export function mountCoordinator(host, { coordinator, canDecide }) {
     why: new Map(),
     flash: new Set(),
     showAllAsks: false,
-    filters: initialFilters(),
+    filters: initialFilters(hash),
     digestDay: utcDay(),
     digest: null,
     digestError: "",
@@ -68,7 +69,11 @@ export function mountCoordinator(host, { coordinator, canDecide }) {
   const notices = [];
   const toolbar = laneToolbar(cid, ctx.filters, {
     waitingLabel: canDecide ? "Waiting on me" : "Waiting on a human",
-    onChange: () => render(),
+    onChange: () => {
+      const address = `#c=${encodeURIComponent(cid)}${filtersHash(ctx.filters)}`;
+      if (!closed) history.replaceState(null, "", address);
+      render();
+    },
   });
 
   function accept(view, revision) {

@@ -27,9 +27,31 @@ function textOf(lane) {
   return text;
 }
 
-/** Filters as the toolbar starts: everything, newest first. */
-export function initialFilters() {
-  return { query: "", state: "", nextAction: "", waiting: false, shown: PAGE_SIZE };
+// The filters in the page's address (after "#c=<coordinator>"), so a link keeps them.
+const HASH_KEYS = { query: "q", state: "state", nextAction: "next", waiting: "mine" };
+
+/** Filters as the toolbar starts: those ``hash`` names (``#c=…&q=…&state=…``), else
+ * everything, newest first. */
+export function initialFilters(hash = "") {
+  const params = new URLSearchParams(hash.replace(/^#/, ""));
+  return {
+    query: params.get(HASH_KEYS.query) || "",
+    state: STATES.includes(params.get(HASH_KEYS.state)) ? params.get(HASH_KEYS.state) : "",
+    nextAction: params.get(HASH_KEYS.nextAction) || "",
+    waiting: params.get(HASH_KEYS.waiting) === "1",
+    shown: PAGE_SIZE,
+  };
+}
+
+/** ``filters`` as address parameters (only those set), to follow ``c=…``. */
+export function filtersHash(filters) {
+  const params = new URLSearchParams();
+  if (filters.query) params.set(HASH_KEYS.query, filters.query);
+  if (filters.state) params.set(HASH_KEYS.state, filters.state);
+  if (filters.nextAction) params.set(HASH_KEYS.nextAction, filters.nextAction);
+  if (filters.waiting) params.set(HASH_KEYS.waiting, "1");
+  const text = params.toString();
+  return text ? `&${text}` : "";
 }
 
 /** Lane ids with something a human decides on: an item waiting on one, an open pending action
@@ -86,7 +108,12 @@ export function laneToolbar(cid, filters, { waitingLabel, onChange }) {
     option("", "Any state", filters.state),
     STATES.map((value) => option(value, words(value), filters.state)),
   );
-  const nextAction = h("select", { id: id("next-action") }, option("", "Any next action", ""));
+  const nextAction = h(
+    "select",
+    { id: id("next-action") },
+    option("", "Any next action", filters.nextAction),
+    filters.nextAction ? option(filters.nextAction, filters.nextAction, filters.nextAction) : null,
+  );
   const waiting = h(
     "button",
     { type: "button", id: id("waiting"), class: "toggle", "aria-pressed": filters.waiting ? "true" : "false" },
