@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -83,7 +84,8 @@ def test_anonymous_visitors_are_sent_to_sign_in(
         for path in ("/", f"/o/{tenant.org_slug}/work-coordinator", "/admin/work-coordinator"):
             response = page.goto(f"{system.gateway_url}{path}")
             assert response is not None
-            assert page.url == f"{system.gateway_url}/sign-in", path
+            back = "" if path == "/" else f"?next={quote(path, safe='')}"
+            assert page.url == f"{system.gateway_url}/sign-in{back}", path
             assert tenant.coordinator_id not in page.content()
             headers = response.headers
         assert "script-src 'self'" in headers["content-security-policy"]
@@ -242,7 +244,7 @@ def test_a_viewer_sees_no_buttons_and_the_api_refuses_them(
             "data-state", "AWAITING_APPROVAL"
         )
         expect(page.get_by_text("read only")).to_be_visible()
-        expect(page.get_by_text("Waiting on a human")).to_be_visible()
+        expect(page.get_by_role("heading", name="Waiting on a human")).to_be_visible()
         assert page.locator("[data-decision]").count() == 0
         path = f"{tenant.base}/lanes/{lane['laneId']}/items/{ship['itemId']}/approve"
         refused = csrf_fetch(page, "POST", path, {})

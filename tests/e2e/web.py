@@ -89,7 +89,11 @@ def open_page(browser: Browser, *, phone: bool = False) -> tuple[BrowserContext,
         device_scale_factor=2 if phone else 1,
     )
     context.set_default_timeout(UI_TIMEOUT_MS)
-    page = context.new_page()
+    return context, watch(context.new_page())
+
+
+def watch(page: Page) -> Watched:
+    """``page``, with its uncaught errors and CSP violations recorded."""
     watched = Watched(page)
     page.on("pageerror", lambda error: watched.problems.append(f"page error: {error}"))
 
@@ -99,7 +103,7 @@ def open_page(browser: Browser, *, phone: bool = False) -> tuple[BrowserContext,
             watched.problems.append(f"CSP: {text}")
 
     page.on("console", on_console)
-    return context, watched
+    return watched
 
 
 def admin_client(system: System) -> httpx.Client:

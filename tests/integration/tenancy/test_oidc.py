@@ -106,12 +106,16 @@ class Outcome:
     cookies: dict[str, str]
 
 
-async def browser_login(gateway: RunningGateway, *, tamper_state: bool = False) -> Outcome:
-    """``/login/oidc`` → provider → ``/login/oidc/callback``, by hand. The gateway's public
-    name (``PUBLIC_HOST``, its redirect URL) is resolved to its ephemeral address here, and the
-    flow cookie is carried back explicitly (httpx keeps no cookies for a bare IP)."""
+async def browser_login(
+    gateway: RunningGateway, *, tamper_state: bool = False, next_path: str = ""
+) -> Outcome:
+    """``/login/oidc`` (with ``?next=`` when given) → provider → ``/login/oidc/callback``, by
+    hand. The gateway's public name (``PUBLIC_HOST``, its redirect URL) is resolved to its
+    ephemeral address here, and the flow cookie is carried back explicitly (httpx keeps no
+    cookies for a bare IP)."""
+    params = {"next": next_path} if next_path else {}
     async with httpx.AsyncClient(timeout=30) as browser:
-        start = await browser.get(f"http://{gateway.address}/login/oidc")
+        start = await browser.get(f"http://{gateway.address}/login/oidc", params=params)
         assert start.status_code == 303, start.text
         assert start.headers["cache-control"] == "no-store"
         flow_line = _set_cookies(start)["workcoord_oidc"]
@@ -198,6 +202,26 @@ async def test_oidc_login_opens_a_session_for_the_provisioned_user(
     for secret in secrets_seen:
         assert secret not in caplog.text
         assert secret not in outcome.callback.text
+
+
+@pytest.mark.parametrize(
+    ("next_path", "location"),
+    [
+        ("/o/acme/work-coordinator?x=1", "/o/acme/work-coordinator?x=1"),
+        ("https://evil.example/o/acme", "/"),
+        ("//evil.example", "/"),
+        ("/\\evil.example", "/"),
+    ],
+)
+async def test_oidc_login_returns_to_a_same_origin_next_only(
+    stack: Stack, gateway: RunningGateway, provider: FakeProvider, next_path: str, location: str
+) -> None:
+    await _user(stack, "grace@example.test")
+    provider.email = "grace@example.test"
+    outcome = await browser_login(gateway, next_path=next_path)
+    assert outcome.callback.status_code == 303, outcome.callback.text
+    assert outcome.callback.headers["location"] == location
+    assert "workcoord_session" in outcome.cookies
 
 
 @pytest.mark.parametrize(

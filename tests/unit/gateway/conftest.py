@@ -8,6 +8,7 @@ after the prefix (``err-not-found``), the way the coordinator's error intercepto
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,8 @@ Context = grpc.aio.ServicerContext[Any, Any]
 MAX_BODY_BYTES = 4096
 HOLD_OPEN_SINCE = 99
 """A Watch from this revision stays open after its hello and ping."""
+VALID_LOGIN_CODE = "wcses_valid-code"
+"""The one login code the fake coordinator exchanges for a session."""
 
 _ERRORS: dict[str, Callable[[], errors.WorkcoordError]] = {
     "err-invalid": lambda: errors.InvalidArgument.single(
@@ -246,7 +249,7 @@ class FakeRecovery(recovery_pb2_grpc.RecoveryServiceServicer):
 
 class FakeSessions(session_pb2_grpc.SessionServiceServicer):
     """Login codes as the coordinator answers them: a missing code breaks its field rule, and
-    this fake knows no code at all."""
+    this fake knows one code only (``VALID_LOGIN_CODE``)."""
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
@@ -255,6 +258,12 @@ class FakeSessions(session_pb2_grpc.SessionServiceServicer):
         self, request: session_pb2.ExchangeLoginCodeRequest, context: Context
     ) -> session_pb2.ExchangeLoginCodeResponse:
         await self.recorder.record("ExchangeLoginCode", request, context)
+        if request.code == VALID_LOGIN_CODE:
+            session = session_pb2.Session(session_id="s1")
+            session.expire_time.FromSeconds(int(time.time()) + 3600)
+            return session_pb2.ExchangeLoginCodeResponse(
+                session=session, session_secret="wcses_secret", csrf_token="csrf"
+            )
         if not request.code:
             await abort_with(context, errors.InvalidArgument.single("code", "is required"))
         await abort_with(

@@ -54,14 +54,21 @@ async def test_root_shows_the_chooser_to_members_of_several_orgs_or_none(
         assert '<script type="module" src="/ui/home.js">' in answer.text
 
 
-@pytest.mark.parametrize("path", ["/", "/o/acme/work-coordinator", "/admin/work-coordinator"])
+@pytest.mark.parametrize(
+    ("path", "location"),
+    [
+        ("/", "/sign-in"),
+        ("/o/acme/work-coordinator", "/sign-in?next=%2Fo%2Facme%2Fwork-coordinator"),
+        ("/admin/work-coordinator", "/sign-in?next=%2Fadmin%2Fwork-coordinator"),
+    ],
+)
 async def test_anonymous_requests_are_sent_to_sign_in(
-    client: httpx.AsyncClient, recorder: Recorder, path: str
+    client: httpx.AsyncClient, recorder: Recorder, path: str, location: str
 ) -> None:
     before = len(recorder.calls)
     answer = await client.get(path)
     assert answer.status_code == 303
-    assert answer.headers["location"] == "/sign-in"
+    assert answer.headers["location"] == location
     assert len(recorder.calls) == before  # nothing was asked upstream
 
 

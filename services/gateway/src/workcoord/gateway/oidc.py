@@ -2,7 +2,8 @@
 
 - ``GET /login/oidc``: discovers the provider (``{issuer}/.well-known/openid-configuration``,
   cached), and redirects the browser to its authorization endpoint with a fresh ``state``,
-  ``nonce`` and PKCE S256 challenge. The three are kept in the ``workcoord_oidc`` cookie:
+  ``nonce`` and PKCE S256 challenge. The three, and the page to return to (``?next=``, checked
+  by :func:`~workcoord.gateway.return_path.return_path`), are kept in the ``workcoord_oidc`` cookie:
   HttpOnly, SameSite=Lax (it must come back on the provider's top-level redirect), scoped to
   ``/login/oidc``, short-lived, and HMAC-signed with a key derived from the client secret so a
   planted cookie is refused.
@@ -10,7 +11,9 @@
   code at the token endpoint (client id and secret, PKCE verifier), and hands the id_token and
   nonce to the coordinator's ``SessionService.ExchangeIdToken``. The coordinator verifies the
   token itself and maps it to a provisioned user; the gateway then sets the same session and
-  CSRF cookies as ``/login?code=…`` and redirects to ``/``.
+  CSRF cookies as ``/login?code=…`` and redirects to the flow's return path (``/`` by
+  default). The return path travels only inside the sealed cookie that ``state`` is checked
+  against, so a callback cannot be pointed anywhere else.
 
 The gateway decides nothing about who may log in. It never logs nor echoes the client secret,
 the authorization code or the tokens.
@@ -35,6 +38,7 @@ from starlette.responses import Response
 
 from workcoord.api.v1 import session_pb2
 from workcoord.gateway.errors import make_status, status_response
+from workcoord.gateway.return_path import NEXT_PARAM, return_path
 from workcoord.gateway.session import no_store, open_session
 from workcoord.gateway.upstream import Upstreams
 from workcoord.kit.errors import Code
@@ -176,14 +180,15 @@ class OidcLogin:
         started = flow.get("t")
         if not isinstance(started, int) or not 0 <= time.time() - started <= _FLOW_SECONDS:
             return None
-        if not all(isinstance(flow.get(k), str) for k in ("s", "n", "v")):
+        if not all(isinstance(flow.get(k), str) for k in ("s", "n", "v", "r")):
             return None
         return flow
 
     # ------------------------------------------------------------------ endpoints
 
     async def start(self, request: Request) -> Response:
-        """``GET /login/oidc``: redirect to the provider with state, nonce and PKCE."""
+        """``GET /login/oidc``: redirect to the provider with state, nonce and PKCE; the
+        return path (``?next=``) is sealed with them."""
         provider = await self._discover()
         if provider is None:
             return _unavailable()
@@ -208,9 +213,10 @@ class OidcLogin:
             status_code=303,
             headers={"Location": f"{provider.authorization_endpoint}{separator}{query}"},
         )
+        back = return_path(request.query_params.get(NEXT_PARAM))
         response.set_cookie(
             OIDC_COOKIE,
-            self._seal({"s": state, "n": nonce, "v": verifier, "t": int(time.time())}),
+            self._seal({"s": state, "n": nonce, "v": verifier, "r": back, "t": int(time.time())}),
             max_age=_FLOW_SECONDS,
             path=OIDC_LOGIN_PATH,
             secure=self._secure,
@@ -260,6 +266,8 @@ class OidcLogin:
             upstreams,
             session_pb2.ExchangeIdTokenRequest(id_token=id_token, nonce=str(flow["n"])),
             secure=self._secure or request.url.scheme == "https",
+            # Checked again: the cookie is ours (signed), but the rule may have tightened.
+            location=return_path(str(flow["r"])),
         )
 
     async def _redeem(self, provider: _Provider, code: str, verifier: str) -> str | Response:

@@ -1,5 +1,6 @@
 """Browser login: ``GET /login?code=…`` exchanges a one-time login code (``workcoord dev``
-prints the URL) for a session and sets its cookies.
+prints the URL) for a session and sets its cookies, then sends the browser to ``next`` (a
+same-origin path, see :mod:`workcoord.gateway.return_path`) or ``/``.
 
 - ``workcoord_session``: the session secret; HttpOnly, SameSite=Strict, Path=/, Secure over
   TLS. The gateway forwards it to the coordinator as ``x-workcoord-session`` metadata
@@ -22,6 +23,7 @@ from starlette.responses import Response
 
 from workcoord.api.v1 import session_pb2
 from workcoord.gateway.errors import make_status, status_from_rpc_error, status_response
+from workcoord.gateway.return_path import NEXT_PARAM, return_path
 from workcoord.gateway.upstream import SESSION_COOKIE, Upstreams
 from workcoord.kit.errors import Code
 from workcoord.kit.wire import API_PACKAGE
@@ -34,8 +36,9 @@ _TIMEOUT_SECONDS = 10.0
 
 
 async def login(request: Request, upstreams: Upstreams | None) -> Response:
-    """Exchange ``?code=`` for a session; 303 to ``/`` with the cookies set. The code's field
-    rules (required, at most 128 characters) are the coordinator's to check, like any request's."""
+    """Exchange ``?code=`` for a session; 303 to ``?next=`` (when safe) or ``/`` with the
+    cookies set. The code's field rules (required, at most 128 characters) are the
+    coordinator's to check, like any request's."""
     code = request.query_params.get("code", "")
     if upstreams is None:
         return status_response(
@@ -45,6 +48,7 @@ async def login(request: Request, upstreams: Upstreams | None) -> Response:
         upstreams,
         session_pb2.ExchangeLoginCodeRequest(code=code),
         secure=request.url.scheme in ("https", "wss"),
+        location=return_path(request.query_params.get(NEXT_PARAM)),
     )
 
 
@@ -62,10 +66,11 @@ _EXCHANGES: dict[type[_ExchangeRequest], tuple[str, type[_ExchangeResponse]]] = 
 
 
 async def open_session(
-    upstreams: Upstreams, request: _ExchangeRequest, *, secure: bool
+    upstreams: Upstreams, request: _ExchangeRequest, *, secure: bool, location: str = "/"
 ) -> Response:
     """Exchange a login code or an id_token for a session and answer with its cookies (303 to
-    ``/``), or with the coordinator's error; never cached either way."""
+    ``location``, a path the caller has checked), or with the coordinator's error; never
+    cached either way."""
     method, response_class = _EXCHANGES[type(request)]
     call: grpc.aio.UnaryUnaryMultiCallable[_ExchangeRequest, _ExchangeResponse]
     call = upstreams.coordinator.unary_unary(
@@ -78,17 +83,28 @@ async def open_session(
     except grpc.RpcError as exc:
         return no_store(status_response(status_from_rpc_error(exc)))
     return no_store(
-        session_response(issued.session, issued.session_secret, issued.csrf_token, secure=secure)
+        session_response(
+            issued.session,
+            issued.session_secret,
+            issued.csrf_token,
+            secure=secure,
+            location=location,
+        )
     )
 
 
 def session_response(
-    session: session_pb2.Session, secret: str, csrf_token: str, *, secure: bool
+    session: session_pb2.Session,
+    secret: str,
+    csrf_token: str,
+    *,
+    secure: bool,
+    location: str = "/",
 ) -> Response:
-    """303 to ``/`` setting the session cookie (HttpOnly) and the CSRF cookie."""
+    """303 to ``location`` setting the session cookie (HttpOnly) and the CSRF cookie."""
     expires = session.expire_time.ToDatetime(tzinfo=UTC)
     max_age = max(0, int((expires - datetime.now(UTC)).total_seconds()))
-    response = Response(status_code=303, headers={"Location": "/"})
+    response = Response(status_code=303, headers={"Location": location})
     response.set_cookie(
         SESSION_COOKIE,
         secret,

@@ -4,14 +4,16 @@
 
 - ``/``: a signed-in person goes to the right page (platform admins to the admin page, a member
   of one org to that org's page, anyone else to a chooser); an anonymous one to ``/sign-in``.
-- ``/sign-in``: the one-time code form (and OpenID Connect when the gateway has it).
+- ``/sign-in``: the one-time code form (and OpenID Connect when the gateway has it). Its
+  ``?next=`` (a same-origin path, :mod:`workcoord.gateway.return_path`) rides along with the
+  code and the OIDC login, so a person lands back where they were headed.
 - ``/o/<slug>/work-coordinator`` and ``/admin/work-coordinator``: static page shells. Every bit
   of data they show comes from the API, with the caller's session, so an anonymous request
-  never sees any; without a session cookie they redirect to ``/sign-in``.
+  never sees any; without a session cookie they redirect to ``/sign-in?next=<the page>``.
 - ``/ui/<file>``: the pages' scripts and styles (:mod:`workcoord.gateway.web.assets`).
 - ``GET /login`` and ``/login/oidc/callback`` from a browser: a refusal lands on ``/sign-in``
-  with a message instead of the API's JSON (programs, which do not ask for HTML, still get the
-  Status).
+  with a message (and the ``next`` it came with) instead of the API's JSON (programs, which do
+  not ask for HTML, still get the Status).
 
 The gateway still decides nothing: who may see or do what is the coordinator's answer to the
 API calls the pages make.
@@ -24,6 +26,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from typing import Protocol
+from urllib.parse import quote
 
 import grpc
 from starlette.requests import Request
@@ -33,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from workcoord.api.v1 import admin_pb2
 from workcoord.gateway.metrics import label_route
 from workcoord.gateway.oidc import OIDC_CALLBACK_PATH, OIDC_LOGIN_PATH, OidcLogin
+from workcoord.gateway.return_path import NEXT_PARAM, return_path, sign_in_location
 from workcoord.gateway.session import LOGIN_PATH
 from workcoord.gateway.upstream import SESSION_COOKIE, Upstreams, forwarded
 from workcoord.gateway.web.assets import ASSET_PREFIX, Assets, page_headers
@@ -94,7 +98,8 @@ class WebPages:
         path = _path(scope)
         refused_as = _SIGN_IN_FAILURES.get(path)
         if refused_as is not None and _wants_html(scope):
-            await self.api(scope, receive, _failures_to_sign_in(send, refused_as))
+            back = Request(scope).query_params.get(NEXT_PARAM, "")
+            await self.api(scope, receive, _failures_to_sign_in(send, refused_as, back))
             return
         handler = self._handler(path)
         if handler is None:
@@ -129,7 +134,7 @@ class WebPages:
             return _redirect(SIGN_IN_PAGE)
         principal = await self._principal(request)
         if principal is None:
-            return _redirect(f"{SIGN_IN_PAGE}?error=signed-out")
+            return _redirect(sign_in_location(SIGN_IN_PAGE, "/", error="signed-out"))
         if principal.platform_admin:
             return _redirect(ADMIN_PAGE)
         orgs = sorted({member.org_slug for member in principal.memberships})
@@ -141,24 +146,33 @@ class WebPages:
     async def _sign_in(self, request: Request) -> Response:
         message = _SIGN_IN_ERRORS.get(request.query_params.get("error", ""), "")
         notice = f'<p class="notice" role="alert">{html.escape(message)}</p>' if message else ""
+        back = return_path(request.query_params.get(NEXT_PARAM))
+        carried = ""
+        oidc_href = OIDC_LOGIN_PATH
+        if back != "/":
+            carried = f'<input type="hidden" name="{NEXT_PARAM}" value="{html.escape(back)}">'
+            oidc_href = f"{OIDC_LOGIN_PATH}?{NEXT_PARAM}={quote(back, safe='')}"
         oidc = ""
         if self.side.oidc is not None:
             oidc = (
-                f'<p class="or">or</p><a class="button primary wide" href="{OIDC_LOGIN_PATH}">'
+                f'<p class="or">or</p><a class="button primary wide" '
+                f'href="{html.escape(oidc_href)}">'
                 "Sign in with your organization's account</a>"
             )
         return self.assets.page(
-            "sign-in.html", "Sign in · workcoord", fields={"notice": notice, "oidc": oidc}
+            "sign-in.html",
+            "Sign in · workcoord",
+            fields={"notice": notice, "oidc": oidc, "next": carried},
         )
 
     async def _org(self, request: Request) -> Response:
         if not _has_credential(request):
-            return _redirect(SIGN_IN_PAGE)
+            return _redirect_to_sign_in(request)
         return self.assets.page("app.html", "Work coordinators · workcoord", "org.js")
 
     async def _admin(self, request: Request) -> Response:
         if not _has_credential(request):
-            return _redirect(SIGN_IN_PAGE)
+            return _redirect_to_sign_in(request)
         return self.assets.page("app.html", "Platform admin · workcoord", "admin.js")
 
     async def _asset(self, request: Request) -> Response:
@@ -223,9 +237,20 @@ def _redirect(location: str) -> Response:
     return RedirectResponse(location, status_code=303, headers={"Cache-Control": "no-store"})
 
 
-def _failures_to_sign_in(send: Send, refused_as: str) -> Send:
+def _redirect_to_sign_in(request: Request) -> Response:
+    """To the sign-in page, which sends the person back to this page (path and query) after."""
+    scope = request.scope
+    here = _path(scope)
+    query = scope.get("query_string", b"")
+    if isinstance(query, bytes) and query:
+        here = f"{here}?{query.decode('latin-1')}"
+    return _redirect(sign_in_location(SIGN_IN_PAGE, here))
+
+
+def _failures_to_sign_in(send: Send, refused_as: str, back: str) -> Send:
     """Wrap ``send`` so that a refused sign-in becomes a redirect to the sign-in page, which
-    says why (``refused_as``, or that the service is unavailable)."""
+    says why (``refused_as``, or that the service is unavailable), keeping where the person
+    was going (``back``, checked again there)."""
     replaced = False
 
     async def wrapped(message: Message) -> None:
@@ -234,7 +259,7 @@ def _failures_to_sign_in(send: Send, refused_as: str) -> Send:
             replaced = True
             error = "unavailable" if message["status"] >= 500 else refused_as
             headers: list[tuple[bytes, bytes]] = [
-                (b"location", f"{SIGN_IN_PAGE}?error={error}".encode()),
+                (b"location", sign_in_location(SIGN_IN_PAGE, back, error=error).encode()),
                 (b"cache-control", b"no-store"),
                 (b"referrer-policy", b"no-referrer"),
                 (b"content-length", b"0"),

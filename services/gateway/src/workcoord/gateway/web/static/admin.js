@@ -1,14 +1,23 @@
 // /admin/work-coordinator: for verified platform admins. The platform switch, recovery (leader,
 // last passes), every work coordinator across orgs with its health, GLOBAL and the grants
 // children gave it; any coordinator opens below, live.
+//
+// The overview is live over the feed, not polled: it follows each coordinator's WebSocket
+// (…/ws?since=<its revision>), and when one moves (a delta, or a ping with a newer revision)
+// it reads that coordinator's health again, with the recovery status; a feed refused (the
+// switch went off, say) reads the settings too. Reads are coalesced per coordinator.
 
 import { api, coordinatorPath, listAll } from "./api.js";
 import { mountCoordinator } from "./coordinator.js";
 import { confirmAction } from "./dialog.js";
 import { badge, count, fill, h, section, toast, when, words } from "./dom.js";
+import { follow } from "./feed.js";
+import { filtersHash, initialFilters } from "./lanes.js";
 import { mainElement, message, topbar, whoAmI } from "./layout.js";
 
-const OVERVIEW_REFRESH_MS = 20000;
+// Chromium allows 255 WebSockets in all; past this many coordinators the rest are shown as
+// read when the page opened (and the live badge says so).
+const MAX_FEEDS = 100;
 const HEALTH_READS_AT_ONCE = 4;
 // Lanes read per coordinator for its health: active lanes come first in a view.
 const HEALTH_LANES = 100;
@@ -22,6 +31,8 @@ const state = {
   health: new Map(),
   grants: new Map(),
   error: "",
+  feeds: new Map(),
+  feedStates: new Map(),
 };
 
 async function inBatches(values, size, work) {
@@ -43,16 +54,7 @@ async function load() {
   state.coordinators = coordinators.status === "fulfilled" ? coordinators.value : [];
   const global = state.coordinators.find((c) => c.scope === "GLOBAL");
   const children = global ? state.coordinators.filter((c) => c.parentCoordinatorId === global.coordinatorId) : [];
-  await inBatches(state.coordinators, HEALTH_READS_AT_ONCE, async (coordinator) => {
-    try {
-      const view = await api(coordinatorPath(coordinator.coordinatorId, "view"), {
-        params: { pageSize: HEALTH_LANES },
-      });
-      state.health.set(coordinator.coordinatorId, { view });
-    } catch (error) {
-      state.health.set(coordinator.coordinatorId, { error: error.message });
-    }
-  });
+  await inBatches(state.coordinators, HEALTH_READS_AT_ONCE, readHealth);
   await inBatches(children, HEALTH_READS_AT_ONCE, async (child) => {
     try {
       const answer = await api(coordinatorPath(child.coordinatorId, "grants"), { params: { pageSize: 500 } });
@@ -61,6 +63,113 @@ async function load() {
       state.grants.set(child.coordinatorId, { error: error.message });
     }
   });
+}
+
+async function readHealth(coordinator) {
+  try {
+    const view = await api(coordinatorPath(coordinator.coordinatorId, "view"), {
+      params: { pageSize: HEALTH_LANES },
+    });
+    state.health.set(coordinator.coordinatorId, { view });
+    // The view carries the coordinator as it is now (revision, switch).
+    if (view.workCoordinator) Object.assign(coordinator, view.workCoordinator);
+  } catch (error) {
+    state.health.set(coordinator.coordinatorId, { error: error.message });
+  }
+}
+
+async function readRecovery() {
+  try {
+    state.recovery = await api("/v1/recovery/status");
+    state.recoveryError = "";
+  } catch (error) {
+    state.recoveryError = error.message;
+  }
+}
+
+async function readSettings() {
+  try {
+    state.settings = await api("/v1/settings");
+  } catch {
+    // Kept as it was: the next change will tell.
+  }
+}
+
+// --- live: one feed per coordinator --------------------------------------------------------
+
+const pendingReads = new Map();
+
+/** Read ``coordinator`` again (and recovery, and the settings when ``withSettings``), then
+ * render; one read at a time per coordinator, a request meanwhile makes one more. */
+function reread(coordinator, withSettings = false) {
+  const id = coordinator.coordinatorId;
+  const pending = pendingReads.get(id);
+  if (pending) {
+    pending.again = true;
+    pending.withSettings ||= withSettings;
+    return;
+  }
+  const entry = { again: false, withSettings };
+  pendingReads.set(id, entry);
+  (async () => {
+    do {
+      entry.again = false;
+      const settings = entry.withSettings;
+      entry.withSettings = false;
+      await Promise.all([readHealth(coordinator), readRecovery(), settings ? readSettings() : null]);
+      renderOverview();
+    } while (entry.again);
+  })().finally(() => pendingReads.delete(id));
+}
+
+function followAll() {
+  for (const { coordinatorId: id } of state.coordinators.slice(0, MAX_FEEDS)) {
+    if (state.feeds.has(id)) continue;
+    // The list is read again after the switch changes: always the current record.
+    const current = () => state.coordinators.find((c) => c.coordinatorId === id);
+    const revision = () => Number(current()?.revision || 0);
+    const feed = follow(id, {
+      since: revision,
+      onFrame: (frame) => {
+        const coordinator = current();
+        const at = Number(frame.toRevision ?? frame.revision ?? 0);
+        if (!coordinator || (frame.type === "ping" && at <= revision())) return;
+        if (frame.type === "delta" || frame.type === "snapshot" || frame.type === "ping") {
+          coordinator.revision = String(Math.max(at, revision()));
+          reread(coordinator);
+        }
+      },
+      onStatus: (status) => {
+        state.feedStates.set(id, status);
+        updateLivePill();
+        const coordinator = current();
+        if (status === "refused" && coordinator) reread(coordinator, true);
+      },
+    });
+    state.feeds.set(id, feed);
+  }
+}
+
+/** "Live" when every followed feed is, else how many are. */
+function livePill() {
+  const pill = h("span", { class: "live", id: "overview-live", role: "status", "aria-live": "polite" });
+  fillLivePill(pill);
+  return pill;
+}
+
+function fillLivePill(pill) {
+  const followed = Math.min(state.coordinators.length, MAX_FEEDS);
+  const live = [...state.feedStates.values()].filter((status) => status === "live").length;
+  const all = followed > 0 && live === followed;
+  pill.dataset.state = all ? "live" : live ? "reconnecting" : "connecting";
+  const unfollowed = state.coordinators.length - followed;
+  pill.textContent = all ? "Live" : `Live ${live} of ${followed}`;
+  if (unfollowed > 0) pill.textContent += ` (${unfollowed} not followed: reload to update them)`;
+}
+
+function updateLivePill() {
+  const pill = document.getElementById("overview-live");
+  if (pill) fillLivePill(pill);
 }
 
 function lastPass(coordinatorId) {
@@ -100,7 +209,7 @@ function switchTile() {
     {
       type: "button",
       class: enabled ? "danger" : "primary",
-      dataset: { decision: "platform-switch" },
+      dataset: { decision: "platform-switch", key: "platform-switch" },
       onclick: async () => {
         const done = await confirmAction({
           title: enabled ? "Switch coordination off everywhere?" : "Switch coordination back on?",
@@ -179,12 +288,17 @@ function coordinatorCard(coordinator, open) {
     h(
       "div",
       { class: "actions" },
-      h("button", { type: "button", class: "primary", onclick: () => open(coordinator) }, "Open here"),
+      h(
+        "button",
+        { type: "button", class: "primary", dataset: { key: `open-${coordinator.coordinatorId}` }, onclick: () => open(coordinator) },
+        "Open here",
+      ),
       coordinator.scope === "ORG"
         ? h(
             "a",
             {
               class: "button",
+              "data-key": `org-${coordinator.coordinatorId}`,
               href: `/o/${encodeURIComponent(coordinator.orgSlug)}/work-coordinator#c=${encodeURIComponent(coordinator.coordinatorId)}`,
             },
             "Org page",
@@ -249,14 +363,25 @@ let mounted = null;
 const overview = h("div", { class: "stack" });
 const panel = h("section", { id: "panel", "aria-label": "Selected work coordinator" });
 
-function open(coordinator, scroll = true) {
+function open(coordinator, scroll = true, hash = "") {
   mounted?.close();
-  history.replaceState(null, "", `#c=${encodeURIComponent(coordinator.coordinatorId)}`);
-  mounted = mountCoordinator(panel, { coordinator, canDecide: true });
+  const address = `#c=${encodeURIComponent(coordinator.coordinatorId)}${filtersHash(initialFilters(hash))}`;
+  history.replaceState(null, "", address);
+  mounted = mountCoordinator(panel, { coordinator, canDecide: true, hash });
   if (scroll) panel.scrollIntoView({ behavior: "smooth", block: "start" });
 }
 
+let deferred = false;
+
 function renderOverview() {
+  // Not under an open confirmation: it renders once the dialog has closed.
+  if (document.querySelector("dialog[open]")) {
+    deferred = true;
+    return;
+  }
+  deferred = false;
+  // A live update must not take the keyboard focus away from the control that has it.
+  const focusKey = overview.contains(document.activeElement) ? document.activeElement.dataset.key : null;
   const list = state.coordinators;
   fill(
     overview,
@@ -265,17 +390,24 @@ function renderOverview() {
     h(
       "section",
       { "aria-labelledby": "all-title", class: "stack" },
-      h("div", { class: "section-head" }, h("h2", { id: "all-title" }, "Every work coordinator", count(list.length))),
+      h(
+        "div",
+        { class: "section-head" },
+        h("h2", { id: "all-title" }, "Every work coordinator", count(list.length)),
+        livePill(),
+      ),
       list.length
         ? h("ul", { class: "tiles" }, list.map((coordinator) => coordinatorCard(coordinator, open)))
         : h("p", { class: "empty" }, "No work coordinator yet."),
     ),
   );
+  if (focusKey) overview.querySelector(`[data-key="${CSS.escape(focusKey)}"]`)?.focus();
 }
 
 async function refreshOverview() {
   await load();
   renderOverview();
+  followAll();
 }
 
 async function main() {
@@ -289,10 +421,8 @@ async function main() {
   await refreshOverview();
   const wanted = /(?:^#|&)c=([^&]+)/.exec(location.hash);
   const first = wanted && state.coordinators.find((c) => c.coordinatorId === decodeURIComponent(wanted[1]));
-  if (first) open(first, false);
-  setInterval(() => {
-    if (document.visibilityState === "visible" && !document.querySelector("dialog[open]")) refreshOverview();
-  }, OVERVIEW_REFRESH_MS);
+  if (first) open(first, false, location.hash);
+  document.addEventListener("close", () => deferred && renderOverview(), true);
 }
 
 main().catch((error) => message("Something went wrong", error.message));

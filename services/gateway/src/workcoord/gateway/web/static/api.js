@@ -28,9 +28,11 @@ function csrfToken() {
   return "";
 }
 
-/** Send the person to the sign-in page (their session ended or expired). */
+/** Send the person to the sign-in page (their session ended or expired), and back here after. */
 export function signInAgain() {
-  location.assign("/sign-in?error=signed-out");
+  const here = `${location.pathname}${location.search}${location.hash}`;
+  const back = here === "/" ? "" : `&next=${encodeURIComponent(here)}`;
+  location.assign(`/sign-in?error=signed-out${back}`);
 }
 
 /**

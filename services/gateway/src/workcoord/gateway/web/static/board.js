@@ -3,9 +3,11 @@
 
 import { itemButton, itemDecisions, laneButton, laneDecisions, resolveButton } from "./decisions.js";
 import { badge, count, h, relative, safeUrl, section, when, words } from "./dom.js";
+import { HUMAN_STATES, PAGE_SIZE } from "./lanes.js";
 import { renderWhy } from "./why.js";
 
-const RECENT_MS = 24 * 3600 * 1000;
+// "Waiting on you" shows this many asks until the person asks for all of them.
+const ASKS_SHOWN = 10;
 // Finished states whose next action ("done", "live") says nothing the badge does not.
 const SETTLED_ITEMS = new Set(["SUCCEEDED", "CANCELLED"]);
 const SETTLED_LANES = new Set(["LIVE", "DONE", "CANCELLED"]);
@@ -145,29 +147,48 @@ function askEscalation(ctx, escalation) {
   );
 }
 
-/** Approvals, stopped and dead-lettered items, open pending actions and escalations. */
+/** Approvals, stopped and dead-lettered items, open pending actions and escalations (the
+ * first few, and all of them on request). */
 export function renderAttention(ctx, view) {
   const asks = [];
   // Approvals first: they are what most often waits on a person.
-  for (const wanted of ["AWAITING_APPROVAL", "STOPPED", "DEAD"]) {
+  for (const wanted of HUMAN_STATES) {
     for (const lane of view.lanes || []) {
       if (lane.state !== "ACTIVE") continue;
       for (const item of lane.items || []) {
-        if (item.state === wanted) asks.push(askItem(ctx, lane, item));
+        if (item.state === wanted) asks.push([askItem, lane, item]);
       }
     }
   }
   for (const action of view.pendingActions || []) {
-    if (action.state === "OPEN") asks.push(askPendingAction(ctx, action));
+    if (action.state === "OPEN") asks.push([askPendingAction, action]);
   }
   for (const escalation of view.escalations || []) {
-    if (escalation.open) asks.push(askEscalation(ctx, escalation));
+    if (escalation.open) asks.push([askEscalation, escalation]);
   }
+  const shown = ctx.showAllAsks ? asks : asks.slice(0, ASKS_SHOWN);
   const title = ctx.canDecide ? "Waiting on you" : "Waiting on a human";
+  const toggle =
+    asks.length > ASKS_SHOWN
+      ? h(
+          "button",
+          {
+            type: "button",
+            class: "wide",
+            "aria-expanded": ctx.showAllAsks ? "true" : "false",
+            dataset: { key: `asks-${ctx.cid}` },
+            onclick: () => ctx.toggleAsks(),
+          },
+          ctx.showAllAsks ? "Show fewer" : `Show all ${asks.length}`,
+        )
+      : null;
   return section(
     [title, count(asks.length, true)],
     { id: `attention-${ctx.cid}`, className: asks.length ? "card attention" : "card attention calm" },
-    asks.length ? h("ul", {}, asks) : h("p", { class: "empty" }, "Nothing waits on a human right now."),
+    asks.length
+      ? h("ul", {}, shown.map(([render, ...args]) => render(ctx, ...args)))
+      : h("p", { class: "empty" }, "Nothing waits on a human right now."),
+    toggle,
   );
 }
 
@@ -285,46 +306,32 @@ function laneCard(ctx, lane) {
   );
 }
 
-/** Active lanes, then lanes finished in the last day, then older ones folded away. */
-export function renderLanes(ctx, view) {
-  const lanes = view.lanes || [];
-  const now = Date.now();
-  // Higher priority first among active lanes; otherwise the view's order (newest first).
-  const active = lanes
-    .filter((lane) => lane.state === "ACTIVE")
-    .map((lane, index) => ({ lane, index }))
-    .sort((a, b) => (b.lane.priority || 0) - (a.lane.priority || 0) || a.index - b.index)
-    .map(({ lane }) => lane);
-  const recent = lanes.filter((lane) => lane.state !== "ACTIVE" && now - Date.parse(lane.updateTime) < RECENT_MS);
-  const older = lanes.filter((lane) => lane.state !== "ACTIVE" && !recent.includes(lane));
+/**
+ * A page of ``matching`` lanes (newest first): the first ``filters.shown`` cards and a button
+ * that shows the next page. ``total``: how many lanes the view holds before filtering.
+ */
+export function renderLanes(ctx, matching, total, filters, { onMore }) {
+  const shown = matching.slice(0, filters.shown);
   const body = [];
-  if (!lanes.length) body.push(h("p", { class: "empty" }, "No lanes yet. They appear here the moment one is created."));
-  body.push(active.map((lane) => laneCard(ctx, lane)));
-  body.push(recent.map((lane) => laneCard(ctx, lane)));
-  if (older.length) {
-    const folded = h(
-      "details",
-      { class: "finished", open: ctx.showOlder },
-      h("summary", {}, `Finished earlier (${older.length})`),
-      h("div", { class: "stack" }, older.map((lane) => laneCard(ctx, lane))),
+  if (!total) body.push(h("p", { class: "empty" }, "No lanes yet. They appear here the moment one is created."));
+  else if (!matching.length) body.push(h("p", { class: "empty" }, "No lane matches. Change the search or the filters."));
+  body.push(shown.map((lane) => laneCard(ctx, lane)));
+  const left = matching.length - shown.length;
+  if (left > 0) {
+    body.push(
+      h(
+        "button",
+        { type: "button", class: "wide more-lanes", dataset: { key: `more-${ctx.cid}` }, onclick: onMore },
+        `Show ${Math.min(left, PAGE_SIZE)} more (${shown.length} of ${matching.length} shown)`,
+      ),
     );
-    folded.addEventListener("toggle", () => {
-      ctx.showOlder = folded.open;
-    });
-    body.push(folded);
   }
-  if (view.nextPageToken) {
-    body.push(h("p", { class: "hint" }, `Showing the ${lanes.length} most recent lanes.`));
-  }
-  return h(
-    "section",
-    { class: "stack", "aria-labelledby": `lanes-${ctx.cid}-title` },
-    h(
-      "div",
-      { class: "section-head" },
-      h("h3", { id: `lanes-${ctx.cid}-title` }, "Lanes"),
-      h("span", { class: "hint" }, `${active.length} active · ${lanes.length - active.length} finished`),
-    ),
-    body,
-  );
+  return body;
+}
+
+/** "12 of 1000 lanes · 40 active": what the filters left, for the section's head. */
+export function lanesSummary(matching, lanes, truncated) {
+  const active = lanes.filter((lane) => lane.state === "ACTIVE").length;
+  const of = matching.length === lanes.length ? `${lanes.length}` : `${matching.length} of ${lanes.length}`;
+  return `${of}${truncated ? "+" : ""} lanes · ${active} active`;
 }

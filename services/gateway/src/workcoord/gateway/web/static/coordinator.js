@@ -1,17 +1,21 @@
 // One work coordinator, live: the view at a revision, kept current by the feed.
 //
-// The page renders GET …/view, then follows …/ws?since=<that revision>. A delta means the view
-// moved: it is read again (one read at a time; deltas arriving meanwhile cause one more read),
-// so what is shown is always a consistent view at one revision. A snapshot (first connection
+// The page renders every lane of GET …/view (view-reads.js), then follows
+// …/ws?since=<that revision>. A delta means the view moved: what it touched is read again (one
+// read at a time; deltas arriving meanwhile cause one more read). A snapshot (first connection
 // after a long gap, or after a resync) is rendered as it comes.
+//
+// Only a page of lane cards is in the DOM (lanes.js: search, filters, "Show more"); the
+// toolbar is built once, so a live update never interrupts someone typing in it.
 
 import { api, coordinatorPath } from "./api.js";
-import { indexLeases, itemName, renderAttention, renderLanes } from "./board.js";
+import { indexLeases, itemName, lanesSummary, renderAttention, renderLanes } from "./board.js";
 import { badge, fill, h, toast, utcDay } from "./dom.js";
 import { follow } from "./feed.js";
+import { filterLanes, filtersHash, initialFilters, laneToolbar, lanesWaitingOnHuman, PAGE_SIZE } from "./lanes.js";
 import { renderCapacity, renderDigest, renderWorkers } from "./side.js";
+import { readChanges, readWholeView } from "./view-reads.js";
 
-const VIEW_PAGE = 500;
 const CLOCK_TICK_MS = 30000;
 const LIVE_WORDS = {
   connecting: "Connecting…",
@@ -26,9 +30,10 @@ const ANNOUNCED = new Set(["LANE_LIVE", "APPROVAL_REQUESTED", "ITEM_DEAD_LETTERE
 
 /**
  * Render ``coordinator`` into ``host`` and keep it live. ``canDecide``: draw decision buttons.
+ * ``hash``: the page address's fragment, whose lane filters are applied and kept up to date.
  * Returns ``{close()}``.
  */
-export function mountCoordinator(host, { coordinator, canDecide }) {
+export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
   const cid = coordinator.coordinatorId;
   const ctx = {
     cid,
@@ -41,7 +46,8 @@ export function mountCoordinator(host, { coordinator, canDecide }) {
     error: "",
     why: new Map(),
     flash: new Set(),
-    showOlder: false,
+    showAllAsks: false,
+    filters: initialFilters(hash),
     digestDay: utcDay(),
     digest: null,
     digestError: "",
@@ -50,6 +56,7 @@ export function mountCoordinator(host, { coordinator, canDecide }) {
     index: { leases: new Map(), items: new Map() },
     refresh,
     toggleWhy,
+    toggleAsks,
     showDigest,
     followLane,
   };
@@ -57,7 +64,17 @@ export function mountCoordinator(host, { coordinator, canDecide }) {
   let closed = false;
   let reading = null;
   let again = false;
+  // Lanes the deltas named since the last read (null: a change no lane id pins down).
+  let touched = new Set();
   const notices = [];
+  const toolbar = laneToolbar(cid, ctx.filters, {
+    waitingLabel: canDecide ? "Waiting on me" : "Waiting on a human",
+    onChange: () => {
+      const address = `#c=${encodeURIComponent(cid)}${filtersHash(ctx.filters)}`;
+      if (!closed) history.replaceState(null, "", address);
+      render();
+    },
+  });
 
   function accept(view, revision) {
     const at = Number(revision ?? view.revision);
@@ -72,12 +89,14 @@ export function mountCoordinator(host, { coordinator, canDecide }) {
   }
 
   async function readView() {
+    const named = touched;
+    touched = new Set();
     try {
-      const view = await api(coordinatorPath(cid, "view"), { params: { pageSize: VIEW_PAGE } });
-      accept(view);
+      accept(await readChanges(cid, ctx.view, named));
       ctx.error = "";
     } catch (error) {
       ctx.error = error.message;
+      touched = null; // read it all next time
     }
   }
 
@@ -136,6 +155,11 @@ export function mountCoordinator(host, { coordinator, canDecide }) {
     }
   }
 
+  function toggleAsks() {
+    ctx.showAllAsks = !ctx.showAllAsks;
+    render();
+  }
+
   async function toggleWhy(key) {
     if (ctx.why.has(key)) {
       ctx.why.delete(key);
@@ -172,18 +196,25 @@ export function mountCoordinator(host, { coordinator, canDecide }) {
 
   function onFrame(frame) {
     if (frame.type === "snapshot") {
-      if (accept(frame.view || {}, frame.revision)) {
-        render();
-        refreshWhys().then(render);
+      // The feed could not say what changed: read the whole view (the snapshot holds only
+      // the newest lanes).
+      if (Number(frame.revision) > (ctx.revision ?? -1)) {
+        touched = null;
+        refresh();
       }
     } else if (frame.type === "delta") {
       for (const event of frame.events || []) {
         if (event.laneId) ctx.flash.add(event.laneId);
         if (ANNOUNCED.has(event.type)) notices.push(event);
+        if (touched && event.laneId) touched.add(event.laneId);
+        else touched = null;
       }
       if (Number(frame.toRevision) > (ctx.revision ?? -1)) refresh();
     } else if (frame.type === "ping") {
-      if (Number(frame.revision) > (ctx.revision ?? -1)) refresh();
+      if (Number(frame.revision) > (ctx.revision ?? -1)) {
+        touched = null; // moved without a delta we saw: read it all
+        refresh();
+      }
     }
   }
 
@@ -239,35 +270,84 @@ export function mountCoordinator(host, { coordinator, canDecide }) {
     );
   }
 
+  // The board, built once: its parts are replaced on each render, the toolbar never is.
+  let board = null;
+  const slots = {};
+
+  function buildBoard() {
+    const titleId = `lanes-${cid}-title`;
+    slots.head = h("div");
+    slots.banner = h("div", { hidden: true });
+    slots.loading = h("p", { class: "empty" }, "Loading…");
+    slots.attention = h("div");
+    slots.summary = h("span", { class: "hint", role: "status" });
+    slots.lanes = h("div", { class: "stack", id: `lane-list-${cid}` });
+    slots.side = h("div", { class: "board-side" });
+    board = h(
+      "div",
+      { class: "board", hidden: true },
+      h(
+        "div",
+        { class: "board-main" },
+        slots.attention,
+        h(
+          "section",
+          { class: "stack", "aria-labelledby": titleId },
+          h("div", { class: "section-head" }, h("h3", { id: titleId }, "Lanes"), slots.summary),
+          toolbar.element,
+          slots.lanes,
+        ),
+      ),
+      slots.side,
+    );
+    fill(host, slots.head, slots.banner, slots.loading, board);
+  }
+
+  function swap(name, next) {
+    slots[name].replaceWith(next);
+    slots[name] = next;
+  }
+
+  function showMore() {
+    ctx.filters.shown += PAGE_SIZE;
+    render();
+  }
+
   function render() {
     if (closed) return;
+    if (!board) buildBoard();
     const focusKey = host.contains(document.activeElement)
       ? document.activeElement.closest("[data-key], [id]")?.getAttribute("data-key") || null
       : null;
-    const parts = [head()];
-    if (ctx.error) parts.push(h("div", { class: "banner error", role: "alert" }, ctx.error));
+    swap("head", head());
+    slots.banner.hidden = !ctx.error;
+    fill(slots.banner, ctx.error ? h("div", { class: "banner error", role: "alert" }, ctx.error) : null);
+    slots.loading.hidden = Boolean(ctx.view || ctx.error);
+    board.hidden = !ctx.view;
     if (ctx.view) {
-      parts.push(
-        h(
-          "div",
-          { class: "board" },
-          h("div", { class: "board-main" }, renderAttention(ctx, ctx.view), renderLanes(ctx, ctx.view)),
-          h(
-            "div",
-            { class: "board-side" },
-            renderCapacity(ctx, ctx.view),
-            renderWorkers(ctx, ctx.view),
-            renderDigest(ctx),
-          ),
-        ),
+      const view = ctx.view;
+      const lanes = view.lanes || [];
+      const matching = filterLanes(lanes, ctx.filters, lanesWaitingOnHuman(view));
+      revealFollowed(matching);
+      toolbar.update(lanes);
+      swap("attention", renderAttention(ctx, view));
+      slots.summary.textContent = lanesSummary(matching, lanes, Boolean(view.nextPageToken));
+      fill(slots.lanes, renderLanes(ctx, matching, lanes.length, ctx.filters, { onMore: showMore }));
+      swap(
+        "side",
+        h("div", { class: "board-side" }, renderCapacity(ctx, view), renderWorkers(ctx, view), renderDigest(ctx)),
       );
-    } else if (!ctx.error) {
-      parts.push(h("p", { class: "empty" }, "Loading…"));
     }
-    fill(host, parts);
     ctx.flash.clear();
     keepFollowedInView();
     if (focusKey) host.querySelector(`[data-key="${CSS.escape(focusKey)}"]`)?.focus();
+  }
+
+  /** A lane a person follows stays on the page of cards (if the filters keep it). */
+  function revealFollowed(matching) {
+    if (!followed) return;
+    const at = matching.findIndex((lane) => lane.laneId === followed.laneId);
+    if (at >= ctx.filters.shown) ctx.filters.shown = at + 1;
   }
 
   const ticker = setInterval(() => {

@@ -1,8 +1,10 @@
-// /o/<slug>/work-coordinator: an org's work coordinators, one at a time, live.
+// /o/<slug>/work-coordinator: an org's work coordinators, one at a time, live. The address
+// names the one shown and its lane filters (#c=<id>&q=…&state=…&next=…&mine=1).
 
 import { listAll } from "./api.js";
 import { mountCoordinator } from "./coordinator.js";
 import { h } from "./dom.js";
+import { filtersHash, initialFilters } from "./lanes.js";
 import { mainElement, mayDecide, message, topbar, whoAmI } from "./layout.js";
 
 const slug = decodeURIComponent(location.pathname.split("/")[2] || "");
@@ -40,11 +42,14 @@ async function main() {
   main.append(panel);
 
   let mounted = null;
-  function select(coordinatorId) {
+  /** Show one coordinator; ``hash``: the address it was named in, whose filters it keeps. */
+  function select(coordinatorId, hash = "") {
     const coordinator =
       coordinators.find((c) => c.coordinatorId === coordinatorId) || coordinators[0];
+    const kept = coordinator.coordinatorId === coordinatorId ? hash : "";
     mounted?.close();
-    history.replaceState(null, "", `#c=${encodeURIComponent(coordinator.coordinatorId)}`);
+    const address = `#c=${encodeURIComponent(coordinator.coordinatorId)}${filtersHash(initialFilters(kept))}`;
+    history.replaceState(null, "", address);
     tabs.replaceChildren(
       ...coordinators.map((c) =>
         h(
@@ -58,9 +63,9 @@ async function main() {
         ),
       ),
     );
-    mounted = mountCoordinator(panel, { coordinator, canDecide: mayDecide(me, coordinator) });
+    mounted = mountCoordinator(panel, { coordinator, canDecide: mayDecide(me, coordinator), hash: kept });
   }
-  select(selectedFromHash());
+  select(selectedFromHash(), location.hash);
 }
 
 main().catch((error) => message("Something went wrong", error.message));
