@@ -11,6 +11,7 @@ The screenshots of the org page with 1,000 lanes are kept in ``docs/screenshots/
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,8 +51,9 @@ CANCELLED = 10
 TICKET_EVERY = 100
 TOPICS = ["Fix flaky parser", "Upgrade the build", "Rotate the logs", "Speed up search"]
 CREATES_AT_ONCE = 16
-SCRIPT_BUDGET_SECONDS = 1.0
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# Where the screenshots go: docs/screenshots/ when WORKCOORD_SCREENSHOTS=1 (to refresh the
+# committed ones), else a temporary directory, so a test run leaves the checkout as it was.
+DOC_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +108,14 @@ def cards(page: Page) -> Any:
     return page.locator("article.lane")
 
 
-def keep(page: Page, name: str) -> None:
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if os.environ.get("WORKCOORD_SCREENSHOTS") == "1":
+        return DOC_SCREENSHOTS
+    return tmp_path_factory.mktemp("screenshots")
+
+
+def keep(page: Page, folder: Path, name: str) -> None:
     """A small screenshot (CSS pixels) for docs/screenshots/, of the lanes from their head."""
     page.evaluate(
         """() => {
@@ -114,12 +123,12 @@ def keep(page: Page, name: str) -> None:
             window.scrollBy(0, -document.getElementById("topbar").offsetHeight - 8);
         }"""
     )
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), scale="css")
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"), scale="css")
 
 
 def test_an_org_page_with_a_thousand_lanes_on_a_phone(
-    system: System, tenant: Tenant, browser: Browser
+    system: System, tenant: Tenant, browser: Browser, screenshots: Path
 ) -> None:
     lanes = run_in_thread(lambda: asyncio.run(create_lanes(tenant, LANES)))
     assert len(lanes) == LANES
@@ -146,14 +155,13 @@ def test_an_org_page_with_a_thousand_lanes_on_a_phone(
         expect(page.locator(".live")).to_have_attribute("data-state", "live")
         expect(cards(page)).to_have_count(PAGE_OF_CARDS)
         # The metrics count from the document's start. ScriptDuration leaves out what runs
-        # in promise continuations (all of the page's work after a fetch), so the budget is
-        # held by ThreadTime: the CPU time of the page's main thread (script, style, layout,
-        # parsing), an upper bound of the scripting that the other engineers' load on this
-        # machine does not inflate as it does the wall-clock TaskDuration.
+        # in promise continuations (all of the page's work after a fetch), so ThreadTime (the
+        # CPU time of the page's main thread: script, style, layout, parsing) is the figure
+        # to read. It is printed, not asserted: time is measured by bench/b10_page.py; what
+        # the test holds is the shape that keeps it small (one page of cards in the DOM).
         metrics = main_thread_seconds(cdp)
         print(f"{LANES} lanes: {metrics}")
         assert 0 < metrics["ScriptDuration"] <= metrics["TaskDuration"]
-        assert 0 < metrics["ThreadTime"] < SCRIPT_BUDGET_SECONDS, metrics
         # Only a page of cards is in the DOM, newest first.
         elements = page.evaluate("document.getElementsByTagName('*').length")
         height = page.evaluate("document.documentElement.scrollHeight")
@@ -167,7 +175,7 @@ def test_an_org_page_with_a_thousand_lanes_on_a_phone(
         tap_targets_are_big_enough(page)
         controls_are_labelled(page)
         text_has_contrast(page)
-        keep(page, "org-1000-lanes-phone")
+        keep(page, screenshots, "org-1000-lanes-phone")
 
         # Show more: the next page of cards, then the next.
         more = page.locator(".more-lanes")
@@ -182,7 +190,7 @@ def test_an_org_page_with_a_thousand_lanes_on_a_phone(
         expect(cards(page)).to_have_count(1)
         expect(cards(page).first).to_contain_text(lanes[300]["title"])
         expect(summary).to_have_text(f"1 of {LANES} lanes · {LANES - CANCELLED} active")
-        keep(page, "org-1000-lanes-search-phone")
+        keep(page, screenshots, "org-1000-lanes-search-phone")
         search.fill("step-0777")
         expect(cards(page)).to_have_count(1)
         expect(cards(page).first).to_contain_text(lanes[777]["title"])
@@ -210,7 +218,7 @@ def test_an_org_page_with_a_thousand_lanes_on_a_phone(
         for lane in stopped:
             expect(page.locator(f"#lane-{lane['laneId']}")).to_be_visible()
         same_document(page, origin)
-        keep(page, "org-1000-lanes-waiting-phone")
+        keep(page, screenshots, "org-1000-lanes-waiting-phone")
 
         # Live: one of the oldest lanes (far past the view's head) is resumed elsewhere. The
         # page reads that lane alone, not the whole view, and it leaves "waiting on me".
