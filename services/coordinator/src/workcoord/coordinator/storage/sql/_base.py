@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Table, bindparam, delete, select
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.engine import CursorResult, Dialect, Row
+from sqlalchemy.engine import Dialect, Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import ColumnElement, Select
 from sqlalchemy.sql.base import Executable
@@ -31,37 +31,29 @@ _RELEASE_HOLDS = delete(t.exclusive_holds).where(
 )
 
 
-class _FlushingConnection:
-    """The transaction's connection as its parts see it: every statement first writes the
-    item and attempt changes held back so far (see :class:`SqlTxBase`), so no statement ever
-    reads past a pending write."""
-
-    def __init__(self, tx: SqlTxBase, raw: AsyncConnection) -> None:
-        self._tx = tx
-        self._raw = raw
-
-    async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult[Any]:
-        await self._tx.write_pending()
-        if parameters is None:
-            return await self._raw.execute(statement)
-        return await self._raw.execute(statement, parameters)
-
-
 class SqlTxBase:
     """One transaction's connection and the helpers its parts build on.
 
-    Item and attempt updates are held back and written together, one statement per table,
-    right before the next statement or the commit: a group of worker writes sharing the
+    Item and attempt updates (``update_items``, ``update_attempts``) are held back and
+    written together, one statement per table: a group of worker writes sharing the
     transaction (group commit) then updates all its items and attempts at once, not once per
-    member. Reads by id (``get_item``, ``get_attempt``) and the lane's item states answer from
-    the held-back changes without writing them first.
+    member. They are written at two named points only, never behind a statement's back:
+
+    * :meth:`write_held_back`, which every read that scans item or attempt rows (anything but
+      a lookup by id) and every statement that writes them as a set (recovery) calls first,
+      so no statement reads or overwrites rows past a pending update;
+    * :meth:`~.coordinators.CoordinatorsSql.flush`, at the end of the transaction, with the
+      events and the revision.
+
+    Reads by id (``get_item``, ``get_attempt``, ``attempt_with_item``) and the lane's item
+    states answer from the held-back updates without writing them. Every other statement runs
+    as its code reads, in its order.
     """
 
     def __init__(
         self, conn: AsyncConnection, dialect: str, now: datetime, coordinator: Coordinator | None
     ) -> None:
-        self.raw = conn
-        self.conn = _FlushingConnection(self, conn)
+        self.conn = conn
         self.dialect = dialect
         self.now = now
         self.coordinator = coordinator
@@ -72,7 +64,7 @@ class SqlTxBase:
         # committed before (see SqlStore.write), and what this transaction appended.
         self.known_event_times: Mapping[str, tuple[int, datetime]] = {}
         self.appended_event_times: dict[str, tuple[int, datetime]] = {}
-        # Held-back updates by id (the latest record of each), written by write_pending.
+        # Held-back updates by id (the latest record of each), written by write_held_back.
         self._pending_items: dict[str, Item] = {}
         self._pending_attempts: dict[str, Attempt] = {}
         # The platform switch as read with the coordinator's lock (None: not read yet).
@@ -82,8 +74,9 @@ class SqlTxBase:
         # when anything else of the lane changes (see LanesItemsSql.lane_with_state_counts).
         self._lane_counts: dict[str, tuple[Lane, dict[ItemState, int], str]] = {}
 
-    async def write_pending(self) -> None:
-        """Write the held-back item and attempt updates (one statement per table)."""
+    async def write_held_back(self) -> None:
+        """Write the held-back item and attempt updates now (one statement per table; none
+        when nothing is held back). See the class docstring for who calls it."""
         if self._pending_items:
             items, self._pending_items = list(self._pending_items.values()), {}
             await self._update_each(ITEMS, "item_id", items)
@@ -111,7 +104,7 @@ class SqlTxBase:
         pending = held_back.get(record_id)
         if pending is not None:
             return copy.copy(pending)
-        row = (await self.raw.execute(by_id, {"id": record_id})).first()
+        row = (await self.conn.execute(by_id, {"id": record_id})).first()
         return rows.load(row) if row is not None else None
 
     async def _release_holds(self, ended: Sequence[Attempt]) -> None:
@@ -119,7 +112,7 @@ class SqlTxBase:
         held a key)."""
         keyed = [a.lease_id for a in ended if a.exclusive_key]
         if keyed:
-            await self.raw.execute(_RELEASE_HOLDS, {"lease_ids": keyed})
+            await self.conn.execute(_RELEASE_HOLDS, {"lease_ids": keyed})
 
     async def _list(self, rows: RowMap[_R], stmt: Select[Any]) -> list[_R]:
         """The records ``stmt`` (a select of ``rows``'s table) finds, in its order."""
@@ -142,8 +135,7 @@ class SqlTxBase:
             return
         params = [rows.values(r, **store) for r in records]
         if self.dialect == "postgresql" and len(params) > 1:
-            await self.write_pending()
-            part = _unnest_insert(rows.table, tuple(params[0]), self.raw.dialect, 1)
+            part = _unnest_insert(rows.table, tuple(params[0]), self.conn.dialect, 1)
             await self._run_parts([(part, params)], None)
             return
         await self.conn.execute(rows.insert_statement, params)
@@ -163,10 +155,10 @@ class SqlTxBase:
         written = tuple(name for name in params[0] if name != f"b_{key}")
         if self.dialect == "postgresql" and len(params) > 1:
             # One statement whatever the number of rows: each column as one array parameter.
-            part = _unnest_update(rows.table, key, written, self.raw.dialect, 1)
+            part = _unnest_update(rows.table, key, written, self.conn.dialect, 1)
             await self._run_parts([(part, params)], None)
             return
-        await self.raw.execute(rows.update_statement(key, written), params)
+        await self.conn.execute(rows.update_statement(key, written), params)
 
     async def _write_together(
         self, events: Sequence[Event], revision: tuple[str, int] | None
@@ -174,7 +166,7 @@ class SqlTxBase:
         """PostgreSQL: the held-back item and attempt updates, ``events`` and the coordinator's
         new ``revision`` in ONE statement (one round trip): each an ``unnest`` in a ``WITH``
         of the revision's ``UPDATE``. Parts with nothing to write are left out."""
-        dialect = self.raw.dialect
+        dialect = self.conn.dialect
         parts: list[tuple[_Unnest, list[dict[str, Any]]]] = []
         start = 1
         items, self._pending_items = list(self._pending_items.values()), {}
@@ -229,7 +221,7 @@ class SqlTxBase:
         if len(statements) > 1:
             ctes = ", ".join(f"w{n} AS ({s})" for n, s in enumerate(statements[:-1]))
             sql = f"WITH {ctes} {sql}"
-        await self.raw.exec_driver_sql(sql, tuple(arguments))
+        await self.conn.exec_driver_sql(sql, tuple(arguments))
 
     def _upsert(self, table: Table) -> Any:
         """``INSERT … ON CONFLICT`` of the dialect (the same API on both)."""

@@ -60,10 +60,6 @@ class AttemptsSql(SqlTxBase):
         held_back = self._pending_attempts
         return await self._held_back_or_stored(held_back, ATTEMPTS, _GET_ATTEMPT, lease_id)
 
-    async def get_attempt_for_update(self, lease_id: str) -> Attempt | None:
-        # The coordinator lock already serialises writers; no row lock needed.
-        return await self.get_attempt(lease_id)
-
     async def attempt_with_item(self, lease_id: str) -> tuple[Attempt | None, Item | None]:
         """One round trip (a join), unless held-back updates already hold the records."""
         attempt = self._pending_attempts.get(lease_id)
@@ -74,7 +70,7 @@ class AttemptsSql(SqlTxBase):
             return copy.copy(attempt), item
         # With the item's lane and its other items' states: a Complete needs them next.
         statement = _ATTEMPT_WITH_LANE[self.dialect]
-        row = (await self.raw.execute(statement, {"lease_id": lease_id})).first()
+        row = (await self.conn.execute(statement, {"lease_id": lease_id})).first()
         if row is None:
             return None, None
         found = ATTEMPTS.load(row)
@@ -94,9 +90,12 @@ class AttemptsSql(SqlTxBase):
         return found, item
 
     async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:
+        if item_ids:
+            await self.write_held_back()
         return await self._list_in(ATTEMPTS, "item_id", item_ids, "item_id", "attempt")
 
     async def live_attempts(self, coordinator_id: str, worker_class: str | None) -> list[Attempt]:
+        await self.write_held_back()
         if worker_class is None:
             rows = await self.conn.execute(_LIVE, {"coordinator_id": coordinator_id})
         else:
@@ -106,6 +105,7 @@ class AttemptsSql(SqlTxBase):
         return [ATTEMPTS.load(r) for r in rows.fetchall()]
 
     async def count_live_attempts(self, coordinator_id: str, worker_class: str) -> int:
+        await self.write_held_back()
         params = {"coordinator_id": coordinator_id, "worker_class": worker_class}
         return int((await self.conn.execute(_COUNT_LIVE, params)).scalar_one())
 
@@ -126,6 +126,7 @@ class AttemptsSql(SqlTxBase):
         """The attempts under ``lease_request`` (what one Lease call granted), by lease id."""
         if not lease_request:
             return []
+        await self.write_held_back()
         c = t.attempts.c
         return await self._list(
             ATTEMPTS,
@@ -136,7 +137,10 @@ class AttemptsSql(SqlTxBase):
 
     async def insert_attempts(self, attempts: Sequence[Attempt]) -> None:
         """Insert the attempts and their holds: a key held twice breaks the primary key of
-        ``exclusive_holds`` (one live holder per exclusive key)."""
+        ``exclusive_holds`` (one live holder per exclusive key). Held-back attempt updates are
+        written first: one may end the item's live attempt, and an item has one at most."""
+        if attempts:
+            await self.write_held_back()
         await self._insert(ATTEMPTS, attempts)
         holds = [
             {"coordinator_id": a.coordinator_id, "key": key, "lease_id": a.lease_id}
@@ -149,6 +153,6 @@ class AttemptsSql(SqlTxBase):
     async def update_attempts(self, attempts: Sequence[Attempt]) -> None:
         """Write the attempts; the ones that ended release their holds."""
         for attempt in attempts:
-            # A copy: the record as it is now is what gets written (see write_pending).
+            # A copy: the record as it is now is what gets written (see write_held_back).
             self._pending_attempts[attempt.lease_id] = copy.copy(attempt)
         await self._release_holds([a for a in attempts if a.status.value not in LIVE])

@@ -118,7 +118,7 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
             revisions, self._revisions = self._revisions, {}
             await self._write_together(events, next(iter(revisions.items()), None))
             return
-        await self.write_pending()
+        await self.write_held_back()
         await self._insert(EVENTS, events)
         revisions, self._revisions = self._revisions, {}
         for coordinator_id, revision in revisions.items():

@@ -137,6 +137,7 @@ class FollowUpsSql(SqlTxBase):
         self, coordinator_id: str, now: datetime, ready_before: datetime, limit: int
     ) -> list[Item]:
         """Ready items waiting since ``ready_before`` or earlier, not escalated yet."""
+        await self.write_held_back()
         c = t.items.c
         escalated = select(t.escalations.c.item_id).where(
             t.escalations.c.coordinator_id == coordinator_id, t.escalations.c.open.is_(True)

@@ -111,7 +111,7 @@ class LanesItemsSql(SqlTxBase):
 
     async def get_lane(self, lane_id: str) -> Lane | None:
         # Held-back item and attempt updates cannot change a lane row: no need to write them.
-        row = (await self.raw.execute(_GET_LANE, {"lane_id": lane_id})).first()
+        row = (await self.conn.execute(_GET_LANE, {"lane_id": lane_id})).first()
         return LANES.load(row) if row is not None else None
 
     async def list_lanes(
@@ -158,9 +158,13 @@ class LanesItemsSql(SqlTxBase):
         return await self._held_back_or_stored(self._pending_items, ITEMS, GET_ITEM, item_id)
 
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]:
+        if item_ids:
+            await self.write_held_back()
         return await self._list_in(ITEMS, "item_id", item_ids, "item_id")
 
     async def lane_items(self, lane_ids: Sequence[str]) -> list[Item]:
+        if lane_ids:
+            await self.write_held_back()
         return await self._list_in(ITEMS, "lane_id", lane_ids, "seq")
 
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
@@ -168,7 +172,7 @@ class LanesItemsSql(SqlTxBase):
         # Held-back updates stand in for their rows (no need to write them first).
         stmt = select(c.item_id, c.key, c.state).where(c.lane_id == lane_id)
         states: dict[str, ItemState] = {}
-        for r in (await self.raw.execute(stmt)).all():
+        for r in (await self.conn.execute(stmt)).all():
             pending = self._pending_items.get(r.item_id)
             states[r.key] = pending.state if pending is not None else ItemState(r.state)
         return states
@@ -187,7 +191,7 @@ class LanesItemsSql(SqlTxBase):
             state = pending[item_id].state
             return copy.copy(lane), {**others, state: others.get(state, 0) + 1}
         rows = (
-            await self.raw.execute(
+            await self.conn.execute(
                 _LANE_WITH_COUNTS, {"lane_id": lane_id, "pending": list(pending)}
             )
         ).fetchall()
@@ -216,6 +220,7 @@ class LanesItemsSql(SqlTxBase):
     async def _items_in_state(self, of: ColumnElement[bool], state: ItemState) -> list[Item]:
         """The items ``of`` selects (a lane's, a work coordinator's) that are in ``state``, in
         the order they were created in."""
+        await self.write_held_back()
         c = t.items.c
         stmt = select(t.items).where(of, c.state == state.value).order_by(c.seq, c.item_id)
         return await self._list(ITEMS, stmt)
@@ -227,7 +232,7 @@ class LanesItemsSql(SqlTxBase):
 
     async def update_items(self, items: Sequence[Item]) -> None:
         for item in items:
-            # A copy: the record as it is now is what gets written (see write_pending).
+            # A copy: the record as it is now is what gets written (see write_held_back).
             self._pending_items[item.item_id] = copy.copy(item)
             read = self._lane_counts.get(item.lane_id)
             if read is not None and read[2] != item.item_id:
@@ -236,6 +241,7 @@ class LanesItemsSql(SqlTxBase):
     async def claim_candidates(self, scan: ClaimScan) -> list[Item]:
         """Ready items of one class, highest priority first then FIFO, after the (priority,
         seq) ``scan.after``. On PostgreSQL they are locked, skipping rows another claim holds."""
+        await self.write_held_back()
         params = {
             "coordinator_id": scan.coordinator_id,
             "worker_class": scan.worker_class,
@@ -251,11 +257,13 @@ class LanesItemsSql(SqlTxBase):
         return [ITEMS.load(r) for r in rows.fetchall()]
 
     async def has_ready(self, coordinator_id: str, worker_class: str, now: datetime) -> bool:
+        await self.write_held_back()
         params = {"coordinator_id": coordinator_id, "worker_class": worker_class, "now": now}
         return (await self.conn.execute(_HAS_READY, params)).first() is not None
 
     async def count_ready(self, coordinator_id: str) -> dict[str, int]:
         """Queued items per class (held or backing off included)."""
+        await self.write_held_back()
         c = t.items.c
         rows = await self._rows(
             select(c.worker_class, func.count().label("n"))
@@ -268,6 +276,7 @@ class LanesItemsSql(SqlTxBase):
         self, coordinator_id: str, worker_class: str, now: datetime
     ) -> datetime | None:
         """When the next queued item of the class stops backing off (None: none is)."""
+        await self.write_held_back()
         c = t.items.c
         row = await self._one(
             select(func.min(c.not_before)).where(

@@ -24,7 +24,9 @@ class RecoverySql(SqlTxBase):
     ) -> list[ExpiredLease]:
         """One UPDATE … RETURNING ends the batch (the coordinator lock serialises writers, so
         no row lock is needed), one DELETE frees the exclusive holds, then the items and their
-        lanes are read with one statement each."""
+        lanes are read with one statement each. Held-back attempt updates (a Heartbeat's
+        new expiry) are written first, so the batch sees them."""
+        await self.write_held_back()
         c = t.attempts.c
         due = (
             select(c.lease_id)
@@ -67,5 +69,5 @@ class RecoverySql(SqlTxBase):
         return {r[0]: ITEMS.load_some(EXPIRED_ITEM_FIELDS, r) for r in rows}
 
     async def write_retries(self, items: Sequence[Item]) -> None:
-        await self.write_pending()
+        await self.write_held_back()
         await self._update_each(ITEMS, "item_id", items, RETRY_FIELDS)

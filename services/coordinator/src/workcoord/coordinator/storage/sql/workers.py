@@ -78,6 +78,7 @@ class WorkersSql(SqlTxBase):
 
     async def evict_workers(self, coordinator_id: str, unseen_before: datetime) -> list[str]:
         """Remove the workers unseen since ``unseen_before`` that hold no live attempt."""
+        await self.write_held_back()
         busy = select(t.attempts.c.worker_id).where(
             t.attempts.c.coordinator_id == coordinator_id, t.attempts.c.status.in_(LIVE)
         )
