@@ -159,3 +159,32 @@ def test_the_doc_holds_the_index_of_the_code() -> None:
     assert match is not None, f"docs/architecture.md has no {BEGIN} … {END} block"
     expected = table()
     assert match.group(1).strip() == expected, "regenerate the index:\n" + expected
+
+
+def test_every_named_statement_says_what_it_does() -> None:
+    """A statement object has a ``#:`` comment right above it; a public function that builds
+    one has a docstring."""
+    undescribed: list[str] = []
+    checked = 0
+    for path in sorted((SQL / "statements").glob("*.py")):
+        module = importlib.import_module(
+            f"workcoord.coordinator.storage.sql.statements.{path.stem}"
+        )
+        lines = path.read_text().splitlines()
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                name = node.targets[0].id
+                value = getattr(module, name, None)
+                if name.startswith("_") or not isinstance(value, Executable | ByDialect):
+                    continue
+                checked += 1
+                if not lines[node.lineno - 2].lstrip().startswith("#:"):
+                    undescribed.append(f"{path.stem}:{name}")
+            elif (
+                isinstance(node, ast.FunctionDef)
+                and not node.name.startswith("_")
+                and not ast.get_docstring(node)
+            ):
+                undescribed.append(f"{path.stem}:{node.name}")
+    assert checked > 50  # the probe sees the statements
+    assert undescribed == []
