@@ -25,7 +25,6 @@ async def _lane_of_three(store: Store) -> None:
 @pytest.mark.port(
     "insert_attempts",
     "get_attempt",
-    "get_attempt_for_update",
     "attempt_with_item",
     "item_attempts",
     "update_attempts",
@@ -40,9 +39,8 @@ async def test_attempts_round_trip_and_list_by_item(store: Store) -> None:
         await tx.insert_attempts([])
     async with store.write("wc_a") as tx:
         assert await tx.get_attempt("ls_1") == second
-        assert await tx.get_attempt_for_update("ls_2") == first
+        assert await tx.get_attempt("ls_2") == first
         assert await tx.get_attempt("ls_x") is None
-        assert await tx.get_attempt_for_update("ls_x") is None
         assert await tx.attempt_with_item("ls_1") == (second, IT_A)
         assert await tx.attempt_with_item("ls_x") == (None, None)
         assert await tx.item_attempts(["it_b", "it_a"]) == [first, second, other]

@@ -32,7 +32,7 @@ from workcoord.coordinator.storage.migrate import (
     read_schema_state,
     upgrade_async,
 )
-from workcoord.coordinator.storage.sql import accounts as sql_accounts
+from workcoord.coordinator.storage.sql.statements import accounts as sql_accounts
 
 KNOWN = known_revisions()
 PREVIOUS_RELEASE_HEAD = "0005"  # the last revision the release before this one shipped
@@ -45,7 +45,8 @@ def _as_old_release(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(coordinator_server, "check_schema", old_release_check)
     # Nor did it read the credentials epoch (from 0006): it never reused a principal.
-    monkeypatch.setattr(sql_accounts, "_RESOLVE", sql_accounts.resolve_statement(with_epoch=False))
+    old_resolve = sql_accounts.resolve_credential(with_epoch=False)
+    monkeypatch.setattr(sql_accounts, "RESOLVE_CREDENTIAL", old_resolve)
 
 
 def _org(slug: str) -> admin_pb2.CreateOrgRequest:

@@ -188,7 +188,7 @@ class CoordinatorService(Transitions):
                 continue
             attempt = live.get(item.item_id)
             if attempt is not None and item.state != ItemState.QUEUED:
-                locked = await tx.get_attempt_for_update(attempt.lease_id)
+                locked = await tx.get_attempt(attempt.lease_id)
                 if locked is not None and locked.live:
                     self._end_unburned(locked, item, AttemptStatus.RELEASED, tx.now)
                     locked.error = Failure(cause=rules.POLICY_CAUSE).to_json()

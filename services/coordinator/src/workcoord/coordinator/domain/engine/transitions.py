@@ -171,7 +171,7 @@ class Transitions(EngineService):
         for item in open_items:
             if not item.current_lease_id:
                 continue
-            attempt = await tx.get_attempt_for_update(item.current_lease_id)
+            attempt = await tx.get_attempt(item.current_lease_id)
             if attempt is not None and attempt.live:
                 # The worker did nothing wrong: its attempt is released, not burned.
                 self._end_unburned(attempt, item, AttemptStatus.RELEASED, tx.now)

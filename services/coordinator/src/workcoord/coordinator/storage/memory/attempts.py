@@ -15,12 +15,8 @@ class AttemptsMemory(MemoryTxBase):
         attempt = self.tables.attempts.get(lease_id)
         return copied(attempt) if attempt else None
 
-    async def get_attempt_for_update(self, lease_id: str) -> Attempt | None:
-        # Write transactions are serialised; no row lock needed (as in the SQL store).
-        return await self.get_attempt(lease_id)
-
     async def attempt_with_item(self, lease_id: str) -> tuple[Attempt | None, Item | None]:
-        attempt = await self.get_attempt_for_update(lease_id)
+        attempt = await self.get_attempt(lease_id)
         if attempt is None:
             return None, None
         item = self.tables.items.get(attempt.item_id)

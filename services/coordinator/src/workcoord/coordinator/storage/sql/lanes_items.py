@@ -1,5 +1,7 @@
 """Lanes with their blockers and tickets, and the items of lanes: what is ready, in which
-order it is claimed."""
+order it is claimed.
+
+Statements: :mod:`.statements.lanes` and :mod:`.statements.items`."""
 
 from __future__ import annotations
 
@@ -7,126 +9,25 @@ import copy
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import (
-    Integer,
-    and_,
-    bindparam,
-    case,
-    func,
-    literal_column,
-    null,
-    or_,
-    select,
-    true,
-    update,
-)
-from sqlalchemy.sql import ColumnElement
-from sqlalchemy.sql.elements import BindParameter
-
-from workcoord.coordinator.domain.model import (
-    Blocker,
-    Item,
-    ItemState,
-    Lane,
-    LaneState,
-    Ticket,
-)
+from workcoord.coordinator.domain.model import Blocker, Item, ItemState, Lane, LaneState, Ticket
 from workcoord.coordinator.domain.ports import ClaimScan, LaneCursor
 
-from .. import schema as t
 from ._base import SqlTxBase
-from .keyset import newest_first
 from .rows import BLOCKERS, ITEMS, LANES, TICKETS
-
-_QUEUED = ItemState.QUEUED.value
-
-
-def ready_filter(
-    coordinator_id: str | BindParameter[str], now: datetime | BindParameter[datetime]
-) -> list[ColumnElement[bool]]:
-    """Items a worker could claim at ``now`` as far as a store knows (values, or parameters of
-    a statement built once): those no gate of
-    :data:`~workcoord.coordinator.domain.leasability.STORE_GATES` holds: queued (not waiting,
-    stopped or awaiting approval), not held (the item's mirror of its lane's pause and open
-    blockers), not backing off. The memory twin is ``leasability.ready_in_store``; a property
-    test checks both select what the domain says."""
-    c = t.items.c
-    return [
-        c.coordinator_id == coordinator_id,
-        c.state == _QUEUED,
-        c.held.is_(False),
-        or_(c.not_before.is_(None), c.not_before <= now),
-    ]
-
-
-_L, _I = t.lanes, t.items
-_LANE_ID: BindParameter[str] = bindparam("lane_id")
-_HELD_BACK = _I.c.item_id.in_(bindparam("pending", expanding=True))
-# Per state, how many of the lane's items are in it; the items with held-back updates each
-# in a group of their own (state NULL, their id), so only those that exist are counted.
-_STATE_COUNTS = (
-    select(
-        case((_HELD_BACK, null()), else_=_I.c.state).label("state"),
-        case((_HELD_BACK, _I.c.item_id), else_=null()).label("pending_id"),
-        func.count().label("n"),
-    )
-    .where(_I.c.lane_id == _LANE_ID)
-    .group_by(literal_column("1"), literal_column("2"))
-    .subquery("counts")
-)
-# Built once (see RowMap.insert_statement).
-_LANE_WITH_COUNTS = (
-    select(_L, _STATE_COUNTS.c.state, _STATE_COUNTS.c.pending_id, _STATE_COUNTS.c.n)
-    .select_from(_L.outerjoin(_STATE_COUNTS, true()))
-    .where(_L.c.lane_id == _LANE_ID)
-)
-_GET_LANE = select(_L).where(_L.c.lane_id == _LANE_ID)
-GET_ITEM = select(_I).where(_I.c.item_id == bindparam("id"))
-_READY = [
-    *ready_filter(bindparam("coordinator_id"), bindparam("now")),
-    _I.c.worker_class == bindparam("worker_class"),
-]
-_HAS_READY = select(_I.c.item_id).where(*_READY).limit(1)
-_CANDIDATE_ORDER = (_I.c.priority.desc(), _I.c.seq)
-_AFTER = or_(
-    _I.c.priority < bindparam("after_priority"),
-    and_(_I.c.priority == bindparam("after_priority"), _I.c.seq > bindparam("after_seq")),
-)
-# A row lock skipping rows another claim holds on PostgreSQL; SQLite renders no FOR UPDATE
-# (a write transaction holds the whole database there).
-_CANDIDATES = (
-    select(_I)
-    .where(*_READY)
-    .order_by(*_CANDIDATE_ORDER)
-    .limit(bindparam("limit", type_=Integer, literal_execute=True))
-    .with_for_update(skip_locked=True)
-)
-_CANDIDATES_AFTER = (
-    select(_I)
-    .where(*_READY, _AFTER)
-    .order_by(*_CANDIDATE_ORDER)
-    .limit(bindparam("limit", type_=Integer, literal_execute=True))
-    .with_for_update(skip_locked=True)
-)
+from .statements import items as item_sql
+from .statements import lanes as sql
 
 
 class LanesItemsSql(SqlTxBase):
     # -------------------------------------------------------------- lanes
 
     async def get_lane(self, lane_id: str) -> Lane | None:
-        # Held-back item and attempt updates cannot change a lane row: no need to write them.
-        row = (await self.raw.execute(_GET_LANE, {"lane_id": lane_id})).first()
-        return LANES.load(row) if row is not None else None
+        return await self._get(LANES, sql.GET_LANE, {"lane_id": lane_id})
 
     async def list_lanes(
         self, coordinator_id: str, state: LaneState | None, after: LaneCursor | None, limit: int
     ) -> list[Lane]:
-        c = t.lanes.c
-        stmt = select(t.lanes).where(c.coordinator_id == coordinator_id)
-        if state is not None:
-            stmt = stmt.where(c.state == state.value)
-        stmt = newest_first(stmt, c.create_time, c.lane_id, after, limit)
-        return await self._list(LANES, stmt)
+        return await self._list(LANES, sql.list_lanes(coordinator_id, state, after, limit))
 
     async def insert_lane(self, lane: Lane) -> None:
         await self._insert(LANES, [lane])
@@ -138,20 +39,25 @@ class LanesItemsSql(SqlTxBase):
         await self._update_each(LANES, "lane_id", [lane])
 
     async def lane_blockers(self, lane_ids: Sequence[str]) -> list[Blocker]:
-        return await self._list_in(BLOCKERS, "lane_id", lane_ids, "create_time", "blocker_id")
+        if not lane_ids:
+            return []
+        return await self._list(BLOCKERS, sql.LANE_BLOCKERS, {"lane_ids": list(lane_ids)})
 
     async def insert_blocker(self, coordinator_id: str, blocker: Blocker) -> None:
         await self._insert(BLOCKERS, [blocker], coordinator_id=coordinator_id)
 
     async def update_blocker(self, blocker: Blocker) -> None:
-        await self.conn.execute(
-            update(t.blockers)
-            .where(t.blockers.c.blocker_id == blocker.blocker_id)
-            .values(open=blocker.open, resolve_time=blocker.resolve_time)
-        )
+        params = {
+            "b_blocker_id": blocker.blocker_id,
+            "open": blocker.open,
+            "resolve_time": blocker.resolve_time,
+        }
+        await self.conn.execute(sql.UPDATE_BLOCKER, params)
 
     async def lane_tickets(self, lane_ids: Sequence[str]) -> list[Ticket]:
-        return await self._list_in(TICKETS, "lane_id", lane_ids, "key", "tracker", "lane_id")
+        if not lane_ids:
+            return []
+        return await self._list(TICKETS, sql.LANE_TICKETS, {"lane_ids": list(lane_ids)})
 
     async def insert_ticket(self, coordinator_id: str, ticket: Ticket) -> None:
         await self._insert(TICKETS, [ticket], coordinator_id=coordinator_id)
@@ -159,20 +65,26 @@ class LanesItemsSql(SqlTxBase):
     # -------------------------------------------------------------- items
 
     async def get_item(self, item_id: str) -> Item | None:
-        return await self._held_back_or_stored(self._pending_items, ITEMS, GET_ITEM, item_id)
+        return await self._held_back_or_stored(
+            self._pending_items, ITEMS, item_sql.GET_ITEM, item_id
+        )
 
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]:
-        return await self._list_in(ITEMS, "item_id", item_ids, "item_id")
+        if not item_ids:
+            return []
+        await self.write_held_back()
+        return await self._list(ITEMS, item_sql.ITEMS_BY_IDS, {"item_ids": list(item_ids)})
 
     async def lane_items(self, lane_ids: Sequence[str]) -> list[Item]:
-        return await self._list_in(ITEMS, "lane_id", lane_ids, "seq")
+        if not lane_ids:
+            return []
+        await self.write_held_back()
+        return await self._list(ITEMS, item_sql.LANE_ITEMS, {"lane_ids": list(lane_ids)})
 
     async def lane_item_states(self, lane_id: str) -> dict[str, ItemState]:
-        c = t.items.c
         # Held-back updates stand in for their rows (no need to write them first).
-        stmt = select(c.item_id, c.key, c.state).where(c.lane_id == lane_id)
         states: dict[str, ItemState] = {}
-        for r in (await self.raw.execute(stmt)).all():
+        for r in await self._rows(item_sql.LANE_ITEM_STATES, {"lane_id": lane_id}):
             pending = self._pending_items.get(r.item_id)
             states[r.key] = pending.state if pending is not None else ItemState(r.state)
         return states
@@ -180,9 +92,10 @@ class LanesItemsSql(SqlTxBase):
     async def lane_with_state_counts(
         self, lane_id: str
     ) -> tuple[Lane | None, dict[ItemState, int]]:
-        """One round trip: the lane's row once per state its items are in, with the count
-        (one row with no state if it has no items). Held-back item updates stand in for their
-        rows: each such row comes back on its own, counted in the state of its update."""
+        """One round trip (``LANE_WITH_STATE_COUNTS``): the lane's row once per state its items
+        are in, with the count (one row with no state if it has no items). Held-back item
+        updates stand in for their rows: each such row comes back on its own, counted in the
+        state of its update."""
         pending = {i.item_id: i for i in self._pending_items.values() if i.lane_id == lane_id}
         read = self._lane_counts.pop(lane_id, None)
         if read is not None and set(pending) == {read[2]}:
@@ -190,11 +103,8 @@ class LanesItemsSql(SqlTxBase):
             lane, others, item_id = read
             state = pending[item_id].state
             return copy.copy(lane), {**others, state: others.get(state, 0) + 1}
-        rows = (
-            await self.raw.execute(
-                _LANE_WITH_COUNTS, {"lane_id": lane_id, "pending": list(pending)}
-            )
-        ).fetchall()
+        params = {"lane_id": lane_id, "pending": list(pending)}
+        rows = await self._rows(sql.LANE_WITH_STATE_COUNTS, params)
         if not rows:
             return None, {}
         counts: dict[ItemState, int] = {}
@@ -211,18 +121,12 @@ class LanesItemsSql(SqlTxBase):
         return LANES.load(rows[0]), counts
 
     async def waiting_items(self, lane_id: str) -> list[Item]:
-        return await self._items_in_state(t.items.c.lane_id == lane_id, ItemState.WAITING)
+        await self.write_held_back()
+        return await self._list(ITEMS, item_sql.WAITING_ITEMS, {"lane_id": lane_id})
 
     async def queued_items(self, coordinator_id: str) -> list[Item]:
-        mine = t.items.c.coordinator_id == coordinator_id
-        return await self._items_in_state(mine, ItemState.QUEUED)
-
-    async def _items_in_state(self, of: ColumnElement[bool], state: ItemState) -> list[Item]:
-        """The items ``of`` selects (a lane's, a work coordinator's) that are in ``state``, in
-        the order they were created in."""
-        c = t.items.c
-        stmt = select(t.items).where(of, c.state == state.value).order_by(c.seq, c.item_id)
-        return await self._list(ITEMS, stmt)
+        await self.write_held_back()
+        return await self._list(ITEMS, item_sql.QUEUED_ITEMS, {"coordinator_id": coordinator_id})
 
     async def insert_items(self, items: Sequence[Item]) -> None:
         for item in items:
@@ -230,8 +134,9 @@ class LanesItemsSql(SqlTxBase):
         await self._insert(ITEMS, items)
 
     async def update_items(self, items: Sequence[Item]) -> None:
+        """Hold the items' updates back (see :class:`SqlTxBase`)."""
         for item in items:
-            # A copy: the record as it is now is what gets written (see write_pending).
+            # A copy: the record as it is now is what gets written (see write_held_back).
             self._pending_items[item.item_id] = copy.copy(item)
             read = self._lane_counts.get(item.lane_id)
             if read is not None and read[2] != item.item_id:
@@ -239,7 +144,9 @@ class LanesItemsSql(SqlTxBase):
 
     async def claim_candidates(self, scan: ClaimScan) -> list[Item]:
         """Ready items of one class, highest priority first then FIFO, after the (priority,
-        seq) ``scan.after``. On PostgreSQL they are locked, skipping rows another claim holds."""
+        seq) ``scan.after`` (``CLAIM_CANDIDATES``, ``CLAIM_CANDIDATES_AFTER``). On PostgreSQL
+        they are locked, skipping rows another claim holds."""
+        await self.write_held_back()
         params = {
             "coordinator_id": scan.coordinator_id,
             "worker_class": scan.worker_class,
@@ -247,38 +154,28 @@ class LanesItemsSql(SqlTxBase):
             "limit": scan.limit,
         }
         if scan.after is None:
-            stmt = _CANDIDATES
+            stmt = item_sql.CLAIM_CANDIDATES
         else:
-            stmt = _CANDIDATES_AFTER
+            stmt = item_sql.CLAIM_CANDIDATES_AFTER
             params.update(after_priority=scan.after[0], after_seq=scan.after[1])
-        rows = await self.conn.execute(stmt, params)
-        return [ITEMS.load(r) for r in rows.fetchall()]
+        return await self._list(ITEMS, stmt, params)
 
     async def has_ready(self, coordinator_id: str, worker_class: str, now: datetime) -> bool:
+        await self.write_held_back()
         params = {"coordinator_id": coordinator_id, "worker_class": worker_class, "now": now}
-        return (await self.conn.execute(_HAS_READY, params)).first() is not None
+        return await self._one(item_sql.HAS_READY, params) is not None
 
     async def count_ready(self, coordinator_id: str) -> dict[str, int]:
         """Queued items per class (held or backing off included)."""
-        c = t.items.c
-        rows = await self._rows(
-            select(c.worker_class, func.count().label("n"))
-            .where(c.coordinator_id == coordinator_id, c.state == _QUEUED)
-            .group_by(c.worker_class)
-        )
+        await self.write_held_back()
+        rows = await self._rows(item_sql.COUNT_READY, {"coordinator_id": coordinator_id})
         return {str(r.worker_class): int(r.n) for r in rows}
 
     async def next_not_before(
         self, coordinator_id: str, worker_class: str, now: datetime
     ) -> datetime | None:
         """When the next queued item of the class stops backing off (None: none is)."""
-        c = t.items.c
-        row = await self._one(
-            select(func.min(c.not_before)).where(
-                c.coordinator_id == coordinator_id,
-                c.worker_class == worker_class,
-                c.state == _QUEUED,
-                c.not_before > now,
-            )
-        )
+        await self.write_held_back()
+        params = {"coordinator_id": coordinator_id, "worker_class": worker_class, "now": now}
+        row = await self._one(item_sql.NEXT_NOT_BEFORE, params)
         return row[0] if row is not None else None

@@ -1,42 +1,33 @@
-"""Installation-wide rows: the platform switch and the leaderships of the recovery service."""
+"""Installation-wide rows: the platform switch and the leaderships of the recovery service.
+
+Statements: :mod:`.statements.platform`."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
 from sqlalchemy.engine import Row
 
 from workcoord.coordinator.domain.ports import Leadership, RequestRecord
 
-from .. import schema as t
 from ._base import SqlTxBase
 from .rows import LEADERSHIPS
-
-_SETTINGS = t.platform_settings
+from .statements import platform as sql
 
 
 class PlatformSql(SqlTxBase):
     async def installation_secret(self, name: str, candidate: str) -> str:
         """The installation's secret called ``name``: ``candidate`` if none was kept yet (the
         first replica to ask keeps its own; every other one reads that)."""
-        await self.conn.execute(
-            self._upsert(t.installation_secrets)
-            .values(name=name, secret=candidate, create_time=self.now)
-            .on_conflict_do_nothing()
-        )
-        row = await self._one(
-            select(t.installation_secrets.c.secret).where(t.installation_secrets.c.name == name)
-        )
+        kept = {"name": name, "secret": candidate, "create_time": self.now}
+        await self.conn.execute(sql.KEEP_SECRET.of(self.dialect), kept)
+        row = await self._one(sql.SECRET, {"name": name})
         assert row is not None
         return str(row[0])
 
     async def find_request(self, scope: str, request_id: str) -> RequestRecord | None:
-        c = t.request_ids.c
-        row = await self._one(
-            select(t.request_ids).where(c.scope == scope, c.request_id == request_id)
-        )
+        row = await self._one(sql.FIND_REQUEST, {"scope": scope, "request_id": request_id})
         if row is None:
             return None
         return RequestRecord(
@@ -44,26 +35,22 @@ class PlatformSql(SqlTxBase):
         )
 
     async def insert_request(self, record: RequestRecord) -> None:
-        await self.conn.execute(
-            t.request_ids.insert().values(
-                scope=record.scope,
-                request_id=record.request_id,
-                fingerprint=record.fingerprint,
-                resource_id=record.resource_id,
-                create_time=record.create_time,
-            )
-        )
+        params = {
+            "scope": record.scope,
+            "request_id": record.request_id,
+            "fingerprint": record.fingerprint,
+            "resource_id": record.resource_id,
+            "create_time": record.create_time,
+        }
+        await self.conn.execute(sql.INSERT_REQUEST, params)
 
     async def _ensure_settings(self) -> None:
         """The settings row exists from the first work coordinator or switch change on."""
-        await self.conn.execute(
-            self._upsert(_SETTINGS)
-            .values(id=1, work_coordinator_enabled=True, version=1, update_time=self.now)
-            .on_conflict_do_nothing()
-        )
+        params = {"id": 1, "work_coordinator_enabled": True, "version": 1, "update_time": self.now}
+        await self.conn.execute(sql.ENSURE_SETTINGS.of(self.dialect), params)
 
     async def _settings(self) -> Row[Any] | None:
-        return await self._one(select(_SETTINGS).where(_SETTINGS.c.id == 1))
+        return await self._one(sql.SETTINGS)
 
     async def platform_enabled(self) -> bool:
         if self._platform_switch is not None:  # read with the coordinator's lock
@@ -80,42 +67,25 @@ class PlatformSql(SqlTxBase):
     async def set_platform_enabled(self, enabled: bool, when: datetime) -> None:
         self._platform_switch = None
         await self._ensure_settings()
-        await self.conn.execute(
-            update(_SETTINGS)
-            .where(_SETTINGS.c.id == 1)
-            .values(
-                work_coordinator_enabled=enabled, version=_SETTINGS.c.version + 1, update_time=when
-            )
-        )
+        await self.conn.execute(sql.SET_PLATFORM_ENABLED, {"enabled": enabled, "when": when})
 
     async def acquire_leadership(
         self, name: str, holder_id: str, now: datetime, expire_time: datetime
     ) -> Leadership:
-        await self.conn.execute(
-            self._upsert(t.leaderships)
-            .values(name=name, holder_id=holder_id, expire_time=expire_time, term=1)
-            .on_conflict_do_nothing()
-        )
-        row = await self._one(
-            self._for_update(select(t.leaderships).where(t.leaderships.c.name == name))
-        )
-        assert row is not None
-        current = LEADERSHIPS.load(row)
+        first = {"name": name, "holder_id": holder_id, "expire_time": expire_time, "term": 1}
+        await self.conn.execute(sql.CLAIM_LEADERSHIP.of(self.dialect), first)
+        current = await self._get(LEADERSHIPS, sql.LOCK_LEADERSHIP, {"name": name})
+        assert current is not None
         if current.holder_id != holder_id and current.expire_time > now:
             return current
         term = current.term if current.holder_id == holder_id else current.term + 1
-        await self.conn.execute(
-            update(t.leaderships)
-            .where(t.leaderships.c.name == name)
-            .values(holder_id=holder_id, expire_time=expire_time, term=term)
-        )
+        params = {"b_name": name, "holder_id": holder_id, "expire_time": expire_time, "term": term}
+        await self.conn.execute(sql.SET_LEADERSHIP, params)
         return Leadership(name, holder_id, expire_time, term)
 
     async def release_leadership(self, name: str, holder_id: str) -> Leadership | None:
-        current = await self._get(LEADERSHIPS, t.leaderships.c.name == name)
+        current = await self._get(LEADERSHIPS, sql.GET_LEADERSHIP, {"name": name})
         if current is None or current.holder_id != holder_id:
             return current
-        await self.conn.execute(
-            update(t.leaderships).where(t.leaderships.c.name == name).values(expire_time=self.now)
-        )
+        await self.conn.execute(sql.END_LEADERSHIP, {"b_name": name, "expire_time": self.now})
         return Leadership(name, holder_id, self.now, current.term)

@@ -1,21 +1,20 @@
 """Recovery as set operations: a batch of expired leases ended in one statement, and the
-retries and dead-letters of their items written in one more."""
+retries and dead-letters of their items written in one more.
+
+Statements: :mod:`.statements.attempts` (``END_EXPIRED_LEASES``, ``EXPIRED_ITEMS``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select, update
-
-from workcoord.coordinator.domain.model import Attempt, AttemptStatus, Item, RetryPolicy
+from workcoord.coordinator.domain.model import Attempt, Item, RetryPolicy
 from workcoord.coordinator.domain.ports import EXPIRED_ITEM_FIELDS, RETRY_FIELDS, ExpiredLease
 
-from .. import schema as t
-from ._base import LIVE, SqlTxBase
+from ._base import SqlTxBase
 from .rows import ATTEMPTS, ITEMS, LANES
-
-_EXPIRED_ITEM_COLUMNS = [t.items.c[name] for name in EXPIRED_ITEM_FIELDS]
+from .statements import attempts as sql
+from .statements import lanes as lane_sql
 
 
 class RecoverySql(SqlTxBase):
@@ -24,25 +23,11 @@ class RecoverySql(SqlTxBase):
     ) -> list[ExpiredLease]:
         """One UPDATE … RETURNING ends the batch (the coordinator lock serialises writers, so
         no row lock is needed), one DELETE frees the exclusive holds, then the items and their
-        lanes are read with one statement each."""
-        c = t.attempts.c
-        due = (
-            select(c.lease_id)
-            .where(
-                c.coordinator_id == coordinator_id,
-                c.status.in_(LIVE),
-                c.lease_expire_time <= now,
-            )
-            .order_by(c.lease_expire_time, c.lease_id)
-            .limit(limit)
-        )
-        ended = (
-            update(t.attempts)
-            .where(c.lease_id.in_(due.scalar_subquery()))
-            .values(status=AttemptStatus.DEAD.value, end_time=now)
-            .returning(*t.attempts.c)
-        )
-        attempts = [ATTEMPTS.load(r) for r in await self._rows(ended)]
+        lanes are read with one statement each. Held-back attempt updates (a Heartbeat's
+        new expiry) are written first, so the batch sees them."""
+        await self.write_held_back()
+        params = {"b_coordinator_id": coordinator_id, "now": now, "limit": limit}
+        attempts = [ATTEMPTS.load(r) for r in await self._rows(sql.END_EXPIRED_LEASES, params)]
         if not attempts:
             return []
         # RETURNING has no order: the batch is handed back in expiry order.
@@ -50,7 +35,11 @@ class RecoverySql(SqlTxBase):
         await self._release_holds(attempts)
         items = await self._items_of(attempts)
         lane_ids = sorted({i.lane_id for i in items.values()})
-        lanes = await self._list_in(LANES, "lane_id", lane_ids)
+        lanes = (
+            await self._list(LANES, lane_sql.LANES_BY_IDS, {"lane_ids": lane_ids})
+            if lane_ids
+            else []
+        )
         policies = {lane.lane_id: lane.retry_policy for lane in lanes}
         found: list[ExpiredLease] = []
         for attempt in attempts:
@@ -63,9 +52,11 @@ class RecoverySql(SqlTxBase):
         """The attempts' items, only :data:`EXPIRED_ITEM_FIELDS` of them (no inputs, evidence
         or other JSON to decode but the retry policy)."""
         ids = sorted({a.item_id for a in attempts})
-        rows = await self._rows(select(*_EXPIRED_ITEM_COLUMNS).where(t.items.c.item_id.in_(ids)))
+        rows = await self._rows(sql.EXPIRED_ITEMS, {"item_ids": ids})
         return {r[0]: ITEMS.load_some(EXPIRED_ITEM_FIELDS, r) for r in rows}
 
     async def write_retries(self, items: Sequence[Item]) -> None:
-        await self.write_pending()
+        """Held-back updates first (they may be of the same items), then RETRY_FIELDS of each
+        item (``bulk.unnest_update`` / ``bulk.update_by_key``)."""
+        await self.write_held_back()
         await self._update_each(ITEMS, "item_id", items, RETRY_FIELDS)

@@ -26,9 +26,8 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from sqlalchemy import Table, bindparam, update
+from sqlalchemy import Table
 from sqlalchemy.engine import Row
-from sqlalchemy.sql.dml import Update
 
 from workcoord.coordinator.domain.documents import UnreadableDocument
 from workcoord.coordinator.domain.grants import (
@@ -216,10 +215,6 @@ class RowMap(Generic[_R]):
         )
         self._column_names = tuple(table.c.keys())
         self._codecs = {n: c for n, c in columns}
-        # Built once: a statement object memoizes its cache key, so SQLAlchemy finds its
-        # compiled form without walking the statement on every call.
-        self.insert_statement = table.insert()
-        self._updates: dict[tuple[str, tuple[str, ...]], Update] = {}
         self._store_columns = tuple(store_columns)
         mapped = {n for n, _ in columns} | set(packed) | set(store_columns)
         table_columns = set(table.c.keys())
@@ -271,21 +266,6 @@ class RowMap(Generic[_R]):
                 if name in data:
                     kwargs[name] = _decode(codec, data[name])
         return self.record(**kwargs)
-
-    def update_statement(self, key: str, columns: Sequence[str]) -> Update:
-        """``UPDATE`` of ``columns`` of the row whose ``key`` is the parameter ``b_<key>``
-        (built once per set of columns)."""
-        memo = (key, tuple(columns))
-        statement = self._updates.get(memo)
-        if statement is None:
-            c = self.table.c
-            statement = (
-                update(self.table)
-                .where(c[key] == bindparam(f"b_{key}"))
-                .values({name: bindparam(name) for name in columns})
-            )
-            self._updates[memo] = statement
-        return statement
 
     @property
     def width(self) -> int:

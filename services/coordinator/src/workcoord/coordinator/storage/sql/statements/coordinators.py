@@ -1,0 +1,65 @@
+"""Work coordinators: the row lock every write takes first, admin changes, item sequence
+numbers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Select, bindparam, select, update
+
+from ... import schema as t
+
+_WC, _SETTINGS = t.work_coordinators, t.platform_settings
+_SWITCH = (
+    select(_SETTINGS.c.work_coordinator_enabled)
+    .where(_SETTINGS.c.id == 1)
+    .scalar_subquery()
+    .label("platform_switch")
+)
+
+#: The work coordinator ``:coordinator_id`` with the platform switch (one round trip).
+COORDINATOR_WITH_SWITCH = select(_WC, _SWITCH).where(
+    _WC.c.coordinator_id == bindparam("coordinator_id")
+)
+
+#: THE LOCK every write of one work coordinator takes first: as
+#: :data:`COORDINATOR_WITH_SWITCH`, ``FOR UPDATE OF work_coordinators`` on PostgreSQL (SQLite
+#: renders no lock: ``BEGIN IMMEDIATE`` already holds the database).
+LOCK_COORDINATOR = COORDINATOR_WITH_SWITCH.with_for_update(of=_WC)
+
+
+def list_coordinators(after_id: str, limit: int, org_slugs: list[str] | None) -> Select[Any]:
+    """A page of work coordinators (of ``org_slugs``, or all) by id, after ``after_id``."""
+    stmt = select(_WC).where(_WC.c.coordinator_id > after_id)
+    if org_slugs is not None:
+        stmt = stmt.where(_WC.c.org_slug.in_(org_slugs))
+    return stmt.order_by(_WC.c.coordinator_id).limit(limit)
+
+
+# What an admin changes: never the revision, the request id or the item counter.
+ADMIN_COLUMNS = ("display_name", "enabled", "config", "config_version", "update_time")
+
+#: Write what an admin changes (:data:`ADMIN_COLUMNS`) of ``:b_coordinator_id``.
+UPDATE_COORDINATOR = (
+    update(_WC)
+    .where(_WC.c.coordinator_id == bindparam("b_coordinator_id"))
+    .values({name: bindparam(name) for name in ADMIN_COLUMNS})
+)
+
+#: The last item sequence number ``:coordinator_id`` gave out.
+ITEM_SEQ = select(_WC.c.item_seq).where(_WC.c.coordinator_id == bindparam("coordinator_id"))
+
+#: Move the last item sequence number of ``:b_coordinator_id`` to ``:item_seq``.
+SET_ITEM_SEQ = (
+    update(_WC)
+    .where(_WC.c.coordinator_id == bindparam("b_coordinator_id"))
+    .values(item_seq=bindparam("item_seq"))
+)
+
+#: Move the revision of ``:b_coordinator_id`` to ``:revision`` (a flush on SQLite, or with
+#: several work coordinators to move).
+SET_REVISION = (
+    update(_WC)
+    .where(_WC.c.coordinator_id == bindparam("b_coordinator_id"))
+    .values(revision=bindparam("revision"))
+)

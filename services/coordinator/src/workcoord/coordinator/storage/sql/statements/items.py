@@ -1,0 +1,120 @@
+"""Items: by id, by lane, by state, and the ready ones a claim takes (highest priority first,
+then FIFO)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Integer, and_, bindparam, func, or_, select
+from sqlalchemy.sql import ColumnElement
+from sqlalchemy.sql.elements import BindParameter
+
+from workcoord.coordinator.domain.model import ItemState
+
+from ... import schema as t
+
+_I = t.items
+_QUEUED = ItemState.QUEUED.value
+
+
+def ready_filter(
+    coordinator_id: str | BindParameter[str], now: datetime | BindParameter[datetime]
+) -> list[ColumnElement[bool]]:
+    """Items a worker could claim at ``now`` as far as a store knows (values, or parameters of
+    a statement built once): those no gate of
+    :data:`~workcoord.coordinator.domain.leasability.STORE_GATES` holds: queued (not waiting,
+    stopped or awaiting approval), not held (the item's mirror of its lane's pause and open
+    blockers), not backing off. The memory twin is ``leasability.ready_in_store``; a property
+    test checks both select what the domain says."""
+    c = _I.c
+    return [
+        c.coordinator_id == coordinator_id,
+        c.state == _QUEUED,
+        c.held.is_(False),
+        or_(c.not_before.is_(None), c.not_before <= now),
+    ]
+
+
+_LIMIT = bindparam("limit", type_=Integer, literal_execute=True)
+
+#: The item with id ``:id``.
+GET_ITEM = select(_I).where(_I.c.item_id == bindparam("id"))
+
+#: The items whose ids are in ``:item_ids``, by id.
+ITEMS_BY_IDS = (
+    select(_I).where(_I.c.item_id.in_(bindparam("item_ids", expanding=True))).order_by(_I.c.item_id)
+)
+
+#: The items of the lanes ``:lane_ids``, in sequence.
+LANE_ITEMS = (
+    select(_I).where(_I.c.lane_id.in_(bindparam("lane_ids", expanding=True))).order_by(_I.c.seq)
+)
+
+#: Id, key and state of each item of the lane ``:lane_id``.
+LANE_ITEM_STATES = select(_I.c.item_id, _I.c.key, _I.c.state).where(
+    _I.c.lane_id == bindparam("lane_id")
+)
+
+#: The WAITING items of the lane ``:lane_id``, in the order they were created in.
+WAITING_ITEMS = (
+    select(_I)
+    .where(_I.c.lane_id == bindparam("lane_id"), _I.c.state == ItemState.WAITING.value)
+    .order_by(_I.c.seq, _I.c.item_id)
+)
+
+#: The QUEUED items of the work coordinator ``:coordinator_id``, in the order they were
+#: created in.
+QUEUED_ITEMS = (
+    select(_I)
+    .where(_I.c.coordinator_id == bindparam("coordinator_id"), _I.c.state == _QUEUED)
+    .order_by(_I.c.seq, _I.c.item_id)
+)
+
+_READY_OF_CLASS = [
+    *ready_filter(bindparam("coordinator_id"), bindparam("now")),
+    _I.c.worker_class == bindparam("worker_class"),
+]
+_CANDIDATE_ORDER = (_I.c.priority.desc(), _I.c.seq)
+_AFTER = or_(
+    _I.c.priority < bindparam("after_priority"),
+    and_(_I.c.priority == bindparam("after_priority"), _I.c.seq > bindparam("after_seq")),
+)
+
+#: THE CLAIM: up to ``:limit`` items of ``:worker_class`` ready at ``:now``, highest priority
+#: then FIFO, locked with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL (rows another claim holds
+#: are skipped; SQLite renders no lock: its write transaction holds the whole database).
+CLAIM_CANDIDATES = (
+    select(_I)
+    .where(*_READY_OF_CLASS)
+    .order_by(*_CANDIDATE_ORDER)
+    .limit(_LIMIT)
+    .with_for_update(skip_locked=True)
+)
+
+#: The claim's next page: as :data:`CLAIM_CANDIDATES`, after ``(:after_priority,
+#: :after_seq)``.
+CLAIM_CANDIDATES_AFTER = (
+    select(_I)
+    .where(*_READY_OF_CLASS, _AFTER)
+    .order_by(*_CANDIDATE_ORDER)
+    .limit(_LIMIT)
+    .with_for_update(skip_locked=True)
+)
+
+#: One ready item of ``:worker_class`` at ``:now``, if any (the look before a claim).
+HAS_READY = select(_I.c.item_id).where(*_READY_OF_CLASS).limit(1)
+
+#: How many items of each class are QUEUED (held or backing off included).
+COUNT_READY = (
+    select(_I.c.worker_class, func.count().label("n"))
+    .where(_I.c.coordinator_id == bindparam("coordinator_id"), _I.c.state == _QUEUED)
+    .group_by(_I.c.worker_class)
+)
+
+#: When the first QUEUED item of ``:worker_class`` backing off after ``:now`` may run.
+NEXT_NOT_BEFORE = select(func.min(_I.c.not_before)).where(
+    _I.c.coordinator_id == bindparam("coordinator_id"),
+    _I.c.worker_class == bindparam("worker_class"),
+    _I.c.state == _QUEUED,
+    _I.c.not_before > bindparam("now"),
+)
