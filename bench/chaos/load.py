@@ -380,7 +380,7 @@ class Load:
         if fate < 0.1:
             self.ledger.abandoned.add(lease.lease_id)
             return
-        ids = {
+        ids: dict[str, Any] = {
             "coordinator_id": self.coordinator_id,
             "lease_id": lease.lease_id,
             "lease_token": lease.lease_token,

@@ -45,7 +45,10 @@ async def test_attempts_round_trip_and_list_by_item(store: Store) -> None:
         assert await tx.attempt_with_item("ls_x") == (None, None)
         assert await tx.item_attempts(["it_b", "it_a"]) == [first, second, other]
         assert await tx.item_attempts([]) == []
-        ended = replace(second, status=AttemptStatus.COMPLETED, end_time=at(9), checkpoint=None)
+        spent = {"input_tokens": "1200", "cost_micros": "400000", "model": "opus"}
+        ended = replace(
+            second, status=AttemptStatus.COMPLETED, end_time=at(9), checkpoint=None, usage=spent
+        )
         await tx.update_attempts([ended, replace(other, lease_id="ls_missing")])
         await tx.update_attempts([])
         # Within the transaction, the written records read back (held back or not).
@@ -55,7 +58,7 @@ async def test_attempts_round_trip_and_list_by_item(store: Store) -> None:
         assert await tx.get_item("it_a") == moved
         assert (await tx.lane_item_states("ln_a"))[moved.key] == ItemState.RUNNING
     async with store.read() as reader:
-        assert await reader.get_attempt("ls_1") == ended
+        assert await reader.get_attempt("ls_1") == ended  # with its usage
         assert await reader.get_attempt("ls_missing") is None
 
 

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -199,7 +200,11 @@ async def handle(
     tally: Tally,
     seed: int,
 ) -> None:
-    ref = {"coordinator_id": cid, "lease_id": lease.lease_id, "lease_token": lease.lease_token}
+    ref: dict[str, Any] = {
+        "coordinator_id": cid,
+        "lease_id": lease.lease_id,
+        "lease_token": lease.lease_token,
+    }
     roll = rng.random()
     if roll < 0.1:
         await client.workers.Release(worker_pb2.ReleaseRequest(**ref, reason="busy"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -110,7 +111,7 @@ async def test_the_cached_view_equals_a_fresh_one_after_a_random_mix_of_writes(
         if not pool:
             return
         lease = pool.pop(rng.randrange(len(pool)))
-        fence = {
+        fence: dict[str, Any] = {
             "coordinator_id": cid,
             "lease_id": lease.lease_id,
             "lease_token": lease.lease_token,

@@ -105,27 +105,52 @@ class ScriptedWorker:
     async def start(self, lease: worker_pb2.Lease, run_identity: lane_pb2.RunIdentity) -> None:
         await self._answer("start", {"lease": lease, "run_identity": run_identity})
 
-    async def heartbeat(self, lease: worker_pb2.Lease, progress: str = "") -> None:
-        await self._answer("heartbeat", {"lease": lease, "progress": progress})
+    async def heartbeat(
+        self, lease: worker_pb2.Lease, progress: str = "", *, usage: lane_pb2.Usage | None = None
+    ) -> None:
+        await self._answer("heartbeat", _with_usage({"lease": lease, "progress": progress}, usage))
 
     async def complete(
-        self, lease: worker_pb2.Lease, evidence: lane_pb2.Evidence | None = None
+        self,
+        lease: worker_pb2.Lease,
+        evidence: lane_pb2.Evidence | None = None,
+        *,
+        usage: lane_pb2.Usage | None = None,
     ) -> None:
-        await self._answer("complete", {"lease": lease, "evidence": evidence})
+        await self._answer("complete", _with_usage({"lease": lease, "evidence": evidence}, usage))
 
     async def fail(
-        self, lease: worker_pb2.Lease, message: str, *, error_type: str = "", retryable: bool = True
+        self,
+        lease: worker_pb2.Lease,
+        message: str,
+        *,
+        error_type: str = "",
+        retryable: bool = True,
+        usage: lane_pb2.Usage | None = None,
     ) -> None:
-        arguments = {
+        arguments: dict[str, Any] = {
             "lease": lease,
             "message": message,
             "error_type": error_type,
             "retryable": retryable,
         }
-        await self._answer("fail", arguments)
+        await self._answer("fail", _with_usage(arguments, usage))
 
-    async def checkpoint(self, lease: worker_pb2.Lease, checkpoint: lane_pb2.Checkpoint) -> None:
-        await self._answer("checkpoint", {"lease": lease, "checkpoint": checkpoint})
+    async def checkpoint(
+        self,
+        lease: worker_pb2.Lease,
+        checkpoint: lane_pb2.Checkpoint,
+        *,
+        usage: lane_pb2.Usage | None = None,
+    ) -> None:
+        arguments = {"lease": lease, "checkpoint": checkpoint}
+        await self._answer("checkpoint", _with_usage(arguments, usage))
 
     async def release(self, lease: worker_pb2.Lease, reason: str = "") -> None:
         await self._answer("release", {"lease": lease, "reason": reason})
+
+
+def _with_usage(arguments: dict[str, Any], usage: lane_pb2.Usage | None) -> dict[str, Any]:
+    """The call's arguments, with ``usage`` only when the loop reported one (the scripts of
+    calls without usage stay as they were)."""
+    return {**arguments, "usage": usage} if usage is not None else arguments

@@ -3,9 +3,10 @@
 For each item it leases (long-polling) it chooses the worktree (:mod:`.roots`), records the run
 identity from the machine itself — its own pid, the real hostname, the canonical worktree, the
 checkout's branch, its start time — and only then spawns the command in its own process group
-(:mod:`.process_group`), in that worktree, with the item's ids, inputs file, evidence file and
-checkpoint file in its environment and never the lease token or the credential. The loop of
-:meth:`Worker.run` heartbeats every third of the lease and writes the outcome:
+(:mod:`.process_group`), in that worktree, with the item's ids and its inputs, evidence,
+checkpoint and usage files (:mod:`.usage_file`) in its environment, never the lease token or
+the credential. :meth:`Worker.run` heartbeats every third of the lease (with the usage file's
+totals) and writes the outcome (with them too):
 
 - a checkpoint file left behind (≤ 8 KiB, the API's rules) ends the attempt with it;
 - exit 0 completes with the evidence file (proto3 JSON of ``Evidence``) or a plain summary;
@@ -52,6 +53,7 @@ from workcoord.cli.common import (
     token_from,
 )
 from workcoord.cli.process_group import ProcessGroup
+from workcoord.cli.usage_file import UsageFile
 from workcoord.client.client import WorkcoordClient
 from workcoord.client.worker import Worker, run_identity_here
 from workcoord.client.worker_loop import (
@@ -336,6 +338,7 @@ class AttemptFiles:
     inputs: Path
     evidence: Path
     checkpoint: Path
+    usage: Path
 
 
 @contextlib.contextmanager
@@ -348,6 +351,7 @@ def attempt_files(item: worker_pb2.LeasedItem) -> Iterator[AttemptFiles]:
             directory / "inputs.json",
             directory / "evidence.json",
             directory / "checkpoint.json",
+            directory / "usage.json",
         )
         descriptor = os.open(files.inputs, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as out:
@@ -456,6 +460,7 @@ class Supervisor:
                 "WORKCOORD_INPUTS_FILE": str(files.inputs),
                 "WORKCOORD_EVIDENCE_FILE": str(files.evidence),
                 "WORKCOORD_CHECKPOINT_FILE": str(files.checkpoint),
+                "WORKCOORD_USAGE_FILE": str(files.usage),
             },
         )
         # With --json, stdout carries only the supervisor's lines: the command writes to stderr.
@@ -465,6 +470,8 @@ class Supervisor:
         except OSError as exc:
             return Failed(f"cannot start {config.command[0]}: {exc}", error_type="SPAWN")
         self.group = group
+        usage = UsageFile(files.usage)
+        assignment.usage_reader = usage.read
         self.reporter.emit(
             "running", lease=assignment.lease_id, pid=group.pid, worktree=worktree, branch=branch
         )
@@ -477,6 +484,9 @@ class Supervisor:
             raise
         finally:
             self.group = None
+            # The last totals, read while the file is there: the final write carries them.
+            assignment.usage_reader = None
+            assignment.usage = usage.read()
         leftovers = await group.stop(config.kill_grace) if group.members() else []
         if leftovers:
             self.reporter.emit("killed", lease=assignment.lease_id, pids=leftovers)

@@ -168,18 +168,26 @@ class Worker:
             worker_pb2.StartRequest(**self._fence(lease), run_identity=run_identity)
         )
 
-    async def heartbeat(self, lease: LeaseRef, progress: str = "") -> worker_pb2.HeartbeatResponse:
-        """Extend the lease by its original length; ``progress`` is a short note (≤ 1 KiB)."""
+    async def heartbeat(
+        self, lease: LeaseRef, progress: str = "", *, usage: lane_pb2.Usage | None = None
+    ) -> worker_pb2.HeartbeatResponse:
+        """Extend the lease by its original length; ``progress`` is a short note (≤ 1 KiB),
+        ``usage`` the attempt's spend so far (running totals: they may only grow)."""
         return await self.client.workers.Heartbeat(
-            worker_pb2.HeartbeatRequest(**self._fence(lease), progress=progress)
+            worker_pb2.HeartbeatRequest(**self._fence(lease), progress=progress, usage=usage)
         )
 
     async def complete(
-        self, lease: LeaseRef, evidence: lane_pb2.Evidence | None = None
+        self,
+        lease: LeaseRef,
+        evidence: lane_pb2.Evidence | None = None,
+        *,
+        usage: lane_pb2.Usage | None = None,
     ) -> worker_pb2.CompleteResponse:
-        """Finish successfully with evidence (a verdict for REVIEW, a receipt for SHIP)."""
+        """Finish successfully with evidence (a verdict for REVIEW, a receipt for SHIP) and
+        the attempt's final ``usage``."""
         return await self.client.workers.Complete(
-            worker_pb2.CompleteRequest(**self._fence(lease), evidence=evidence)
+            worker_pb2.CompleteRequest(**self._fence(lease), evidence=evidence, usage=usage)
         )
 
     async def fail(
@@ -189,21 +197,28 @@ class Worker:
         *,
         error_type: str = "",
         retryable: bool = True,
+        usage: lane_pb2.Usage | None = None,
     ) -> worker_pb2.FailResponse:
         """Fail the attempt; a retryable failure requeues with backoff while attempts remain."""
         return await self.client.workers.Fail(
             worker_pb2.FailRequest(
                 **self._fence(lease),
                 error=lane_pb2.ErrorInfo(message=message, type=error_type, retryable=retryable),
+                usage=usage,
             )
         )
 
     async def checkpoint(
-        self, lease: LeaseRef, checkpoint: lane_pb2.Checkpoint
+        self,
+        lease: LeaseRef,
+        checkpoint: lane_pb2.Checkpoint,
+        *,
+        usage: lane_pb2.Usage | None = None,
     ) -> worker_pb2.CheckpointResponse:
-        """End the attempt with a checkpoint; the item requeues for a continuation."""
+        """End the attempt with a checkpoint (and its final ``usage``); the item requeues for
+        a continuation."""
         return await self.client.workers.Checkpoint(
-            worker_pb2.CheckpointRequest(**self._fence(lease), checkpoint=checkpoint)
+            worker_pb2.CheckpointRequest(**self._fence(lease), checkpoint=checkpoint, usage=usage)
         )
 
     async def release(self, lease: LeaseRef, reason: str = "") -> worker_pb2.ReleaseResponse:

@@ -91,10 +91,16 @@ class WorkerCalls(Protocol):
         self, lease: worker_pb2.Lease, run_identity: lane_pb2.RunIdentity
     ) -> object: ...
 
-    async def heartbeat(self, lease: worker_pb2.Lease, progress: str = "") -> object: ...
+    async def heartbeat(
+        self, lease: worker_pb2.Lease, progress: str = "", *, usage: lane_pb2.Usage | None = None
+    ) -> object: ...
 
     async def complete(
-        self, lease: worker_pb2.Lease, evidence: lane_pb2.Evidence | None = None
+        self,
+        lease: worker_pb2.Lease,
+        evidence: lane_pb2.Evidence | None = None,
+        *,
+        usage: lane_pb2.Usage | None = None,
     ) -> object: ...
 
     async def fail(
@@ -104,10 +110,15 @@ class WorkerCalls(Protocol):
         *,
         error_type: str = "",
         retryable: bool = True,
+        usage: lane_pb2.Usage | None = None,
     ) -> object: ...
 
     async def checkpoint(
-        self, lease: worker_pb2.Lease, checkpoint: lane_pb2.Checkpoint
+        self,
+        lease: worker_pb2.Lease,
+        checkpoint: lane_pb2.Checkpoint,
+        *,
+        usage: lane_pb2.Usage | None = None,
     ) -> object: ...
 
     async def release(self, lease: worker_pb2.Lease, reason: str = "") -> object: ...
@@ -231,6 +242,11 @@ class Assignment(LeaseFacts):
         """Set when the worker drains: finish (or checkpoint) soon, or be cancelled."""
         self.progress = ""
         """A short note (≤ 1 KiB) the next heartbeat carries."""
+        self.usage: lane_pb2.Usage | None = None
+        """The attempt's spend so far (running totals, which may only grow): the next
+        heartbeat and the final write carry it."""
+        self.usage_reader: Callable[[], lane_pb2.Usage | None] | None = None
+        """Asked before each heartbeat and the final write for newer totals (None: none)."""
         self.lost: WorkcoordError | None = None
         """Why the lease was lost, once it was (the handler is then cancelled)."""
         self.started = False
@@ -248,6 +264,14 @@ class Assignment(LeaseFacts):
         await self._loop.call_on_lease(self, lambda: self._worker.start(self._lease, identity))
         self.started = True
         self._loop.emit(LoopEvent("started", self.lease_id, self.item, self.attempt))
+
+    def current_usage(self) -> lane_pb2.Usage | None:
+        """The totals to report now: what ``usage_reader`` reads, else the last ones."""
+        if self.usage_reader is not None:
+            read = self.usage_reader()
+            if read is not None:
+                self.usage = read
+        return self.usage
 
     def _lose(self, err: WorkcoordError) -> None:
         if self.lost is None:
@@ -450,7 +474,11 @@ class WorkerLoop:
             try:
                 await self.call_on_lease(
                     assignment,
-                    lambda: self.worker.heartbeat(assignment.lease, assignment.progress[:1024]),
+                    lambda: self.worker.heartbeat(
+                        assignment.lease,
+                        assignment.progress[:1024],
+                        usage=assignment.current_usage(),
+                    ),
                 )
             except WorkcoordError as err:
                 assignment._lose(err)
@@ -520,7 +548,9 @@ class WorkerLoop:
 
         async def write(chosen: Outcome) -> None:
             await self.call_on_lease(
-                assignment, lambda: self._write(assignment.lease, chosen), on_retry
+                assignment,
+                lambda: self._write(assignment.lease, chosen, assignment.current_usage()),
+                on_retry,
             )
 
         try:
@@ -556,15 +586,21 @@ class WorkerLoop:
         self.report.outcomes[kind] = self.report.outcomes.get(kind, 0) + 1
         self.emit(LoopEvent(kind, assignment.lease_id, assignment.item, assignment.attempt, detail))
 
-    async def _write(self, lease: worker_pb2.Lease, outcome: Outcome) -> None:
+    async def _write(
+        self, lease: worker_pb2.Lease, outcome: Outcome, usage: lane_pb2.Usage | None
+    ) -> None:
         if isinstance(outcome, Completed):
-            await self.worker.complete(lease, outcome.evidence)
+            await self.worker.complete(lease, outcome.evidence, usage=usage)
         elif isinstance(outcome, Failed):
             await self.worker.fail(
-                lease, outcome.message, error_type=outcome.error_type, retryable=outcome.retryable
+                lease,
+                outcome.message,
+                error_type=outcome.error_type,
+                retryable=outcome.retryable,
+                usage=usage,
             )
         elif isinstance(outcome, Checkpointed):
-            await self.worker.checkpoint(lease, outcome.checkpoint)
+            await self.worker.checkpoint(lease, outcome.checkpoint, usage=usage)
         else:
             await self.worker.release(lease, outcome.reason)
 

@@ -229,7 +229,7 @@ class RunIdentity(_message.Message):
     def __init__(self, pid: _Optional[int] = ..., agent_id: _Optional[str] = ..., engine: _Optional[str] = ..., account: _Optional[str] = ..., hostname: _Optional[str] = ..., worktree_path: _Optional[str] = ..., branch: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Attempt(_message.Message):
-    __slots__ = ("lease_id", "item_id", "attempt", "status", "run_identity", "worker_id", "principal", "lease_seconds", "lease_expire_time", "create_time", "start_time", "end_time", "progress", "error", "continues_lease_id", "counted")
+    __slots__ = ("lease_id", "item_id", "attempt", "status", "run_identity", "worker_id", "principal", "lease_seconds", "lease_expire_time", "create_time", "start_time", "end_time", "progress", "error", "continues_lease_id", "counted", "usage")
     class Status(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         STATUS_UNSPECIFIED: _ClassVar[Attempt.Status]
@@ -264,6 +264,7 @@ class Attempt(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     CONTINUES_LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     COUNTED_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     lease_id: str
     item_id: str
     attempt: int
@@ -280,7 +281,24 @@ class Attempt(_message.Message):
     error: ErrorInfo
     continues_lease_id: str
     counted: bool
-    def __init__(self, lease_id: _Optional[str] = ..., item_id: _Optional[str] = ..., attempt: _Optional[int] = ..., status: _Optional[_Union[Attempt.Status, str]] = ..., run_identity: _Optional[_Union[RunIdentity, _Mapping]] = ..., worker_id: _Optional[str] = ..., principal: _Optional[str] = ..., lease_seconds: _Optional[int] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., progress: _Optional[str] = ..., error: _Optional[_Union[ErrorInfo, _Mapping]] = ..., continues_lease_id: _Optional[str] = ..., counted: _Optional[bool] = ...) -> None: ...
+    usage: Usage
+    def __init__(self, lease_id: _Optional[str] = ..., item_id: _Optional[str] = ..., attempt: _Optional[int] = ..., status: _Optional[_Union[Attempt.Status, str]] = ..., run_identity: _Optional[_Union[RunIdentity, _Mapping]] = ..., worker_id: _Optional[str] = ..., principal: _Optional[str] = ..., lease_seconds: _Optional[int] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., progress: _Optional[str] = ..., error: _Optional[_Union[ErrorInfo, _Mapping]] = ..., continues_lease_id: _Optional[str] = ..., counted: _Optional[bool] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ...) -> None: ...
+
+class Usage(_message.Message):
+    __slots__ = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_micros", "model")
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_READ_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COST_MICROS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_micros: int
+    model: str
+    def __init__(self, input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., cache_read_tokens: _Optional[int] = ..., cache_write_tokens: _Optional[int] = ..., cost_micros: _Optional[int] = ..., model: _Optional[str] = ...) -> None: ...
 
 class ErrorInfo(_message.Message):
     __slots__ = ("message", "type", "retryable")

@@ -214,16 +214,18 @@ class StartResponse(_message.Message):
     def __init__(self, attempt: _Optional[_Union[_lane_pb2.Attempt, _Mapping]] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
-    __slots__ = ("coordinator_id", "lease_id", "lease_token", "progress")
+    __slots__ = ("coordinator_id", "lease_id", "lease_token", "progress", "usage")
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: str
     lease_id: str
     lease_token: str
     progress: str
-    def __init__(self, coordinator_id: _Optional[str] = ..., lease_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., progress: _Optional[str] = ...) -> None: ...
+    usage: _lane_pb2.Usage
+    def __init__(self, coordinator_id: _Optional[str] = ..., lease_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., progress: _Optional[str] = ..., usage: _Optional[_Union[_lane_pb2.Usage, _Mapping]] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
     __slots__ = ("lease_expire_time",)
@@ -232,16 +234,18 @@ class HeartbeatResponse(_message.Message):
     def __init__(self, lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class CompleteRequest(_message.Message):
-    __slots__ = ("coordinator_id", "lease_id", "lease_token", "evidence")
+    __slots__ = ("coordinator_id", "lease_id", "lease_token", "evidence", "usage")
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     EVIDENCE_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: str
     lease_id: str
     lease_token: str
     evidence: _lane_pb2.Evidence
-    def __init__(self, coordinator_id: _Optional[str] = ..., lease_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., evidence: _Optional[_Union[_lane_pb2.Evidence, _Mapping]] = ...) -> None: ...
+    usage: _lane_pb2.Usage
+    def __init__(self, coordinator_id: _Optional[str] = ..., lease_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., evidence: _Optional[_Union[_lane_pb2.Evidence, _Mapping]] = ..., usage: _Optional[_Union[_lane_pb2.Usage, _Mapping]] = ...) -> None: ...
 
 class CompleteResponse(_message.Message):
     __slots__ = ("attempt",)
@@ -250,16 +254,18 @@ class CompleteResponse(_message.Message):
     def __init__(self, attempt: _Optional[_Union[_lane_pb2.Attempt, _Mapping]] = ...) -> None: ...
 
 class FailRequest(_message.Message):
-    __slots__ = ("coordinator_id", "lease_id", "lease_token", "error")
+    __slots__ = ("coordinator_id", "lease_id", "lease_token", "error", "usage")
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: str
     lease_id: str
     lease_token: str
     error: _lane_pb2.ErrorInfo
-    def __init__(self, coordinator_id: _Optional[str] = ..., lease_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., error: _Optional[_Union[_lane_pb2.ErrorInfo, _Mapping]] = ...) -> None: ...
+    usage: _lane_pb2.Usage
+    def __init__(self, coordinator_id: _Optional[str] = ..., lease_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., error: _Optional[_Union[_lane_pb2.ErrorInfo, _Mapping]] = ..., usage: _Optional[_Union[_lane_pb2.Usage, _Mapping]] = ...) -> None: ...
 
 class FailResponse(_message.Message):
     __slots__ = ("attempt",)
@@ -268,16 +274,18 @@ class FailResponse(_message.Message):
     def __init__(self, attempt: _Optional[_Union[_lane_pb2.Attempt, _Mapping]] = ...) -> None: ...
 
 class CheckpointRequest(_message.Message):
-    __slots__ = ("coordinator_id", "lease_id", "lease_token", "checkpoint")
+    __slots__ = ("coordinator_id", "lease_id", "lease_token", "checkpoint", "usage")
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: str
     lease_id: str
     lease_token: str
     checkpoint: _lane_pb2.Checkpoint
-    def __init__(self, coordinator_id: _Optional[str] = ..., lease_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., checkpoint: _Optional[_Union[_lane_pb2.Checkpoint, _Mapping]] = ...) -> None: ...
+    usage: _lane_pb2.Usage
+    def __init__(self, coordinator_id: _Optional[str] = ..., lease_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., checkpoint: _Optional[_Union[_lane_pb2.Checkpoint, _Mapping]] = ..., usage: _Optional[_Union[_lane_pb2.Usage, _Mapping]] = ...) -> None: ...
 
 class CheckpointResponse(_message.Message):
     __slots__ = ("attempt",)

@@ -25,6 +25,7 @@ from .specs import (
     LaneSpec,
     LeaseAsk,
     RunIdentity,
+    Usage,
 )
 
 # --- lanes, items, leases and attempts ---
@@ -205,9 +206,11 @@ class StartInput(OnLeaseInput):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeartbeatInput(OnLeaseInput):
-    """Extend a lease by its duration from now, noting ``progress`` if given."""
+    """Extend a lease by its duration from now, noting ``progress`` and the attempt's
+    ``usage`` so far if given."""
 
     progress: str = ""
+    usage: Usage | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -215,6 +218,7 @@ class CompleteInput(OnLeaseInput):
     """Complete a running attempt with its evidence."""
 
     evidence: Evidence
+    usage: Usage | None = None  # the attempt's final totals, if reported
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -222,6 +226,7 @@ class FailInput(OnLeaseInput):
     """Fail an attempt with its error (retried or dead-lettered)."""
 
     error: Failure
+    usage: Usage | None = None  # the attempt's final totals, if reported
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -229,6 +234,7 @@ class CheckpointInput(OnLeaseInput):
     """End an attempt with a continuation for the item's next lease."""
 
     checkpoint: Checkpoint
+    usage: Usage | None = None  # the attempt's final totals, if reported
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -339,6 +339,8 @@ class Attempt:
     # The random salt its lease token is derived from (never the token itself): with the
     # server's lease-token key, a retry can hand out the same token again.
     token_nonce: str = ""
+    # What the attempt spent so far (a ``specs.Usage`` document; None until its worker reports).
+    usage: JsonObject | None = None
 
     @property
     def live(self) -> bool:

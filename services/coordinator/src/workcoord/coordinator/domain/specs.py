@@ -138,6 +138,35 @@ class Failure(Document):
 
 
 @dataclass(frozen=True, slots=True)
+class Usage(Document):
+    """What one attempt spent so far, as running totals its worker reports (tokens, cost in
+    millionths of a US dollar, the model). Totals only grow (``rules.check_usage``)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_micros: int = 0
+    model: str = ""
+
+    @property
+    def tokens(self) -> int:
+        """Every token counted: input, output and both cache kinds."""
+        cached = self.cache_read_tokens + self.cache_write_tokens
+        return self.input_tokens + self.output_tokens + cached
+
+
+#: The totals of a :class:`Usage`, in the order the proto declares them.
+USAGE_TOTALS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_micros",
+)
+
+
+@dataclass(frozen=True, slots=True)
 class LeaseAsk:
     """A worker asking for work: up to ``max_items`` of its class, each leased for
     ``lease_seconds``, waiting up to ``wait_seconds``; with a run identity the leases start

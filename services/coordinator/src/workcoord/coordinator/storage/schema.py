@@ -316,6 +316,8 @@ attempts = Table(
     # Which Lease call granted it (a digest, "" for none) and its token's salt.
     Column("lease_request", String(64), nullable=False, server_default=text("''")),
     Column("token_nonce", String(64), nullable=False, server_default=text("''")),
+    # What the attempt spent so far (running totals its worker reports; a Usage document).
+    Column("usage", Json),
     Index("ix_attempts_item", "item_id", "attempt"),
     # A retried Lease finds what its first call granted.
     Index(

@@ -81,6 +81,7 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
             lease_id=request.lease_id,
             lease_token=request.lease_token,
             progress=request.progress,
+            usage=m.usage_from_pb(request),
         )
         expire = await self.engine.attempts.heartbeat(caller().principal, command)
         return worker_pb2.HeartbeatResponse(lease_expire_time=m.ts(expire))
@@ -93,6 +94,7 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
             lease_id=request.lease_id,
             lease_token=request.lease_token,
             evidence=m.evidence_from_pb(request.evidence),
+            usage=m.usage_from_pb(request),
         )
         attempt = await self.engine.attempts.complete(caller().principal, command)
         return worker_pb2.CompleteResponse(attempt=m.attempt_to_pb(attempt))
@@ -105,6 +107,7 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
             lease_id=request.lease_id,
             lease_token=request.lease_token,
             error=m.failure_from_pb(request.error),
+            usage=m.usage_from_pb(request),
         )
         attempt = await self.engine.attempts.fail(caller().principal, command)
         return worker_pb2.FailResponse(attempt=m.attempt_to_pb(attempt))
@@ -117,6 +120,7 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
             lease_id=request.lease_id,
             lease_token=request.lease_token,
             checkpoint=m.checkpoint_from_pb(request.checkpoint),
+            usage=m.usage_from_pb(request),
         )
         attempt = await self.engine.attempts.checkpoint(caller().principal, command)
         return worker_pb2.CheckpointResponse(attempt=m.attempt_to_pb(attempt))

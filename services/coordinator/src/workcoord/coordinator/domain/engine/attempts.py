@@ -10,7 +10,7 @@ from datetime import datetime
 
 from workcoord.kit.errors import IllegalTransition
 
-from .. import rules
+from .. import rules, usage
 from ..auth import Access, Principal, authorize
 from ..group_commit import shielded
 from ..inputs import (
@@ -105,6 +105,7 @@ class AttemptService(Transitions):
         progress = input.progress
         async with self.fenced(principal, input) as write:
             attempt = write.attempt
+            usage.record(attempt, input.usage)
             attempt.lease_expire_time = rules.lease_expiry(write.tx.now, attempt.lease_seconds)
             if progress:
                 attempt.progress = progress
@@ -120,6 +121,7 @@ class AttemptService(Transitions):
             tx, attempt, item = write.tx, write.attempt, write.item
             rules.require_running(attempt, "complete")
             rules.check_evidence(item.kind, evidence)
+            usage.record(attempt, input.usage)
             attempt.status = AttemptStatus.COMPLETED
             attempt.end_time = tx.now
             item.state = ItemState.SUCCEEDED
@@ -140,6 +142,7 @@ class AttemptService(Transitions):
         error = input.error
         async with self.fenced(principal, input) as write:
             tx, attempt, item = write.tx, write.attempt, write.item
+            usage.record(attempt, input.usage)
             attempt.status = AttemptStatus.FAILED
             attempt.end_time = tx.now
             attempt.error = error.to_json()
@@ -160,6 +163,7 @@ class AttemptService(Transitions):
         blocked = checkpoint.blocked_reason
         async with self.fenced(principal, input) as write:
             tx, attempt, item, effects = write.tx, write.attempt, write.item, write.effects
+            usage.record(attempt, input.usage)
             # A checkpoint is progress, not failure: it does not burn the retry budget.
             self._end_unburned(attempt, item, AttemptStatus.CHECKPOINTED, tx.now)
             attempt.checkpoint = checkpoint.to_json()

@@ -50,6 +50,8 @@ from .reports import (
     receipt_to_pb,
     run_identity_from_pb,
     run_identity_to_pb,
+    usage_from_pb,
+    usage_to_pb,
 )
 from .scalars import (
     dur,
@@ -121,6 +123,8 @@ __all__ = [
     "struct",
     "to_dict",
     "ts",
+    "usage_from_pb",
+    "usage_to_pb",
     "user_to_pb",
     "view_response",
     "view_to_pb",

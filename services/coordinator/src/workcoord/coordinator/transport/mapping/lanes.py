@@ -27,10 +27,17 @@ from workcoord.coordinator.domain.specs import (
     Receipt,
     RunIdentity,
     TicketSpec,
+    Usage,
 )
 
 from .fields import ToPb
-from .reports import evidence_to_pb, failure_to_pb, receipt_to_pb, run_identity_to_pb
+from .reports import (
+    evidence_to_pb,
+    failure_to_pb,
+    receipt_to_pb,
+    run_identity_to_pb,
+    usage_to_pb,
+)
 from .scalars import (
     enum_from_pb,
     placement_to_pb,
@@ -165,6 +172,7 @@ def attempt_to_pb(a: Attempt) -> lane_pb2.Attempt:
         if a.run_identity
         else None,
         error=failure_to_pb(Failure.from_json(a.error)) if a.error else None,
+        usage=usage_to_pb(Usage.from_json(a.usage)) if a.usage else None,
     )
 
 

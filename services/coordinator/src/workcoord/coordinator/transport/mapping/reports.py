@@ -20,6 +20,7 @@ from workcoord.coordinator.domain.specs import (
     LeaseAsk,
     Receipt,
     RunIdentity,
+    Usage,
     Verdict,
 )
 
@@ -40,6 +41,14 @@ _CHECKPOINT = ("summary", "next_action", "blocked_reason")
 _ARTIFACT = ("name", "uri", "sha256")
 _RECEIPT = ("environment", "version", "url")
 _FAILURE = ("message", "type", "retryable")
+_USAGE = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_micros",
+    "model",
+)
 
 
 def run_identity_from_pb(r: lane_pb2.RunIdentity) -> RunIdentity:
@@ -118,3 +127,15 @@ def failure_to_pb(f: Failure) -> lane_pb2.ErrorInfo | None:
     report (only its ``cause``, which is not shown)."""
     shown = copied(f, _FAILURE)
     return lane_pb2.ErrorInfo(**shown) if any(shown.values()) else None
+
+
+def usage_from_pb(request: object) -> Usage | None:
+    """The ``usage`` a worker write carries, or None when it carries none."""
+    if not request.HasField("usage"):  # type: ignore[attr-defined]
+        return None
+    u: lane_pb2.Usage = request.usage  # type: ignore[attr-defined]
+    return Usage(**copied(u, _USAGE))
+
+
+def usage_to_pb(u: Usage) -> lane_pb2.Usage:
+    return lane_pb2.Usage(**copied(u, _USAGE))

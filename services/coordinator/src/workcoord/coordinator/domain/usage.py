@@ -1,0 +1,61 @@
+"""Usage: what attempts spend, as running totals their workers report.
+
+A worker reports its attempt's totals with heartbeats and its final write (complete, fail,
+checkpoint). Totals only grow and are bounded; the attempt keeps the latest report
+(``Attempt.usage``), and what a report adds to the previous one is its :func:`increase`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from workcoord.kit.errors import InvalidArgument
+
+from .model import Attempt
+from .specs import USAGE_TOTALS, Usage
+
+#: The largest total accepted for any count (tokens or micro-dollars): a million dollars, or
+#: a trillion tokens, for one attempt is a reporting bug, not spend.
+MAX_TOTAL = 10**12
+
+
+def reported(attempt: Attempt) -> Usage:
+    """The attempt's usage as last reported (zero when none was)."""
+    return Usage.from_json(attempt.usage) if attempt.usage else Usage()
+
+
+def check_usage(previous: Usage, usage: Usage, path: str = "usage") -> Usage:
+    """The attempt's new totals: ``usage``, refused (INVALID_ARGUMENT naming the field) when a
+    total is negative, over :data:`MAX_TOTAL`, or lower than the one already reported. A report
+    that names no model keeps the one reported before."""
+    for name in USAGE_TOTALS:
+        value, before = getattr(usage, name), getattr(previous, name)
+        if value < 0 or value > MAX_TOTAL:
+            raise InvalidArgument.single(f"{path}.{name}", f"must be between 0 and {MAX_TOTAL}")
+        if value < before:
+            raise InvalidArgument.single(
+                f"{path}.{name}",
+                f"is a running total: {value} is lower than the {before} already reported",
+            )
+    if not usage.model and previous.model:
+        usage = replace(usage, model=previous.model)
+    return usage
+
+
+def increase(previous: Usage, usage: Usage) -> Usage:
+    """What ``usage`` adds to ``previous`` (both checked totals of one attempt)."""
+    return Usage(
+        **{name: getattr(usage, name) - getattr(previous, name) for name in USAGE_TOTALS},
+        model=usage.model,
+    )
+
+
+def record(attempt: Attempt, usage: Usage | None) -> Usage:
+    """Keep ``usage`` (checked) as the attempt's totals; returns what it added (zero when the
+    write reported none)."""
+    if usage is None:
+        return Usage(model=reported(attempt).model)
+    previous = reported(attempt)
+    checked = check_usage(previous, usage)
+    attempt.usage = checked.to_json() or None
+    return increase(previous, checked)
