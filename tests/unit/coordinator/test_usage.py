@@ -15,7 +15,7 @@ from workcoord.coordinator.domain.inputs import (
     FailInput,
     HeartbeatInput,
 )
-from workcoord.coordinator.domain.model import Attempt
+from workcoord.coordinator.domain.model import Attempt, UsageScope
 from workcoord.coordinator.domain.specs import Checkpoint, Evidence, Failure, Usage
 from workcoord.coordinator.storage.memory import MemoryStore
 from workcoord.kit.clock import ManualClock
@@ -120,3 +120,45 @@ async def test_fail_and_checkpoint_carry_the_final_usage(
         )
     assert usage.reported(ended) == final
     assert usage.reported(await _attempt(store, lease.attempt.lease_id)) == final
+
+
+async def test_each_report_adds_its_increase_to_every_roll_up(
+    engine: Engine, world: World, clock: ManualClock, store: MemoryStore
+) -> None:
+    detail = await new_lane(engine, world, task("a"), task("b"))
+    lane_id = detail.lane.lane_id
+    day = usage.day_of(clock.now())
+    spent = 0
+    for cost in (300, 700):
+        lease = await lease_one(engine, world, identity=run_identity(clock))
+        ref: dict[str, Any] = {
+            "coordinator_id": world.cid,
+            "lease_id": lease.attempt.lease_id,
+            "lease_token": lease.lease_token,
+        }
+        half = Usage(input_tokens=10, cost_micros=cost // 2, model="opus")
+        await engine.attempts.heartbeat(world.worker, HeartbeatInput(**ref, usage=half))
+        with pytest.raises(InvalidArgument):  # refused: adds nothing
+            await engine.attempts.heartbeat(world.worker, HeartbeatInput(**ref, usage=Usage()))
+        await engine.attempts.heartbeat(world.worker, HeartbeatInput(**ref, usage=half))
+        final = Usage(input_tokens=25, output_tokens=5, cost_micros=cost)
+        await engine.attempts.complete(
+            world.worker, CompleteInput(**ref, evidence=Evidence(summary="ok"), usage=final)
+        )
+        spent += cost
+        item_id = lease.attempt.item_id
+        async with store.read() as reader:
+            (of_item,) = await reader.usage_totals(world.cid, UsageScope.ITEM, day, [item_id])
+        assert (of_item.cost_micros, of_item.tokens) == (cost, 30)
+    async with store.read() as reader:
+        for scope, key in (
+            (UsageScope.COORDINATOR, ""),
+            (UsageScope.LANE, lane_id),
+            (UsageScope.WORKER_CLASS, "codex"),
+            (UsageScope.MODEL, "opus"),
+        ):
+            for when in (day, ""):
+                (rolled,) = await reader.usage_totals(world.cid, scope, when, [key])
+                assert (rolled.cost_micros, rolled.input_tokens) == (spent, 50), (scope, when)
+        (days,) = await reader.usage_days(world.cid, UsageScope.COORDINATOR, "", day)
+        assert days.cost_micros == spent

@@ -347,6 +347,39 @@ class Attempt:
         return self.status in LIVE_ATTEMPT_STATUSES
 
 
+class UsageScope(enum.StrEnum):
+    """What a usage roll-up totals: the work coordinator, one lane, item, worker class or model."""
+
+    COORDINATOR = "COORDINATOR"
+    LANE = "LANE"
+    ITEM = "ITEM"
+    WORKER_CLASS = "WORKER_CLASS"
+    MODEL = "MODEL"
+
+
+@dataclass(slots=True)
+class UsageTotal:
+    """A usage roll-up: what the attempts of one ``scope`` and ``key`` (a lane id, item id,
+    class or model; "" for the work coordinator) spent on one UTC ``day`` (``YYYY-MM-DD``), or
+    ever (``day`` ""). Kept by adding each reported increase in the write's transaction."""
+
+    coordinator_id: str
+    scope: UsageScope
+    key: str
+    day: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_micros: int = 0
+
+    @property
+    def tokens(self) -> int:
+        """Every token counted: input, output and both cache kinds."""
+        cached = self.cache_read_tokens + self.cache_write_tokens
+        return self.input_tokens + self.output_tokens + cached
+
+
 @dataclass(slots=True)
 class Worker:
     coordinator_id: str

@@ -34,6 +34,8 @@ from .model import (
     PendingActionState,
     RetryPolicy,
     Ticket,
+    UsageScope,
+    UsageTotal,
     Worker,
 )
 
@@ -283,6 +285,23 @@ class Reader(Protocol):
     async def list_users(self, after_id: str, limit: int) -> list[UserRecord]: ...
     async def settings_row(self) -> tuple[bool, datetime, int]: ...
     async def digest_entries(self, coordinator_id: str, day: str) -> list[DigestEntry]: ...
+    async def usage_totals(
+        self,
+        coordinator_id: str,
+        scope: UsageScope,
+        day: str,
+        keys: Sequence[str] | None = None,
+    ) -> list[UsageTotal]:
+        """The roll-ups of ``scope`` on ``day`` ("" for all time): of ``keys`` (by key), or all
+        of them, the costliest first."""
+        ...
+
+    async def usage_days(
+        self, coordinator_id: str, scope: UsageScope, key: str, since: str
+    ) -> list[UsageTotal]:
+        """The day roll-ups of ``scope`` and ``key`` from the UTC day ``since`` on, by day."""
+        ...
+
     async def get_pending_action(self, action_id: str) -> PendingAction | None: ...
     async def list_pending_actions(
         self, coordinator_id: str, state: PendingActionState | None, after_id: str, limit: int
@@ -381,6 +400,10 @@ class Tx(Reader, Protocol):
     async def set_member(self, org_slug: str, user_id: str, role: str, when: datetime) -> None: ...
     async def set_platform_enabled(self, enabled: bool, when: datetime) -> None: ...
     async def insert_digest_entries(self, entries: Sequence[DigestEntry]) -> None: ...
+    async def add_usage(self, totals: Sequence[UsageTotal]) -> None:
+        """Add each total to its roll-up (created at zero when new)."""
+        ...
+
     async def insert_pending_actions(self, actions: Sequence[PendingAction]) -> None: ...
     async def update_pending_action(self, action: PendingAction) -> None: ...
     async def update_ticket(self, coordinator_id: str, ticket: Ticket) -> None: ...

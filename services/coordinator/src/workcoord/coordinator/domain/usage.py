@@ -8,10 +8,11 @@ checkpoint). Totals only grow and are bounded; the attempt keeps the latest repo
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 
 from workcoord.kit.errors import InvalidArgument
 
-from .model import Attempt
+from .model import Attempt, UsageScope, UsageTotal
 from .specs import USAGE_TOTALS, Usage
 
 #: The largest total accepted for any count (tokens or micro-dollars): a million dollars, or
@@ -59,3 +60,29 @@ def record(attempt: Attempt, usage: Usage | None) -> Usage:
     checked = check_usage(previous, usage)
     attempt.usage = checked.to_json() or None
     return increase(previous, checked)
+
+
+def day_of(now: datetime) -> str:
+    """The UTC day of ``now`` (``YYYY-MM-DD``): the key of the day roll-ups and budgets."""
+    return now.astimezone(UTC).date().isoformat()
+
+
+def rollups(attempt: Attempt, added: Usage, now: datetime) -> list[UsageTotal]:
+    """The roll-ups ``added`` (what one report of ``attempt`` added) goes to: the work
+    coordinator, its lane, item, worker class and model, each for the UTC day of ``now`` and
+    for all time. None when it added nothing."""
+    if not any(getattr(added, name) for name in USAGE_TOTALS):
+        return []
+    totals = {name: getattr(added, name) for name in USAGE_TOTALS}
+    keys = (
+        (UsageScope.COORDINATOR, ""),
+        (UsageScope.LANE, attempt.lane_id),
+        (UsageScope.ITEM, attempt.item_id),
+        (UsageScope.WORKER_CLASS, attempt.worker_class),
+        (UsageScope.MODEL, added.model),
+    )
+    return [
+        UsageTotal(attempt.coordinator_id, scope, key, day, **totals)
+        for scope, key in keys
+        for day in (day_of(now), "")
+    ]

@@ -493,6 +493,23 @@ digest_entries = Table(
     Index("ix_digest_entries_day", "coordinator_id", "day", "time"),
 )
 
+# Usage roll-ups: per work coordinator, scope (COORDINATOR, LANE, ITEM, WORKER_CLASS, MODEL),
+# key and UTC day ("" for all time); each reported increase is added in its write's transaction.
+usage_totals = Table(
+    "usage_totals",
+    metadata,
+    Column("coordinator_id", Id, nullable=False),
+    Column("scope", String(16), nullable=False),
+    Column("key", String(128), nullable=False),
+    Column("day", String(10), nullable=False),
+    Column("input_tokens", BigInteger, nullable=False),
+    Column("output_tokens", BigInteger, nullable=False),
+    Column("cache_read_tokens", BigInteger, nullable=False),
+    Column("cache_write_tokens", BigInteger, nullable=False),
+    Column("cost_micros", BigInteger, nullable=False),
+    PrimaryKeyConstraint("coordinator_id", "scope", "day", "key"),
+)
+
 # --- tenancy: parent grants, browser sessions, one-time login codes --------------------------
 
 grants = Table(

@@ -24,7 +24,7 @@ from ..inputs import (
 )
 from ..model import Attempt, AttemptStatus, Coordinator, EventType, Item, ItemState, NewEvent
 from ..ports import Tx
-from ..specs import RunIdentity
+from ..specs import RunIdentity, Usage
 from ._base import Effects
 from .transitions import Transitions
 
@@ -70,10 +70,16 @@ class AttemptService(Transitions):
             yield FencedWrite(tx, coordinator, effects, attempt, item)
 
     async def _save(
-        self, write: FencedWrite, events: Sequence[NewEvent], principal: Principal
+        self,
+        write: FencedWrite,
+        events: Sequence[NewEvent],
+        principal: Principal,
+        spent: Usage | None = None,
     ) -> Attempt:
         await write.tx.update_attempts([write.attempt])
         await write.tx.update_items([write.item])
+        if spent is not None:
+            await write.tx.add_usage(usage.rollups(write.attempt, spent, write.tx.now))
         await self.core.append_events(write.tx, write.coordinator, events, principal.name)
         return write.attempt
 
@@ -105,11 +111,12 @@ class AttemptService(Transitions):
         progress = input.progress
         async with self.fenced(principal, input) as write:
             attempt = write.attempt
-            usage.record(attempt, input.usage)
+            spent = usage.record(attempt, input.usage)
             attempt.lease_expire_time = rules.lease_expiry(write.tx.now, attempt.lease_seconds)
             if progress:
                 attempt.progress = progress
             await write.tx.update_attempts([attempt])
+            await write.tx.add_usage(usage.rollups(attempt, spent, write.tx.now))
             return attempt.lease_expire_time
 
     @shielded
@@ -121,7 +128,7 @@ class AttemptService(Transitions):
             tx, attempt, item = write.tx, write.attempt, write.item
             rules.require_running(attempt, "complete")
             rules.check_evidence(item.kind, evidence)
-            usage.record(attempt, input.usage)
+            spent = usage.record(attempt, input.usage)
             attempt.status = AttemptStatus.COMPLETED
             attempt.end_time = tx.now
             item.state = ItemState.SUCCEEDED
@@ -132,6 +139,7 @@ class AttemptService(Transitions):
             write.effects.ready_classes.add(attempt.worker_class)  # a capacity slot is free
             await tx.update_attempts([attempt])
             await tx.update_items([item])
+            await tx.add_usage(usage.rollups(attempt, spent, tx.now))
             await self._after_success(tx, write.coordinator, item, events, write.effects)
             await self.core.append_events(tx, write.coordinator, events, principal.name)
             return attempt
@@ -142,7 +150,7 @@ class AttemptService(Transitions):
         error = input.error
         async with self.fenced(principal, input) as write:
             tx, attempt, item = write.tx, write.attempt, write.item
-            usage.record(attempt, input.usage)
+            spent = usage.record(attempt, input.usage)
             attempt.status = AttemptStatus.FAILED
             attempt.end_time = tx.now
             attempt.error = error.to_json()
@@ -152,7 +160,7 @@ class AttemptService(Transitions):
             policy = await self._policy_for(tx, write.coordinator, item)
             self._retry_or_dead_letter(tx, item, policy, error.retryable, events, write.effects)
             write.effects.ready_classes.add(attempt.worker_class)
-            return await self._save(write, events, principal)
+            return await self._save(write, events, principal, spent)
 
     @shielded
     async def checkpoint(self, principal: Principal, input: CheckpointInput) -> Attempt:
@@ -163,7 +171,7 @@ class AttemptService(Transitions):
         blocked = checkpoint.blocked_reason
         async with self.fenced(principal, input) as write:
             tx, attempt, item, effects = write.tx, write.attempt, write.item, write.effects
-            usage.record(attempt, input.usage)
+            spent = usage.record(attempt, input.usage)
             # A checkpoint is progress, not failure: it does not burn the retry budget.
             self._end_unburned(attempt, item, AttemptStatus.CHECKPOINTED, tx.now)
             attempt.checkpoint = checkpoint.to_json()
@@ -175,7 +183,7 @@ class AttemptService(Transitions):
             else:
                 self._queue(tx, item, events, effects, None)
             effects.ready_classes.add(attempt.worker_class)
-            return await self._save(write, events, principal)
+            return await self._save(write, events, principal, spent)
 
     @shielded
     async def release(self, principal: Principal, input: ReleaseInput) -> Attempt:

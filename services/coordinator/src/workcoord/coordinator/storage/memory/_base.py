@@ -29,6 +29,8 @@ from workcoord.coordinator.domain.model import (
     Lane,
     PendingAction,
     Ticket,
+    UsageScope,
+    UsageTotal,
     Worker,
 )
 from workcoord.coordinator.domain.ports import (
@@ -107,6 +109,8 @@ class Tables:
     tickets: dict[tuple[str, str, str], tuple[str, Ticket]] = field(default_factory=dict)
     leaderships: dict[str, Leadership] = field(default_factory=dict)
     digest_entries: dict[str, DigestEntry] = field(default_factory=dict)
+    # (coordinator_id, scope, day, key) -> the roll-up.
+    usage_totals: dict[tuple[str, UsageScope, str, str], UsageTotal] = field(default_factory=dict)
     pending_actions: dict[str, PendingAction] = field(default_factory=dict)
     escalations: dict[str, Escalation] = field(default_factory=dict)
     installation_secrets: dict[str, str] = field(default_factory=dict)

@@ -48,6 +48,7 @@ from workcoord.coordinator.domain.model import (
     Lane,
     PendingAction,
     Ticket,
+    UsageTotal,
     Worker,
 )
 from workcoord.coordinator.domain.ports import Leadership, OrgRecord, UserRecord, WorkKeyRecord
@@ -292,6 +293,7 @@ ITEMS = RowMap(Item, t.items)
 ATTEMPTS = RowMap(Attempt, t.attempts)
 WORKERS = RowMap(Worker, t.workers)
 DIGEST_ENTRIES = RowMap(DigestEntry, t.digest_entries)
+USAGE_TOTALS = RowMap(UsageTotal, t.usage_totals)
 PENDING_ACTIONS = RowMap(PendingAction, t.pending_actions)
 ESCALATIONS = RowMap(Escalation, t.escalations)
 GRANTS = RowMap(GrantRecord, t.grants)
