@@ -139,6 +139,7 @@ EXPECTED: dict[str, str] = {
     "WorkCoordinatorService/Explain": READ,
     "WorkCoordinatorService/ListEvents": READ,
     "WorkCoordinatorService/GetDigest": READ,
+    "WorkCoordinatorService/GetUsage": READ,
     "WorkCoordinatorService/ListPendingActions": READ,
     "WorkCoordinatorService/ResolvePendingAction": "nnNDDDDNUUNNDU",
     "WorkCoordinatorService/CreateGrant": CONFIGURE,
@@ -490,6 +491,9 @@ BUILDERS: dict[str, Builder] = {
     ),
     "WorkCoordinatorService/GetDigest": _static(
         lambda w, c: W.GetDigestRequest(coordinator_id=w.child, day="2026-01-01")
+    ),
+    "WorkCoordinatorService/GetUsage": _static(
+        lambda w, c: W.GetUsageRequest(coordinator_id=w.child, group_by=W.GetUsageRequest.LANE)
     ),
     "WorkCoordinatorService/ListPendingActions": _static(
         lambda w, c: W.ListPendingActionsRequest(coordinator_id=w.child)

@@ -3,12 +3,13 @@ attempt, a lower total refused naming the field, bounds checked by the field rul
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from tests.support.harness import Stack, expect_error, task, violated_fields
-from workcoord.api.v1 import lane_pb2, worker_pb2
+from workcoord.api.v1 import lane_pb2, work_coordinator_pb2, worker_pb2
 from workcoord.kit.errors import InvalidArgument
 
 Usage = lane_pb2.Usage
@@ -82,3 +83,65 @@ async def test_fail_and_checkpoint_store_the_final_usage(stack: Stack, write: st
         attempt = checkpointed.attempt
     assert attempt.usage == final
     assert (await stack.get_item(lease.item)).attempts[0].usage == final
+
+
+async def test_get_usage_answers_the_roll_ups_by_lane_class_model_and_day(stack: Stack) -> None:
+    W = work_coordinator_pb2
+    lanes = []
+    for cost in (300_000, 900_000):
+        lane = await stack.create_lane(task("a"))
+        lanes.append(lane.lane_id)
+        lease = await stack.lease_and_start()
+        spent = Usage(input_tokens=100, output_tokens=10, cost_micros=cost, model=f"m{cost}")
+        await stack.worker.workers.Heartbeat(
+            worker_pb2.HeartbeatRequest(**_fence(stack, lease), usage=spent)
+        )
+        await stack.worker.workers.Complete(
+            worker_pb2.CompleteRequest(
+                **_fence(stack, lease), evidence=lane_pb2.Evidence(summary="ok"), usage=spent
+            )
+        )
+    today = stack.clock.now().date().isoformat()
+    coordinators = stack.admin.coordinators
+    ever = await coordinators.GetUsage(W.GetUsageRequest(coordinator_id=stack.cid))
+    assert (ever.day, ever.total.cost_micros, ever.total.tokens) == ("", 1_200_000, 220)
+    by_lane = await coordinators.GetUsage(
+        W.GetUsageRequest(coordinator_id=stack.cid, day=today, group_by=W.GetUsageRequest.LANE)
+    )
+    assert by_lane.total.cost_micros == 1_200_000
+    assert [(g.key, g.cost_micros) for g in by_lane.groups] == [
+        (lanes[1], 900_000),
+        (lanes[0], 300_000),
+    ]  # the costliest first
+    by_model = await coordinators.GetUsage(
+        W.GetUsageRequest(coordinator_id=stack.cid, group_by=W.GetUsageRequest.MODEL)
+    )
+    assert [g.key for g in by_model.groups] == ["m900000", "m300000"]
+    by_class = await coordinators.GetUsage(
+        W.GetUsageRequest(coordinator_id=stack.cid, group_by=W.GetUsageRequest.WORKER_CLASS)
+    )
+    assert [(g.key, g.input_tokens) for g in by_class.groups] == [("machine", 200)]
+    of_lane = await coordinators.GetUsage(
+        W.GetUsageRequest(
+            coordinator_id=stack.cid, lane_id=lanes[0], group_by=W.GetUsageRequest.DAY
+        )
+    )
+    assert of_lane.total.cost_micros == 300_000
+    assert [(g.key, g.cost_micros) for g in of_lane.groups] == [(today, 300_000)]
+    yesterday = (stack.clock.now() - timedelta(days=1)).date().isoformat()
+    before = await coordinators.GetUsage(W.GetUsageRequest(coordinator_id=stack.cid, day=yesterday))
+    assert before.total.cost_micros == 0
+    err = await expect_error(
+        coordinators.GetUsage(W.GetUsageRequest(coordinator_id=stack.cid, day="2026-13-45")),
+        InvalidArgument,
+    )
+    assert violated_fields(err) == {"day"}
+    err = await expect_error(
+        coordinators.GetUsage(
+            W.GetUsageRequest(
+                coordinator_id=stack.cid, lane_id=lanes[0], group_by=W.GetUsageRequest.MODEL
+            )
+        ),
+        InvalidArgument,
+    )
+    assert violated_fields(err) == {"group_by"}

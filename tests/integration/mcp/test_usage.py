@@ -86,3 +86,10 @@ async def test_rest_worker_writes_carry_usage(world: McpWorld) -> None:
         item = await rest.get(item_at)
         assert item.status_code == 200, item.text
         assert item.json()["attempts"][0]["usage"] == FINAL
+        spent = await rest.get(f"{base}/usage", params={"groupBy": "LANE"})
+        assert spent.status_code == 200, spent.text
+        body = spent.json()
+        assert body["total"]["costMicros"] == "950000"
+        assert [g["key"] for g in body["groups"]] == [lease["item"]["laneId"]]
+        bad = await rest.get(f"{base}/usage", params={"day": "yesterday"})
+        assert bad.status_code == 400, bad.text

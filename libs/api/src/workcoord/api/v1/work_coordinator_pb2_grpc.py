@@ -71,6 +71,11 @@ class WorkCoordinatorServiceStub:
                 request_serializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.ListEventsRequest.SerializeToString,
                 response_deserializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.ListEventsResponse.FromString,
                 _registered_method=True)
+        self.GetUsage = channel.unary_unary(
+                '/workcoord.api.v1.WorkCoordinatorService/GetUsage',
+                request_serializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetUsageRequest.SerializeToString,
+                response_deserializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetUsageResponse.FromString,
+                _registered_method=True)
         self.GetDigest = channel.unary_unary(
                 '/workcoord.api.v1.WorkCoordinatorService/GetDigest',
                 request_serializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetDigestRequest.SerializeToString,
@@ -177,6 +182,14 @@ class WorkCoordinatorServiceServicer:
 
     def ListEvents(self, request, context):
         """Reads the event log from a revision.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetUsage(self, request, context):
+        """What the work coordinator's attempts spent: a UTC day's (or all time's) total, of one lane
+        if asked, grouped by lane, worker class, model or day if asked.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -296,6 +309,11 @@ def add_WorkCoordinatorServiceServicer_to_server(servicer, server):
                     servicer.ListEvents,
                     request_deserializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.ListEventsRequest.FromString,
                     response_serializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.ListEventsResponse.SerializeToString,
+            ),
+            'GetUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetUsage,
+                    request_deserializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetUsageRequest.FromString,
+                    response_serializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetUsageResponse.SerializeToString,
             ),
             'GetDigest': grpc.unary_unary_rpc_method_handler(
                     servicer.GetDigest,
@@ -544,6 +562,33 @@ class WorkCoordinatorService:
             '/workcoord.api.v1.WorkCoordinatorService/ListEvents',
             workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.ListEventsRequest.SerializeToString,
             workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.ListEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetUsage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workcoord.api.v1.WorkCoordinatorService/GetUsage',
+            workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetUsageRequest.SerializeToString,
+            workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetUsageResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -49,6 +49,10 @@ class WorkCoordinatorServiceStub:
     """Why a lane or item is where it is: its state, the gate holding it, attempts and events."""
     ListEvents: _grpc.UnaryUnaryMultiCallable[_work_coordinator_pb2.ListEventsRequest, _work_coordinator_pb2.ListEventsResponse]
     """Reads the event log from a revision."""
+    GetUsage: _grpc.UnaryUnaryMultiCallable[_work_coordinator_pb2.GetUsageRequest, _work_coordinator_pb2.GetUsageResponse]
+    """What the work coordinator's attempts spent: a UTC day's (or all time's) total, of one lane
+    if asked, grouped by lane, worker class, model or day if asked.
+    """
     GetDigest: _grpc.UnaryUnaryMultiCallable[_work_coordinator_pb2.GetDigestRequest, _work_coordinator_pb2.GetDigestResponse]
     """Gets the digest of one UTC day."""
     ListPendingActions: _grpc.UnaryUnaryMultiCallable[_work_coordinator_pb2.ListPendingActionsRequest, _work_coordinator_pb2.ListPendingActionsResponse]
@@ -93,6 +97,10 @@ class WorkCoordinatorServiceAsyncStub(WorkCoordinatorServiceStub):
     """Why a lane or item is where it is: its state, the gate holding it, attempts and events."""
     ListEvents: _aio.UnaryUnaryMultiCallable[_work_coordinator_pb2.ListEventsRequest, _work_coordinator_pb2.ListEventsResponse]  # type: ignore[assignment]
     """Reads the event log from a revision."""
+    GetUsage: _aio.UnaryUnaryMultiCallable[_work_coordinator_pb2.GetUsageRequest, _work_coordinator_pb2.GetUsageResponse]  # type: ignore[assignment]
+    """What the work coordinator's attempts spent: a UTC day's (or all time's) total, of one lane
+    if asked, grouped by lane, worker class, model or day if asked.
+    """
     GetDigest: _aio.UnaryUnaryMultiCallable[_work_coordinator_pb2.GetDigestRequest, _work_coordinator_pb2.GetDigestResponse]  # type: ignore[assignment]
     """Gets the digest of one UTC day."""
     ListPendingActions: _aio.UnaryUnaryMultiCallable[_work_coordinator_pb2.ListPendingActionsRequest, _work_coordinator_pb2.ListPendingActionsResponse]  # type: ignore[assignment]
@@ -176,6 +184,16 @@ class WorkCoordinatorServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_work_coordinator_pb2.ListEventsResponse, _abc.Awaitable[_work_coordinator_pb2.ListEventsResponse]]:
         """Reads the event log from a revision."""
+
+    @_abc_1.abstractmethod
+    def GetUsage(
+        self,
+        request: _work_coordinator_pb2.GetUsageRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_work_coordinator_pb2.GetUsageResponse, _abc.Awaitable[_work_coordinator_pb2.GetUsageResponse]]:
+        """What the work coordinator's attempts spent: a UTC day's (or all time's) total, of one lane
+        if asked, grouped by lane, worker class, model or day if asked.
+        """
 
     @_abc_1.abstractmethod
     def GetDigest(

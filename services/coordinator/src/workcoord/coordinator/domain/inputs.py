@@ -266,6 +266,18 @@ class ExplainInput:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GetUsageInput:
+    """What a work coordinator's attempts spent on the UTC ``day`` (``YYYY-MM-DD``; "" for all
+    time), of one lane if ``lane_id``, grouped by ``group_by`` (LANE, WORKER_CLASS, MODEL or
+    DAY: the 14 days up to ``day`` or today) if given."""
+
+    coordinator_id: str
+    day: str = ""
+    lane_id: str = ""
+    group_by: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GetViewInput:
     """A page of a work coordinator's view (its lanes and their items)."""
 

@@ -25,6 +25,7 @@ from .model import (
     Lane,
     PendingAction,
     Ticket,
+    UsageTotal,
     Worker,
 )
 from .ports import Leadership, WorkKeyRecord
@@ -127,6 +128,16 @@ class ClassUsage:
     capacity: int
     lease_ids: list[str]
     queued: int
+
+
+@dataclass(slots=True)
+class UsageReport:
+    """What :meth:`UsageService.get_usage` answers: the total of the day (or all time) and,
+    when grouped, one total per group (``key`` the lane id, class, model or day)."""
+
+    day: str
+    total: UsageTotal
+    groups: list[UsageTotal]
 
 
 @dataclass(slots=True)

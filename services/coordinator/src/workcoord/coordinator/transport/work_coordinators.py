@@ -15,6 +15,7 @@ from workcoord.coordinator.domain.inputs import (
     CreateGrantInput,
     EscalateChildWorkInput,
     ExplainInput,
+    GetUsageInput,
     GetViewInput,
     ListCoordinatorsInput,
     ListEventsInput,
@@ -131,6 +132,21 @@ class WorkCoordinatorServicer(
         )
         explanation = await self.engine.reads.explain(caller().principal, query)
         return work_coordinator_pb2.ExplainResponse(explanation=m.explanation_to_pb(explanation))
+
+    async def GetUsage(
+        self, request: work_coordinator_pb2.GetUsageRequest, context: Context
+    ) -> work_coordinator_pb2.GetUsageResponse:
+        group_by = request.group_by
+        query = GetUsageInput(
+            coordinator_id=request.coordinator_id,
+            day=request.day,
+            lane_id=request.lane_id,
+            group_by=work_coordinator_pb2.GetUsageRequest.GroupBy.Name(group_by)
+            if group_by
+            else "",
+        )
+        report = await self.engine.usage.get_usage(caller().principal, query)
+        return m.usage_report_to_pb(report)
 
     async def ListEvents(
         self, request: work_coordinator_pb2.ListEventsRequest, context: Context

@@ -8,12 +8,13 @@ only after the commit, as wake-up hints.
 The commands are grouped by concern, one service object per module, over a shared core
 (:class:`EngineCore`, :mod:`._base`). :class:`Engine` is that core with one service attached
 per concern: ``engine.coordinators``, ``engine.lanes``, ``engine.leasing``, ``engine.attempts``,
-``engine.fences``, ``engine.follow_ups``, ``engine.maintenance``, ``engine.reads``, and the
-tenancy concerns ``engine.membership`` (orgs, users, members), ``engine.credentials`` (bearer
-authentication, admin tokens, work keys), ``engine.grants`` (a child's grants to its parent),
-``engine.children`` (what a parent does with them), ``engine.sessions`` (browser sessions) and
-``engine.platform`` (the platform's settings). Each command takes the caller's principal and
-one input (:mod:`..inputs`), e.g. ``await engine.attempts.complete(principal, CompleteInput(...))``.
+``engine.fences``, ``engine.follow_ups``, ``engine.maintenance``, ``engine.reads``,
+``engine.usage`` (what attempts spent), and the tenancy concerns ``engine.membership`` (orgs,
+users, members), ``engine.credentials`` (bearer authentication, admin tokens, work keys),
+``engine.grants`` (a child's grants to its parent), ``engine.children`` (what a parent does
+with them), ``engine.sessions`` (browser sessions) and ``engine.platform`` (the platform's
+settings). Each command takes the caller's principal and one input (:mod:`..inputs`), e.g.
+``await engine.attempts.complete(principal, CompleteInput(...))``.
 
 Module constants live where they are used (patch them there): ``BACKSTOP_POLL_SECONDS`` in
 :mod:`.leasing`, for example.
@@ -55,6 +56,7 @@ from .parent_grants import ParentGrants
 from .platform import Platform
 from .reads import ReadService
 from .sessions import Sessions
+from .spend import UsageService
 from .transitions import CLOSE_TICKET, TICKET_CLOSED
 
 __all__ = [
@@ -80,6 +82,7 @@ __all__ = [
     "MaintenanceService",
     "PageRequest",
     "ReadService",
+    "UsageService",
     "decode_page_token",
     "encode_page_token",
     "new_id",
@@ -124,6 +127,7 @@ class Engine(EngineCore):
         self.follow_ups = FollowUpService(self)
         self.maintenance = MaintenanceService(self, self.fences, self.follow_ups)
         self.reads = ReadService(self)
+        self.usage = UsageService(self)
         # The tenancy concerns.
         self.membership = Membership(self)
         self.credentials = Credentials(self)

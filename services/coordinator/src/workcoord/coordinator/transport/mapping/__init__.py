@@ -51,6 +51,7 @@ from .reports import (
     run_identity_from_pb,
     run_identity_to_pb,
     usage_from_pb,
+    usage_report_to_pb,
     usage_to_pb,
 )
 from .scalars import (
@@ -124,6 +125,7 @@ __all__ = [
     "to_dict",
     "ts",
     "usage_from_pb",
+    "usage_report_to_pb",
     "usage_to_pb",
     "user_to_pb",
     "view_response",

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from workcoord.api.v1 import (
     lane_pb2,
+    work_coordinator_pb2,
     worker_pb2,
 )
+from workcoord.coordinator.domain.model import UsageTotal
+from workcoord.coordinator.domain.results import UsageReport
 from workcoord.coordinator.domain.specs import (
     Artifact,
     Checkpoint,
@@ -139,3 +142,26 @@ def usage_from_pb(request: object) -> Usage | None:
 
 def usage_to_pb(u: Usage) -> lane_pb2.Usage:
     return lane_pb2.Usage(**copied(u, _USAGE))
+
+
+_USAGE_TOTAL = (
+    "key",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_micros",
+    "tokens",
+)
+
+
+def usage_total_to_pb(total: UsageTotal) -> work_coordinator_pb2.UsageTotal:
+    return work_coordinator_pb2.UsageTotal(**copied(total, _USAGE_TOTAL))
+
+
+def usage_report_to_pb(report: UsageReport) -> work_coordinator_pb2.GetUsageResponse:
+    total = usage_total_to_pb(report.total)
+    total.key = ""
+    return work_coordinator_pb2.GetUsageResponse(
+        day=report.day, total=total, groups=[usage_total_to_pb(g) for g in report.groups]
+    )
