@@ -161,6 +161,36 @@ async def test_heartbeats_go_out_every_third_of_the_lease_with_the_progress_note
     assert run.clock.pauses[:2] == [LEASE_SECONDS / 3] * 2
 
 
+async def test_heartbeats_and_the_final_write_carry_the_usage_its_reader_gives() -> None:
+    run = Run()
+    run.worker.script("lease", [lease()])
+    readings = iter(
+        [
+            None,  # nothing written yet: the first heartbeat carries none
+            lane_pb2.Usage(input_tokens=10, cost_micros=100),
+            None,  # unreadable this time: the last totals stand
+        ]
+    )
+    final = lane_pb2.Usage(input_tokens=30, cost_micros=400, model="m")
+
+    async def handler(assignment: Assignment) -> HandlerResult:
+        assignment.usage_reader = lambda: next(readings, final)
+        for beats in range(3):
+            run.worker.called.clear()
+            run.clock.tick()
+            while run.worker.names().count("heartbeat") == beats:
+                await run.worker.called.wait()
+                run.worker.called.clear()
+        return None
+
+    await run.loop(handler).run()
+    carried = [r.get("usage") for r in run.worker.requests("heartbeat")]
+    first = lane_pb2.Usage(input_tokens=10, cost_micros=100)
+    assert carried == [None, first, first]
+    (completed,) = run.worker.requests("complete")
+    assert completed["usage"] == final
+
+
 async def test_lease_lost_on_a_heartbeat_cancels_the_handler_and_writes_nothing_more() -> None:
     run = Run()
     run.worker.script("lease", [lease()])
