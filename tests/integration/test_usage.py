@@ -128,6 +128,15 @@ async def test_get_usage_answers_the_roll_ups_by_lane_class_model_and_day(stack:
     )
     assert of_lane.total.cost_micros == 300_000
     assert [(g.key, g.cost_micros) for g in of_lane.groups] == [(today, 300_000)]
+    # GetLane and GetItem show what the lane and its items spent, all time.
+    got = await stack.admin.lanes.GetLane(
+        lane_pb2.GetLaneRequest(coordinator_id=stack.cid, lane_id=lanes[1])
+    )
+    lane = got.lane
+    assert (lane.usage.cost_micros, lane.usage.tokens) == (900_000, 110)
+    assert [item.usage.cost_micros for item in lane.items] == [900_000]
+    item = await stack.get_item(lane.items[0])
+    assert item.usage.input_tokens == 100
     yesterday = (stack.clock.now() - timedelta(days=1)).date().isoformat()
     before = await coordinators.GetUsage(W.GetUsageRequest(coordinator_id=stack.cid, day=yesterday))
     assert before.total.cost_micros == 0

@@ -476,33 +476,15 @@ class GetUsageRequest(_message.Message):
     group_by: GetUsageRequest.GroupBy
     def __init__(self, coordinator_id: _Optional[str] = ..., day: _Optional[str] = ..., lane_id: _Optional[str] = ..., group_by: _Optional[_Union[GetUsageRequest.GroupBy, str]] = ...) -> None: ...
 
-class UsageTotal(_message.Message):
-    __slots__ = ("key", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_micros", "tokens")
-    KEY_FIELD_NUMBER: _ClassVar[int]
-    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
-    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
-    CACHE_READ_TOKENS_FIELD_NUMBER: _ClassVar[int]
-    CACHE_WRITE_TOKENS_FIELD_NUMBER: _ClassVar[int]
-    COST_MICROS_FIELD_NUMBER: _ClassVar[int]
-    TOKENS_FIELD_NUMBER: _ClassVar[int]
-    key: str
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    cost_micros: int
-    tokens: int
-    def __init__(self, key: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., cache_read_tokens: _Optional[int] = ..., cache_write_tokens: _Optional[int] = ..., cost_micros: _Optional[int] = ..., tokens: _Optional[int] = ...) -> None: ...
-
 class GetUsageResponse(_message.Message):
     __slots__ = ("day", "total", "groups")
     DAY_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     day: str
-    total: UsageTotal
-    groups: _containers.RepeatedCompositeFieldContainer[UsageTotal]
-    def __init__(self, day: _Optional[str] = ..., total: _Optional[_Union[UsageTotal, _Mapping]] = ..., groups: _Optional[_Iterable[_Union[UsageTotal, _Mapping]]] = ...) -> None: ...
+    total: _lane_pb2.UsageTotal
+    groups: _containers.RepeatedCompositeFieldContainer[_lane_pb2.UsageTotal]
+    def __init__(self, day: _Optional[str] = ..., total: _Optional[_Union[_lane_pb2.UsageTotal, _Mapping]] = ..., groups: _Optional[_Iterable[_Union[_lane_pb2.UsageTotal, _Mapping]]] = ...) -> None: ...
 
 class ListEventsRequest(_message.Message):
     __slots__ = ("coordinator_id", "since_revision", "page_size", "page_token", "lane_id", "item_id")

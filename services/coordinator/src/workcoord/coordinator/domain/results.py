@@ -44,6 +44,8 @@ class LaneDetail:
     # What the labels of its queued items read besides them (capacity in use, key holders,
     # now); None: not read (the labels show only the lane's hold).
     surroundings: Surroundings | None = None
+    # What the lane (by its id) and its items (by theirs) spent, all time; filled by GetLane.
+    usage: dict[str, UsageTotal] = field(default_factory=dict)
 
     @property
     def open_blockers(self) -> int:
@@ -55,6 +57,7 @@ class ItemDetail:
     item: Item
     attempts: list[Attempt]
     surroundings: Surroundings | None = None  # as LaneDetail's
+    usage: UsageTotal | None = None  # what the item spent, all time
 
 
 @dataclass(slots=True)

@@ -7,12 +7,14 @@ checkpoint). Totals only grow and are bounded; the attempt keeps the latest repo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
 from workcoord.kit.errors import InvalidArgument
 
-from .model import Attempt, UsageScope, UsageTotal
+from .model import Attempt, Item, Lane, UsageScope, UsageTotal
+from .ports import Reader
 from .specs import USAGE_TOTALS, Usage
 
 #: The largest total accepted for any count (tokens or micro-dollars): a million dollars, or
@@ -86,3 +88,12 @@ def rollups(attempt: Attempt, added: Usage, now: datetime) -> list[UsageTotal]:
         for scope, key in keys
         for day in (day_of(now), "")
     ]
+
+
+async def lane_usage(reader: Reader, lane: Lane, items: Sequence[Item]) -> dict[str, UsageTotal]:
+    """What the lane (by its id) and its items (by theirs) spent, all time: two look-ups."""
+    cid = lane.coordinator_id
+    found = {u.key: u for u in await reader.usage_totals(cid, UsageScope.LANE, "", [lane.lane_id])}
+    item_ids = [i.item_id for i in items]
+    found.update((u.key, u) for u in await reader.usage_totals(cid, UsageScope.ITEM, "", item_ids))
+    return found

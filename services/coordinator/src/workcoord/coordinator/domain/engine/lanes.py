@@ -14,7 +14,7 @@ from workcoord.kit.errors import (
     PermissionDenied,
 )
 
-from .. import policies, requests, rules, workflow
+from .. import policies, requests, rules, usage, workflow
 from ..auth import Access, Principal
 from ..inputs import (
     AddBlockerInput,
@@ -41,6 +41,7 @@ from ..model import (
     NewEvent,
     Template,
     Ticket,
+    UsageScope,
 )
 from ..ports import Tx
 from ..results import ItemDetail, LaneDetail, Page
@@ -197,6 +198,7 @@ class LaneService(Transitions):
             lane = await self.core.lane_in(reader, coordinator_id, lane_id)
             detail = await self.core.lane_detail(reader, lane, with_attempts=True)
             detail.surroundings = await self.core.surroundings(reader, coordinator)
+            detail.usage = await usage.lane_usage(reader, lane, detail.items)
             return detail
 
     async def list_lanes(self, principal: Principal, input: ListLanesInput) -> Page[LaneDetail]:
@@ -221,10 +223,14 @@ class LaneService(Transitions):
                 reader, input.coordinator_id, input.lane_id, input.item_id
             )
             attempts = await reader.item_attempts([input.item_id])
+            spent = await reader.usage_totals(
+                input.coordinator_id, UsageScope.ITEM, "", [input.item_id]
+            )
             return ItemDetail(
                 item=item,
                 attempts=attempts,
                 surroundings=await self.core.surroundings(reader, coordinator),
+                usage=spent[0] if spent else None,
             )
 
     async def pause_lane(self, principal: Principal, input: PauseLaneInput) -> LaneDetail:

@@ -17,6 +17,7 @@ from workcoord.coordinator.domain.model import (
     ItemKind,
     ReviewPolicy,
     Template,
+    UsageTotal,
 )
 from workcoord.coordinator.domain.results import ItemDetail, LaneDetail
 from workcoord.coordinator.domain.specs import (
@@ -37,6 +38,7 @@ from .reports import (
     receipt_to_pb,
     run_identity_to_pb,
     usage_to_pb,
+    usage_total_to_pb,
 )
 from .scalars import (
     enum_from_pb,
@@ -180,6 +182,7 @@ def item_to_pb(
     item: Item,
     attempts: Sequence[Attempt] = (),
     around: Surroundings | None = None,
+    usage: UsageTotal | None = None,
 ) -> lane_pb2.Item:
     """An item as readers see it: inputs are private and left out."""
     out = _ITEM(
@@ -191,6 +194,9 @@ def item_to_pb(
         last_error=failure_to_pb(Failure.from_json(item.last_error)) if item.last_error else None,
     )
     placement_to_pb(item.placement, out.placement)
+    if usage is not None:
+        out.usage.CopyFrom(usage_total_to_pb(usage))
+        out.usage.key = ""
     return out
 
 
@@ -204,7 +210,12 @@ def lane_to_pb(detail: LaneDetail) -> lane_pb2.Lane:
             lane, detail.items, detail.open_blockers, detail.surroundings
         ),
         items=[
-            item_to_pb(i, detail.attempts.get(i.item_id, ()), detail.surroundings)
+            item_to_pb(
+                i,
+                detail.attempts.get(i.item_id, ()),
+                detail.surroundings,
+                detail.usage.get(i.item_id),
+            )
             for i in detail.items
         ],
         retry_policy=retry_to_pb(lane.retry_policy) if not lane.retry_policy.is_empty() else None,
@@ -223,8 +234,12 @@ def lane_to_pb(detail: LaneDetail) -> lane_pb2.Lane:
             )
         )
     placement_to_pb(lane.placement, out.placement)
+    spent = detail.usage.get(lane.lane_id)
+    if spent is not None:
+        out.usage.CopyFrom(usage_total_to_pb(spent))
+        out.usage.key = ""
     return out
 
 
 def item_detail_to_pb(detail: ItemDetail) -> lane_pb2.Item:
-    return item_to_pb(detail.item, detail.attempts, detail.surroundings)
+    return item_to_pb(detail.item, detail.attempts, detail.surroundings, detail.usage)

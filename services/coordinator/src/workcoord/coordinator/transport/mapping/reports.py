@@ -155,8 +155,8 @@ _USAGE_TOTAL = (
 )
 
 
-def usage_total_to_pb(total: UsageTotal) -> work_coordinator_pb2.UsageTotal:
-    return work_coordinator_pb2.UsageTotal(**copied(total, _USAGE_TOTAL))
+def usage_total_to_pb(total: UsageTotal) -> lane_pb2.UsageTotal:
+    return lane_pb2.UsageTotal(**copied(total, _USAGE_TOTAL))
 
 
 def usage_report_to_pb(report: UsageReport) -> work_coordinator_pb2.GetUsageResponse:
