@@ -9,6 +9,9 @@ as they commit, and the database connection pool.
 - ``workcoord_attempts_total{worker_class, outcome}`` and ``workcoord_events_total{type}`` are
   counted by :class:`MeteredStore` from what a write transaction changed, once it committed
   (no engine code is involved: the domain reaches the database only through the store port).
+- ``workcoord_tokens_total`` and ``workcoord_cost_micros_total{coordinator, worker_class,
+  model}`` are what the attempts reported spending, counted by :class:`MeteredStore` from the
+  usage roll-ups a write added to, once it committed (``model`` bounded as ``worker_class``).
 - ``workcoord_feed_lag_seconds`` is how old the newest event of each feed delta is when the
   coordinator sends it to a subscriber (:func:`observe_feed_frame`).
 - ``workcoord_db_pool_connections_in_use`` reads SQLAlchemy's pool.
@@ -39,7 +42,14 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from workcoord.coordinator.domain.model import Attempt, AttemptStatus, Coordinator, NewEvent
+from workcoord.coordinator.domain.model import (
+    Attempt,
+    AttemptStatus,
+    Coordinator,
+    NewEvent,
+    UsageScope,
+    UsageTotal,
+)
 from workcoord.coordinator.domain.ports import ExpiredLease, Reader, Store, Tx
 from workcoord.coordinator.domain.rules import class_usage
 
@@ -87,6 +97,19 @@ EVENTS = Counter(
     ["type"],
 )
 
+TOKENS = Counter(
+    "workcoord_tokens_total",
+    "Tokens the attempts reported spending (input, output and cache), by work coordinator, "
+    "worker class and model.",
+    ["coordinator", "worker_class", "model"],
+)
+COST_MICROS = Counter(
+    "workcoord_cost_micros_total",
+    "What the attempts reported spending, in millionths of a US dollar, by work coordinator, "
+    "worker class and model.",
+    ["coordinator", "worker_class", "model"],
+)
+
 FEED_LAG = Histogram(
     "workcoord_feed_lag_seconds",
     "Age of the newest event in a feed delta when the coordinator sends it (commit → send).",
@@ -122,6 +145,8 @@ class _BoundedLabel:
 
 
 _class_label = _BoundedLabel(MAX_CLASS_LABELS)
+_coordinator_label = _BoundedLabel(MAX_COORDINATOR_LABELS)
+_model_label = _BoundedLabel(MAX_CLASS_LABELS)
 
 
 # --- attempts and events, counted at commit ---------------------------------------------------
@@ -134,12 +159,14 @@ class _ObservedTx:
         self._tx = tx
         self.ended: dict[str, Attempt] = {}
         self.events: list[NewEvent] = []
+        # (coordinator, class, model) -> [tokens, cost in micro-dollars] added.
+        self.spent: dict[tuple[str, str, str], list[int]] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._tx, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in ("_tx", "ended", "events"):
+        if name in ("_tx", "ended", "events", "spent"):
             object.__setattr__(self, name, value)
         else:
             setattr(self._tx, name, value)
@@ -158,6 +185,21 @@ class _ObservedTx:
             self.ended[lease.attempt.lease_id] = lease.attempt
         return expired
 
+    async def add_usage(self, totals: Sequence[UsageTotal]) -> None:
+        await self._tx.add_usage(totals)
+        # One increase's all-time rows come class first, then model (``usage.rollups``).
+        worker_class = ""
+        for total in totals:
+            if total.day:
+                continue
+            if total.scope == UsageScope.WORKER_CLASS:
+                worker_class = total.key
+            elif total.scope == UsageScope.MODEL:
+                key = (total.coordinator_id, worker_class, total.key)
+                spent = self.spent.setdefault(key, [0, 0])
+                spent[0] += total.tokens
+                spent[1] += total.cost_micros
+
     async def append(self, coordinator: Coordinator, events: Sequence[NewEvent], actor: str) -> int:
         revision = await self._tx.append(coordinator, events, actor)
         self.events.extend(events)
@@ -171,6 +213,14 @@ class _ObservedTx:
             ATTEMPTS.labels(_class_label(worker_class), OUTCOMES[status]).inc(n)
         for event_type, n in collections.Counter(e.type for e in self.events).items():
             EVENTS.labels(event_type.value).inc(n)
+        for (coordinator_id, worker_class, model), (tokens, cost) in self.spent.items():
+            labels = (
+                _coordinator_label(coordinator_id),
+                _class_label(worker_class),
+                _model_label(model),
+            )
+            TOKENS.labels(*labels).inc(tokens)
+            COST_MICROS.labels(*labels).inc(cost)
 
 
 class MeteredStore:
