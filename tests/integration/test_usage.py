@@ -137,6 +137,10 @@ async def test_get_usage_answers_the_roll_ups_by_lane_class_model_and_day(stack:
     assert [item.usage.cost_micros for item in lane.items] == [900_000]
     item = await stack.get_item(lane.items[0])
     assert item.usage.input_tokens == 100
+    # The digest shows the day's spend and the lanes that spent the most.
+    digest = await coordinators.GetDigest(W.GetDigestRequest(coordinator_id=stack.cid, day=today))
+    assert digest.digest.usage.cost_micros == 1_200_000
+    assert [g.key for g in digest.digest.top_lanes] == [lanes[1], lanes[0]]
     yesterday = (stack.clock.now() - timedelta(days=1)).date().isoformat()
     before = await coordinators.GetUsage(W.GetUsageRequest(coordinator_id=stack.cid, day=yesterday))
     assert before.total.cost_micros == 0

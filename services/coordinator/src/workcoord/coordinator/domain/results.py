@@ -248,6 +248,8 @@ class Digest:
     day: str
     owner: str
     entries: list[DigestEntry]
+    usage: UsageTotal | None = None  # what the attempts spent that day
+    top_lanes: list[UsageTotal] = field(default_factory=list)  # the costliest first
 
 
 @dataclass(slots=True)

@@ -20,6 +20,7 @@ from ..model import (
     PendingActionState,
     RetryPolicy,
     Ticket,
+    UsageScope,
 )
 from ..results import Digest, MaintenanceReport, Page, PendingActionsRun, StepFailure
 from ..tickets import TrackerError
@@ -35,6 +36,10 @@ CLOSE_TICKETS, SYNC_TICKETS = MAINTENANCE_STEPS
 PENDING_ACTION_RETRY = RetryPolicy(
     initial_interval=30.0, backoff_coefficient=2.0, maximum_interval=3600.0, maximum_attempts=None
 )
+
+
+#: How many of the day's costliest lanes the digest names.
+DIGEST_TOP_LANES = 5
 
 
 class FollowUpService(EngineService):
@@ -207,7 +212,11 @@ class FollowUpService(EngineService):
                             reason=action.last_error,
                         )
                     )
-        return Digest(coordinator_id, day, coordinator.config.digest_owner, entries)
+            spent = await reader.usage_totals(coordinator_id, UsageScope.COORDINATOR, day, [""])
+            lanes = await reader.usage_totals(coordinator_id, UsageScope.LANE, day)
+        owner = coordinator.config.digest_owner
+        top = lanes[:DIGEST_TOP_LANES]
+        return Digest(coordinator_id, day, owner, entries, spent[0] if spent else None, top)
 
     async def sync_tickets(
         self, principal: Principal, coordinator_id: str, report: MaintenanceReport

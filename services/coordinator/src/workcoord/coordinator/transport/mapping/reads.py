@@ -25,6 +25,7 @@ from .coordinators import coordinator_to_pb
 from .fields import ToPb
 from .lane_cache import LANE_MESSAGES, VIEW_RESPONSES
 from .lanes import attempt_to_pb
+from .reports import usage_total_to_pb
 from .scalars import dur, struct, ts
 from .workers import worker_to_pb
 
@@ -141,4 +142,7 @@ def digest_to_pb(digest: Digest) -> work_coordinator_pb2.Digest:
     out.entries.extend([_DIGEST_ENTRY(e) for e in entries])
     if entries:
         out.update_time.CopyFrom(ts(max(e.time for e in entries)))
+    if digest.usage is not None:
+        out.usage.CopyFrom(usage_total_to_pb(digest.usage))
+    out.top_lanes.extend(usage_total_to_pb(lane) for lane in digest.top_lanes)
     return out
