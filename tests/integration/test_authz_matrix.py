@@ -185,6 +185,8 @@ EXPECTED: dict[str, str] = {
     "MaintenanceService/RunMaintenance": "AANDDDDNUUNNAU",
     "MaintenanceService/AcquireLeadership": SERVICE,
     "MaintenanceService/ReleaseLeadership": SERVICE,
+    "MaintenanceService/GetMailDue": SERVICE,
+    "MaintenanceService/MarkMailSent": SERVICE,
     # --------------------------------------------------------------- SessionService
     "SessionService/CreateLoginCode": PLATFORM,
     # Needs no credential: the one-time code is the credential (whatever else is sent).
@@ -621,6 +623,12 @@ BUILDERS: dict[str, Builder] = {
         lambda w, c: M.AcquireLeadershipRequest(
             name="matrix", holder_id=f"h-{ord(c)}", lease_seconds=5
         )
+    ),
+    "MaintenanceService/GetMailDue": _static(
+        lambda w, c: M.GetMailDueRequest(coordinator_id=w.child)
+    ),
+    "MaintenanceService/MarkMailSent": _static(
+        lambda w, c: M.MarkMailSentRequest(coordinator_id=w.child)
     ),
     "MaintenanceService/ReleaseLeadership": _static(
         lambda w, c: M.ReleaseLeadershipRequest(name="matrix", holder_id=f"h-{ord(c)}")
