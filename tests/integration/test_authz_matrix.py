@@ -465,7 +465,9 @@ BUILDERS: dict[str, Builder] = {
     # WorkCoordinatorService
     "WorkCoordinatorService/CreateWorkCoordinator": _static(
         lambda w, c: W.CreateWorkCoordinatorRequest(
-            work_coordinator=W.WorkCoordinator(scope=W.WorkCoordinator.ORG, org_slug=w.stack.org)
+            work_coordinator=W.WorkCoordinator(
+                scope=W.WorkCoordinator.ORG, org_slug=w.stack.org, digest_owner="ops@acme.test"
+            )
         )
     ),
     "WorkCoordinatorService/ListWorkCoordinators": _static(
