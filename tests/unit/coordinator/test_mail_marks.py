@@ -50,6 +50,10 @@ async def test_the_engine_mails_what_is_due_once(
 ) -> None:
     first = await engine.mail.mail_due(RECOVERY, world.cid)
     assert first.owner == world.coordinator.config.digest_owner
+    assert first.digest is None  # no digest of a day before the work coordinator existed
+    assert first.human_needed == []
+    clock.advance(timedelta(days=1).total_seconds())
+    first = await engine.mail.mail_due(RECOVERY, world.cid)
     assert first.digest is not None and first.human_needed == []
     assert first.human_needed_through == world.coordinator.revision  # the history is not mailed
     mark = MarkMailSentInput(

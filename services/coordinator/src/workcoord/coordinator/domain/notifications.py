@@ -1,7 +1,8 @@
 """Who is told what, and when: the event groups people subscribe to, and the rules of the
 digest owner's mail (what is due, and how its marks move).
 
-The digest owner is mailed yesterday's digest once a UTC day, and the HUMAN_NEEDED events in
+The digest owner is mailed yesterday's digest once a UTC day (from the first whole day of the
+work coordinator on), and the HUMAN_NEEDED events in
 batches: at most one mail every :data:`HUMAN_NEEDED_MAIL_EVERY`, holding every such event
 since the last one mailed. The marks (:class:`~.model.MailMarks`) are stored with the work
 coordinator and only move forward, so a mail goes out once across recovery replicas and

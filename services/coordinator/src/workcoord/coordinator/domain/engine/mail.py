@@ -36,7 +36,9 @@ class MailService(EngineService):
             marks = coordinator.mail_marks
             window = notifications.mail_window(marks, now)
             digest = None
-            if owner and window.digest_day is not None:
+            # No digest of a day before the work coordinator existed.
+            born = coordinator.create_time.date().isoformat()
+            if owner and window.digest_day is not None and window.digest_day >= born:
                 entries = await reader.digest_entries(coordinator_id, window.digest_day)
                 digest = Digest(coordinator_id, window.digest_day, owner, entries)
             events: list[Event] = []
