@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from workcoord.coordinator.domain import notifications
+from workcoord.coordinator.domain import mail_marks as notifications
 from workcoord.coordinator.domain.auth import RECOVERY
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.inputs import MarkMailSentInput

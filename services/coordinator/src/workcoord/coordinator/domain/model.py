@@ -212,7 +212,7 @@ class CoordinatorConfig:
 
 @dataclass(frozen=True, slots=True)
 class MailMarks:
-    """What the digest owner was last mailed (``domain/notifications.py``): the last UTC day
+    """What the digest owner was last mailed (``domain/mail_marks.py``): the last UTC day
     whose digest went out, the last event revision whose HUMAN_NEEDED mail went out and when
     (ISO 8601, UTC). Unset (None) until the first mail."""
 

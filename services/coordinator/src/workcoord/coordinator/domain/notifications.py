@@ -1,100 +1,32 @@
-"""Who is told what, and when: the event groups people subscribe to, and the rules of the
-digest owner's mail (what is due, and how its marks move).
+"""Which events notify people: the event-type groups a webhook (or an e-mail) may subscribe to.
 
-The digest owner is mailed yesterday's digest once a UTC day (from the first whole day of the
-work coordinator on), and the HUMAN_NEEDED events in
-batches: at most one mail every :data:`HUMAN_NEEDED_MAIL_EVERY`, holding every such event
-since the last one mailed. The marks (:class:`~.model.MailMarks`) are stored with the work
-coordinator and only move forward, so a mail goes out once across recovery replicas and
-restarts. The first time a work coordinator is looked at, its history is not mailed: the
-HUMAN_NEEDED mark starts at its current revision.
+``HUMAN_NEEDED`` lists the events after which work waits on a person; ``LANE_OUTCOMES`` the
+ends of a lane. ``BUDGET_EXHAUSTED`` is named by the contract's group but has no event of its
+own yet, so it matches nothing until such an event exists.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from .model import EventType
 
-from .model import EventType, MailMarks
+HUMAN_NEEDED = "HUMAN_NEEDED"
+LANE_OUTCOMES = "LANE_OUTCOMES"
 
-__all__ = [
-    "HUMAN_NEEDED_EVENTS",
-    "HUMAN_NEEDED_MAIL_EVERY",
-    "LANE_OUTCOMES_EVENTS",
-    "MailWindow",
-    "advance_marks",
-    "mail_window",
-]
-
-# By name: BUDGET_EXHAUSTED belongs to the group whether or not this release raises it.
 HUMAN_NEEDED_EVENTS: frozenset[str] = frozenset(
     {
-        EventType.APPROVAL_REQUESTED.value,
-        EventType.ITEM_STOPPED.value,
-        EventType.ITEM_DEAD_LETTERED.value,
-        EventType.LANE_CLOSED_OUT.value,
-        EventType.PENDING_ACTION_OPENED.value,
-        EventType.ESCALATED.value,
-        "BUDGET_EXHAUSTED",
+        EventType.APPROVAL_REQUESTED,
+        EventType.ITEM_STOPPED,
+        EventType.ITEM_DEAD_LETTERED,
+        EventType.LANE_CLOSED_OUT,
+        EventType.PENDING_ACTION_OPENED,
+        EventType.ESCALATED,
     }
 )
-"""Events that wait on a person (the ``HUMAN_NEEDED`` group of webhooks and mail)."""
-
-LANE_OUTCOMES_EVENTS: frozenset[str] = frozenset(
+LANE_OUTCOME_EVENTS: frozenset[str] = frozenset(
     {
-        EventType.LANE_LIVE.value,
-        EventType.LANE_DONE.value,
-        EventType.LANE_CLOSED_OUT.value,
-        EventType.LANE_CANCELLED.value,
+        EventType.LANE_LIVE,
+        EventType.LANE_DONE,
+        EventType.LANE_CLOSED_OUT,
+        EventType.LANE_CANCELLED,
     }
 )
-"""How lanes ended (the ``LANE_OUTCOMES`` group)."""
-
-HUMAN_NEEDED_MAIL_EVERY = timedelta(minutes=5)
-"""At most one HUMAN_NEEDED mail per digest owner (work coordinator) this often."""
-
-
-@dataclass(frozen=True, slots=True)
-class MailWindow:
-    """What may be mailed now: the digest day due (None: none), and the revision after which
-    HUMAN_NEEDED events may be mailed (None: the batch is still open, or the mark is unset)."""
-
-    digest_day: str | None
-    human_needed_after: int | None
-
-
-def mail_window(marks: MailMarks, now: datetime) -> MailWindow:
-    """What ``marks`` leave due at ``now`` (UTC)."""
-    yesterday = (now.date() - timedelta(days=1)).isoformat()
-    digest_day = yesterday if (marks.digest_day or "") < yesterday else None
-    after: int | None = marks.human_needed_revision
-    if after is not None and marks.human_needed_time is not None:
-        last = datetime.fromisoformat(marks.human_needed_time)
-        if now - last < HUMAN_NEEDED_MAIL_EVERY:
-            after = None
-    return MailWindow(digest_day, after)
-
-
-def advance_marks(
-    marks: MailMarks,
-    now: datetime,
-    *,
-    digest_day: str = "",
-    human_needed_revision: int = 0,
-    mailed: bool = True,
-) -> MailMarks:
-    """``marks`` moved forward by what went out (never back): a repeat changes nothing.
-    ``mailed`` false moves the HUMAN_NEEDED mark over events that needed no mail, without
-    opening a batch."""
-    moved = marks
-    if digest_day and digest_day > (marks.digest_day or ""):
-        moved = replace(moved, digest_day=digest_day)
-    current = marks.human_needed_revision
-    if human_needed_revision and (current is None or human_needed_revision > current):
-        # The first mark (from None) only starts the count: no mail went out, no batch opens.
-        sent = mailed and current is not None
-        sent_time = now.isoformat() if sent else marks.human_needed_time
-        moved = replace(
-            moved, human_needed_revision=human_needed_revision, human_needed_time=sent_time
-        )
-    return moved

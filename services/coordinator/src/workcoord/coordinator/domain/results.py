@@ -209,7 +209,7 @@ class MaintenanceTargets:
 
 @dataclass(frozen=True, slots=True)
 class MailDue:
-    """What the digest owner is due to be mailed now (``domain/notifications.py``)."""
+    """What the digest owner is due to be mailed now (``domain/mail_marks.py``)."""
 
     owner: str
     owner_display_name: str

@@ -1,15 +1,16 @@
 """The digest owner's mail, as the recovery service's leader sends it: what is due now, and
-marking what went out (``engine.mail``). The rules are in :mod:`..notifications`; the marks
+marking what went out (``engine.mail``). The rules are in :mod:`..mail_marks`; the marks
 are stored with the work coordinator and only move forward."""
 
 from __future__ import annotations
 
 from workcoord.kit.errors import InvalidArgument, NotFound, PermissionDenied
 
-from .. import notifications
+from .. import mail_marks
 from ..auth import Access, Principal, PrincipalKind, authorize
 from ..inputs import MarkMailSentInput
 from ..model import Event
+from ..notifications import HUMAN_NEEDED_EVENTS
 from ..results import Digest, MailDue
 from ._base import EngineService
 
@@ -34,7 +35,7 @@ class MailService(EngineService):
             authorize(principal, coordinator, Access.MAINTAIN)
             owner = coordinator.config.digest_owner
             marks = coordinator.mail_marks
-            window = notifications.mail_window(marks, now)
+            window = mail_marks.mail_window(marks, now)
             digest = None
             # No digest of a day before the work coordinator existed.
             born = coordinator.create_time.date().isoformat()
@@ -51,7 +52,7 @@ class MailService(EngineService):
                 )
                 if scanned:
                     through = scanned[-1].revision
-                events = [e for e in scanned if e.type.value in notifications.HUMAN_NEEDED_EVENTS]
+                events = [e for e in scanned if e.type in HUMAN_NEEDED_EVENTS]
             user = await reader.find_user_by_email(owner.lower()) if owner else None
             entries = digest.entries if digest is not None else []
             named = [*(e.lane_id for e in events), *(e.lane_id for e in entries)]
@@ -80,7 +81,7 @@ class MailService(EngineService):
             coordinator,
             _effects,
         ):
-            moved = notifications.advance_marks(
+            moved = mail_marks.advance_marks(
                 coordinator.mail_marks,
                 tx.now,
                 digest_day=input.digest_day,
