@@ -230,6 +230,13 @@ class Reader(Protocol):
         self, coordinator_id: str, lease_request: str
     ) -> list[Attempt]: ...
     async def count_ready(self, coordinator_id: str) -> dict[str, int]: ...
+    async def count_awaiting_human(
+        self, coordinator_id: str
+    ) -> dict[str, tuple[int, datetime | None]]:
+        """Items waiting on a person (AWAITING_APPROVAL, STOPPED) by state: how many, and the
+        earliest time one of them entered its state (its ``update_time``)."""
+        ...
+
     async def has_ready(self, coordinator_id: str, worker_class: str, now: datetime) -> bool: ...
     async def next_not_before(
         self, coordinator_id: str, worker_class: str, now: datetime
