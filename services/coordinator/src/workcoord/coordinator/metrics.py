@@ -14,6 +14,9 @@ as they commit, and the database connection pool.
   them has waited) are sampled with the queue (``count_awaiting_human``).
 - ``workcoord_ready_wait_seconds`` is how long an item waited from ready (``ready_time``) to
   leased, observed when the lease commits.
+- ``workcoord_webhook_deliveries_total{outcome}`` counts tries of webhook deliveries
+  (:data:`DELIVERY_OUTCOMES`) and ``workcoord_webhook_delivery_lag_seconds`` is commit →
+  acknowledged by the receiver, both counted by the sender (:mod:`.webhooks.sender`).
 - ``workcoord_feed_lag_seconds`` is how old the newest event of each feed delta is when the
   coordinator sends it to a subscriber (:func:`observe_feed_frame`).
 - ``workcoord_db_pool_connections_in_use`` reads SQLAlchemy's pool.
@@ -58,6 +61,7 @@ from workcoord.kit.clock import Clock, SystemClock
 
 __all__ = [
     "ATTEMPTS",
+    "DELIVERY_OUTCOMES",
     "EVENTS",
     "FEED_LAG",
     "HUMAN_REASONS",
@@ -65,6 +69,8 @@ __all__ = [
     "MAX_COORDINATOR_LABELS",
     "OUTCOMES",
     "READY_WAIT",
+    "WEBHOOK_DELIVERIES",
+    "WEBHOOK_LAG",
     "MeteredStore",
     "QueueSample",
     "QueueSampler",
@@ -113,6 +119,22 @@ READY_WAIT = Histogram(
     "workcoord_ready_wait_seconds",
     "How long an item waited from ready to leased (observed when the lease commits).",
     buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600),
+)
+
+DELIVERY_OUTCOMES = ("succeeded", "failed", "dead", "refused")
+"""How a try of a webhook delivery went: a 2xx answer; an error, timeout or other answer (it
+is retried); the last failure before giving up (the delivery is DEAD); the SSRF rules refused
+the address at connect time."""
+
+WEBHOOK_DELIVERIES = Counter(
+    "workcoord_webhook_deliveries_total",
+    "Tries of webhook deliveries, by outcome (succeeded, failed, dead, refused).",
+    ["outcome"],
+)
+WEBHOOK_LAG = Histogram(
+    "workcoord_webhook_delivery_lag_seconds",
+    "From an event's commit to its webhook delivery's 2xx answer (retries included).",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300, 3600, 24 * 3600),
 )
 
 HUMAN_REASONS: dict[str, str] = {
