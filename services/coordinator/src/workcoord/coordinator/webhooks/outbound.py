@@ -115,12 +115,14 @@ async def resolve_allowed(target: Target) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How one try of a delivery went: a 2xx answer succeeded; anything else is retried."""
+    """How one try of a delivery went: a 2xx answer succeeded; anything else is retried.
+    ``refused``: the SSRF rules refused the URL or its address (no connection was made)."""
 
     succeeded: bool
     response_code: int = 0
     error: str = ""
     seconds: float = 0.0
+    refused: bool = False
 
 
 async def post(
@@ -132,7 +134,7 @@ async def post(
     try:
         address = await resolve_allowed(target)
     except RefusedUrl as exc:
-        return Outcome(False, error=str(exc), seconds=time.perf_counter() - started)
+        return Outcome(False, error=str(exc), seconds=time.perf_counter() - started, refused=True)
     url = httpx.URL(target.url)
     connect_host = f"[{address}]" if ":" in address else address
     request_url = url.copy_with(host=connect_host.strip("[]")) if target.scheme == "http" else url
