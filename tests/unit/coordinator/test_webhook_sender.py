@@ -15,10 +15,10 @@ from datetime import datetime, timedelta
 import httpx
 import pytest
 
+from workcoord.coordinator.domain.webhooks import DeliveryState
 from workcoord.coordinator.webhooks import payloads, signing
 from workcoord.coordinator.webhooks.sender import (
     DeliveryResult,
-    DeliveryState,
     DueDelivery,
     Sender,
 )

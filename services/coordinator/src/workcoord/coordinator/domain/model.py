@@ -222,6 +222,8 @@ class Coordinator:
     config_version: int
     create_time: datetime
     update_time: datetime
+    # Enabled webhooks → the event types each selects (see domain/webhooks.py).
+    webhook_filters: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

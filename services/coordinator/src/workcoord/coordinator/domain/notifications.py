@@ -54,3 +54,9 @@ def expand_event_types(names: Iterable[str]) -> frozenset[str]:
     for name in names:
         selected |= EVENT_GROUPS.get(name, frozenset({name}))
     return frozenset(selected)
+
+
+def event_id(coordinator_id: str, revision: int) -> str:
+    """The id of the event at ``revision`` of a work coordinator: a delivery's ``webhook-id``
+    (stable across retries and redeliveries: the receiver's dedup key)."""
+    return f"evt_{coordinator_id}_{revision}"

@@ -8,15 +8,15 @@ in revision order and never one behind an earlier undelivered one, and keeps wha
 mid-delivery (cancelled, killed) sends that delivery again when it restarts: receivers see
 the same ``webhook-id`` twice, and lose nothing.
 
-Known gap: no store implements :class:`Outbox` yet, and no service runs a :class:`Sender`
-(the webhooks themselves, the outbox written with the events and the leader-elected loop in
-the recovery service are still to be built).
+Known gap: the stores keep the outbox (``undone_deliveries``, ``update_deliveries``, rows
+written by the flush with the events), but no adapter turns them into an :class:`Outbox` yet,
+and no service runs a :class:`Sender` (the leader-elected loop in the recovery service and the
+``NotificationService`` that sets webhooks are still to be built).
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,17 +24,11 @@ from typing import Protocol
 
 import httpx
 
+from workcoord.coordinator.domain.webhooks import DeliveryState
 from workcoord.coordinator.metrics import WEBHOOK_DELIVERIES, WEBHOOK_LAG
 from workcoord.kit.clock import Clock
 
 from . import outbound, payloads, schedule, signing
-
-
-class DeliveryState(enum.StrEnum):
-    PENDING = "PENDING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    DEAD = "DEAD"
 
 
 @dataclass(frozen=True, slots=True)

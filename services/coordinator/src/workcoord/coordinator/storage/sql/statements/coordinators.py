@@ -37,7 +37,14 @@ def list_coordinators(after_id: str, limit: int, org_slugs: list[str] | None) ->
 
 
 # What an admin changes: never the revision, the request id or the item counter.
-ADMIN_COLUMNS = ("display_name", "enabled", "config", "config_version", "update_time")
+ADMIN_COLUMNS = (
+    "display_name",
+    "enabled",
+    "config",
+    "config_version",
+    "update_time",
+    "webhook_filters",
+)
 
 #: Write what an admin changes (:data:`ADMIN_COLUMNS`) of ``:b_coordinator_id``.
 UPDATE_COORDINATOR = (
