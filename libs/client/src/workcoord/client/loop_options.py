@@ -42,6 +42,7 @@ class WorkerCalls(Protocol):
         wait_seconds: int,
         request_id: str | None,
         rpc_timeout_seconds: float | None = None,
+        run_identity: lane_pb2.RunIdentity | None = None,
     ) -> list[worker_pb2.Lease]: ...
 
     async def start(
@@ -84,7 +85,8 @@ class LoopOptions:
     ``concurrency``: how many leases the loop holds at once (1 to 100), each with its own
     handler task. Above 1, :meth:`Worker.run` coalesces the writes: completes and fails ready
     within ``batch_window_seconds`` of each other go out as one batched call, and heartbeats
-    fall on one shared beat, so every held lease is heartbeated in one call per interval.
+    fall on one shared beat, so every held lease is heartbeated in one call per interval; a
+    fixed ``run_identity`` then rides on the Lease call (the leases start at once, no Start).
     """
 
     lease_seconds: int = 30

@@ -274,12 +274,16 @@ class WorkerLoop:
             kind = "fenced" if _is_fenced(err) else "retrying"
             self.emit(LoopEvent(kind, detail=f"Lease: {err.reason}: {err.message} ({delay:.1f}s)"))
 
+        identity = options.run_identity
+        if options.concurrency == 1 or not isinstance(identity, lane_pb2.RunIdentity):
+            identity = None  # started by the handler's Start
         return await call_with_retries(
             lambda: self.worker.lease(
                 max_items=wanted,
                 lease_seconds=options.lease_seconds,
                 wait_seconds=options.wait_seconds,
                 request_id=request_id,
+                run_identity=identity,
             ),
             backoff=options.lease_backoff,
             clock=options.clock,
@@ -362,7 +366,10 @@ class WorkerLoop:
     async def _run_handler(self, assignment: Assignment) -> Outcome:
         identity = self.options.run_identity
         try:
-            if isinstance(identity, lane_pb2.RunIdentity):
+            if assignment.lease.status == lane_pb2.Attempt.RUNNING:
+                assignment.started = True  # started by the Lease call itself
+                self.emit(LoopEvent("started", assignment.lease_id, assignment.item))
+            elif isinstance(identity, lane_pb2.RunIdentity):
                 await assignment.start(identity)
             elif identity is not None:
                 await assignment.start(identity(assignment.item))
