@@ -86,9 +86,12 @@ class AttemptService(Transitions):
             yield tx, coordinator, effects
 
     @staticmethod
-    async def _fence(tx: Tx, lease: OnLeaseInput) -> tuple[Attempt, Item]:
-        """The attempt and item of ``lease`` if its token holds the live lease (LEASE_LOST)."""
-        attempt, item = await tx.attempt_with_item(lease.lease_id)
+    async def _fence(
+        tx: Tx, lease: OnLeaseInput, found: tuple[Attempt | None, Item | None] | None = None
+    ) -> tuple[Attempt, Item]:
+        """The attempt and item of ``lease`` (read now, or ``found`` by a batch's one read) if
+        its token holds the live lease (LEASE_LOST)."""
+        attempt, item = found if found is not None else await tx.attempt_with_item(lease.lease_id)
         if attempt is not None and attempt.coordinator_id != lease.coordinator_id:
             attempt, item = None, None
         rules.fence(attempt, item, lease.lease_token, tx.now)
@@ -238,9 +241,10 @@ class AttemptService(Transitions):
         async with self._worker_write(principal, input.coordinator_id) as (tx, coordinator, fx):
             results: list[EntryResult[datetime]] = []
             extended: list[Attempt] = []
+            found = await tx.attempts_with_items([e.lease_id for e in input.entries])
             for entry in input.entries:
                 try:
-                    attempt, item = await self._fence(tx, entry)
+                    attempt, item = await self._fence(tx, entry, found[entry.lease_id])
                 except WorkcoordError as exc:
                     results.append(EntryResult(entry.lease_id, error=exc))
                     continue
@@ -261,9 +265,10 @@ class AttemptService(Transitions):
             results: list[EntryResult[Attempt]] = []
             events: list[NewEvent] = []
             done: list[FencedWrite] = []
+            found = await tx.attempts_with_items([e.lease_id for e in input.entries])
             for entry in input.entries:
                 try:
-                    attempt, item = await self._fence(tx, entry)
+                    attempt, item = await self._fence(tx, entry, found[entry.lease_id])
                     write = FencedWrite(tx, coordinator, fx, attempt, item)
                     self._succeed(write, entry, events)
                 except WorkcoordError as exc:
@@ -310,9 +315,10 @@ class AttemptService(Transitions):
             events: list[NewEvent] = []
             failed: list[FencedWrite] = []
             lanes: dict[str, Lane | None] = {}
+            found = await tx.attempts_with_items([e.lease_id for e in input.entries])
             for entry in input.entries:
                 try:
-                    attempt, item = await self._fence(tx, entry)
+                    attempt, item = await self._fence(tx, entry, found[entry.lease_id])
                 except WorkcoordError as exc:
                     results.append(EntryResult(entry.lease_id, error=exc))
                     continue
