@@ -46,6 +46,11 @@ class Repetition:
     lease_calls: int
     empty_leases: int
     cpu_seconds: float = 0.0  # the coordinator's, over the window
+    client_cpu_seconds: float = 0.0  # the workers' (this process), over the window
+
+    @property
+    def client_cpu_ms_per_item(self) -> float:
+        return 1000.0 * self.client_cpu_seconds / self.items
 
     @property
     def cpu_ms_per_item(self) -> float:
@@ -186,6 +191,7 @@ async def run_variant(args: argparse.Namespace, variant: str) -> dict[str, Any]:
                 await common.create_items(creator, tenant.coordinator_id, args.items)
             pid = cluster.coordinators[0].process.pid
             cpu_before = common.cpu_seconds(pid)
+            client_before = time.process_time()
             profile = f"{args.profile}.{variant}" if args.profile else None
             with common.profiled(pid, profile):
                 if variant == "sdk":
@@ -202,12 +208,14 @@ async def run_variant(args: argparse.Namespace, variant: str) -> dict[str, Any]:
                         args.inflight,
                     )
             result.cpu_seconds = common.cpu_seconds(pid) - cpu_before
+            result.client_cpu_seconds = time.process_time() - client_before
             reps.append(result)
             print(
                 f"{variant} rep {rep + 1}: {result.items:,} items in {result.seconds:.2f} s = "
                 f"{result.items_per_second:,.0f} items/s "
                 f"({result.lease_calls} Lease calls, {result.empty_leases} empty); "
-                f"coordinator CPU {result.cpu_ms_per_item:.2f} ms/item",
+                f"coordinator CPU {result.cpu_ms_per_item:.2f} ms/item, "
+                f"workers' CPU {result.client_cpu_ms_per_item:.2f} ms/item",
                 flush=True,
             )
         peak_rss_mb = common.peak_rss_mb(cluster.coordinators[0].process.pid)
@@ -215,6 +223,7 @@ async def run_variant(args: argparse.Namespace, variant: str) -> dict[str, Any]:
     best = common.median(rates)
     ratio = best / pgbench.reference_tps
     cpu_ms = common.median([r.cpu_ms_per_item for r in reps])
+    client_ms = common.median([r.client_cpu_ms_per_item for r in reps])
     common.print_table(
         f"B1 throughput ({variant}): {args.items:,} items, {args.workers} workers, "
         f"batch {args.batch}"
@@ -237,6 +246,7 @@ async def run_variant(args: argparse.Namespace, variant: str) -> dict[str, Any]:
             ],
             ["ratio items/s : pgbench -N tps", best / pgbench.simple_update_tps, "", ""],
             ["coordinator CPU ms/item (median)", cpu_ms, "", ""],
+            ["workers' CPU ms/item (median)", client_ms, "", ""],
             [
                 "B7 coordinator peak RSS MB",
                 peak_rss_mb,
@@ -260,6 +270,7 @@ async def run_variant(args: argparse.Namespace, variant: str) -> dict[str, Any]:
         "ratio_to_pgbench": round(ratio, 3),
         "coordinator_cpu_ms_per_item": [round(r.cpu_ms_per_item, 3) for r in reps],
         "median_coordinator_cpu_ms_per_item": round(cpu_ms, 3),
+        "median_workers_cpu_ms_per_item": round(client_ms, 3),
         "coordinator_peak_rss_mb": round(peak_rss_mb, 1),
         "targets_met": {
             "items_per_second": best >= TARGET_ITEMS_PER_SECOND,
