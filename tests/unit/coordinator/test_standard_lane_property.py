@@ -55,8 +55,8 @@ from workcoord.coordinator.domain.specs import (
 )
 from workcoord.kit.errors import IllegalTransition, LeaseLost
 
+from .engine_machine import EngineMachine, machine_settings, memory_store
 from .harness import ADMIN, run_identity
-from .machine import EngineMachine, machine_settings, memory_store
 
 # One sensitive title in four: its stages stop for a human and get no automatic retries.
 TITLES = ("Fix flaky parser", "Tidy the docs", "Speed up the cache", "Deploy to production")

@@ -6,7 +6,8 @@ import os
 
 from hypothesis.stateful import run_state_machine_as_test
 
-from .machine import STATS, CoordinatorMachine, machine_settings, memory_store
+from .engine_machine import machine_settings, memory_store
+from .machine import STATS, CoordinatorMachine
 
 # Derandomized: the same examples every run, so the unit suite is reproducible and the
 # coverage check below is stable. Explore more with e.g.
