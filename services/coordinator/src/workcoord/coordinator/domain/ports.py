@@ -372,6 +372,13 @@ class Tx(Reader, Protocol):
         """The attempt (as get_attempt) and its item, in one read."""
         ...
 
+    async def attempts_with_items(
+        self, lease_ids: Sequence[str]
+    ) -> dict[str, tuple[Attempt | None, Item | None]]:
+        """``attempt_with_item`` of every lease in ``lease_ids`` (distinct), in one read: the
+        fence of a batched worker write. Every id is a key; (None, None) for an unknown one."""
+        ...
+
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]: ...
     async def end_expired_leases(
         self, coordinator_id: str, now: datetime, limit: int
