@@ -38,6 +38,7 @@ from workcoord.coordinator.domain.ports import (
     UserRecord,
     WorkKeyRecord,
 )
+from workcoord.coordinator.domain.tickets import TrackerConnection
 
 from ..integrity import violation
 
@@ -110,6 +111,7 @@ class Tables:
     pending_actions: dict[str, PendingAction] = field(default_factory=dict)
     escalations: dict[str, Escalation] = field(default_factory=dict)
     installation_secrets: dict[str, str] = field(default_factory=dict)
+    tracker_connections: dict[str, TrackerConnection] = field(default_factory=dict)
     # (scope, request id) -> the create it made.
     request_ids: dict[tuple[str, str], RequestRecord] = field(default_factory=dict)
 

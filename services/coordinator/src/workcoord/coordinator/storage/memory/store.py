@@ -16,6 +16,7 @@ from .follow_ups import FollowUpsMemory
 from .lanes_items import LanesItemsMemory
 from .recovery import RecoveryMemory
 from .tenancy import TenancyMemory
+from .tracker_connections import TrackerConnectionsMemory
 from .view_reads import ViewReadsMemory
 from .workers import WorkersMemory
 
@@ -32,6 +33,7 @@ class MemoryTx(
     RecoveryMemory,
     WorkersMemory,
     FollowUpsMemory,
+    TrackerConnectionsMemory,
 ):
     """One transaction over a snapshot: the Reader and Tx ports of the domain."""
 

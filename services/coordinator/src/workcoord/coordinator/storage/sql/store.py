@@ -18,6 +18,7 @@ from .follow_ups import FollowUpsSql
 from .lanes_items import LanesItemsSql
 from .recovery import RecoverySql
 from .tenancy import TenancySql
+from .tracker_connections import TrackerConnectionsSql
 from .view_reads import ViewReadsSql
 from .workers import WorkersSql
 
@@ -34,6 +35,7 @@ class SqlTx(
     RecoverySql,
     WorkersSql,
     FollowUpsSql,
+    TrackerConnectionsSql,
 ):
     """One transaction: the Reader and Tx ports of the domain, one part per concern."""
 
