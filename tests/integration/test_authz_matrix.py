@@ -9,7 +9,7 @@ column. A regression prints the exact cells that changed, e.g.
 ``LaneService/CreateLane x key_read: expected D, got A``.
 
 Letters: ``A`` allowed · ``U`` UNAUTHENTICATED · ``D`` PERMISSION_DENIED · ``N`` NOT_FOUND ·
-``n`` NOT_FOUND of a made-up pending action, after authorization passed ·
+``n`` NOT_FOUND of a made-up pending action or tracker connection, after authorization passed ·
 ``F`` FAILED_PRECONDITION after authorization passed (the record is in the wrong state).
 
 Columns (credential kinds):
@@ -61,6 +61,7 @@ from workcoord.api.v1 import (
     maintenance_pb2,
     recovery_pb2,
     session_pb2,
+    tracker_pb2,
     work_coordinator_pb2,
     worker_pb2,
 )
@@ -75,6 +76,7 @@ L = lane_pb2
 K = worker_pb2
 M = maintenance_pb2
 S = session_pb2
+T = tracker_pb2
 Cap = A.WorkKey.Capability
 Role = A.OrgMember.Role
 Perm = W.Grant.Permission
@@ -195,6 +197,12 @@ EXPECTED: dict[str, str] = {
     # Bearer callers have no session to show or end.
     "SessionService/GetSession": "NNNNNNNNUUNNNU",
     "SessionService/EndSession": "NNNNNNNNUUNNNU",
+    # --------------------------------------------------------------- TrackerService
+    # Org admins and platform admins; never work keys (a credential goes in, never out).
+    "TrackerService/CreateTrackerConnection": CONFIGURE,
+    "TrackerService/ListTrackerConnections": CONFIGURE,
+    "TrackerService/UpdateTrackerConnection": "nnNDDDDNUUNNDU",
+    "TrackerService/DeleteTrackerConnection": "nnNDDDDNUUNNDU",
 }
 
 # Services answered by another process: RecoveryService runs in the recovery service, which
@@ -209,6 +217,7 @@ API_MODULES = (
     maintenance_pb2,
     recovery_pb2,
     session_pb2,
+    tracker_pb2,
     work_coordinator_pb2,
     worker_pb2,
 )
@@ -633,6 +642,30 @@ BUILDERS: dict[str, Builder] = {
     ),
     "SessionService/GetSession": _static(lambda w, c: S.GetSessionRequest()),
     "SessionService/EndSession": _static(lambda w, c: S.EndSessionRequest()),
+    # TrackerService
+    "TrackerService/CreateTrackerConnection": _static(
+        lambda w, c: T.CreateTrackerConnectionRequest(
+            coordinator_id=w.cid_for(c),
+            tracker_connection=T.TrackerConnection(
+                tracker="gitlab", credential="glpat-matrix", projects=[f"matrix/p{ord(c)}"]
+            ),
+        )
+    ),
+    "TrackerService/ListTrackerConnections": _static(
+        lambda w, c: T.ListTrackerConnectionsRequest(coordinator_id=w.cid_for(c))
+    ),
+    "TrackerService/UpdateTrackerConnection": _static(
+        lambda w, c: T.UpdateTrackerConnectionRequest(
+            coordinator_id=w.cid_for(c),
+            tracker_id="trk_missing",
+            tracker_connection=T.TrackerConnection(credential="glpat-rotated"),
+        )
+    ),
+    "TrackerService/DeleteTrackerConnection": _static(
+        lambda w, c: T.DeleteTrackerConnectionRequest(
+            coordinator_id=w.cid_for(c), tracker_id="trk_missing"
+        )
+    ),
 }
 
 
@@ -779,7 +812,8 @@ def _outcome(error: WorkcoordError | None) -> str:
         return "D"
     if reason == "NOT_FOUND":
         # ``n``: authorization passed and the made-up record itself was not found.
-        return "n" if "pending action" in error.message else "N"
+        made_up = "pending action" in error.message or "tracker connection" in error.message
+        return "n" if made_up else "N"
     if error.code.name == "FAILED_PRECONDITION":
         return "F"
     return f"{reason}: {error.message}"
