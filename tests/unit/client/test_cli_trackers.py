@@ -49,3 +49,36 @@ def test_a_missing_credential_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) 
         trackers._create_request(args)  # type: ignore[arg-type]
     with pytest.raises(SystemExit):  # there is no flag taking the credential itself
         parse("create", "--tracker", "github", "--project", "o/r", "--credential", "ghp_x")
+
+
+def test_the_tables_show_health_and_stuck_closures() -> None:
+    from workcoord.api.v1 import work_coordinator_pb2
+    from workcoord.cli.output import render_table
+
+    listing = tracker_pb2.ListTrackerConnectionsResponse(
+        tracker_connections=[
+            tracker_pb2.TrackerConnection(
+                tracker_id="trk_1",
+                tracker="jira",
+                projects=["OPS"],
+                credential_fingerprint="fp:0123456789ab",
+                credential_set=True,
+                last_error="Jira answered 401",
+            )
+        ]
+    )
+    table = render_table(listing)
+    assert "trk_1" in table and "fp:0123456789ab" in table and "Jira answered 401" in table
+    why = work_coordinator_pb2.Explanation(
+        lane_id="ln_1",
+        stuck_closures=[
+            work_coordinator_pb2.StuckClosure(
+                pending_action=work_coordinator_pb2.PendingAction(
+                    attempts=3, last_error="tracker connection trk_1 (jira…): 401"
+                ),
+                tracker_connection=tracker_pb2.TrackerConnection(tracker_id="trk_1"),
+            )
+        ],
+    )
+    assert "TICKET NOT CLOSED" in render_table(why)
+    assert "tracker connection trk_1" in render_table(why)
