@@ -647,7 +647,10 @@ BUILDERS: dict[str, Builder] = {
         lambda w, c: T.CreateTrackerConnectionRequest(
             coordinator_id=w.cid_for(c),
             tracker_connection=T.TrackerConnection(
-                tracker="gitlab", credential="glpat-matrix", projects=[f"matrix/p{ord(c)}"]
+                tracker="gitlab",
+                credential="glpat-matrix",
+                # A project of its own each call: one project is served by one connection.
+                projects=[f"matrix/p{secrets.token_hex(4)}"],
             ),
         )
     ),

@@ -58,7 +58,8 @@ class FollowUpService(EngineService):
         again in the same pass."""
         async with self.core.store.read() as reader:
             due = await reader.due_pending_actions(coordinator_id, self.core.clock.now(), 100)
-            trackers = await resolver(self.connections, reader, coordinator_id) if due else None
+            resolve = await resolver(self.connections, reader, coordinator_id) if due else None
+        trackers = await resolve() if resolve is not None else None
         attempted = succeeded = failed = 0
         last_error = ""
         waits: dict[str, float] = {}
@@ -238,7 +239,8 @@ class FollowUpService(EngineService):
         several per call where the tracker allows), with the time it was seen."""
         async with self.core.store.read() as reader:
             tickets = await reader.tickets_to_sync(coordinator_id, TICKET_SYNC_BATCH)
-            trackers = await resolver(self.connections, reader, coordinator_id) if tickets else None
+            resolve = await resolver(self.connections, reader, coordinator_id) if tickets else None
+        trackers = await resolve() if resolve is not None else None
         groups: dict[tuple[str, str], list[Ticket]] = {}
         for ticket in tickets:
             assert trackers is not None

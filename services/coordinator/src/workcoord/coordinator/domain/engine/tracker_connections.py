@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import secrets as _secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from workcoord.kit.errors import FieldViolation, InvalidArgument, NotFound
@@ -38,6 +38,7 @@ __all__ = ["DEFAULT_BASE_URLS", "TrackerConnections", "TrackerFactory", "Tracker
 
 TrackerFactory = Callable[[TrackerConnection, str], TicketTracker]
 """Builds the adapter of a connection from it and its opened credential."""
+Resolve = Callable[[], Awaitable["TrackerResolver"]]
 
 DEFAULT_BASE_URLS = {
     TrackerKind.GITHUB: "https://api.github.com",
@@ -235,7 +236,7 @@ class TrackerResolver:
     connections: list[TrackerConnection]
     fallback: dict[str, TicketTracker]
     factory: TrackerFactory | None
-    sealer: CredentialSealer
+    sealer: CredentialSealer | None  # None when there is no connection to open
     _built: dict[str, TicketTracker] = field(default_factory=dict)
 
     def connection_for(self, tracker: str, key: str) -> TrackerConnection | None:
@@ -245,7 +246,7 @@ class TrackerResolver:
         """The connection's adapter; raises UnsealError or the factory's TrackerError."""
         built = self._built.get(connection.tracker_id)
         if built is None:
-            if self.factory is None:
+            if self.factory is None or self.sealer is None:
                 raise UnsealError("this coordinator has no tracker adapters")
             credential = self.sealer.open(connection.tracker_id, connection.credential_ciphertext)
             built = self.factory(connection, credential)
@@ -258,17 +259,19 @@ class TrackerResolver:
         self._built.clear()
 
 
-async def resolver(
-    service: TrackerConnections, reader: Reader, coordinator_id: str
-) -> TrackerResolver:
-    """The resolver of one pass over ``coordinator_id``'s tickets."""
+async def resolver(service: TrackerConnections, reader: Reader, coordinator_id: str) -> Resolve:
+    """Read ``coordinator_id``'s connections in ``reader``; the returned call (made after the
+    read is over: it may write the installation's secret on first use) gives the resolver of
+    one pass over its tickets."""
     connections = await reader.list_tracker_connections(coordinator_id, "", MAX_CONNECTIONS)
-    return TrackerResolver(
-        connections,
-        service.core.trackers,
-        service.core.tracker_factory,
-        await service.sealer(),
-    )
+
+    async def build() -> TrackerResolver:
+        sealer = await service.sealer() if connections else None
+        return TrackerResolver(
+            connections, service.core.trackers, service.core.tracker_factory, sealer
+        )
+
+    return build
 
 
 def _tracker_kind(value: str) -> TrackerKind:
