@@ -217,3 +217,23 @@ async def test_a_connection_may_not_reach_loopback_unless_listed(gitlab: FakeGit
     finally:
         await tracker.aclose()
     assert gitlab.calls == []
+
+
+async def test_github_states_leave_out_what_it_refuses_unless_it_refuses_all() -> None:
+    token = "ghp_statesToken0000000000000000000000000"
+    with running_fake_github(token) as fake:
+        fake.add_issue("octo/parser#1")
+        fake.add_issue("octo/parser#2", state="closed")
+        tracker = GitHubIssues(token, fake.base_url)
+        wrong = GitHubIssues("ghp_wrongToken000000000000000000000000", fake.base_url)
+        try:
+            states = await tracker.get_states(["octo/parser#1", "octo/parser#2", "octo/parser#9"])
+            assert states == {"octo/parser#1": "OPEN", "octo/parser#2": "CLOSED"}
+            with pytest.raises(TrackerError, match="401"):
+                await wrong.get_states(["octo/parser#1", "octo/parser#2"])
+            fake.fail_next(1, "rate_limit")
+            with pytest.raises(TrackerRateLimited):
+                await tracker.get_states(["octo/parser#1", "octo/parser#2"])
+        finally:
+            await tracker.aclose()
+            await wrong.aclose()

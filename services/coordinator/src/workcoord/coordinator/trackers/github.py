@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from workcoord.coordinator.domain.tickets import TrackerError
+from workcoord.coordinator.domain.tickets import TrackerError, TrackerRateLimited
 
 from ._http import TrackerHttp
 
@@ -73,7 +73,20 @@ class GitHubIssues:
         return state.upper()
 
     async def get_states(self, keys: Sequence[str]) -> dict[str, str]:
-        return {key: await self.get_state(key) for key in keys}
+        """One read per issue; an issue GitHub refuses is left out, unless every one is (a bad
+        token, an outage): then that error is raised. A rate limit is raised at once."""
+        states: dict[str, str] = {}
+        last: TrackerError | None = None
+        for key in keys:
+            try:
+                states[key] = await self.get_state(key)
+            except TrackerRateLimited:
+                raise
+            except TrackerError as exc:
+                last = exc
+        if last is not None and not states:
+            raise last
+        return states
 
     async def close(self, key: str) -> None:
         owner, repo, number = parse_key(key)

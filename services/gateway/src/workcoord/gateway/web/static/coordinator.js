@@ -372,7 +372,7 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
 
   let feed = null;
   render();
-  Promise.all([readView(), readDigest()]).then(() => {
+  Promise.all([readView(), readDigest(), readTrackers()]).then(() => {
     render();
     if (closed) return;
     feed = follow(cid, { since: () => ctx.revision, onFrame, onStatus });
