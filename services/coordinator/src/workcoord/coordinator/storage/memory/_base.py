@@ -38,6 +38,7 @@ from workcoord.coordinator.domain.ports import (
     UserRecord,
     WorkKeyRecord,
 )
+from workcoord.coordinator.domain.tickets import TrackerConnection
 from workcoord.coordinator.domain.webhooks import Delivery, Webhook
 
 from ..integrity import violation
@@ -113,6 +114,7 @@ class Tables:
     installation_secrets: dict[str, str] = field(default_factory=dict)
     webhooks: dict[str, Webhook] = field(default_factory=dict)
     deliveries: dict[str, Delivery] = field(default_factory=dict)
+    tracker_connections: dict[str, TrackerConnection] = field(default_factory=dict)
     # (scope, request id) -> the create it made.
     request_ids: dict[tuple[str, str], RequestRecord] = field(default_factory=dict)
 
