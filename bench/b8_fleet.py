@@ -3,9 +3,12 @@
 ``uv run python -m bench.b8_fleet [--agents 2000] [--seconds 300] [--completes-per-second 20]
 [--subscribers 100] [--heartbeat-seconds 10] [--lease-seconds 30]``
 
-One coordinator process and one gateway process (``workcoord serve gateway``). Not timed:
-enough no-op items for the whole run are created over gRPC (``--agents`` + rate times seconds, plus
-a margin), then every agent leases one item over REST (``POST …/leases``, its own worker id,
+One coordinator process and one gateway process (``workcoord serve gateway``). A work
+coordinator admits at most 256 workers (the worker pool cap), so the agents are spread over
+``--agents-per-coordinator`` (250) per ORG work coordinator, each in its own org with its own
+work key. Not timed: enough no-op items for the whole run are created over gRPC (per work
+coordinator: its agents + its share of rate times seconds, plus a margin), then every agent
+leases one item over REST (``POST …/leases``, its own worker id,
 ``maxItems`` 1). Then, for ``--seconds``: every agent heartbeats its lease every
 ``--heartbeat-seconds`` (``POST …/leases/{l}/heartbeat``; the first at a random phase, so the
 heartbeats spread evenly), ``--completes-per-second`` agents a second (round robin) complete
@@ -71,7 +74,8 @@ class Fleet:
     """What the agents share: the client, the routes and the counters."""
 
     http: httpx.AsyncClient
-    base: str
+    gateway: str
+    tenants: list[common.Tenant]
     args: argparse.Namespace
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     measuring: bool = False
@@ -87,8 +91,15 @@ class Fleet:
         )
     )
 
-    async def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        return await self.http.post(f"{self.base}{path}", json=body)
+    def tenant(self, agent: int) -> common.Tenant:
+        per: int = self.args.agents_per_coordinator
+        return self.tenants[agent // per]
+
+    async def post(self, agent: int, path: str, body: dict[str, Any]) -> httpx.Response:
+        tenant = self.tenant(agent)
+        url = f"{self.gateway}/v1/work-coordinators/{tenant.coordinator_id}{path}"
+        headers = {"Authorization": f"Bearer {tenant.key_secret}"}
+        return await self.http.post(url, json=body, headers=headers)
 
     async def lease(self, agent: int) -> Lease | None:
         body = {
@@ -110,7 +121,7 @@ class Fleet:
             },
         }
         sent = time.monotonic()
-        response = await self.post("/leases", body)
+        response = await self.post(agent, "/leases", body)
         if response.status_code != 200:
             self._error("lease", response)
             return None
@@ -128,7 +139,7 @@ class Fleet:
         if usage is not None:
             body["usage"] = usage
         sent = time.monotonic()
-        response = await self.post(f"/leases/{lease.lease_id}/heartbeat", body)
+        response = await self.post(agent, f"/leases/{lease.lease_id}/heartbeat", body)
         elapsed = (time.monotonic() - sent) * 1000
         if response.status_code == 200:
             if self.measuring:
@@ -138,10 +149,10 @@ class Fleet:
             return True
         return not self._lost_or_error("heartbeat", response, lease, sent)
 
-    async def complete(self, lease: Lease) -> None:
+    async def complete(self, agent: int, lease: Lease) -> None:
         body = {"leaseToken": lease.token, "evidence": {"summary": "b8 no-op"}}
         sent = time.monotonic()
-        response = await self.post(f"/leases/{lease.lease_id}/complete", body)
+        response = await self.post(agent, f"/leases/{lease.lease_id}/complete", body)
         if response.status_code == 200:
             self.answered["complete"] += 1
         else:
@@ -167,8 +178,15 @@ class Fleet:
         self.errors[kind] += 1
 
 
-async def agent(fleet: Fleet, index: int, lease: Lease | None, complete_now: asyncio.Event) -> None:
-    """Heartbeat the lease every interval; on ``complete_now`` complete it and lease the next."""
+async def agent(
+    fleet: Fleet,
+    index: int,
+    first: asyncio.Future[Lease | None],
+    complete_now: asyncio.Event,
+) -> None:
+    """Heartbeat the lease every interval from the moment it is granted (the ramp lasts longer
+    than a lease); on ``complete_now`` complete it and lease the next."""
+    lease = await first
     interval = fleet.args.heartbeat_seconds
     loop = asyncio.get_running_loop()
     next_beat = loop.time() + random.uniform(0, interval)
@@ -183,7 +201,7 @@ async def agent(fleet: Fleet, index: int, lease: Lease | None, complete_now: asy
             if complete_now.is_set():
                 complete_now.clear()
                 if lease is not None:
-                    await fleet.complete(lease)
+                    await fleet.complete(index, lease)
                 lease = await fleet.lease(index)
                 next_beat = loop.time() + interval
                 continue
@@ -213,36 +231,44 @@ async def completer(fleet: Fleet, signals: list[asyncio.Event]) -> None:
 
 
 async def measure(args: argparse.Namespace, cluster: common.Cluster) -> dict[str, Any]:
-    capacity = args.agents + 100
-    tenant = await common.create_tenant(
-        cluster.address, cluster.admin_token, {WORKER_CLASS: capacity}
-    )
-    cid = tenant.coordinator_id
-    total = args.agents + int(args.completes_per_second * args.seconds * 1.2) + 100
-    async with common.client(cluster.address, tenant.key_secret) as creator:
-        await common.create_items(creator, cid, total, worker_class=WORKER_CLASS)
-        since = (
-            await creator.coordinators.ListEvents(
-                work_coordinator_pb2.ListEventsRequest(coordinator_id=cid, page_size=1)
+    per = args.agents_per_coordinator
+    groups = [min(per, args.agents - start) for start in range(0, args.agents, per)]
+    tenants: list[common.Tenant] = []
+    since: list[int] = []
+    total = 0
+    for agents in groups:
+        tenant = await common.create_tenant(
+            cluster.address, cluster.admin_token, {WORKER_CLASS: agents + 10}
+        )
+        share = args.completes_per_second * args.seconds * agents / args.agents
+        count = agents + int(share * 1.2) + 20
+        async with common.client(cluster.address, tenant.key_secret) as creator:
+            await common.create_items(
+                creator, tenant.coordinator_id, count, worker_class=WORKER_CLASS
             )
-        ).revision
-    print(f"created {total} items", flush=True)
+            request = work_coordinator_pb2.ListEventsRequest(
+                coordinator_id=tenant.coordinator_id, page_size=1
+            )
+            since.append((await creator.coordinators.ListEvents(request)).revision)
+        tenants.append(tenant)
+        total += count
+    print(f"created {total} items in {len(tenants)} work coordinators", flush=True)
     limits = httpx.Limits(
         max_connections=args.connections, max_keepalive_connections=args.connections
     )
-    headers = {"Authorization": f"Bearer {tenant.key_secret}"}
     async with (
         gateways(cluster, 1) as running,
-        httpx.AsyncClient(limits=limits, headers=headers, timeout=30.0) as http,
+        httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(30.0, pool=None)) as http,
     ):
         gateway = running[0]
-        fleet = Fleet(http, f"{gateway.url}/v1/work-coordinators/{cid}", args)
+        fleet = Fleet(http, gateway.url, tenants, args)
         subscribers: list[Subscriber] = []
-        for _ in range(args.subscribers):
+        for index in range(args.subscribers):
+            tenant = tenants[index % len(tenants)]
             connection = await connect(
-                f"{gateway.url.replace('http://', 'ws://')}/v1/work-coordinators/{cid}/ws"
-                f"?since={since}",
-                additional_headers=headers,
+                f"{gateway.url.replace('http://', 'ws://')}/v1/work-coordinators/"
+                f"{tenant.coordinator_id}/ws?since={since[index % len(tenants)]}",
+                additional_headers={"Authorization": f"Bearer {tenant.key_secret}"},
                 max_size=None,
             )
             subscribers.append(Subscriber(connection))
@@ -251,7 +277,22 @@ async def measure(args: argparse.Namespace, cluster: common.Cluster) -> dict[str
             await asyncio.gather(*(s.ready.wait() for s in subscribers))
 
         ramp = time.perf_counter()
-        leases = await asyncio.gather(*(fleet.lease(i) for i in range(args.agents)))
+        ramp_slots = asyncio.Semaphore(args.connections)
+
+        async def first_lease(index: int) -> Lease | None:
+            async with ramp_slots:
+                try:
+                    return await fleet.lease(index)
+                except httpx.HTTPError as error:
+                    fleet.errors[f"ramp {type(error).__name__}"] += 1
+                    return None
+
+        firsts = [asyncio.ensure_future(first_lease(i)) for i in range(args.agents)]
+        signals = [asyncio.Event() for _ in range(args.agents)]
+        tasks = [
+            asyncio.create_task(agent(fleet, i, firsts[i], signals[i])) for i in range(args.agents)
+        ]
+        leases = await asyncio.gather(*firsts)
         ramp = time.perf_counter() - ramp
         held = sum(1 for lease in leases if lease is not None)
         print(f"{held} of {args.agents} agents hold a lease ({ramp:.1f} s)", flush=True)
@@ -260,11 +301,8 @@ async def measure(args: argparse.Namespace, cluster: common.Cluster) -> dict[str
         cpu_before = [common.cpu_seconds(pid) for pid in services]
         load_before = common.machine()["loadavg_1m"]
         fleet.measuring = True
+        lost_before = fleet.lost_in_time
         window = time.perf_counter()
-        signals = [asyncio.Event() for _ in range(args.agents)]
-        tasks = [
-            asyncio.create_task(agent(fleet, i, leases[i], signals[i])) for i in range(args.agents)
-        ]
         tasks.append(asyncio.create_task(completer(fleet, signals)))
         profile = args.profile
         with (
@@ -299,6 +337,7 @@ async def measure(args: argparse.Namespace, cluster: common.Cluster) -> dict[str
         "errors": dict(fleet.errors),
         "no_work": fleet.no_work,
         "leases_lost_in_time": fleet.lost_in_time,
+        "leases_lost_in_time_during_ramp": lost_before,
         "leases_lost_late": fleet.lost_late,
         "coordinator_cores": cpu[0] / window,
         "gateway_cores": cpu[1] / window,
@@ -350,6 +389,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     figures: dict[str, Any] = {
         "params": {
             "agents": args.agents,
+            "agents_per_coordinator": args.agents_per_coordinator,
             "seconds": args.seconds,
             "completes_per_second": args.completes_per_second,
             "subscribers": args.subscribers,
@@ -371,6 +411,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.b8_fleet", description=__doc__)
     p.add_argument("--agents", type=int, default=2000)
+    p.add_argument(
+        "--agents-per-coordinator",
+        type=int,
+        default=250,
+        help="agents per work coordinator (its worker pool holds at most 256)",
+    )
     p.add_argument("--seconds", type=float, default=300.0)
     p.add_argument("--completes-per-second", type=float, default=20.0)
     p.add_argument("--subscribers", type=int, default=100)
