@@ -350,6 +350,9 @@ class Tx(Reader, Protocol):
 
     now: datetime
     coordinator: Coordinator | None
+    # The credentials epoch as read together with the coordinator's lock (None: no lock taken
+    # yet, or no platform settings): a caller cached at this epoch is still current.
+    locked_credentials_epoch: int | None
 
     async def append(
         self, coordinator: Coordinator, events: Sequence[NewEvent], actor: str

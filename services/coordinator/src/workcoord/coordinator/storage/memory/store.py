@@ -61,6 +61,7 @@ class MemoryStore:
             tx = MemoryTx(self._tables.clone(), self.clock.now(), None, writable=True)
             if coordinator_id is not None:
                 tx.coordinator = await tx.get_coordinator(coordinator_id)
+                tx.locked_credentials_epoch = await tx.credentials_epoch()
             yield tx
             # Reached only when the body returned: commit by swapping in the new state.
             tx.flush()
