@@ -23,6 +23,7 @@ from workcoord.api.v1 import (
     lane_pb2,
     maintenance_pb2,
     session_pb2,
+    tracker_pb2,
     work_coordinator_pb2,
     worker_pb2,
 )
@@ -34,6 +35,7 @@ L = lane_pb2
 K = worker_pb2
 M = maintenance_pb2
 S = session_pb2
+T = tracker_pb2
 Cap = A.WorkKey.Capability
 Role = A.OrgMember.Role
 Perm = W.Grant.Permission
@@ -147,6 +149,13 @@ async def _worker_call(world: World, column: str, cls: Any, start: bool = True) 
     return built
 
 
+async def _batch_call(world: World, column: str, batch: Any, cls: Any) -> Message:
+    """A batch of one entry: who may call it is decided for the call, before any entry."""
+    entry = await _worker_call(world, column, cls)
+    built: Message = batch(coordinator_id=world.child, requests=[entry])
+    return built
+
+
 async def _login_code(world: World, _column: str) -> Message:
     stub = _session_stub(world.admin)
     made = await stub.CreateLoginCode(S.CreateLoginCodeRequest())
@@ -215,7 +224,9 @@ BUILDERS: dict[str, Builder] = {
     # WorkCoordinatorService
     "WorkCoordinatorService/CreateWorkCoordinator": _static(
         lambda w, c: W.CreateWorkCoordinatorRequest(
-            work_coordinator=W.WorkCoordinator(scope=W.WorkCoordinator.ORG, org_slug=w.stack.org)
+            work_coordinator=W.WorkCoordinator(
+                scope=W.WorkCoordinator.ORG, org_slug=w.stack.org, digest_owner="ops@acme.test"
+            )
         )
     ),
     "WorkCoordinatorService/ListWorkCoordinators": _static(
@@ -363,6 +374,13 @@ BUILDERS: dict[str, Builder] = {
     "WorkerService/Fail": lambda w, c: _worker_call(w, c, K.FailRequest),
     "WorkerService/Checkpoint": lambda w, c: _worker_call(w, c, K.CheckpointRequest),
     "WorkerService/Release": lambda w, c: _worker_call(w, c, K.ReleaseRequest),
+    "WorkerService/BatchHeartbeat": lambda w, c: _batch_call(
+        w, c, K.BatchHeartbeatRequest, K.HeartbeatRequest
+    ),
+    "WorkerService/BatchComplete": lambda w, c: _batch_call(
+        w, c, K.BatchCompleteRequest, K.CompleteRequest
+    ),
+    "WorkerService/BatchFail": lambda w, c: _batch_call(w, c, K.BatchFailRequest, K.FailRequest),
     # FeedService
     "FeedService/Watch": _static(lambda w, c: feed_pb2.WatchRequest(coordinator_id=w.child)),
     # MaintenanceService
@@ -377,6 +395,12 @@ BUILDERS: dict[str, Builder] = {
             name="matrix", holder_id=f"h-{ord(c)}", lease_seconds=5
         )
     ),
+    "MaintenanceService/GetMailDue": _static(
+        lambda w, c: M.GetMailDueRequest(coordinator_id=w.child)
+    ),
+    "MaintenanceService/MarkMailSent": _static(
+        lambda w, c: M.MarkMailSentRequest(coordinator_id=w.child)
+    ),
     "MaintenanceService/ReleaseLeadership": _static(
         lambda w, c: M.ReleaseLeadershipRequest(name="matrix", holder_id=f"h-{ord(c)}")
     ),
@@ -388,4 +412,31 @@ BUILDERS: dict[str, Builder] = {
     ),
     "SessionService/GetSession": _static(lambda w, c: S.GetSessionRequest()),
     "SessionService/EndSession": _static(lambda w, c: S.EndSessionRequest()),
+    # TrackerService
+    "TrackerService/CreateTrackerConnection": _static(
+        lambda w, c: T.CreateTrackerConnectionRequest(
+            coordinator_id=w.cid_for(c),
+            tracker_connection=T.TrackerConnection(
+                tracker="gitlab",
+                credential="glpat-matrix",
+                # A project of its own each call: one project is served by one connection.
+                projects=[f"matrix/p{secrets.token_hex(4)}"],
+            ),
+        )
+    ),
+    "TrackerService/ListTrackerConnections": _static(
+        lambda w, c: T.ListTrackerConnectionsRequest(coordinator_id=w.cid_for(c))
+    ),
+    "TrackerService/UpdateTrackerConnection": _static(
+        lambda w, c: T.UpdateTrackerConnectionRequest(
+            coordinator_id=w.cid_for(c),
+            tracker_id="trk_missing",
+            tracker_connection=T.TrackerConnection(credential="glpat-rotated"),
+        )
+    ),
+    "TrackerService/DeleteTrackerConnection": _static(
+        lambda w, c: T.DeleteTrackerConnectionRequest(
+            coordinator_id=w.cid_for(c), tracker_id="trk_missing"
+        )
+    ),
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Generic, TypeVar
 
 from .auth import Capability, OrgRole
 from .grants import GrantPermission
@@ -244,6 +245,18 @@ class ReleaseInput(OnLeaseInput):
     reason: str = ""
 
 
+_OnLease = TypeVar("_OnLease", bound=OnLeaseInput)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchInput(Generic[_OnLease]):
+    """Many writes of one kind on leases of one work coordinator, each fenced and answered on
+    its own (``entries`` name distinct leases; transport refuses the envelope otherwise)."""
+
+    coordinator_id: str
+    entries: tuple[_OnLease, ...]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListEventsInput:
     """Events after ``since_revision`` (or the page token), of one lane or item if named."""
@@ -328,6 +341,18 @@ class ReleaseLeadershipInput:
 
     name: str
     holder_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarkMailSentInput:
+    """Move the digest owner's mail marks: the digest of ``digest_day`` went out (""
+    none), the HUMAN_NEEDED events through ``human_needed_revision`` were handled (0 none),
+    with a mail (``mailed``) or needing none."""
+
+    coordinator_id: str
+    digest_day: str = ""
+    human_needed_revision: int = 0
+    mailed: bool = True
 
 
 # --- tenancy: orgs, users, members, keys, grants, sessions ---
@@ -441,3 +466,46 @@ class EscalateChildWorkInput:
     lane_id: str
     reason: str
     item_id: str = ""
+
+
+# --- tracker connections ---
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateTrackerConnectionInput:
+    """Connect work coordinator ``coordinator_id`` to a tracker: ``credential`` reaches
+    ``projects`` at ``base_url`` (empty: the tracker's public service). ``done_status`` is the
+    status (by name) a Jira ticket is moved to when it closes."""
+
+    coordinator_id: str
+    tracker: str
+    credential: str
+    projects: tuple[str, ...]
+    base_url: str = ""
+    done_status: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ListTrackerConnectionsInput:
+    coordinator_id: str
+    page_size: int = 0
+    page_token: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateTrackerConnectionInput:
+    """Change the fields ``update_mask`` names (``credential`` rotates it)."""
+
+    coordinator_id: str
+    tracker_id: str
+    update_mask: tuple[str, ...]
+    credential: str = ""
+    projects: tuple[str, ...] = ()
+    base_url: str = ""
+    done_status: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTrackerConnectionInput:
+    coordinator_id: str
+    tracker_id: str

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, TypeVar
 
+from workcoord.kit.errors import WorkcoordError
+
 from .auth import Principal
 from .grants import SessionRecord, TokenRecord
 from .leasability import Surroundings
@@ -30,6 +32,7 @@ from .model import (
 )
 from .ports import Leadership, WorkKeyRecord
 from .specs import Checkpoint
+from .tickets import TrackerConnection
 
 _T = TypeVar("_T")
 
@@ -88,6 +91,16 @@ class Explanation:
     attempts: list[Attempt] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     items: list[Explanation] = field(default_factory=list)
+    stuck_closures: list[StuckClosure] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class StuckClosure:
+    """A lane's ticket closure still open, and the connection it goes through (None: the
+    installation-wide tracker, or none, serves the ticket)."""
+
+    action: PendingAction
+    connection: TrackerConnection | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +235,21 @@ class MaintenanceTargets:
 
 
 @dataclass(frozen=True, slots=True)
+class MailDue:
+    """What the digest owner is due to be mailed now (``domain/mail_marks.py``)."""
+
+    owner: str
+    owner_display_name: str
+    org_slug: str
+    display_name: str
+    digest: Digest | None
+    human_needed: list[Event]
+    human_needed_through: int
+    """The revision to mark once ``human_needed`` is handled (0: nothing to mark)."""
+    lane_titles: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class LeadershipClaim:
     """The leadership as it stands, and whether the caller holds it."""
 
@@ -250,6 +278,8 @@ class Digest:
     entries: list[DigestEntry]
     usage: UsageTotal | None = None  # what the attempts spent that day
     top_lanes: list[UsageTotal] = field(default_factory=list)  # the costliest first
+    owner_display_name: str = ""
+    """The user whose e-mail address ``owner`` is, by display name ("" when none is)."""
 
 
 @dataclass(slots=True)
@@ -259,3 +289,13 @@ class EventPage:
     events: list[Event]
     next_page_token: str
     revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class EntryResult(Generic[_T]):
+    """The answer to one entry of a batched worker write: its value when it applied, else the
+    error the single call would have raised (the other entries are not affected)."""
+
+    lease_id: str
+    value: _T | None = None
+    error: WorkcoordError | None = None

@@ -201,6 +201,9 @@ work_coordinators = Table(
     Column("create_time", Time, nullable=False),
     Column("update_time", Time, nullable=False),
     Column("item_seq", BigInteger, nullable=False, server_default=text("0")),
+    # What the digest owner was last mailed (MailMarks; NULL until the first mail). From 0009.
+    Column("mail_marks", Json),
+    Column("webhook_filters", Json, nullable=False, server_default=text("'{}'")),
     **_hot(50),
 )
 
@@ -271,8 +274,9 @@ items = Table(
     Column("ready_time", Time),
     Column("create_time", Time, nullable=False),
     Column("update_time", Time, nullable=False),
+    # Also how a lane's items are found (sorted by seq after): no second index on lane_id, so
+    # an item transition writes one index entry fewer (see migration 0007).
     UniqueConstraint("lane_id", "key"),
-    Index("ix_items_lane", "lane_id", "seq"),
     **_hot(80),
 )
 # The claim path: ready items of one class, highest priority first, then FIFO. Declared on the
@@ -528,6 +532,42 @@ grants = Table(
     Index("ix_grants_child", "coordinator_id", "create_time"),
 )
 
+webhooks = Table(
+    "webhooks",
+    metadata,
+    Column("webhook_id", Id, primary_key=True),
+    Column("coordinator_id", Id, ForeignKey("work_coordinators.coordinator_id"), nullable=False),
+    Column("url", String(2048), nullable=False),
+    Column("event_types", Json, nullable=False),
+    Column("format", String(16), nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("secret", String(200), nullable=False),
+    Column("create_time", Time, nullable=False),
+    Column("update_time", Time, nullable=False),
+    Column("failing_since", Time),
+    Index("ix_webhooks_coordinator", "coordinator_id", "webhook_id"),
+)
+
+# The outbox: one row per (event, webhook), written in the event's transaction.
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("delivery_id", Id, primary_key=True),
+    Column("webhook_id", Id, nullable=False),
+    Column("coordinator_id", Id, nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("event_type", String(32), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("response_code", Integer, nullable=False),
+    Column("error", String(500), nullable=False),
+    Column("next_attempt_time", Time),
+    Column("create_time", Time, nullable=False),
+    Column("update_time", Time, nullable=False),
+    Index("ux_webhook_deliveries_order", "webhook_id", "revision", unique=True),
+    Index("ix_webhook_deliveries_due", "state", "next_attempt_time"),
+)
+
 sessions = Table(
     "sessions",
     metadata,
@@ -548,6 +588,27 @@ login_codes = Table(
     Column("create_time", Time, nullable=False),
     Column("expire_time", Time, nullable=False),
     Column("use_time", Time),
+)
+
+# A work coordinator's credentials for ticket trackers (the credential sealed, never plain).
+tracker_connections = Table(
+    "tracker_connections",
+    metadata,
+    Column("tracker_id", Id, primary_key=True),
+    Column("coordinator_id", Id, nullable=False),
+    Column("tracker", String(16), nullable=False),
+    Column("base_url", String(2048), nullable=False),
+    Column("projects", Json, nullable=False),
+    Column("credential_ciphertext", Text, nullable=False),
+    Column("credential_fingerprint", String(32), nullable=False),
+    Column("done_status", String(128), nullable=False),
+    Column("created_by", String(140), nullable=False),
+    Column("last_success_time", Time),
+    Column("last_error", Text, nullable=False),
+    Column("last_error_time", Time),
+    Column("create_time", Time, nullable=False),
+    Column("update_time", Time, nullable=False),
+    Index("ix_tracker_connections_coordinator", "coordinator_id", "tracker_id"),
 )
 
 __all__ = [
@@ -572,6 +633,7 @@ __all__ = [
     "schema_compatibility",
     "sessions",
     "tickets",
+    "tracker_connections",
     "user_tokens",
     "users",
     "work_coordinators",

@@ -12,8 +12,9 @@ per concern: ``engine.coordinators``, ``engine.lanes``, ``engine.leasing``, ``en
 ``engine.usage`` (what attempts spent), and the tenancy concerns ``engine.membership`` (orgs,
 users, members), ``engine.credentials`` (bearer authentication, admin tokens, work keys),
 ``engine.grants`` (a child's grants to its parent), ``engine.children`` (what a parent does
-with them), ``engine.sessions`` (browser sessions) and ``engine.platform`` (the platform's
-settings). Each command takes the caller's principal and one input (:mod:`..inputs`), e.g.
+with them), ``engine.sessions`` (browser sessions), ``engine.platform`` (the platform's
+settings), and ``engine.tracker_connections`` (the credentials a work coordinator's tickets are
+closed with). Each command takes the caller's principal and one input (:mod:`..inputs`), e.g.
 ``await engine.attempts.complete(principal, CompleteInput(...))``.
 
 Module constants live where they are used (patch them there): ``BACKSTOP_POLL_SECONDS`` in
@@ -22,7 +23,7 @@ Module constants live where they are used (patch them there): ``BACKSTOP_POLL_SE
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from workcoord.kit.bus import NotificationBus
 from workcoord.kit.clock import Clock
@@ -41,6 +42,7 @@ from .fences import FenceService
 from .follow_ups import PENDING_ACTION_RETRY, TICKET_SYNC_BATCH, FollowUpService
 from .lanes import LaneService
 from .leasing import BACKSTOP_POLL_SECONDS, CLAIM_SCAN_FACTOR, LeasingService
+from .mail import MailService
 from .maintenance import ESCALATION_BATCH, MaintenanceService
 from .membership import Membership
 from .paging import (
@@ -57,6 +59,7 @@ from .platform import Platform
 from .reads import ReadService
 from .sessions import Sessions
 from .spend import UsageService
+from .tracker_connections import TrackerConnections, TrackerFactory
 from .transitions import CLOSE_TICKET, TICKET_CLOSED
 
 __all__ = [
@@ -79,9 +82,11 @@ __all__ = [
     "FollowUpService",
     "LaneService",
     "LeasingService",
+    "MailService",
     "MaintenanceService",
     "PageRequest",
     "ReadService",
+    "TrackerConnections",
     "UsageService",
     "decode_page_token",
     "encode_page_token",
@@ -107,6 +112,8 @@ class Engine(EngineCore):
         uniform: Callable[[], float] | None = None,
         service_key: str | None = None,
         trackers: Mapping[str, TicketTracker] | None = None,
+        tracker_factory: TrackerFactory | None = None,
+        outbound_allowed_hosts: Collection[str] = (),
         access_tokens: AccessTokens | None = None,
     ) -> None:
         super().__init__(
@@ -117,6 +124,8 @@ class Engine(EngineCore):
             uniform=uniform,
             service_key=service_key,
             trackers=trackers,
+            tracker_factory=tracker_factory,
+            outbound_allowed_hosts=outbound_allowed_hosts,
             access_tokens=access_tokens,
         )
         self.coordinators = CoordinatorService(self)
@@ -124,10 +133,12 @@ class Engine(EngineCore):
         self.fences = FenceService(self)
         self.leasing = LeasingService(self, self.fences)
         self.attempts = AttemptService(self)
-        self.follow_ups = FollowUpService(self)
+        self.tracker_connections = TrackerConnections(self)
+        self.follow_ups = FollowUpService(self, self.tracker_connections)
         self.maintenance = MaintenanceService(self, self.fences, self.follow_ups)
         self.reads = ReadService(self)
         self.usage = UsageService(self)
+        self.mail = MailService(self)
         # The tenancy concerns.
         self.membership = Membership(self)
         self.credentials = Credentials(self)

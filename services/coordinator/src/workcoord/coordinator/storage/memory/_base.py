@@ -40,6 +40,8 @@ from workcoord.coordinator.domain.ports import (
     UserRecord,
     WorkKeyRecord,
 )
+from workcoord.coordinator.domain.tickets import TrackerConnection
+from workcoord.coordinator.domain.webhooks import Delivery, Webhook
 
 from ..integrity import violation
 
@@ -114,6 +116,9 @@ class Tables:
     pending_actions: dict[str, PendingAction] = field(default_factory=dict)
     escalations: dict[str, Escalation] = field(default_factory=dict)
     installation_secrets: dict[str, str] = field(default_factory=dict)
+    webhooks: dict[str, Webhook] = field(default_factory=dict)
+    deliveries: dict[str, Delivery] = field(default_factory=dict)
+    tracker_connections: dict[str, TrackerConnection] = field(default_factory=dict)
     # (scope, request id) -> the create it made.
     request_ids: dict[tuple[str, str], RequestRecord] = field(default_factory=dict)
 
@@ -218,11 +223,13 @@ class MemoryTxBase:
         self.tables = tables
         self.now = now
         self.coordinator = coordinator
+        self.locked_credentials_epoch: int | None = None
         self.writable = writable
         self.closed = False
         # Appended events and the revisions they move, written at commit (as SQL does).
         self._events: list[Event] = []
         self._revisions: dict[str, int] = {}
+        self._webhook_filters: dict[str, dict[str, list[str]]] = {}
 
     def _credentials_changed(self) -> Tables:
         """The writable tables, after moving the credentials epoch (as the SQL stores'

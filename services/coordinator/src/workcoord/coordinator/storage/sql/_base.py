@@ -54,6 +54,8 @@ class SqlTxBase:
         # Appended events and the revisions they move, written together at the end.
         self._events: list[Event] = []
         self._revisions: dict[str, int] = {}
+        # The webhook filters of each coordinator that appended events (see flush).
+        self._webhook_filters: dict[str, dict[str, list[str]]] = {}
         # Per coordinator, (revision, time) of the last event: what the store knows of those
         # committed before (see SqlStore.write), and what this transaction appended.
         self.known_event_times: Mapping[str, tuple[int, datetime]] = {}
@@ -63,6 +65,7 @@ class SqlTxBase:
         self._pending_attempts: dict[str, Attempt] = {}
         # The platform switch as read with the coordinator's lock (None: not read yet).
         self._platform_switch: bool | None = None
+        self.locked_credentials_epoch: int | None = None
         # Lane id -> (the lane, how many of its other items are in each state, the item): read
         # with a Complete's attempt so its lane's counts need no second round trip; dropped
         # when anything else of the lane changes (see LanesItemsSql.lane_with_state_counts).

@@ -12,10 +12,10 @@ from sqlalchemy.sql.base import Executable
 
 from workcoord.coordinator.domain.model import Coordinator, Event, NewEvent
 
-from ..records import event_time, numbered_events
+from ..records import event_time, numbered_events, outbox_deliveries
 from ._base import SqlTxBase
 from .platform import PlatformSql
-from .rows import COORDINATORS, EVENTS
+from .rows import COORDINATORS, DELIVERIES, EVENTS
 from .statements import coordinators as sql
 from .statements import events as event_sql
 
@@ -24,14 +24,15 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
     async def lock_coordinator(self, coordinator_id: str) -> Coordinator | None:
         """Read the work coordinator and hold its row until the transaction ends
         (``LOCK_COORDINATOR``): writers of one work coordinator are serialised, so capacity
-        counts see every committed claim and revisions stay gap-free."""
-        return await self._coordinator_and_switch(sql.LOCK_COORDINATOR, coordinator_id)
+        counts see every committed claim and revisions stay gap-free. The credentials epoch
+        comes with it (``locked_credentials_epoch``)."""
+        return await self._coordinator_and_switch(sql.LOCK_COORDINATOR, coordinator_id, True)
 
     async def get_coordinator(self, coordinator_id: str) -> Coordinator | None:
         return await self._coordinator_and_switch(sql.COORDINATOR_WITH_SWITCH, coordinator_id)
 
     async def _coordinator_and_switch(
-        self, statement: Executable, coordinator_id: str
+        self, statement: Executable, coordinator_id: str, locked: bool = False
     ) -> Coordinator | None:
         """The work coordinator with the platform switch (one round trip): a command checks
         both, and ``platform_enabled`` then answers from what was read here."""
@@ -40,6 +41,9 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
             return None
         switch_value = row._mapping["platform_switch"]
         self._platform_switch = True if switch_value is None else bool(switch_value)
+        if locked:
+            epoch = row._mapping["credentials_epoch"]
+            self.locked_credentials_epoch = None if epoch is None else int(epoch)
         return COORDINATORS.load(row)
 
     async def list_coordinators(
@@ -53,7 +57,8 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         await self._insert(COORDINATORS, [coordinator], request_id=request_id, item_seq=0)
 
     async def update_coordinator(self, coordinator: Coordinator) -> None:
-        """Write what an admin changes; the revision moves only through :meth:`append`."""
+        """Write what an admin (or the mailer's marks) changes; the revision moves only through
+        :meth:`append`."""
         values = COORDINATORS.values(coordinator)
         params = {name: values[name] for name in sql.ADMIN_COLUMNS}
         params["b_coordinator_id"] = coordinator.coordinator_id
@@ -77,6 +82,8 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         worker writes then inserts its events and moves the counter once, not per write."""
         stamp = event_time(self.now, await self._last_event_time(coordinator))
         self._events.extend(numbered_events(coordinator, events, actor, stamp))
+        if coordinator.webhook_filters:
+            self._webhook_filters[coordinator.coordinator_id] = coordinator.webhook_filters
         revision = coordinator.revision + len(events)
         self._revisions[coordinator.coordinator_id] = revision
         if events:
@@ -101,12 +108,18 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         """Write the held-back updates, the events appended so far and each coordinator's new
         revision, just before commit: on PostgreSQL in ONE statement when there is one
         coordinator to move (``_write_together``); else the held-back updates, one insert of
-        the events and one ``SET_REVISION`` per coordinator."""
+        the events and one ``SET_REVISION`` per coordinator. Events a webhook of their
+        coordinator selects add one insert of their outbox rows (none without such a
+        webhook: the filters come with the coordinator's row, no read)."""
         events, self._events = self._events, []
+        filters, self._webhook_filters = self._webhook_filters, {}
+        deliveries = outbox_deliveries(filters, events) if filters else []
         if self.dialect == "postgresql" and len(self._revisions) <= 1:
             revisions, self._revisions = self._revisions, {}
             await self._write_together(events, next(iter(revisions.items()), None))
+            await self._insert(DELIVERIES, deliveries)
             return
+        await self._insert(DELIVERIES, deliveries)
         await self.write_held_back()
         await self._insert(EVENTS, events)
         revisions, self._revisions = self._revisions, {}

@@ -52,6 +52,8 @@ from workcoord.coordinator.domain.model import (
     Worker,
 )
 from workcoord.coordinator.domain.ports import Leadership, OrgRecord, UserRecord, WorkKeyRecord
+from workcoord.coordinator.domain.tickets import TrackerConnection
+from workcoord.coordinator.domain.webhooks import Delivery, Webhook
 
 from .. import schema as t
 
@@ -59,6 +61,7 @@ __all__ = [
     "ATTEMPTS",
     "BLOCKERS",
     "COORDINATORS",
+    "DELIVERIES",
     "DIGEST_ENTRIES",
     "ESCALATIONS",
     "EVENTS",
@@ -72,8 +75,10 @@ __all__ = [
     "PENDING_ACTIONS",
     "SESSIONS",
     "TICKETS",
+    "TRACKER_CONNECTIONS",
     "USERS",
     "USER_TOKENS",
+    "WEBHOOKS",
     "WORKERS",
     "WORK_KEYS",
     "RowMap",
@@ -282,6 +287,8 @@ WORK_KEYS = RowMap(WorkKeyRecord, t.work_keys)
 LEADERSHIPS = RowMap(Leadership, t.leaderships)
 COORDINATORS = RowMap(Coordinator, t.work_coordinators, store_columns=["request_id", "item_seq"])
 EVENTS = RowMap(Event, t.events)
+WEBHOOKS = RowMap(Webhook, t.webhooks)
+DELIVERIES = RowMap(Delivery, t.webhook_deliveries)
 LANES = RowMap(
     Lane,
     t.lanes,
@@ -296,6 +303,7 @@ DIGEST_ENTRIES = RowMap(DigestEntry, t.digest_entries)
 USAGE_TOTALS = RowMap(UsageTotal, t.usage_totals)
 PENDING_ACTIONS = RowMap(PendingAction, t.pending_actions)
 ESCALATIONS = RowMap(Escalation, t.escalations)
+TRACKER_CONNECTIONS = RowMap(TrackerConnection, t.tracker_connections)
 GRANTS = RowMap(GrantRecord, t.grants)
 SESSIONS = RowMap(SessionRecord, t.sessions)
 LOGIN_CODES = RowMap(LoginCode, t.login_codes)

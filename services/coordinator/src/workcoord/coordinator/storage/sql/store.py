@@ -18,8 +18,10 @@ from .follow_ups import FollowUpsSql
 from .lanes_items import LanesItemsSql
 from .recovery import RecoverySql
 from .tenancy import TenancySql
+from .tracker_connections import TrackerConnectionsSql
 from .usage import UsageSql
 from .view_reads import ViewReadsSql
+from .webhooks import WebhooksSql
 from .workers import WorkersSql
 
 __all__ = ["SqlStore", "SqlTx"]
@@ -36,6 +38,8 @@ class SqlTx(
     WorkersSql,
     FollowUpsSql,
     UsageSql,
+    WebhooksSql,
+    TrackerConnectionsSql,
 ):
     """One transaction: the Reader and Tx ports of the domain, one part per concern."""
 

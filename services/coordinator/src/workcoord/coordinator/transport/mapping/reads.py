@@ -27,6 +27,7 @@ from .lane_cache import LANE_MESSAGES, VIEW_RESPONSES
 from .lanes import attempt_to_pb
 from .reports import usage_total_to_pb
 from .scalars import dur, struct, ts
+from .trackers import tracker_connection_to_pb
 from .workers import worker_to_pb
 
 _EVENT = ToPb(
@@ -82,6 +83,15 @@ def explanation_to_pb(x: Explanation) -> work_coordinator_pb2.Explanation:
         events=[event_to_pb(e) for e in x.events],
         items=[explanation_to_pb(i) for i in x.items],
         gates=[_GATE(g) for g in x.gates],
+        stuck_closures=[
+            work_coordinator_pb2.StuckClosure(
+                pending_action=pending_action_to_pb(c.action),
+                tracker_connection=(
+                    tracker_connection_to_pb(c.connection) if c.connection else None
+                ),
+            )
+            for c in x.stuck_closures
+        ],
     )
 
 
@@ -137,7 +147,10 @@ def escalation_to_pb(e: Escalation) -> work_coordinator_pb2.Escalation:
 def digest_to_pb(digest: Digest) -> work_coordinator_pb2.Digest:
     entries = digest.entries
     out = work_coordinator_pb2.Digest(
-        coordinator_id=digest.coordinator_id, day=digest.day, owner=digest.owner
+        coordinator_id=digest.coordinator_id,
+        day=digest.day,
+        owner=digest.owner,
+        owner_display_name=digest.owner_display_name,
     )
     out.entries.extend([_DIGEST_ENTRY(e) for e in entries])
     if entries:

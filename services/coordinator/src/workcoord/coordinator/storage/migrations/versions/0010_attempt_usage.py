@@ -1,7 +1,7 @@
 """Expand: what attempts spend, and its roll-ups.
 
 Revision ID: 0010
-Revises: 0006
+Revises: 0009
 Create Date: 2026-12-01 19:50:00
 
 ``attempts`` gains ``usage`` (the running totals its worker reports: tokens, cost in
@@ -18,7 +18,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0010"
-down_revision = "0006"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 # Expand only: the previous release (head 0003) runs on this schema.

@@ -16,9 +16,16 @@ _SWITCH = (
     .scalar_subquery()
     .label("platform_switch")
 )
+_EPOCH = (
+    select(_SETTINGS.c.credentials_epoch)
+    .where(_SETTINGS.c.id == 1)
+    .scalar_subquery()
+    .label("credentials_epoch")
+)
 
-#: The work coordinator ``:coordinator_id`` with the platform switch (one round trip).
-COORDINATOR_WITH_SWITCH = select(_WC, _SWITCH).where(
+#: The work coordinator ``:coordinator_id`` with the platform switch and the credentials
+#: epoch (one round trip).
+COORDINATOR_WITH_SWITCH = select(_WC, _SWITCH, _EPOCH).where(
     _WC.c.coordinator_id == bindparam("coordinator_id")
 )
 
@@ -36,8 +43,17 @@ def list_coordinators(after_id: str, limit: int, org_slugs: list[str] | None) ->
     return stmt.order_by(_WC.c.coordinator_id).limit(limit)
 
 
-# What an admin changes: never the revision, the request id or the item counter.
-ADMIN_COLUMNS = ("display_name", "enabled", "config", "config_version", "update_time")
+# What an admin (or the mailer's marks) changes: never the revision, the request id or the
+# item counter.
+ADMIN_COLUMNS = (
+    "display_name",
+    "enabled",
+    "config",
+    "config_version",
+    "update_time",
+    "mail_marks",
+    "webhook_filters",
+)
 
 #: Write what an admin changes (:data:`ADMIN_COLUMNS`) of ``:b_coordinator_id``.
 UPDATE_COORDINATOR = (
