@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from workcoord.coordinator.domain.model import Blocker, ItemState, LaneState, Ticket
-from workcoord.coordinator.domain.ports import ClaimScan, Store
+from workcoord.coordinator.domain.ports import ClaimCursor, ClaimScan, Store
 
 from .records import T0, at, coordinator, item, lane, seed_coordinator, seed_lane
 
@@ -251,19 +251,19 @@ async def test_claim_candidates_are_ready_items_by_priority_then_fifo(store: Sto
     await _claimable_world(store)
     async with store.write("wc_a") as tx:
 
-        async def ids(after: tuple[int, int] | None, limit: int) -> list[str]:
+        async def ids(after: ClaimCursor | None, limit: int) -> list[str]:
             found = await tx.claim_candidates(ClaimScan("wc_a", "codex", at(10), after, limit))
-            return [i.item_id for i in found]
+            return [i.item_id for i in found.items]
 
         assert await ids(None, 10) == ["it_high", "it_mid", "it_low_1", "it_low_2", "it_due"]
         assert await ids(None, 2) == ["it_high", "it_mid"]
-        assert await ids((5, 4), 10) == ["it_low_1", "it_low_2", "it_due"]
-        assert await ids((1, 1), 10) == ["it_low_2", "it_due"]
+        assert await ids((5, 0, 4), 10) == ["it_low_1", "it_low_2", "it_due"]
+        assert await ids((1, 0, 1), 10) == ["it_low_2", "it_due"]
         found = await tx.claim_candidates(ClaimScan("wc_a", "codex", at(9), None, 10))
-        assert "it_due" not in [i.item_id for i in found]
-        assert [
-            i.item_id for i in await tx.claim_candidates(ClaimScan("wc_a", "person", T0, None, 5))
-        ] == ["it_person"]
+        assert "it_due" not in [i.item_id for i in found.items]
+        assert found.after == (1, 0, 3)
+        person = await tx.claim_candidates(ClaimScan("wc_a", "person", T0, None, 5))
+        assert [i.item_id for i in person.items] == ["it_person"]
 
 
 @pytest.mark.port("has_ready", "count_ready", "next_not_before")
