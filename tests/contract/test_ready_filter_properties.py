@@ -121,9 +121,9 @@ async def test_stores_select_exactly_the_items_no_store_gate_holds(
             # Page by page (two at a time, after the cursor of the page before): the same.
             paged: list[str] = []
             after: ClaimCursor | None = None
-            while (page := await tx.claim_candidates(
-                ClaimScan(cid, worker_class, world.now, after, 2)
-            )).items:
+            while (
+                page := await tx.claim_candidates(ClaimScan(cid, worker_class, world.now, after, 2))
+            ).items:
                 paged.extend(i.item_id for i in page.items)
                 after = page.after
             assert paged == wanted, worker_class

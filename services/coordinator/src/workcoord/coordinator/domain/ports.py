@@ -357,6 +357,7 @@ class Tx(Reader, Protocol):
         """Record that the lanes were served at ``turn`` (a number that only grows within a
         work coordinator): the claim order's turn of a lane. Not a change of the lane: its
         version (etag) stays."""
+
     async def insert_attempts(self, attempts: Sequence[Attempt]) -> None: ...
     async def update_attempts(self, attempts: Sequence[Attempt]) -> None: ...
     async def attempt_with_item(self, lease_id: str) -> tuple[Attempt | None, Item | None]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Integer, and_, bindparam, func, or_, select
+from sqlalchemy import BigInteger, Integer, and_, bindparam, func, or_, select
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.elements import BindParameter
 
@@ -77,7 +77,9 @@ _READY_OF_CLASS = [
 ]
 _TURN = _L.c.served_turn
 _CANDIDATE_ORDER = (_I.c.priority.desc(), _TURN, _I.c.seq)
-_P, _T, _S = bindparam("after_priority"), bindparam("after_turn"), bindparam("after_seq")
+_P = bindparam("after_priority", type_=Integer)
+_T = bindparam("after_turn", type_=BigInteger)
+_S = bindparam("after_seq", type_=BigInteger)
 _AFTER = or_(
     _I.c.priority < _P,
     and_(_I.c.priority == _P, or_(_TURN > _T, and_(_TURN == _T, _I.c.seq > _S))),
