@@ -153,6 +153,7 @@ EXPECTED: dict[str, str] = {
     "LaneService/CreateLane": WRITE,
     "LaneService/ListLanes": READ,
     "LaneService/GetLane": READ,
+    "LaneService/UpdateLane": WRITE,
     "LaneService/PauseLane": WRITE,
     "LaneService/ResumeLane": WRITE,
     "LaneService/CancelLane": WRITE,
@@ -548,6 +549,14 @@ BUILDERS: dict[str, Builder] = {
     "LaneService/ListLanes": _static(lambda w, c: L.ListLanesRequest(coordinator_id=w.child)),
     "LaneService/GetLane": _static(
         lambda w, c: L.GetLaneRequest(coordinator_id=w.child, lane_id=w.lane_id)
+    ),
+    "LaneService/UpdateLane": _static(
+        lambda w, c: L.UpdateLaneRequest(
+            coordinator_id=w.child,
+            lane_id=w.lane_id,
+            lane=L.Lane(priority=7),
+            update_mask=field_mask_pb2.FieldMask(paths=["priority"]),
+        )
     ),
     "LaneService/PauseLane": lambda w, c: _lane_op(w, c, L.PauseLaneRequest),
     "LaneService/ResumeLane": lambda w, c: _lane_op(w, c, L.ResumeLaneRequest),
