@@ -28,7 +28,7 @@ from tests.support.rest import ERROR_INFO, JSON, bearer, ok
 from workcoord.gateway.routes import Route, load_routes
 from workcoord.kit.errors import http_status_for
 
-from .test_feed import FeedSystem, run_feed_system
+from .feed_services import FeedSystem, run_feed_system
 
 pytestmark = [pytest.mark.xdist_group(name="e2e-rest-surface"), pytest.mark.pg]
 
@@ -124,7 +124,7 @@ def test_every_route_reaches_its_rpc(route: Route, surface: Surface) -> None:
     """With the admin's credential, an empty request reaches the RPC: never a 404 for the
     route, never a 5xx other than a documented UNIMPLEMENTED or an unavailable upstream."""
     if route.streaming:
-        pytest.skip("the WebSocket is tested in test_feed.py")
+        pytest.skip("the WebSocket is tested in test_feed*.py")
     if route.method.name == "UpdateSettings":
         pytest.skip("would switch the platform off under the other tests")
     body: JSON | None = {} if route.http_method in ("POST", "PATCH", "PUT") else None

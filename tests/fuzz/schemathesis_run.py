@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.test_feed import run_feed_system
+from tests.e2e.feed_services import run_feed_system
 from tests.fuzz.schemathesis_checks import SUMMARY_ENV
 from tests.support.rest import bearer, ok
 

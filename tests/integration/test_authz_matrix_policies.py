@@ -2,7 +2,7 @@
 weaker than the work coordinator's (humans who may configure it, never a work key, whatever its
 capabilities), and that a stricter value of the same field stays open to whoever may write.
 
-Same world, columns and letters as ``test_authz_matrix`` (its module docstring explains them),
+Same world, columns and letters as ``test_authz_matrix`` (``authz_table`` explains them),
 and every row runs over gRPC and over REST through the gateway. A row is named by the RPC, the
 field and the value sent; the child work coordinator's review policy passes a review on to
 INTEGRATE_THEN_SHIP, so ``on_pass: SHIP`` is weaker there.
@@ -18,7 +18,7 @@ import pytest
 from google.protobuf import duration_pb2, field_mask_pb2
 from google.protobuf.message import Message
 
-from tests.integration import test_authz_matrix as grpc_matrix
+from tests.integration import authz_table, authz_world
 from tests.integration import test_authz_matrix_rest as rest_matrix
 from tests.support.harness import task
 from workcoord.api.v1 import lane_pb2, policy_pb2, work_coordinator_pb2
@@ -27,19 +27,19 @@ from workcoord.gateway.routes import load_routes
 pytestmark = [pytest.mark.pg, pytest.mark.redis, pytest.mark.xdist_group(name="authz-policies")]
 
 # The matrix's module-scoped fixtures, registered here too (this module gets its own world).
-world = grpc_matrix.world
+world = authz_world.world
 rest = rest_matrix.rest
 
 L = lane_pb2
 P = policy_pb2
 W = work_coordinator_pb2
-World = grpc_matrix.World
-COLUMNS = grpc_matrix.COLUMNS
-COLUMN_NAMES = grpc_matrix.COLUMN_NAMES
+World = authz_world.World
+COLUMNS = authz_table.COLUMNS
+COLUMN_NAMES = authz_table.COLUMN_NAMES
 
-WRITE = grpc_matrix.WRITE  # a stricter value: whoever may write lanes
+WRITE = authz_table.WRITE  # a stricter value: whoever may write lanes
 WEAKEN = "AANDDDDNUUNNDU"  # a weaker value: humans who may configure the child only
-assert WEAKEN == grpc_matrix.CONFIGURE
+assert WEAKEN == authz_table.CONFIGURE
 
 Shape = Callable[[], Message]  # a fresh lane (CreateLane) or item (CreateItem) with the field
 
@@ -233,8 +233,8 @@ async def test_policy_row(policy_world: World, name: str, shape: Shape, expected
     for column, letter in zip(COLUMNS, expected, strict=True):
         request = _request(policy_world, name, shape)
         client = policy_world.clients[column]
-        got = grpc_matrix._outcome(
-            await grpc_matrix._call(client, method, request, response_class, False)
+        got = authz_table.outcome(
+            await authz_table.call(client, method, request, response_class, False)
         )
         if got != letter:
             wrong.append(

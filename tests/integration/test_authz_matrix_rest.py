@@ -1,7 +1,7 @@
 """The authorization matrix over REST: every route of the gateway x every credential kind.
 
 The gateway runs in-process in front of the gRPC matrix's world (same fixture, same request
-builders), and every cell must answer what ``test_authz_matrix.EXPECTED`` says for the route's
+builders), and every cell must answer what ``authz_table.EXPECTED`` says for the route's
 gRPC method: that table is the one source of truth, so REST diverging from gRPC fails here.
 
 Letter → HTTP: ``A`` 2xx · ``U`` 401 · ``D`` 403 · ``N``/``n`` 404 · ``F`` 400; every error
@@ -26,7 +26,8 @@ import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from tests.integration import test_authz_matrix as grpc_matrix
+from tests.integration import authz_table, authz_world
+from tests.integration.authz_builders import BUILDERS
 from tests.support.harness import start_gateway_for
 from tests.support.rest import ERROR_INFO
 from workcoord.gateway.routes import Route, load_routes
@@ -35,12 +36,12 @@ from workcoord.gateway.server import RunningGateway
 pytestmark = [pytest.mark.pg, pytest.mark.redis, pytest.mark.xdist_group(name="authz-matrix-rest")]
 
 # The gRPC matrix's module-scoped fixture, registered here too (this module gets its own world).
-world = grpc_matrix.world
+world = authz_world.world
 
-World = grpc_matrix.World
-EXPECTED = grpc_matrix.EXPECTED
-COLUMNS = grpc_matrix.COLUMNS
-COLUMN_NAMES = grpc_matrix.COLUMN_NAMES
+World = authz_world.World
+EXPECTED = authz_table.EXPECTED
+COLUMNS = authz_table.COLUMNS
+COLUMN_NAMES = authz_table.COLUMN_NAMES
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def _params() -> list[Any]:
     params: list[Any] = []
     for route in sorted(ROUTES, key=_method_name):
         name = _method_name(route)
-        if name.split("/")[0] in grpc_matrix.OTHER_PROCESS:
+        if name.split("/")[0] in authz_table.OTHER_PROCESS:
             continue  # answered by the recovery process, as in the gRPC matrix
         if name not in EXPECTED:
             continue  # no row to compare with: test_the_routes_cover_the_grpc_matrix fails
@@ -100,13 +101,13 @@ def _params() -> list[Any]:
 
 @dataclass
 class RestWorld:
-    world: grpc_matrix.World
+    world: authz_world.World
     gateway: RunningGateway
     http: httpx.AsyncClient
 
 
 @pytest.fixture(scope="module")
-async def rest(world: grpc_matrix.World) -> AsyncIterator[RestWorld]:
+async def rest(world: authz_world.World) -> AsyncIterator[RestWorld]:
     gateway = await start_gateway_for(world.stack.address)  # no RecoveryService route here
     http = httpx.AsyncClient(base_url=f"http://{gateway.address}", timeout=30.0)
     try:
@@ -230,7 +231,7 @@ def test_the_routes_cover_the_grpc_matrix() -> None:
     unknown = {
         name
         for name in routed
-        if name not in EXPECTED and name.split("/")[0] not in grpc_matrix.OTHER_PROCESS
+        if name not in EXPECTED and name.split("/")[0] not in authz_table.OTHER_PROCESS
     }
     assert unknown == set(), f"routes of methods the gRPC matrix does not know: {sorted(unknown)}"
     unrouted = set(EXPECTED) - routed
@@ -277,7 +278,7 @@ async def test_rest_matrix_row(rest: RestWorld, route: Route) -> None:
     name = _method_name(route)
     wrong: list[str] = []
     for column, expected in zip(COLUMNS, EXPECTED[name], strict=True):
-        request = await grpc_matrix.BUILDERS[name](rest.world, column)
+        request = await BUILDERS[name](rest.world, column)
         assert isinstance(request, route.request_class), (name, type(request))
         call = to_http(route, request)
         response = await rest.http.request(

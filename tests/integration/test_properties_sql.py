@@ -15,7 +15,8 @@ import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
 from tests.support.databases import SqliteDatabases
-from tests.unit.coordinator.machine import CoordinatorMachine, StoreFactory, machine_settings
+from tests.unit.coordinator.engine_machine import StoreFactory, machine_settings
+from tests.unit.coordinator.machine import CoordinatorMachine
 from workcoord.coordinator.domain.ports import Store
 from workcoord.coordinator.storage.sql import SqlStore, make_engine
 from workcoord.kit.clock import Clock

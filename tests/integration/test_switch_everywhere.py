@@ -8,7 +8,8 @@ but not working; a platform admin switches it back on over REST, and then every 
 what the authorization matrix says again.
 
 The world, the request builders and the expected letters are the authorization matrix's
-(``test_authz_matrix``): ``C`` here means COORDINATION_DISABLED.
+(``authz_world``, ``authz_builders``, ``authz_table``): ``C`` here means
+COORDINATION_DISABLED.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Close
 
-from tests.integration import test_authz_matrix as grpc_matrix
+from tests.integration import authz_table, authz_world
 from tests.integration import test_authz_matrix_rest as rest_matrix
+from tests.integration.authz_builders import BUILDERS
 from tests.support.harness import start_gateway_for
 from tests.support.rest import ERROR_INFO
 from workcoord.gateway.routes import Route, load_routes
@@ -36,14 +38,14 @@ from workcoord.gateway.server import RunningGateway
 pytestmark = [pytest.mark.pg, pytest.mark.redis, pytest.mark.xdist_group(name="switch-everywhere")]
 
 # The matrix's module-scoped world, registered here too (this module gets its own).
-world = grpc_matrix.world
+world = authz_world.world
 
-EXPECTED = grpc_matrix.EXPECTED
-COLUMN_NAMES = grpc_matrix.COLUMN_NAMES
+EXPECTED = authz_table.EXPECTED
+COLUMN_NAMES = authz_table.COLUMN_NAMES
 ROUTES: tuple[Route, ...] = tuple(
     route
     for route in load_routes().routes
-    if route.method.containing_service.name not in grpc_matrix.OTHER_PROCESS
+    if route.method.containing_service.name not in authz_table.OTHER_PROCESS
 )
 
 DISABLED = "C"
@@ -107,7 +109,7 @@ def test_every_route_is_walked_and_every_method_is_classified() -> None:
 
 @dataclass
 class SwitchWorld:
-    matrix: grpc_matrix.World
+    matrix: authz_world.World
     gateway: RunningGateway
     http: httpx.AsyncClient
 
@@ -116,7 +118,7 @@ class SwitchWorld:
 
 
 @pytest.fixture(scope="module")
-async def switch_world(world: grpc_matrix.World) -> AsyncIterator[SwitchWorld]:
+async def switch_world(world: authz_world.World) -> AsyncIterator[SwitchWorld]:
     gateway = await start_gateway_for(world.stack.address)
     http = httpx.AsyncClient(base_url=f"http://{gateway.address}", timeout=30.0)
     try:
@@ -181,7 +183,7 @@ def _while_off(
     sw: SwitchWorld, off: set[str] | None, column: str, name: str, request: Message
 ) -> set[str]:
     """The letters a cell may answer while ``off`` is switched off."""
-    on = EXPECTED[name][grpc_matrix.COLUMNS.index(column)]
+    on = EXPECTED[name][authz_table.COLUMNS.index(column)]
     if on not in "AFn":
         # Refused before the switch is looked at; a PERMISSION_DENIED may also become the
         # switch's refusal (a key reading grants), never a NOT_FOUND (no existence oracle).
@@ -208,7 +210,7 @@ def _rest_letter(response: httpx.Response) -> tuple[str, str]:
 def _grpc_letter(error: Any) -> str:
     if error is not None and error.reason == "COORDINATION_DISABLED":
         return DISABLED if error.code.name == "UNAVAILABLE" else f"code {error.code.name}"
-    return grpc_matrix._outcome(error)
+    return authz_table.outcome(error)
 
 
 def _close_letter(close: Close | None) -> tuple[str, str]:
@@ -267,10 +269,10 @@ def _key_tokens(sw: SwitchWorld) -> set[str | None]:
 
 async def _grpc(sw: SwitchWorld, route: Route, column: str, request: Message) -> str:
     name = _name(route)
-    response_class = grpc_matrix._message_class(route.method.output_type)
+    response_class = authz_table.message_class(route.method.output_type)
     client = sw.matrix.clients[column]
     return _grpc_letter(
-        await grpc_matrix._call(client, name, request, response_class, route.streaming)
+        await authz_table.call(client, name, request, response_class, route.streaming)
     )
 
 
@@ -283,7 +285,7 @@ async def _build(sw: SwitchWorld, columns: str) -> list[Cell]:
     cells: list[Cell] = []
     for route in ROUTES:
         for column in columns:
-            request = await grpc_matrix.BUILDERS[_name(route)](sw.matrix, column)
+            request = await BUILDERS[_name(route)](sw.matrix, column)
             cells.append((route, column, request))
     return cells
 
@@ -326,7 +328,7 @@ async def test_off_refuses_every_work_surface_to_work_keys_and_on_restores_it(
 
     # Switched back on over REST by a person: every cell answers as the matrix says again.
     for route, column, request in await _build(sw, columns):
-        expected = EXPECTED[_name(route)][grpc_matrix.COLUMNS.index(column)]
+        expected = EXPECTED[_name(route)][authz_table.COLUMNS.index(column)]
         letter, shown = await _rest(sw, route, sw.matrix.tokens[column], request)
         if letter != expected:
             wrong.append(f"back on: REST {_cell(route, column)}: expected {expected}, got {shown}")

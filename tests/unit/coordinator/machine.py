@@ -1,25 +1,21 @@
 """A Hypothesis state machine driving the engine through random worker calls, clock jumps,
 recovery passes and human decisions, checking the invariants after every step.
 
-The store is a parameter (:data:`StoreFactory`): the unit suite runs it on the in-memory
-store, ``tests/integration/test_properties_sql.py`` runs the same machine on SQLite and
-PostgreSQL. Each machine owns an event loop (Hypothesis rules are synchronous) and a fresh
-org and work coordinator, so many machines can share one database.
+The store is a parameter (:data:`~.engine_machine.StoreFactory`): the unit suite runs it on
+the in-memory store, ``tests/integration/test_properties_sql.py`` runs the same machine on
+SQLite and PostgreSQL. Each machine owns an event loop (Hypothesis rules are synchronous) and
+a fresh org and work coordinator (:class:`~.engine_machine.EngineMachine`), so many machines
+can share one database.
 """
 
 from __future__ import annotations
 
-import asyncio
-import random
-from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
-    RuleBasedStateMachine,
     initialize,
     invariant,
     precondition,
@@ -28,7 +24,6 @@ from hypothesis.stateful import (
 
 from tests.support.invariants import check_invariants
 from workcoord.coordinator.domain.auth import RECOVERY
-from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.inputs import (
     CancelLaneInput,
     CheckpointInput,
@@ -53,7 +48,6 @@ from workcoord.coordinator.domain.model import (
     LaneState,
     RetryPolicy,
 )
-from workcoord.coordinator.domain.ports import Store
 from workcoord.coordinator.domain.specs import (
     Checkpoint,
     CoordinatorSpec,
@@ -64,16 +58,10 @@ from workcoord.coordinator.domain.specs import (
     LeaseAsk,
     RunIdentity,
 )
-from workcoord.coordinator.storage.memory import MemoryStore
-from workcoord.kit.bus import InProcessBus
-from workcoord.kit.clock import Clock, ManualClock
 from workcoord.kit.errors import IllegalTransition, LeaseLost
 
-from .harness import ADMIN, World, lane_spec, make_world, run_identity, snapshot
-
-_T = TypeVar("_T")
-
-StoreFactory = Callable[[Clock], AbstractAsyncContextManager[Store]]
+from .engine_machine import EngineMachine, StoreFactory
+from .harness import ADMIN, lane_spec, run_identity, snapshot
 
 CLASSES = ("codex", "machine")
 PRIVATE_INPUT = "planted-input-5b1e"
@@ -116,55 +104,6 @@ item_strategy = st.fixed_dictionaries(
         "deps": st.sets(st.integers(0, 3), max_size=2),
     }
 )
-
-
-@asynccontextmanager
-async def memory_store(clock: Clock) -> AsyncIterator[Store]:
-    """The in-memory store, as a :data:`StoreFactory`."""
-    yield MemoryStore(clock)
-
-
-def machine_settings(max_examples: int, steps: int, *, derandomize: bool = False) -> settings:
-    """Hypothesis settings for an engine machine: no deadline (a step may touch a database),
-    no example database, and no complaint about slow or heavily filtered data."""
-    return settings(
-        max_examples=max_examples,
-        derandomize=derandomize,
-        stateful_step_count=steps,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-        database=None,
-    )
-
-
-class EngineMachine(RuleBasedStateMachine):
-    """What every engine machine owns: an event loop (Hypothesis rules are synchronous), a
-    manual clock, a store from ``store_factory``, an in-process bus, the engine (retry jitter
-    from a ``seed``ed generator) and a fresh org with its work coordinator."""
-
-    def __init__(self, store_factory: StoreFactory = memory_store, seed: int = 7) -> None:
-        super().__init__()
-        self.loop = asyncio.new_event_loop()
-        self.clock = ManualClock()
-        self._store_cm = store_factory(self.clock)
-        self.store = self.run(self._store_cm.__aenter__())
-        self.bus = InProcessBus()
-        self.engine = Engine(self.store, self.bus, self.clock, uniform=random.Random(seed).random)
-        self.world: World = self.run(make_world(self.engine))
-
-    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
-        return self.loop.run_until_complete(coro)
-
-    def teardown(self) -> None:
-        try:
-            self.run(self._store_cm.__aexit__(None, None, None))
-            self.run(self.bus.close())
-        finally:
-            self.loop.close()
-
-    @property
-    def cid(self) -> str:
-        return self.world.cid
 
 
 class CoordinatorMachine(EngineMachine):

@@ -55,8 +55,8 @@ from workcoord.coordinator.domain.specs import (
 )
 from workcoord.kit.errors import IllegalTransition, LeaseLost
 
+from .engine_machine import EngineMachine, machine_settings, memory_store
 from .harness import ADMIN, run_identity
-from .machine import EngineMachine, machine_settings, memory_store
 
 # One sensitive title in four: its stages stop for a human and get no automatic retries.
 TITLES = ("Fix flaky parser", "Tidy the docs", "Speed up the cache", "Deploy to production")
@@ -403,23 +403,31 @@ class StandardLaneMachine(EngineMachine):
         assert self.run(check()) == []
 
 
+# The paths the runs must reach. Which examples a derandomized run draws has been seen to
+# depend on what else the process ran before it, so a run that misses one is followed by
+# longer ones (which draw more examples) before the check fails: it fails only when a path
+# is really out of reach.
+PATHS = (
+    "lane:LIVE",
+    "lane:CLOSED_OUT",
+    "complete:REVIEW:FAIL",
+    "complete:SHIP:PASS",
+    "decided:approve",
+    "decided:retry",
+    "expired",
+    "lease_lost",
+)
+EXAMPLES = (100, 250, 600)
+
+
 def test_a_standard_lane_ends_in_one_terminal_state_or_is_visibly_held() -> None:
     STATS.clear()
-    run_state_machine_as_test(
-        StandardLaneMachine,
-        # Derandomized: a stable run, so the coverage check below never flakes. The seed
-        # follows the machine's source, so an edit of the machine may need more examples to
-        # reach every path below again (100 since the engine's commands took one input each).
-        settings=machine_settings(100, 60, derandomize=True),
-    )
-    for path in (
-        "lane:LIVE",
-        "lane:CLOSED_OUT",
-        "complete:REVIEW:FAIL",
-        "complete:SHIP:PASS",
-        "decided:approve",
-        "decided:retry",
-        "expired",
-        "lease_lost",
-    ):
+    for examples in EXAMPLES:
+        run_state_machine_as_test(
+            StandardLaneMachine,
+            settings=machine_settings(examples, 60, derandomize=True),
+        )
+        if all(STATS[path] > 0 for path in PATHS):
+            break
+    for path in PATHS:
         assert STATS[path] > 0, (path, sorted(STATS.items()))

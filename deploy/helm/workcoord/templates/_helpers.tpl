@@ -84,6 +84,7 @@ WORKCOORD_GITHUB_API_URL: {{ .Values.github.apiUrl | quote }}
 WORKCOORD_OIDC_ISSUER: {{ .Values.oidc.issuer | quote }}
 WORKCOORD_OIDC_CLIENT_ID: {{ .Values.oidc.clientId | quote }}
 WORKCOORD_OIDC_REDIRECT_URL: {{ .Values.oidc.redirectUrl | quote }}
+WORKCOORD_OIDC_AUDIENCE: {{ .Values.oidc.audience | quote }}
 OTEL_TRACES_EXPORTER: {{ .Values.tracing.exporter | quote }}
 {{- with .Values.tracing.otlpEndpoint }}
 OTEL_EXPORTER_OTLP_ENDPOINT: {{ . | quote }}
