@@ -482,6 +482,7 @@ async def create_tenant(
                     scope=work_coordinator_pb2.WorkCoordinator.ORG,
                     org_slug=slug,
                     display_name="bench",
+                    digest_owner=f"ops@{slug}.test",
                 )
             )
         )

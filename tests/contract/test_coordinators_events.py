@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from workcoord.coordinator.domain.model import CoordinatorConfig, EventType, NewEvent
+from workcoord.coordinator.domain.model import CoordinatorConfig, EventType, MailMarks, NewEvent
 from workcoord.coordinator.domain.ports import OrgRecord, Store
 from workcoord.kit.clock import ManualClock
 
@@ -56,6 +56,7 @@ async def test_update_writes_what_an_admin_changes_and_never_the_revision(store:
         config_version=4,
         update_time=at(50),
         revision=99,
+        mail_marks=MailMarks("2026-11-30", 7, at(40).isoformat()),
     )
     async with store.write("wc_a") as tx:
         await tx.update_coordinator(changed)

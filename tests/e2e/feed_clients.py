@@ -78,7 +78,12 @@ def tenant(feed_system: FeedSystem) -> Iterator[Tenant]:
         wc = ok(
             rest.post(
                 "/v1/work-coordinators",
-                json={"scope": "ORG", "orgSlug": slug, "displayName": "feed"},
+                json={
+                    "scope": "ORG",
+                    "digestOwner": "ops@acme.test",
+                    "orgSlug": slug,
+                    "displayName": "feed",
+                },
                 headers=headers,
             )
         )

@@ -136,7 +136,12 @@ def make_tenant(system: Gateway, slug: str | None = None) -> Tenant:
     coordinator = ok(
         admin.post(
             "/v1/work-coordinators",
-            json={"scope": "ORG", "orgSlug": slug, "displayName": f"{slug} work"},
+            json={
+                "scope": "ORG",
+                "orgSlug": slug,
+                "displayName": f"{slug} work",
+                "digestOwner": f"ops@{slug}.test",
+            },
         )
     )
     key = ok(

@@ -187,7 +187,12 @@ def test_dev_runs_everything_and_keeps_its_state(dev: DevProcess) -> None:
         coordinator = ok(
             admin.post(
                 "/v1/work-coordinators",
-                json={"scope": "ORG", "orgSlug": "devorg", "displayName": "Dev work"},
+                json={
+                    "scope": "ORG",
+                    "digestOwner": "ops@acme.test",
+                    "orgSlug": "devorg",
+                    "displayName": "Dev work",
+                },
             )
         )
         base = f"/v1/work-coordinators/{coordinator['coordinatorId']}"
@@ -288,7 +293,12 @@ def test_a_lease_retried_after_a_dev_restart_answers_the_same_lease(dev: DevProc
         coordinator = ok(
             admin.post(
                 "/v1/work-coordinators",
-                json={"scope": "ORG", "orgSlug": "retryorg", "displayName": "Retry work"},
+                json={
+                    "scope": "ORG",
+                    "digestOwner": "ops@acme.test",
+                    "orgSlug": "retryorg",
+                    "displayName": "Retry work",
+                },
             )
         )
         key = ok(

@@ -68,7 +68,14 @@ async def grpc_tenant(system: System) -> AsyncIterator[GrpcTenant]:
         created = await admin.coordinators.CreateWorkCoordinator(
             parse(
                 work_coordinator_pb2.CreateWorkCoordinatorRequest,
-                {"workCoordinator": {"scope": "ORG", "orgSlug": slug, "displayName": "grpc"}},
+                {
+                    "workCoordinator": {
+                        "scope": "ORG",
+                        "digestOwner": "ops@acme.test",
+                        "orgSlug": slug,
+                        "displayName": "grpc",
+                    }
+                },
             )
         )
         coordinator = created.work_coordinator

@@ -399,7 +399,12 @@ def _run_workload(dev: DevProcess, token: str) -> None:
         cid = ok(
             admin.post(
                 "/v1/work-coordinators",
-                json={"scope": "ORG", "orgSlug": "metered", "displayName": "Metered"},
+                json={
+                    "scope": "ORG",
+                    "digestOwner": "ops@acme.test",
+                    "orgSlug": "metered",
+                    "displayName": "Metered",
+                },
             )
         )["coordinatorId"]
         base = f"/v1/work-coordinators/{cid}"

@@ -59,7 +59,12 @@ def surface(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Surface]:
         wc = ok(
             httpx.post(
                 f"{url}/v1/work-coordinators",
-                json={"scope": "ORG", "orgSlug": org, "displayName": "surface"},
+                json={
+                    "scope": "ORG",
+                    "digestOwner": "ops@acme.test",
+                    "orgSlug": org,
+                    "displayName": "surface",
+                },
                 headers=headers,
             )
         )

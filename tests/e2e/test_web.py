@@ -414,3 +414,24 @@ def test_pages_and_assets_carry_the_security_headers(system: System) -> None:
             assert answer.headers["x-content-type-options"] == "nosniff"
         assert client.get("/ui/org.js").headers["content-type"].startswith("text/javascript")
         assert client.get("/ui/nothing.js").status_code == 404
+
+
+def test_the_digest_names_its_owner_when_the_address_is_a_users(
+    system: System, tenant: Tenant, browser: Browser
+) -> None:
+    owner = f"ops@{tenant.org_slug}.test"  # the tenant's digest owner (tests/e2e/rest.py)
+    context, watched = open_page(browser)
+    page = watched.page
+    try:
+        sign_in(page, system)
+        page.goto(f"{org_page(system, tenant)}#c={tenant.coordinator_id}")
+        shown = page.locator(f"#digest-{tenant.coordinator_id} [data-key='digest-owner']")
+        expect(shown).to_have_text(f"for {owner}")
+        with admin_client(system) as admin:
+            ok(admin.post("/v1/users", json={"email": owner, "displayName": "Ops Lead"}))
+        page.reload()
+        shown = page.locator(f"#digest-{tenant.coordinator_id} [data-key='digest-owner']")
+        expect(shown).to_have_text(f"for Ops Lead <{owner}>")
+        watched.assert_clean()
+    finally:
+        context.close()

@@ -123,7 +123,12 @@ def _provision(url: str, admin: str) -> tuple[str, str, str]:
         wc = ok(
             http.post(
                 "/v1/work-coordinators",
-                json={"scope": "ORG", "orgSlug": org, "displayName": "fuzz"},
+                json={
+                    "scope": "ORG",
+                    "digestOwner": "ops@acme.test",
+                    "orgSlug": org,
+                    "displayName": "fuzz",
+                },
             )
         )
         cid = str(wc["coordinatorId"])

@@ -215,7 +215,9 @@ BUILDERS: dict[str, Builder] = {
     # WorkCoordinatorService
     "WorkCoordinatorService/CreateWorkCoordinator": _static(
         lambda w, c: W.CreateWorkCoordinatorRequest(
-            work_coordinator=W.WorkCoordinator(scope=W.WorkCoordinator.ORG, org_slug=w.stack.org)
+            work_coordinator=W.WorkCoordinator(
+                scope=W.WorkCoordinator.ORG, org_slug=w.stack.org, digest_owner="ops@acme.test"
+            )
         )
     ),
     "WorkCoordinatorService/ListWorkCoordinators": _static(
@@ -381,6 +383,12 @@ BUILDERS: dict[str, Builder] = {
         lambda w, c: M.AcquireLeadershipRequest(
             name="matrix", holder_id=f"h-{ord(c)}", lease_seconds=5
         )
+    ),
+    "MaintenanceService/GetMailDue": _static(
+        lambda w, c: M.GetMailDueRequest(coordinator_id=w.child)
+    ),
+    "MaintenanceService/MarkMailSent": _static(
+        lambda w, c: M.MarkMailSentRequest(coordinator_id=w.child)
     ),
     "MaintenanceService/ReleaseLeadership": _static(
         lambda w, c: M.ReleaseLeadershipRequest(name="matrix", holder_id=f"h-{ord(c)}")

@@ -149,6 +149,8 @@ EXPECTED: dict[str, str] = {
     "MaintenanceService/RunMaintenance": "AANDDDDNUUNNAU",
     "MaintenanceService/AcquireLeadership": SERVICE,
     "MaintenanceService/ReleaseLeadership": SERVICE,
+    "MaintenanceService/GetMailDue": SERVICE,
+    "MaintenanceService/MarkMailSent": SERVICE,
     # --------------------------------------------------------------- SessionService
     "SessionService/CreateLoginCode": PLATFORM,
     # Needs no credential: the one-time code is the credential (whatever else is sent).

@@ -10,6 +10,7 @@ simulated old pod.
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import AsyncIterator
 
@@ -235,3 +236,68 @@ async def test_upgrade_leaves_a_newer_schema_alone_or_says_which_release_it_need
         "from revision 9000 on: deploy that release or a newer one"
     )
     assert (await read_schema_state(empty_url)).revision == "9001"
+
+
+async def test_0009_gives_each_org_work_coordinator_its_first_admin_as_digest_owner(
+    empty_url: str,
+) -> None:
+    await upgrade_async(empty_url, "0006")
+    early, late = "2026-01-01 00:00:00+00:00", "2026-02-01 00:00:00+00:00"
+    owner = '{"digest_owner": "kept@acme.test"}'
+    await execute(
+        empty_url,
+        "INSERT INTO orgs (slug, display_name, create_time) VALUES"
+        f" ('acme', 'Acme', '{early}'), ('lone', 'Lone', '{early}')",
+        "INSERT INTO users (user_id, email, display_name, platform_admin, verified, create_time)"
+        f" VALUES ('usr_v', 'viewer@acme.test', 'V', false, true, '{early}'),"
+        f" ('usr_first', 'first@acme.test', 'First', false, true, '{early}'),"
+        f" ('usr_later', 'later@acme.test', 'Later', false, true, '{early}')",
+        "INSERT INTO org_members (org_slug, user_id, role, create_time) VALUES"
+        f" ('acme', 'usr_v', 'ORG_VIEWER', '{early}'),"
+        f" ('acme', 'usr_later', 'ORG_ADMIN', '{late}'),"
+        f" ('acme', 'usr_first', 'ORG_ADMIN', '{early}'),"
+        f" ('lone', 'usr_v', 'ORG_VIEWER', '{early}')",
+        "INSERT INTO work_coordinators (coordinator_id, scope, org_slug, display_name, enabled,"
+        " revision, config, config_version, request_id, create_time, update_time, item_seq)"
+        " VALUES"
+        f" ('wc_none', 'ORG', 'acme', 'A', true, 4, '{{}}', 2, '', '{early}', '{early}', 0),"
+        f" ('wc_kept', 'ORG', 'acme', 'K', true, 1, '{owner}', 1, '', '{early}', '{early}', 0),"
+        f" ('wc_lone', 'ORG', 'lone', 'L', true, 0, '{{}}', 1, '', '{early}', '{early}', 0),"
+        f" ('wc_glob', 'GLOBAL', '', 'G', true, 0, '{{}}', 1, '', '{early}', '{early}', 0)",
+    )
+    await upgrade_async(empty_url)
+    engine = create_async_engine(empty_url)
+    try:
+        async with engine.connect() as conn:
+            coordinators = (
+                await conn.execute(
+                    text(
+                        "SELECT coordinator_id, revision, config, config_version"
+                        " FROM work_coordinators ORDER BY coordinator_id"
+                    )
+                )
+            ).fetchall()
+            events = (
+                await conn.execute(
+                    text("SELECT coordinator_id, revision, type, actor, data FROM events")
+                )
+            ).fetchall()
+    finally:
+        await engine.dispose()
+
+    def config(value: object) -> object:
+        return json.loads(value) if isinstance(value, str) else value
+
+    found = {row[0]: (row[1], config(row[2]), row[3]) for row in coordinators}
+    assert found == {
+        "wc_glob": (0, {}, 1),
+        "wc_kept": (1, {"digest_owner": "kept@acme.test"}, 1),
+        "wc_lone": (0, {}, 1),  # no admin to name: left as it was
+        "wc_none": (5, {"digest_owner": "first@acme.test"}, 3),
+    }
+    [(cid, revision, kind, actor, data)] = events
+    assert (cid, revision, kind, actor) == ("wc_none", 5, "COORDINATOR_UPDATED", "migration:0009")
+    data = config(data)
+    assert isinstance(data, dict)
+    assert data["fields"] == ["digest_owner"] and data["digestOwner"] == "first@acme.test"
+    assert "first org admin" in data["reason"]

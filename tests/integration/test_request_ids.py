@@ -21,7 +21,10 @@ async def _create(
     response = await client.coordinators.CreateWorkCoordinator(
         WC.CreateWorkCoordinatorRequest(
             work_coordinator=WC.WorkCoordinator(
-                scope=WC.WorkCoordinator.ORG, org_slug=org, display_name=name
+                scope=WC.WorkCoordinator.ORG,
+                org_slug=org,
+                display_name=name,
+                digest_owner=f"ops@{org}.test",
             ),
             request_id=request_id,
         )

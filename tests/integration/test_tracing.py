@@ -151,7 +151,12 @@ async def test_a_recovery_pass_is_one_trace(traced: Traced) -> None:
         assert created.status_code == 200, created.text
         made = await traced.admin.post(
             "/v1/work-coordinators",
-            json={"scope": "ORG", "orgSlug": slug, "displayName": slug},
+            json={
+                "scope": "ORG",
+                "digestOwner": "ops@acme.test",
+                "orgSlug": slug,
+                "displayName": slug,
+            },
         )
         assert made.status_code == 200, made.text
 

@@ -454,7 +454,10 @@ async def create_coordinator(
     retry_policy: policy_pb2.RetryPolicy | None = None,
 ) -> str:
     wc = work_coordinator_pb2.WorkCoordinator(
-        scope=work_coordinator_pb2.WorkCoordinator.ORG, org_slug=org, display_name="tests"
+        scope=work_coordinator_pb2.WorkCoordinator.ORG,
+        org_slug=org,
+        display_name="tests",
+        digest_owner=f"ops@{org}.test",
     )
     if class_capacity is not None:
         wc.class_capacity.update(dict(class_capacity))

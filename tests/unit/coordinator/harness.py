@@ -70,7 +70,7 @@ async def make_world(engine: Engine, capacities: dict[str, int] | None = None) -
     """A fresh org (uniquely named, so many worlds share one database) and its coordinator."""
     slug = f"org-{uuid.uuid4().hex[:10]}"
     await engine.membership.create_org(ADMIN, slug, "Test org")
-    changes: dict[str, Any] = {}
+    changes: dict[str, Any] = {"digest_owner": f"ops@{slug}.test"}
     if capacities is not None:
         changes["class_capacity"] = capacities
     coordinator = await engine.coordinators.create_coordinator(

@@ -163,7 +163,8 @@ def test_another_release_name_renders_a_consistent_release(check: ModuleType) ->
     ("setting", "expected"),
     [
         ("imagee.tag=1", "additional properties 'imagee' not allowed"),
-        ("smtp.url=smtp://mail", "/smtp"),
+        ("smtp.url=http://mail", "/smtp/url"),
+        ("publicUrl=ftp://x", "/publicUrl"),
         ("webhooks.allow=example.com", "/webhooks"),
         ("tracing.exporter=jaeger", "/tracing/exporter"),
     ],

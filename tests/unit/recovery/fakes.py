@@ -176,6 +176,19 @@ class FakeMaintenance(maintenance_pb2_grpc.MaintenanceServiceServicer):
             leadership=maintenance_pb2.Leadership(name=request.name, held=False)
         )
 
+    async def GetMailDue(
+        self, request: maintenance_pb2.GetMailDueRequest, context: _Context
+    ) -> maintenance_pb2.GetMailDueResponse:
+        """Nothing is ever due here (mail is tested against the real coordinator)."""
+        self.state.require_service(context)
+        return maintenance_pb2.GetMailDueResponse()
+
+    async def MarkMailSent(
+        self, request: maintenance_pb2.MarkMailSentRequest, context: _Context
+    ) -> maintenance_pb2.MarkMailSentResponse:
+        self.state.require_service(context)
+        return maintenance_pb2.MarkMailSentResponse(moved=False)
+
 
 class FakeAdmin(admin_pb2_grpc.AdminServiceServicer):
     def __init__(self, state: FakeCoordinatorState) -> None:

@@ -305,3 +305,69 @@ def test_interval_and_lease_must_be_in_range(maintenance: MaintenanceServiceAsyn
     for lease in (2, 301):
         with pytest.raises(ValueError, match="leadership_seconds"):
             Recoverer(maintenance, service_key=SERVICE_KEY, leadership_seconds=lease)
+
+
+class _CountingMailer:
+    """A mailer whose rounds are counted (what a round sends is tests/integration/test_mail.py)."""
+
+    interval_seconds = 30.0
+
+    def __init__(self) -> None:
+        self.rounds = 0
+        self.enough = asyncio.Event()
+
+    async def run_once(self) -> int:
+        self.rounds += 1
+        if self.rounds >= 2:
+            self.enough.set()
+        return 0
+
+
+async def test_only_the_leader_runs_mail_rounds_on_their_own_clock(
+    maintenance: MaintenanceServiceAsyncStub, state: FakeCoordinatorState, clock: ManualClock
+) -> None:
+    sleeps: list[float] = []
+    asked = asyncio.Event()
+
+    async def fake_sleep(seconds: float) -> None:
+        if "mail" in _loop_name():
+            sleeps.append(seconds)
+        elif len(state.acquire_calls) >= 4:
+            asked.set()
+        await asyncio.sleep(0)
+
+    # Another replica leads: this one's mail loop waits, however often it asks.
+    holder = _recoverer(maintenance, clock, "replica-a")
+    assert await holder.tick()
+    standby_mailer = _CountingMailer()
+    standby = Recoverer(
+        maintenance,
+        service_key=SERVICE_KEY,
+        clock=clock,
+        sleep=fake_sleep,
+        replica_id="replica-b",
+        mailer=standby_mailer,  # type: ignore[arg-type]
+    )
+    task = asyncio.create_task(standby.run())
+    await asyncio.wait_for(asked.wait(), timeout=10)
+    assert standby_mailer.rounds == 0 and not standby.leader
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    await holder.release_leadership()
+    leader_mailer = _CountingMailer()
+    leader = Recoverer(
+        maintenance,
+        service_key=SERVICE_KEY,
+        clock=clock,
+        sleep=fake_sleep,
+        replica_id="replica-b",
+        mailer=leader_mailer,  # type: ignore[arg-type]
+    )
+    task = asyncio.create_task(leader.run())
+    await asyncio.wait_for(leader_mailer.enough.wait(), timeout=10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert leader.leader and sleeps[:2] == [30.0, 30.0]

@@ -85,6 +85,9 @@ WORKCOORD_OIDC_ISSUER: {{ .Values.oidc.issuer | quote }}
 WORKCOORD_OIDC_CLIENT_ID: {{ .Values.oidc.clientId | quote }}
 WORKCOORD_OIDC_REDIRECT_URL: {{ .Values.oidc.redirectUrl | quote }}
 WORKCOORD_OIDC_AUDIENCE: {{ .Values.oidc.audience | quote }}
+WORKCOORD_SMTP_URL: {{ .Values.smtp.url | quote }}
+WORKCOORD_SMTP_FROM: {{ .Values.smtp.from | quote }}
+WORKCOORD_PUBLIC_URL: {{ .Values.publicUrl | quote }}
 OTEL_TRACES_EXPORTER: {{ .Values.tracing.exporter | quote }}
 {{- with .Values.tracing.otlpEndpoint }}
 OTEL_EXPORTER_OTLP_ENDPOINT: {{ . | quote }}

@@ -116,7 +116,11 @@ def _register_coordinators(commands: argparse._SubParsersAction[argparse.Argumen
 
 def _add_settable(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--display-name", default=None)
-    parser.add_argument("--digest-owner", default=None, help="a user id or email")
+    parser.add_argument(
+        "--digest-owner",
+        default=None,
+        help="an e-mail address (required for an ORG work coordinator)",
+    )
     parser.add_argument(
         "--capacity",
         action="append",

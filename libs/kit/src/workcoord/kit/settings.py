@@ -172,6 +172,33 @@ class RecoverySettings(CommonSettings):
     # How long a leader killed without releasing keeps the standby waiting, at most.
     recovery_leadership_seconds: int = Field(default=15, ge=3, le=300)
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    # Mail to the digest owners (unset URL: no mail): smtp://host:587 (STARTTLS) or
+    # smtps://host:465 (TLS from the first byte); the password is read from a file (a mounted
+    # Secret) at each connection, so a rotated one is used without a restart.
+    smtp_url: Annotated[str | None, _check_url(("smtp", "smtps"))] = None
+    smtp_username: str | None = None
+    smtp_password_file: Path | None = None
+    smtp_from: str = "workcoord <workcoord@localhost>"
+    smtp_interval_seconds: float = Field(default=30.0, ge=0.05, le=3600)
+    # Where people open the pages (links in mail): https://workcoord.example.com
+    public_url: Annotated[str | None, _check_url(("http", "https"))] = None
+
+    @_model_validator(mode="after")
+    def _smtp(self) -> RecoverySettings:
+        if self.smtp_url is not None:
+            parts = urlsplit(self.smtp_url)
+            if not parts.hostname or parts.username or parts.path not in ("", "/"):
+                raise ValueError(
+                    f"{ENV_PREFIX}SMTP_URL: must be smtp://HOST[:PORT] or smtps://HOST[:PORT] "
+                    f"(credentials go in {ENV_PREFIX}SMTP_USERNAME and _SMTP_PASSWORD_FILE)"
+                )
+        # Read only to log in: a deployment may mount an empty (optional) Secret without mail.
+        password = self.smtp_password_file
+        if self.smtp_url and self.smtp_username and password is not None and not password.is_file():
+            raise ValueError(
+                f"{ENV_PREFIX}SMTP_PASSWORD_FILE: no such file: {self.smtp_password_file}"
+            )
+        return self
 
 
 class GatewaySettings(CommonSettings):

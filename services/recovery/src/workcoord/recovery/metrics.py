@@ -54,9 +54,17 @@ STEP_FAILURES = Counter(
     ["step"],
 )
 
+MAIL_MESSAGES = Counter(
+    "workcoord_mail_messages_total",
+    "Mail to digest owners by outcome: sent, or failed (a work coordinator's round that failed).",
+    ["outcome"],
+)
+
 # Both outcomes exist from the start, so "failed" reads 0 (not absent) until a pass fails.
 for _outcome in ("ok", "failed"):
     PASSES.labels(_outcome)
+for _outcome in ("sent", "failed"):
+    MAIL_MESSAGES.labels(_outcome)
 for _step in (*MAINTENANCE_STEPS, "other"):
     STEP_FAILURES.labels(_step)
 

@@ -44,6 +44,7 @@ from workcoord.recovery import metrics
 
 if TYPE_CHECKING:
     from workcoord.api.v1.maintenance_pb2_grpc import MaintenanceServiceAsyncStub
+    from workcoord.recovery.mailer import Mailer
 
 __all__ = [
     "DEFAULT_LEADERSHIP_SECONDS",
@@ -116,6 +117,7 @@ class Recoverer:
         replica_id: str | None = None,
         rpc_timeout_seconds: float = 60.0,
         leadership_seconds: int = DEFAULT_LEADERSHIP_SECONDS,
+        mailer: Mailer | None = None,
     ) -> None:
         if interval_seconds <= 0:
             raise ValueError("interval_seconds must be positive")
@@ -146,6 +148,8 @@ class Recoverer:
         self._last_error_log_at: float | None = None
         # One pass at a time per replica: a slow pass delays the next tick instead of overlapping.
         self._pass_lock = asyncio.Lock()
+        # Mail to the digest owners (None: no SMTP configured), on its own clock while leading.
+        self._mailer = mailer
 
     @property
     def replica_id(self) -> str:
@@ -182,6 +186,17 @@ class Recoverer:
         async with asyncio.TaskGroup() as loops:
             loops.create_task(self._keep_leadership(), name="workcoord-recovery-leadership")
             loops.create_task(self._pass_while_leading(), name="workcoord-recovery-passes")
+            if self._mailer is not None:
+                mailer = self._mailer
+                loops.create_task(
+                    self._repeat(
+                        "mail round",
+                        mailer.run_once,
+                        lambda: mailer.interval_seconds,
+                        when=self._leading,
+                    ),
+                    name="workcoord-recovery-mail",
+                )
 
     async def _keep_leadership(self) -> None:
         """Renew (as the leader) or ask again when the holder's lease runs out (a standby)."""

@@ -35,6 +35,7 @@ from workcoord.kit.service_main import serve_main
 from workcoord.kit.settings import RecoverySettings, SettingsError
 from workcoord.kit.status import ErrorInterceptor
 from workcoord.kit.telemetry import configure_tracing
+from workcoord.recovery.mailer import Mailer, SmtpConfig, SmtpSender
 from workcoord.recovery.recoverer import Recoverer, SleepFunction
 from workcoord.recovery.servicer import RecoveryServicer
 
@@ -100,6 +101,17 @@ async def start_recovery(
     )
     maintenance = maintenance_pb2_grpc.MaintenanceServiceStub(channel)
     admin = admin_pb2_grpc.AdminServiceStub(channel)
+    smtp = SmtpConfig.from_settings(settings)
+    mailer = None
+    if smtp is not None:
+        mailer = Mailer(
+            maintenance,
+            service_key=settings.service_key.get_secret_value(),
+            send=SmtpSender(smtp).send,
+            sender=smtp.sender,
+            public_url=settings.public_url,
+            interval_seconds=settings.smtp_interval_seconds,
+        )
     recoverer = Recoverer(
         maintenance,
         service_key=settings.service_key.get_secret_value(),
@@ -107,6 +119,7 @@ async def start_recovery(
         leadership_seconds=settings.recovery_leadership_seconds,
         clock=clock or clock_from_env(),
         sleep=sleep,
+        mailer=mailer,
     )
     servicer = RecoveryServicer(recoverer, maintenance, admin)
     try:
@@ -126,12 +139,13 @@ async def start_recovery(
     address = f"{host}:{bound_port(server)}"
     loop_task = asyncio.create_task(recoverer.run(), name="workcoord-recovery-loop")
     _log.info(
-        "recovery %s serving on %s, coordinator %s, every %ss, leadership lease %ss",
+        "recovery %s serving on %s, coordinator %s, every %ss, leadership lease %ss, mail %s",
         recoverer.replica_id,
         address,
         settings.coordinator_address,
         settings.recovery_interval_seconds,
         recoverer.leadership_seconds,
+        f"via {smtp.host}:{smtp.port}" if smtp is not None else "off",
     )
     return RunningRecovery(
         address=address,

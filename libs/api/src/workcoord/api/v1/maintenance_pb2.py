@@ -24,11 +24,13 @@ _sym_db = _symbol_database.Default()
 
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from workcoord.api.v1 import event_pb2 as workcoord_dot_api_dot_v1_dot_event__pb2
 from workcoord.api.v1 import field_rules_pb2 as workcoord_dot_api_dot_v1_dot_field__rules__pb2
 from workcoord.api.v1 import recovery_pb2 as workcoord_dot_api_dot_v1_dot_recovery__pb2
+from workcoord.api.v1 import work_coordinator_pb2 as workcoord_dot_api_dot_v1_dot_work__coordinator__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"workcoord/api/v1/maintenance.proto\x12\x10workcoord.api.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\"workcoord/api/v1/field_rules.proto\x1a\x1fworkcoord/api/v1/recovery.proto\"=\n\x11MaintenanceTarget\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\t\x12\x10\n\x08revision\x18\x02 \x01(\x03\"z\n\nLeadership\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tholder_id\x18\x02 \x01(\t\x12/\n\x0b\x65xpire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04held\x18\x04 \x01(\x08\x12\x0c\n\x04term\x18\x05 \x01(\x03\"\x1f\n\x1dListMaintenanceTargetsRequest\"p\n\x1eListMaintenanceTargetsResponse\x12\x18\n\x10platform_enabled\x18\x01 \x01(\x08\x12\x34\n\x07targets\x18\x02 \x03(\x0b\x32#.workcoord.api.v1.MaintenanceTarget\"z\n\x15RunMaintenanceRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1f\n\nbatch_size\x18\x02 \x01(\x05\x42\x0b\xca\xf3\x18\x07\x18\x90N \x01(\x01\"M\n\x16RunMaintenanceResponse\x12\x33\n\x06report\x18\x01 \x01(\x0b\x32#.workcoord.api.v1.MaintenanceReport\"\x8a\x01\n\x18\x41\x63quireLeadershipRequest\x12*\n\x04name\x18\x01 \x01(\tB\x1c\xca\xf3\x18\x18\x08\x01:\x14[a-z][a-z0-9-]{0,31}\x12\x1c\n\tholder_id\x18\x02 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x01\x12$\n\rlease_seconds\x18\x03 \x01(\x05\x42\r\xca\xf3\x18\t\x10\x01\x18\xac\x02 \x01(\x01\"M\n\x19\x41\x63quireLeadershipResponse\x12\x30\n\nleadership\x18\x01 \x01(\x0b\x32\x1c.workcoord.api.v1.Leadership\"d\n\x18ReleaseLeadershipRequest\x12*\n\x04name\x18\x01 \x01(\tB\x1c\xca\xf3\x18\x18\x08\x01:\x14[a-z][a-z0-9-]{0,31}\x12\x1c\n\tholder_id\x18\x02 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x01\"M\n\x19ReleaseLeadershipResponse\x12\x30\n\nleadership\x18\x01 \x01(\x0b\x32\x1c.workcoord.api.v1.Leadership2\xcb\x05\n\x12MaintenanceService\x12\x9c\x01\n\x16ListMaintenanceTargets\x12/.workcoord.api.v1.ListMaintenanceTargetsRequest\x1a\x30.workcoord.api.v1.ListMaintenanceTargetsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/v1/maintenance/targets\x12\xb1\x01\n\x0eRunMaintenance\x12\'.workcoord.api.v1.RunMaintenanceRequest\x1a(.workcoord.api.v1.RunMaintenanceResponse\"L\x82\xd3\xe4\x93\x02\x46\"9/v1/maintenance/work-coordinators/{coordinator_id}/passes:\x01*b\x06report\x12\xaf\x01\n\x11\x41\x63quireLeadership\x12*.workcoord.api.v1.AcquireLeadershipRequest\x1a+.workcoord.api.v1.AcquireLeadershipResponse\"A\x82\xd3\xe4\x93\x02;\"*/v1/maintenance/leaderships/{name}/acquire:\x01*b\nleadership\x12\xaf\x01\n\x11ReleaseLeadership\x12*.workcoord.api.v1.ReleaseLeadershipRequest\x1a+.workcoord.api.v1.ReleaseLeadershipResponse\"A\x82\xd3\xe4\x93\x02;\"*/v1/maintenance/leaderships/{name}/release:\x01*b\nleadershipb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"workcoord/api/v1/maintenance.proto\x12\x10workcoord.api.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1cworkcoord/api/v1/event.proto\x1a\"workcoord/api/v1/field_rules.proto\x1a\x1fworkcoord/api/v1/recovery.proto\x1a\'workcoord/api/v1/work_coordinator.proto\"=\n\x11MaintenanceTarget\x12\x16\n\x0e\x63oordinator_id\x18\x01 \x01(\t\x12\x10\n\x08revision\x18\x02 \x01(\x03\"z\n\nLeadership\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tholder_id\x18\x02 \x01(\t\x12/\n\x0b\x65xpire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04held\x18\x04 \x01(\x08\x12\x0c\n\x04term\x18\x05 \x01(\x03\"\x1f\n\x1dListMaintenanceTargetsRequest\"p\n\x1eListMaintenanceTargetsResponse\x12\x18\n\x10platform_enabled\x18\x01 \x01(\x08\x12\x34\n\x07targets\x18\x02 \x03(\x0b\x32#.workcoord.api.v1.MaintenanceTarget\"z\n\x15RunMaintenanceRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1f\n\nbatch_size\x18\x02 \x01(\x05\x42\x0b\xca\xf3\x18\x07\x18\x90N \x01(\x01\"M\n\x16RunMaintenanceResponse\x12\x33\n\x06report\x18\x01 \x01(\x0b\x32#.workcoord.api.v1.MaintenanceReport\"\x8a\x01\n\x18\x41\x63quireLeadershipRequest\x12*\n\x04name\x18\x01 \x01(\tB\x1c\xca\xf3\x18\x18\x08\x01:\x14[a-z][a-z0-9-]{0,31}\x12\x1c\n\tholder_id\x18\x02 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x01\x12$\n\rlease_seconds\x18\x03 \x01(\x05\x42\r\xca\xf3\x18\t\x10\x01\x18\xac\x02 \x01(\x01\"M\n\x19\x41\x63quireLeadershipResponse\x12\x30\n\nleadership\x18\x01 \x01(\x0b\x32\x1c.workcoord.api.v1.Leadership\"d\n\x18ReleaseLeadershipRequest\x12*\n\x04name\x18\x01 \x01(\tB\x1c\xca\xf3\x18\x18\x08\x01:\x14[a-z][a-z0-9-]{0,31}\x12\x1c\n\tholder_id\x18\x02 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x01\"M\n\x19ReleaseLeadershipResponse\x12\x30\n\nleadership\x18\x01 \x01(\x0b\x32\x1c.workcoord.api.v1.Leadership\"U\n\x11GetMailDueRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\"\xdc\x02\n\x12GetMailDueResponse\x12\r\n\x05owner\x18\x01 \x01(\t\x12\x1a\n\x12owner_display_name\x18\x02 \x01(\t\x12\x10\n\x08org_slug\x18\x03 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x04 \x01(\t\x12(\n\x06\x64igest\x18\x05 \x01(\x0b\x32\x18.workcoord.api.v1.Digest\x12-\n\x0chuman_needed\x18\x06 \x03(\x0b\x32\x17.workcoord.api.v1.Event\x12\x1c\n\x14human_needed_through\x18\x07 \x01(\x03\x12I\n\x0blane_titles\x18\x08 \x03(\x0b\x32\x34.workcoord.api.v1.GetMailDueResponse.LaneTitlesEntry\x1a\x31\n\x0fLaneTitlesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xaa\x01\n\x13MarkMailSentRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1a\n\ndigest_day\x18\x02 \x01(\tB\x06\xca\xf3\x18\x02\x30\n\x12%\n\x15human_needed_revision\x18\x03 \x01(\x03\x42\x06\xca\xf3\x18\x02 \x01\x12\x0e\n\x06mailed\x18\x04 \x01(\x08\"%\n\x14MarkMailSentResponse\x12\r\n\x05moved\x18\x01 \x01(\x08\x32\x90\x08\n\x12MaintenanceService\x12\x9c\x01\n\x16ListMaintenanceTargets\x12/.workcoord.api.v1.ListMaintenanceTargetsRequest\x1a\x30.workcoord.api.v1.ListMaintenanceTargetsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/v1/maintenance/targets\x12\xb1\x01\n\x0eRunMaintenance\x12\'.workcoord.api.v1.RunMaintenanceRequest\x1a(.workcoord.api.v1.RunMaintenanceResponse\"L\x82\xd3\xe4\x93\x02\x46\"9/v1/maintenance/work-coordinators/{coordinator_id}/passes:\x01*b\x06report\x12\xaf\x01\n\x11\x41\x63quireLeadership\x12*.workcoord.api.v1.AcquireLeadershipRequest\x1a+.workcoord.api.v1.AcquireLeadershipResponse\"A\x82\xd3\xe4\x93\x02;\"*/v1/maintenance/leaderships/{name}/acquire:\x01*b\nleadership\x12\x98\x01\n\nGetMailDue\x12#.workcoord.api.v1.GetMailDueRequest\x1a$.workcoord.api.v1.GetMailDueResponse\"?\x82\xd3\xe4\x93\x02\x39\x12\x37/v1/maintenance/work-coordinators/{coordinator_id}/mail\x12\xa7\x01\n\x0cMarkMailSent\x12%.workcoord.api.v1.MarkMailSentRequest\x1a&.workcoord.api.v1.MarkMailSentResponse\"H\x82\xd3\xe4\x93\x02\x42\"=/v1/maintenance/work-coordinators/{coordinator_id}/mail/marks:\x01*\x12\xaf\x01\n\x11ReleaseLeadership\x12*.workcoord.api.v1.ReleaseLeadershipRequest\x1a+.workcoord.api.v1.ReleaseLeadershipResponse\"A\x82\xd3\xe4\x93\x02;\"*/v1/maintenance/leaderships/{name}/release:\x01*b\nleadershipb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -49,34 +51,58 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RELEASELEADERSHIPREQUEST'].fields_by_name['name']._serialized_options = b'\312\363\030\030\010\001:\024[a-z][a-z0-9-]{0,31}'
   _globals['_RELEASELEADERSHIPREQUEST'].fields_by_name['holder_id']._loaded_options = None
   _globals['_RELEASELEADERSHIPREQUEST'].fields_by_name['holder_id']._serialized_options = b'\312\363\030\005\010\0010\200\001'
+  _globals['_GETMAILDUEREQUEST'].fields_by_name['coordinator_id']._loaded_options = None
+  _globals['_GETMAILDUEREQUEST'].fields_by_name['coordinator_id']._serialized_options = b'\312\363\030$\010\0010@:\036[A-Za-z0-9][A-Za-z0-9_-]{0,63}'
+  _globals['_GETMAILDUERESPONSE_LANETITLESENTRY']._loaded_options = None
+  _globals['_GETMAILDUERESPONSE_LANETITLESENTRY']._serialized_options = b'8\001'
+  _globals['_MARKMAILSENTREQUEST'].fields_by_name['coordinator_id']._loaded_options = None
+  _globals['_MARKMAILSENTREQUEST'].fields_by_name['coordinator_id']._serialized_options = b'\312\363\030$\010\0010@:\036[A-Za-z0-9][A-Za-z0-9_-]{0,63}'
+  _globals['_MARKMAILSENTREQUEST'].fields_by_name['digest_day']._loaded_options = None
+  _globals['_MARKMAILSENTREQUEST'].fields_by_name['digest_day']._serialized_options = b'\312\363\030\0020\n'
+  _globals['_MARKMAILSENTREQUEST'].fields_by_name['human_needed_revision']._loaded_options = None
+  _globals['_MARKMAILSENTREQUEST'].fields_by_name['human_needed_revision']._serialized_options = b'\312\363\030\002 \001'
   _globals['_MAINTENANCESERVICE'].methods_by_name['ListMaintenanceTargets']._loaded_options = None
   _globals['_MAINTENANCESERVICE'].methods_by_name['ListMaintenanceTargets']._serialized_options = b'\202\323\344\223\002\031\022\027/v1/maintenance/targets'
   _globals['_MAINTENANCESERVICE'].methods_by_name['RunMaintenance']._loaded_options = None
   _globals['_MAINTENANCESERVICE'].methods_by_name['RunMaintenance']._serialized_options = b'\202\323\344\223\002F\"9/v1/maintenance/work-coordinators/{coordinator_id}/passes:\001*b\006report'
   _globals['_MAINTENANCESERVICE'].methods_by_name['AcquireLeadership']._loaded_options = None
   _globals['_MAINTENANCESERVICE'].methods_by_name['AcquireLeadership']._serialized_options = b'\202\323\344\223\002;\"*/v1/maintenance/leaderships/{name}/acquire:\001*b\nleadership'
+  _globals['_MAINTENANCESERVICE'].methods_by_name['GetMailDue']._loaded_options = None
+  _globals['_MAINTENANCESERVICE'].methods_by_name['GetMailDue']._serialized_options = b'\202\323\344\223\0029\0227/v1/maintenance/work-coordinators/{coordinator_id}/mail'
+  _globals['_MAINTENANCESERVICE'].methods_by_name['MarkMailSent']._loaded_options = None
+  _globals['_MAINTENANCESERVICE'].methods_by_name['MarkMailSent']._serialized_options = b'\202\323\344\223\002B\"=/v1/maintenance/work-coordinators/{coordinator_id}/mail/marks:\001*'
   _globals['_MAINTENANCESERVICE'].methods_by_name['ReleaseLeadership']._loaded_options = None
   _globals['_MAINTENANCESERVICE'].methods_by_name['ReleaseLeadership']._serialized_options = b'\202\323\344\223\002;\"*/v1/maintenance/leaderships/{name}/release:\001*b\nleadership'
-  _globals['_MAINTENANCETARGET']._serialized_start=188
-  _globals['_MAINTENANCETARGET']._serialized_end=249
-  _globals['_LEADERSHIP']._serialized_start=251
-  _globals['_LEADERSHIP']._serialized_end=373
-  _globals['_LISTMAINTENANCETARGETSREQUEST']._serialized_start=375
-  _globals['_LISTMAINTENANCETARGETSREQUEST']._serialized_end=406
-  _globals['_LISTMAINTENANCETARGETSRESPONSE']._serialized_start=408
-  _globals['_LISTMAINTENANCETARGETSRESPONSE']._serialized_end=520
-  _globals['_RUNMAINTENANCEREQUEST']._serialized_start=522
-  _globals['_RUNMAINTENANCEREQUEST']._serialized_end=644
-  _globals['_RUNMAINTENANCERESPONSE']._serialized_start=646
-  _globals['_RUNMAINTENANCERESPONSE']._serialized_end=723
-  _globals['_ACQUIRELEADERSHIPREQUEST']._serialized_start=726
-  _globals['_ACQUIRELEADERSHIPREQUEST']._serialized_end=864
-  _globals['_ACQUIRELEADERSHIPRESPONSE']._serialized_start=866
-  _globals['_ACQUIRELEADERSHIPRESPONSE']._serialized_end=943
-  _globals['_RELEASELEADERSHIPREQUEST']._serialized_start=945
-  _globals['_RELEASELEADERSHIPREQUEST']._serialized_end=1045
-  _globals['_RELEASELEADERSHIPRESPONSE']._serialized_start=1047
-  _globals['_RELEASELEADERSHIPRESPONSE']._serialized_end=1124
-  _globals['_MAINTENANCESERVICE']._serialized_start=1127
-  _globals['_MAINTENANCESERVICE']._serialized_end=1842
+  _globals['_MAINTENANCETARGET']._serialized_start=259
+  _globals['_MAINTENANCETARGET']._serialized_end=320
+  _globals['_LEADERSHIP']._serialized_start=322
+  _globals['_LEADERSHIP']._serialized_end=444
+  _globals['_LISTMAINTENANCETARGETSREQUEST']._serialized_start=446
+  _globals['_LISTMAINTENANCETARGETSREQUEST']._serialized_end=477
+  _globals['_LISTMAINTENANCETARGETSRESPONSE']._serialized_start=479
+  _globals['_LISTMAINTENANCETARGETSRESPONSE']._serialized_end=591
+  _globals['_RUNMAINTENANCEREQUEST']._serialized_start=593
+  _globals['_RUNMAINTENANCEREQUEST']._serialized_end=715
+  _globals['_RUNMAINTENANCERESPONSE']._serialized_start=717
+  _globals['_RUNMAINTENANCERESPONSE']._serialized_end=794
+  _globals['_ACQUIRELEADERSHIPREQUEST']._serialized_start=797
+  _globals['_ACQUIRELEADERSHIPREQUEST']._serialized_end=935
+  _globals['_ACQUIRELEADERSHIPRESPONSE']._serialized_start=937
+  _globals['_ACQUIRELEADERSHIPRESPONSE']._serialized_end=1014
+  _globals['_RELEASELEADERSHIPREQUEST']._serialized_start=1016
+  _globals['_RELEASELEADERSHIPREQUEST']._serialized_end=1116
+  _globals['_RELEASELEADERSHIPRESPONSE']._serialized_start=1118
+  _globals['_RELEASELEADERSHIPRESPONSE']._serialized_end=1195
+  _globals['_GETMAILDUEREQUEST']._serialized_start=1197
+  _globals['_GETMAILDUEREQUEST']._serialized_end=1282
+  _globals['_GETMAILDUERESPONSE']._serialized_start=1285
+  _globals['_GETMAILDUERESPONSE']._serialized_end=1633
+  _globals['_GETMAILDUERESPONSE_LANETITLESENTRY']._serialized_start=1584
+  _globals['_GETMAILDUERESPONSE_LANETITLESENTRY']._serialized_end=1633
+  _globals['_MARKMAILSENTREQUEST']._serialized_start=1636
+  _globals['_MARKMAILSENTREQUEST']._serialized_end=1806
+  _globals['_MARKMAILSENTRESPONSE']._serialized_start=1808
+  _globals['_MARKMAILSENTRESPONSE']._serialized_end=1845
+  _globals['_MAINTENANCESERVICE']._serialized_start=1848
+  _globals['_MAINTENANCESERVICE']._serialized_end=2888
 # @@protoc_insertion_point(module_scope)

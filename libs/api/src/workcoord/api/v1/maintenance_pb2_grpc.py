@@ -52,6 +52,16 @@ class MaintenanceServiceStub:
                 request_serializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.AcquireLeadershipRequest.SerializeToString,
                 response_deserializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.AcquireLeadershipResponse.FromString,
                 _registered_method=True)
+        self.GetMailDue = channel.unary_unary(
+                '/workcoord.api.v1.MaintenanceService/GetMailDue',
+                request_serializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.GetMailDueRequest.SerializeToString,
+                response_deserializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.GetMailDueResponse.FromString,
+                _registered_method=True)
+        self.MarkMailSent = channel.unary_unary(
+                '/workcoord.api.v1.MaintenanceService/MarkMailSent',
+                request_serializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.MarkMailSentRequest.SerializeToString,
+                response_deserializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.MarkMailSentResponse.FromString,
+                _registered_method=True)
         self.ReleaseLeadership = channel.unary_unary(
                 '/workcoord.api.v1.MaintenanceService/ReleaseLeadership',
                 request_serializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.ReleaseLeadershipRequest.SerializeToString,
@@ -87,6 +97,21 @@ class MaintenanceServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetMailDue(self, request, context):
+        """What the digest owner is due to be mailed: yesterday's digest (once a day) and the
+        HUMAN_NEEDED events after the last mailed one (at most one mail every 5 minutes).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MarkMailSent(self, request, context):
+        """Records mail that went out: the marks only move forward, so a repeat is harmless.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ReleaseLeadership(self, request, context):
         """Gives a leadership lease up (clean shutdown).
         """
@@ -111,6 +136,16 @@ def add_MaintenanceServiceServicer_to_server(servicer, server):
                     servicer.AcquireLeadership,
                     request_deserializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.AcquireLeadershipRequest.FromString,
                     response_serializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.AcquireLeadershipResponse.SerializeToString,
+            ),
+            'GetMailDue': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMailDue,
+                    request_deserializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.GetMailDueRequest.FromString,
+                    response_serializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.GetMailDueResponse.SerializeToString,
+            ),
+            'MarkMailSent': grpc.unary_unary_rpc_method_handler(
+                    servicer.MarkMailSent,
+                    request_deserializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.MarkMailSentRequest.FromString,
+                    response_serializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.MarkMailSentResponse.SerializeToString,
             ),
             'ReleaseLeadership': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleaseLeadership,
@@ -202,6 +237,60 @@ class MaintenanceService:
             '/workcoord.api.v1.MaintenanceService/AcquireLeadership',
             workcoord_dot_api_dot_v1_dot_maintenance__pb2.AcquireLeadershipRequest.SerializeToString,
             workcoord_dot_api_dot_v1_dot_maintenance__pb2.AcquireLeadershipResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMailDue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workcoord.api.v1.MaintenanceService/GetMailDue',
+            workcoord_dot_api_dot_v1_dot_maintenance__pb2.GetMailDueRequest.SerializeToString,
+            workcoord_dot_api_dot_v1_dot_maintenance__pb2.GetMailDueResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MarkMailSent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workcoord.api.v1.MaintenanceService/MarkMailSent',
+            workcoord_dot_api_dot_v1_dot_maintenance__pb2.MarkMailSentRequest.SerializeToString,
+            workcoord_dot_api_dot_v1_dot_maintenance__pb2.MarkMailSentResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -44,6 +44,12 @@ class MaintenanceServiceStub:
     """
     AcquireLeadership: _grpc.UnaryUnaryMultiCallable[_maintenance_pb2.AcquireLeadershipRequest, _maintenance_pb2.AcquireLeadershipResponse]
     """Acquires or renews a named leadership lease held in the coordinator's database."""
+    GetMailDue: _grpc.UnaryUnaryMultiCallable[_maintenance_pb2.GetMailDueRequest, _maintenance_pb2.GetMailDueResponse]
+    """What the digest owner is due to be mailed: yesterday's digest (once a day) and the
+    HUMAN_NEEDED events after the last mailed one (at most one mail every 5 minutes).
+    """
+    MarkMailSent: _grpc.UnaryUnaryMultiCallable[_maintenance_pb2.MarkMailSentRequest, _maintenance_pb2.MarkMailSentResponse]
+    """Records mail that went out: the marks only move forward, so a repeat is harmless."""
     ReleaseLeadership: _grpc.UnaryUnaryMultiCallable[_maintenance_pb2.ReleaseLeadershipRequest, _maintenance_pb2.ReleaseLeadershipResponse]
     """Gives a leadership lease up (clean shutdown)."""
 
@@ -63,6 +69,12 @@ class MaintenanceServiceAsyncStub(MaintenanceServiceStub):
     """
     AcquireLeadership: _aio.UnaryUnaryMultiCallable[_maintenance_pb2.AcquireLeadershipRequest, _maintenance_pb2.AcquireLeadershipResponse]  # type: ignore[assignment]
     """Acquires or renews a named leadership lease held in the coordinator's database."""
+    GetMailDue: _aio.UnaryUnaryMultiCallable[_maintenance_pb2.GetMailDueRequest, _maintenance_pb2.GetMailDueResponse]  # type: ignore[assignment]
+    """What the digest owner is due to be mailed: yesterday's digest (once a day) and the
+    HUMAN_NEEDED events after the last mailed one (at most one mail every 5 minutes).
+    """
+    MarkMailSent: _aio.UnaryUnaryMultiCallable[_maintenance_pb2.MarkMailSentRequest, _maintenance_pb2.MarkMailSentResponse]  # type: ignore[assignment]
+    """Records mail that went out: the marks only move forward, so a repeat is harmless."""
     ReleaseLeadership: _aio.UnaryUnaryMultiCallable[_maintenance_pb2.ReleaseLeadershipRequest, _maintenance_pb2.ReleaseLeadershipResponse]  # type: ignore[assignment]
     """Gives a leadership lease up (clean shutdown)."""
 
@@ -97,6 +109,24 @@ class MaintenanceServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_maintenance_pb2.AcquireLeadershipResponse, _abc.Awaitable[_maintenance_pb2.AcquireLeadershipResponse]]:
         """Acquires or renews a named leadership lease held in the coordinator's database."""
+
+    @_abc_1.abstractmethod
+    def GetMailDue(
+        self,
+        request: _maintenance_pb2.GetMailDueRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_maintenance_pb2.GetMailDueResponse, _abc.Awaitable[_maintenance_pb2.GetMailDueResponse]]:
+        """What the digest owner is due to be mailed: yesterday's digest (once a day) and the
+        HUMAN_NEEDED events after the last mailed one (at most one mail every 5 minutes).
+        """
+
+    @_abc_1.abstractmethod
+    def MarkMailSent(
+        self,
+        request: _maintenance_pb2.MarkMailSentRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_maintenance_pb2.MarkMailSentResponse, _abc.Awaitable[_maintenance_pb2.MarkMailSentResponse]]:
+        """Records mail that went out: the marks only move forward, so a repeat is harmless."""
 
     @_abc_1.abstractmethod
     def ReleaseLeadership(

@@ -265,18 +265,20 @@ class DigestEntry(_message.Message):
     def __init__(self, kind: _Optional[_Union[DigestEntry.Kind, str]] = ..., lane_id: _Optional[str] = ..., item_id: _Optional[str] = ..., action_id: _Optional[str] = ..., reason: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Digest(_message.Message):
-    __slots__ = ("coordinator_id", "day", "owner", "entries", "update_time")
+    __slots__ = ("coordinator_id", "day", "owner", "entries", "update_time", "owner_display_name")
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     DAY_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    OWNER_DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: str
     day: str
     owner: str
     entries: _containers.RepeatedCompositeFieldContainer[DigestEntry]
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, coordinator_id: _Optional[str] = ..., day: _Optional[str] = ..., owner: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[DigestEntry, _Mapping]]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    owner_display_name: str
+    def __init__(self, coordinator_id: _Optional[str] = ..., day: _Optional[str] = ..., owner: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[DigestEntry, _Mapping]]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., owner_display_name: _Optional[str] = ...) -> None: ...
 
 class Grant(_message.Message):
     __slots__ = ("grant_id", "coordinator_id", "parent_coordinator_id", "permissions", "expire_time", "revoke_time", "create_time", "created_by", "live")

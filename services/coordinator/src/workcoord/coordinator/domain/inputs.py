@@ -340,6 +340,18 @@ class ReleaseLeadershipInput:
     holder_id: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarkMailSentInput:
+    """Move the digest owner's mail marks: the digest of ``digest_day`` went out (""
+    none), the HUMAN_NEEDED events through ``human_needed_revision`` were handled (0 none),
+    with a mail (``mailed``) or needing none."""
+
+    coordinator_id: str
+    digest_day: str = ""
+    human_needed_revision: int = 0
+    mailed: bool = True
+
+
 # --- tenancy: orgs, users, members, keys, grants, sessions ---
 
 

@@ -211,6 +211,17 @@ class CoordinatorConfig:
     parent_coordinator_id: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class MailMarks:
+    """What the digest owner was last mailed (``domain/mail_marks.py``): the last UTC day
+    whose digest went out, the last event revision whose HUMAN_NEEDED mail went out and when
+    (ISO 8601, UTC). Unset (None) until the first mail."""
+
+    digest_day: str | None = None
+    human_needed_revision: int | None = None
+    human_needed_time: str | None = None
+
+
 @dataclass(slots=True)
 class Coordinator:
     coordinator_id: str
@@ -223,6 +234,7 @@ class Coordinator:
     config_version: int
     create_time: datetime
     update_time: datetime
+    mail_marks: MailMarks = field(default_factory=MailMarks)
 
 
 @dataclass(slots=True)

@@ -208,6 +208,21 @@ class MaintenanceTargets:
 
 
 @dataclass(frozen=True, slots=True)
+class MailDue:
+    """What the digest owner is due to be mailed now (``domain/mail_marks.py``)."""
+
+    owner: str
+    owner_display_name: str
+    org_slug: str
+    display_name: str
+    digest: Digest | None
+    human_needed: list[Event]
+    human_needed_through: int
+    """The revision to mark once ``human_needed`` is handled (0: nothing to mark)."""
+    lane_titles: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class LeadershipClaim:
     """The leadership as it stands, and whether the caller holds it."""
 
@@ -234,6 +249,8 @@ class Digest:
     day: str
     owner: str
     entries: list[DigestEntry]
+    owner_display_name: str = ""
+    """The user whose e-mail address ``owner`` is, by display name ("" when none is)."""
 
 
 @dataclass(slots=True)

@@ -38,6 +38,7 @@ from .model import (
     Lane,
     LaneState,
     RetryPolicy,
+    Scope,
     Worker,
 )
 from .placement import PLACEMENT_FIELDS as PLACEMENT_FIELDS
@@ -525,3 +526,20 @@ def apply_config_changes(config: CoordinatorConfig, changes: dict[str, Any]) -> 
     if violations:
         raise InvalidArgument(violations)
     return updated
+
+
+# An address as mail servers take it: one "@", no spaces or angle brackets, a dotted domain.
+_EMAIL = re.compile(r"[^@\s<>\"(),;:]+@[^@\s<>\"(),;:]+\.[A-Za-z0-9-]{2,}")
+
+
+def require_digest_owner(scope: Scope, config: CoordinatorConfig) -> None:
+    """An ORG work coordinator's digest owner is required; any digest owner is an e-mail
+    address (the daily digest and the HUMAN_NEEDED mails go to it)."""
+    owner = config.digest_owner
+    where = "work_coordinator.digest_owner"
+    if not owner:
+        if scope == Scope.ORG:
+            raise InvalidArgument.single(where, "is required for an ORG work coordinator")
+        return
+    if _EMAIL.fullmatch(owner) is None:
+        raise InvalidArgument.single(where, f"must be an e-mail address, not {owner!r}")

@@ -201,6 +201,8 @@ work_coordinators = Table(
     Column("create_time", Time, nullable=False),
     Column("update_time", Time, nullable=False),
     Column("item_seq", BigInteger, nullable=False, server_default=text("0")),
+    # What the digest owner was last mailed (MailMarks; NULL until the first mail). From 0009.
+    Column("mail_marks", Json),
     **_hot(50),
 )
 

@@ -1,5 +1,5 @@
 """``MaintenanceService``: what the recovery service calls to drive time (maintenance passes
-over each work coordinator) and to elect its leader.
+over each work coordinator), to elect its leader and to mail the digest owners.
 
 Each RPC is one method: read the request into the engine command's input, call the engine as
 the caller (:func:`~.gate.caller`), map the answer back to protobuf."""
@@ -9,6 +9,7 @@ from __future__ import annotations
 from workcoord.api.v1 import maintenance_pb2, maintenance_pb2_grpc
 from workcoord.coordinator.domain.inputs import (
     AcquireLeadershipInput,
+    MarkMailSentInput,
     ReleaseLeadershipInput,
     RunMaintenanceInput,
 )
@@ -54,6 +55,35 @@ class MaintenanceServicer(EngineServicer, maintenance_pb2_grpc.MaintenanceServic
         return maintenance_pb2.AcquireLeadershipResponse(
             leadership=m.leadership_to_pb(claim.leadership, claim.held)
         )
+
+    async def GetMailDue(
+        self, request: maintenance_pb2.GetMailDueRequest, context: Context
+    ) -> maintenance_pb2.GetMailDueResponse:
+        due = await self.engine.mail.mail_due(caller().principal, request.coordinator_id)
+        answer = maintenance_pb2.GetMailDueResponse(
+            owner=due.owner,
+            owner_display_name=due.owner_display_name,
+            org_slug=due.org_slug,
+            display_name=due.display_name,
+            human_needed=[m.event_to_pb(e) for e in due.human_needed],
+            human_needed_through=due.human_needed_through,
+            lane_titles=due.lane_titles,
+        )
+        if due.digest is not None:
+            answer.digest.CopyFrom(m.digest_to_pb(due.digest))
+        return answer
+
+    async def MarkMailSent(
+        self, request: maintenance_pb2.MarkMailSentRequest, context: Context
+    ) -> maintenance_pb2.MarkMailSentResponse:
+        command = MarkMailSentInput(
+            coordinator_id=request.coordinator_id,
+            digest_day=request.digest_day,
+            human_needed_revision=request.human_needed_revision,
+            mailed=request.mailed,
+        )
+        moved = await self.engine.mail.mark_mail_sent(caller().principal, command)
+        return maintenance_pb2.MarkMailSentResponse(moved=moved)
 
     async def ReleaseLeadership(
         self, request: maintenance_pb2.ReleaseLeadershipRequest, context: Context

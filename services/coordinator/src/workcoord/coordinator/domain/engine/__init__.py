@@ -40,6 +40,7 @@ from .fences import FenceService
 from .follow_ups import PENDING_ACTION_RETRY, TICKET_SYNC_BATCH, FollowUpService
 from .lanes import LaneService
 from .leasing import BACKSTOP_POLL_SECONDS, CLAIM_SCAN_FACTOR, LeasingService
+from .mail import MailService
 from .maintenance import ESCALATION_BATCH, MaintenanceService
 from .membership import Membership
 from .paging import (
@@ -77,6 +78,7 @@ __all__ = [
     "FollowUpService",
     "LaneService",
     "LeasingService",
+    "MailService",
     "MaintenanceService",
     "PageRequest",
     "ReadService",
@@ -124,6 +126,7 @@ class Engine(EngineCore):
         self.follow_ups = FollowUpService(self)
         self.maintenance = MaintenanceService(self, self.fences, self.follow_ups)
         self.reads = ReadService(self)
+        self.mail = MailService(self)
         # The tenancy concerns.
         self.membership = Membership(self)
         self.credentials = Credentials(self)

@@ -49,6 +49,7 @@ class CoordinatorService(Transitions):
                 )
             require_org_admin(principal, spec.org_slug)
         config = rules.apply_config_changes(CoordinatorConfig(), spec.changes)
+        rules.require_digest_owner(spec.scope, config)
         async with self.core.store.write() as tx:
             # Scoped to the org the caller was just authorized for: never another org's.
             scope = requests.coordinators_scope(spec.org_slug)
@@ -142,6 +143,8 @@ class CoordinatorService(Transitions):
             if etag and etag != str(coordinator.config_version):
                 raise EtagMismatch()
             config = rules.apply_config_changes(coordinator.config, spec.changes)
+            if "digest_owner" in spec.changes:
+                rules.require_digest_owner(coordinator.scope, config)
             await self._check_parent(tx, coordinator.scope, config.parent_coordinator_id)
             removed = set(coordinator.config.allowed_action_classes) - set(
                 config.allowed_action_classes

@@ -207,7 +207,11 @@ class FollowUpService(EngineService):
                             reason=action.last_error,
                         )
                     )
-        return Digest(coordinator_id, day, coordinator.config.digest_owner, entries)
+            owner = coordinator.config.digest_owner
+            user = await reader.find_user_by_email(owner.lower()) if owner else None
+        return Digest(
+            coordinator_id, day, owner, entries, user.display_name if user is not None else ""
+        )
 
     async def sync_tickets(
         self, principal: Principal, coordinator_id: str, report: MaintenanceReport

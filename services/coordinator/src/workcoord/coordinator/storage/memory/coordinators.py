@@ -39,7 +39,8 @@ class CoordinatorsMemory(PlatformMemory, MemoryTxBase):
         )
 
     async def update_coordinator(self, coordinator: Coordinator) -> None:
-        """Write what an admin changes; the revision moves only through :meth:`append`."""
+        """Write what an admin (or the mailer's marks) changes; the revision moves only through
+        :meth:`append`."""
         coordinators = self._w().coordinators
         row = coordinators.get(coordinator.coordinator_id)
         if row is None:
@@ -51,6 +52,7 @@ class CoordinatorsMemory(PlatformMemory, MemoryTxBase):
             config=copied(coordinator.config),
             config_version=coordinator.config_version,
             update_time=coordinator.update_time,
+            mail_marks=coordinator.mail_marks,
         )
         coordinators[coordinator.coordinator_id] = dataclasses.replace(row, coordinator=stored)
 

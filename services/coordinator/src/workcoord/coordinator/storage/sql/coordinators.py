@@ -53,7 +53,8 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         await self._insert(COORDINATORS, [coordinator], request_id=request_id, item_seq=0)
 
     async def update_coordinator(self, coordinator: Coordinator) -> None:
-        """Write what an admin changes; the revision moves only through :meth:`append`."""
+        """Write what an admin (or the mailer's marks) changes; the revision moves only through
+        :meth:`append`."""
         values = COORDINATORS.values(coordinator)
         params = {name: values[name] for name in sql.ADMIN_COLUMNS}
         params["b_coordinator_id"] = coordinator.coordinator_id

@@ -136,7 +136,10 @@ def escalation_to_pb(e: Escalation) -> work_coordinator_pb2.Escalation:
 def digest_to_pb(digest: Digest) -> work_coordinator_pb2.Digest:
     entries = digest.entries
     out = work_coordinator_pb2.Digest(
-        coordinator_id=digest.coordinator_id, day=digest.day, owner=digest.owner
+        coordinator_id=digest.coordinator_id,
+        day=digest.day,
+        owner=digest.owner,
+        owner_display_name=digest.owner_display_name,
     )
     out.entries.extend([_DIGEST_ENTRY(e) for e in entries])
     if entries:

@@ -181,6 +181,9 @@ export function renderDigest(ctx) {
       }),
     );
   }
-  const owner = ctx.digest?.owner ? h("span", { class: "hint" }, `for ${ctx.digest.owner}`) : null;
+  // The owner is an e-mail address; when it is a user's, the page names that user.
+  const digest = ctx.digest;
+  const ownerName = digest?.ownerDisplayName ? `${digest.ownerDisplayName} <${digest.owner}>` : digest?.owner;
+  const owner = ownerName ? h("span", { class: "hint", dataset: { key: "digest-owner" } }, `for ${ownerName}`) : null;
   return section(["Digest", day === today ? " · today" : ""], { id: `digest-${ctx.cid}`, extra: owner }, nav, body);
 }

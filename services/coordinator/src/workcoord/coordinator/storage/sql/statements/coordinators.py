@@ -36,8 +36,16 @@ def list_coordinators(after_id: str, limit: int, org_slugs: list[str] | None) ->
     return stmt.order_by(_WC.c.coordinator_id).limit(limit)
 
 
-# What an admin changes: never the revision, the request id or the item counter.
-ADMIN_COLUMNS = ("display_name", "enabled", "config", "config_version", "update_time")
+# What an admin (or the mailer's marks) changes: never the revision, the request id or the
+# item counter.
+ADMIN_COLUMNS = (
+    "display_name",
+    "enabled",
+    "config",
+    "config_version",
+    "update_time",
+    "mail_marks",
+)
 
 #: Write what an admin changes (:data:`ADMIN_COLUMNS`) of ``:b_coordinator_id``.
 UPDATE_COORDINATOR = (
