@@ -1,13 +1,22 @@
-"""B1 end-to-end throughput: N no-op items, W workers over gRPC, lease in batches, complete each.
+"""B1 end-to-end throughput: N no-op items, W workers over gRPC.
 
-``uv run python -m bench.b1_throughput [--items 20000] [--workers 8] [--batch 100] [--reps 3]``
+``uv run python -m bench.b1_throughput [--items 20000] [--workers 8] [--batch 100] [--reps 3]
+[--variant both|sdk|unbatched]``
 
-Per repetition: a fresh ORG work coordinator; N items created in CUSTOM lanes of 100 (not
-timed); then W worker tasks (one gRPC channel each, one work key) lease ``--batch`` items at a
-time with a run identity (so each lease starts at once) and complete every item. Measured:
-items/s from the first Lease call to the last Complete. Reported: the median over repetitions
-and its ratio to the pgbench commit rate measured in the same run. Target:
-≥ 3,000 items/s on 2 cores, within 2x of the raw PostgreSQL commit rate.
+Per repetition and variant: a fresh ORG work coordinator; N items created in CUSTOM lanes of
+100 (not timed); then W workers (one gRPC channel each, one work key) drain them:
+
+- ``sdk`` (the headline, as users run it): the SDK's worker loop (``Worker.run``) with
+  ``LoopOptions(concurrency=--batch)`` and a no-op handler. It leases up to ``--batch`` items
+  per Lease call with its run identity (they start at once), and its writes are batched:
+  completes ready within a few milliseconds go out as one ``BatchComplete``.
+- ``unbatched``: the same leases, then one ``Complete`` call per item (``--inflight`` in
+  flight per worker), as before batching existed.
+
+Measured: items/s from the first Lease call to the last completion, and the coordinator's
+CPU ms per item (robust to a loaded machine). Reported: the median over repetitions and its
+ratio to the pgbench commit rate measured in the same run. Target: ≥ 3,000 items/s on 2
+cores, within 2x of the raw PostgreSQL commit rate.
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ from typing import Any
 
 from bench import common
 from workcoord.api.v1 import worker_pb2
+from workcoord.client import Completed, LoopEvent, LoopOptions, Worker
+from workcoord.client.worker_loop import Assignment
 
 TARGET_ITEMS_PER_SECOND = 3000.0
 TARGET_RATIO = 0.5  # within 2x of pgbench
@@ -35,6 +46,11 @@ class Repetition:
     lease_calls: int
     empty_leases: int
     cpu_seconds: float = 0.0  # the coordinator's, over the window
+    client_cpu_seconds: float = 0.0  # the workers' (this process), over the window
+
+    @property
+    def client_cpu_ms_per_item(self) -> float:
+        return 1000.0 * self.client_cpu_seconds / self.items
 
     @property
     def cpu_ms_per_item(self) -> float:
@@ -114,7 +130,55 @@ async def run_workers(
     return Repetition(items, finished_at[0] - began, state["lease_calls"], state["empty"])
 
 
+async def run_sdk_workers(
+    address: str, tenant: common.Tenant, items: int, workers: int, batch: int
+) -> Repetition:
+    """Drain ``items`` with ``workers`` SDK worker loops holding up to ``batch`` leases each."""
+    clients = [common.client(address, tenant.key_secret) for _ in range(workers)]
+    options = LoopOptions(
+        concurrency=batch, lease_seconds=300, wait_seconds=1, run_identity=common.run_identity()
+    )
+    stop = asyncio.Event()
+    state = {"completed": 0}
+    finished_at = [0.0]
+
+    def on_event(event: LoopEvent) -> None:
+        if event.kind == "completed":
+            state["completed"] += 1
+            if state["completed"] >= items and not stop.is_set():
+                finished_at[0] = time.perf_counter()
+                stop.set()
+
+    async def no_op(assignment: Assignment) -> Completed:
+        return Completed()
+
+    try:
+        await asyncio.gather(*(c.channel.channel_ready() for c in clients))
+        loops = [
+            Worker(c, tenant.coordinator_id, f"bench-w{i}", common.WORKER_CLASS)
+            for i, c in enumerate(clients)
+        ]
+        began = time.perf_counter()
+        reports = await asyncio.gather(
+            *(w.run(no_op, options, stop=stop, on_event=on_event) for w in loops)
+        )
+    finally:
+        await asyncio.gather(*(c.close() for c in clients))
+    assert sum(r.handled for r in reports) >= items
+    return Repetition(items, finished_at[0] - began, lease_calls=0, empty_leases=0)
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    variants = ["sdk", "unbatched"] if args.variant == "both" else [args.variant]
+    figures: dict[str, Any] = {"variants": {}}
+    for variant in variants:
+        figures["variants"][variant] = await run_variant(args, variant)
+    headline = figures["variants"][variants[0]]
+    figures.update(headline)
+    return common.finish("b1_throughput", args, figures)
+
+
+async def run_variant(args: argparse.Namespace, variant: str) -> dict[str, Any]:
     pgbench = await common.run_pgbench(seconds=args.pgbench_seconds)
     common.print_pgbench(pgbench)
     reps: list[Repetition] = []
@@ -127,17 +191,31 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await common.create_items(creator, tenant.coordinator_id, args.items)
             pid = cluster.coordinators[0].process.pid
             cpu_before = common.cpu_seconds(pid)
-            with common.profiled(pid, args.profile):
-                result = await run_workers(
-                    cluster.address, tenant, args.items, args.workers, args.batch, args.inflight
-                )
+            client_before = time.process_time()
+            profile = f"{args.profile}.{variant}" if args.profile else None
+            with common.profiled(pid, profile):
+                if variant == "sdk":
+                    result = await run_sdk_workers(
+                        cluster.address, tenant, args.items, args.workers, args.batch
+                    )
+                else:
+                    result = await run_workers(
+                        cluster.address,
+                        tenant,
+                        args.items,
+                        args.workers,
+                        args.batch,
+                        args.inflight,
+                    )
             result.cpu_seconds = common.cpu_seconds(pid) - cpu_before
+            result.client_cpu_seconds = time.process_time() - client_before
             reps.append(result)
             print(
-                f"rep {rep + 1}: {result.items:,} items in {result.seconds:.2f} s = "
+                f"{variant} rep {rep + 1}: {result.items:,} items in {result.seconds:.2f} s = "
                 f"{result.items_per_second:,.0f} items/s "
                 f"({result.lease_calls} Lease calls, {result.empty_leases} empty); "
-                f"coordinator CPU {result.cpu_ms_per_item:.2f} ms/item",
+                f"coordinator CPU {result.cpu_ms_per_item:.2f} ms/item, "
+                f"workers' CPU {result.client_cpu_ms_per_item:.2f} ms/item",
                 flush=True,
             )
         peak_rss_mb = common.peak_rss_mb(cluster.coordinators[0].process.pid)
@@ -145,9 +223,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     best = common.median(rates)
     ratio = best / pgbench.reference_tps
     cpu_ms = common.median([r.cpu_ms_per_item for r in reps])
+    client_ms = common.median([r.client_cpu_ms_per_item for r in reps])
     common.print_table(
-        f"B1 throughput: {args.items:,} items, {args.workers} workers, batch {args.batch}, "
-        f"{args.inflight} complete(s) in flight per worker",
+        f"B1 throughput ({variant}): {args.items:,} items, {args.workers} workers, "
+        f"batch {args.batch}"
+        + (f", {args.inflight} complete(s) in flight per worker" if variant != "sdk" else ""),
         ["figure", "value", "target", "met"],
         [
             [
@@ -166,6 +246,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ],
             ["ratio items/s : pgbench -N tps", best / pgbench.simple_update_tps, "", ""],
             ["coordinator CPU ms/item (median)", cpu_ms, "", ""],
+            ["workers' CPU ms/item (median)", client_ms, "", ""],
             [
                 "B7 coordinator peak RSS MB",
                 peak_rss_mb,
@@ -174,7 +255,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ],
         ],
     )
-    figures = {
+    return {
+        "variant": variant,
         "params": {
             "items": args.items,
             "workers": args.workers,
@@ -188,6 +270,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "ratio_to_pgbench": round(ratio, 3),
         "coordinator_cpu_ms_per_item": [round(r.cpu_ms_per_item, 3) for r in reps],
         "median_coordinator_cpu_ms_per_item": round(cpu_ms, 3),
+        "median_workers_cpu_ms_per_item": round(client_ms, 3),
         "coordinator_peak_rss_mb": round(peak_rss_mb, 1),
         "targets_met": {
             "items_per_second": best >= TARGET_ITEMS_PER_SECOND,
@@ -195,7 +278,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "b7_rss": peak_rss_mb <= TARGET_RSS_MB,
         },
     }
-    return common.finish("b1_throughput", args, figures)
 
 
 def _yes(flag: bool) -> str:
@@ -209,6 +291,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=100, help="max_items per Lease (1..100)")
     p.add_argument("--inflight", type=int, default=1, help="Complete calls in flight per worker")
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument(
+        "--variant",
+        choices=["both", "sdk", "unbatched"],
+        default="both",
+        help="sdk: the SDK worker loop with batched writes (the headline); unbatched: one "
+        "Complete call per item; both: sdk, then unbatched beside it",
+    )
     return common.add_common_flags(p, profile=True)
 
 

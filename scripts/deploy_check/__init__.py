@@ -8,6 +8,8 @@ cluster is needed. Run it as ``uv run python scripts/check_deploy.py [--start] [
    the tools when none is installed).
 2. **Validate** (schemas.py) every object against the Kubernetes OpenAPI schemas, offline and
    strict, and the Prometheus Operator objects and metric names.
+   **Alert rules** (rules.py): ``promtool check rules`` accepts every PrometheusRule, and each
+   alert's ``runbook_url`` names a heading of ``deploy/RUNBOOK.md``.
 3. **Settings, ports, Ingress** (config.py), against the services' own settings.
 4. **Parity** (parity.py): each rendering of the chart has the objects and variables of its
    overlay (default values: the base; production values: the production overlay).

@@ -11,6 +11,7 @@ from .common import CheckFailed, Doc
 from .config import check_ingress, check_ports, check_settings
 from .parity import check_parity
 from .render import PARITY, Source, sources
+from .rules import check_promtool, check_runbook_urls
 from .schemas import check_metric_names, check_schemas
 from .start import start_source
 
@@ -24,6 +25,8 @@ def check_source(source: Source, docs: list[Doc]) -> list[str]:
         *check_ports(docs, label),
         *check_ingress(docs, label),
         *check_metric_names(docs, label),
+        *check_runbook_urls(docs, label),
+        *check_promtool(docs, label),
     ]
 
 

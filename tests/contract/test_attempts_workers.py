@@ -223,3 +223,28 @@ async def test_eviction_spares_recent_and_busy_workers(store: Store) -> None:
             "w_recent",
         ]
         assert await tx.count_workers("wc_b") == 1
+
+
+@pytest.mark.port("attempts_with_items")
+async def test_attempts_with_items_reads_many_leases_at_once(store: Store) -> None:
+    """The batched fence's read: every lease asked for, stored or held back in the
+    transaction, with its item as the transaction sees it; unknown leases (None, None)."""
+    await _lane_of_three(store)
+    a, b = attempt("ls_a", IT_A), attempt("ls_b", IT_B)
+    async with store.write("wc_a") as tx:
+        await tx.insert_attempts([a, b])
+    async with store.write("wc_a") as tx:
+        assert await tx.attempts_with_items([]) == {}
+        assert await tx.attempts_with_items(["ls_b", "ls_x", "ls_a"]) == {
+            "ls_b": (b, IT_B),
+            "ls_x": (None, None),
+            "ls_a": (a, IT_A),
+        }
+        ended = replace(a, status=AttemptStatus.COMPLETED, end_time=at(9))
+        moved = replace(IT_B, state=ItemState.SUCCEEDED)
+        await tx.update_attempts([ended])
+        await tx.update_items([moved])
+        assert await tx.attempts_with_items(["ls_a", "ls_b"]) == {
+            "ls_a": (ended, IT_A),
+            "ls_b": (b, moved),
+        }

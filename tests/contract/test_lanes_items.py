@@ -311,3 +311,22 @@ async def test_within_one_priority_the_lane_served_longest_ago_goes_first(store:
         assert (await tx.get_lane("ln_a")).version == version  # type: ignore[union-attr]
     async with store.read() as reader:
         assert (await reader.get_lane("ln_a")).version == version  # type: ignore[union-attr]
+
+
+@pytest.mark.port("count_awaiting_human")
+async def test_items_awaiting_a_person(store: Store) -> None:
+    await seed_coordinator(store)
+    approval = ItemState.AWAITING_APPROVAL
+    await seed_lane(
+        store,
+        replace(item("it_ship", "ln_a", seq=1, state=approval), update_time=at(30)),
+        replace(item("it_ship2", "ln_a", seq=2, state=approval), update_time=at(5)),
+        item("it_stop", "ln_a", seq=3, state=ItemState.STOPPED),
+        item("it_ready", "ln_a", seq=4),
+    )
+    async with store.read() as reader:
+        assert await reader.count_awaiting_human("wc_a") == {
+            "AWAITING_APPROVAL": (2, at(5)),
+            "STOPPED": (1, at(1)),
+        }
+        assert await reader.count_awaiting_human("wc_missing") == {}

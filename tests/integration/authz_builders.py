@@ -147,6 +147,13 @@ async def _worker_call(world: World, column: str, cls: Any, start: bool = True) 
     return built
 
 
+async def _batch_call(world: World, column: str, batch: Any, cls: Any) -> Message:
+    """A batch of one entry: who may call it is decided for the call, before any entry."""
+    entry = await _worker_call(world, column, cls)
+    built: Message = batch(coordinator_id=world.child, requests=[entry])
+    return built
+
+
 async def _login_code(world: World, _column: str) -> Message:
     stub = _session_stub(world.admin)
     made = await stub.CreateLoginCode(S.CreateLoginCodeRequest())
@@ -370,6 +377,13 @@ BUILDERS: dict[str, Builder] = {
     "WorkerService/Fail": lambda w, c: _worker_call(w, c, K.FailRequest),
     "WorkerService/Checkpoint": lambda w, c: _worker_call(w, c, K.CheckpointRequest),
     "WorkerService/Release": lambda w, c: _worker_call(w, c, K.ReleaseRequest),
+    "WorkerService/BatchHeartbeat": lambda w, c: _batch_call(
+        w, c, K.BatchHeartbeatRequest, K.HeartbeatRequest
+    ),
+    "WorkerService/BatchComplete": lambda w, c: _batch_call(
+        w, c, K.BatchCompleteRequest, K.CompleteRequest
+    ),
+    "WorkerService/BatchFail": lambda w, c: _batch_call(w, c, K.BatchFailRequest, K.FailRequest),
     # FeedService
     "FeedService/Watch": _static(lambda w, c: feed_pb2.WatchRequest(coordinator_id=w.child)),
     # MaintenanceService

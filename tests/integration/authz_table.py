@@ -141,6 +141,9 @@ EXPECTED: dict[str, str] = {
     "WorkerService/Fail": LEASE,
     "WorkerService/Checkpoint": LEASE,
     "WorkerService/Release": LEASE,
+    "WorkerService/BatchHeartbeat": LEASE,
+    "WorkerService/BatchComplete": LEASE,
+    "WorkerService/BatchFail": LEASE,
     # --------------------------------------------------------------- FeedService
     "FeedService/Watch": READ,
     # --------------------------------------------------------------- MaintenanceService

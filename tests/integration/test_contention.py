@@ -18,7 +18,7 @@ import random
 import secrets
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,6 +165,7 @@ async def worker_loop(
     tally: Tally,
     done: asyncio.Event,
     seed: int,
+    batched: bool = False,
 ) -> None:
     rng = random.Random(seed)
     clock = SystemClock()
@@ -183,10 +184,66 @@ async def worker_loop(
         leases = (await client.workers.Lease(request)).leases
         tally.leased += len(leases)
         tally.by_server[seed % 2] += len(leases)
+        if batched:
+            await handle_batched(client, cid, leases, rng, run_identity is None, tally, seed)
+            continue
         for lease in leases:
             try:
                 await handle(client, cid, lease, rng, run_identity is None, tally, seed)
             except LeaseLost:
+                tally.lease_lost += 1
+
+
+async def handle_batched(
+    client: WorkcoordClient,
+    cid: str,
+    leases: Sequence[worker_pb2.Lease],
+    rng: random.Random,
+    needs_start: bool,
+    tally: Tally,
+    seed: int,
+) -> None:
+    """The leases of one Lease call finished together: releases one by one, then every
+    complete in one BatchComplete and every fail in one BatchFail."""
+    completes: list[worker_pb2.CompleteRequest] = []
+    fails: list[worker_pb2.FailRequest] = []
+    for lease in leases:
+        ref = {"coordinator_id": cid, "lease_id": lease.lease_id, "lease_token": lease.lease_token}
+        roll = rng.random()
+        if roll < 0.1:
+            await client.workers.Release(worker_pb2.ReleaseRequest(**ref, reason="busy"))
+            tally.released += 1
+            continue
+        if needs_start:
+            await client.workers.Start(
+                worker_pb2.StartRequest(
+                    **ref, run_identity=identity(SystemClock(), pid=2000 + seed)
+                )
+            )
+        if roll < 0.25:
+            error = lane_pb2.ErrorInfo(message="flaky", type="Flaky", retryable=True)
+            fails.append(worker_pb2.FailRequest(**ref, error=error))
+        else:
+            evidence = lane_pb2.Evidence(summary="ok")
+            completes.append(worker_pb2.CompleteRequest(**ref, evidence=evidence))
+    await asyncio.sleep(rng.uniform(0, 0.01))
+    if completes:
+        done = await client.workers.BatchComplete(
+            worker_pb2.BatchCompleteRequest(coordinator_id=cid, requests=completes)
+        )
+        for result in done.results:
+            if result.status.code == 0:
+                tally.completed += 1
+            else:
+                tally.lease_lost += 1
+    if fails:
+        failed = await client.workers.BatchFail(
+            worker_pb2.BatchFailRequest(coordinator_id=cid, requests=fails)
+        )
+        for outcome in failed.results:
+            if outcome.status.code == 0:
+                tally.failed += 1
+            else:
                 tally.lease_lost += 1
 
 
@@ -306,9 +363,12 @@ def replay(
     return problems
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["single", "batched"])
 async def test_two_coordinators_many_workers_keep_every_invariant(
-    servers: tuple[list[str], str], pg_url: str, redis: str
+    servers: tuple[list[str], str], pg_url: str, redis: str, batched: bool
 ) -> None:
+    """Batched: each worker finishes the leases of one Lease call with one BatchComplete and
+    one BatchFail (each entry fenced on its own), under the same checks."""
     (a, b), admin_token = servers
     admin = WorkcoordClient(a, admin_token)
     db = create_async_engine(pg_url, pool_size=2)
@@ -324,7 +384,14 @@ async def test_two_coordinators_many_workers_keep_every_invariant(
         tasks = [
             asyncio.create_task(
                 worker_loop(
-                    on[n % 2], cid, f"w{n}", "machine" if n % 3 else "agent", tally, done, n
+                    on[n % 2],
+                    cid,
+                    f"w{n}",
+                    "machine" if n % 3 else "agent",
+                    tally,
+                    done,
+                    n,
+                    batched,
                 )
             )
             for n in range(WORKERS)

@@ -90,6 +90,9 @@ HUMAN_WORK = {
     "WorkerService/Fail",
     "WorkerService/Checkpoint",
     "WorkerService/Release",
+    "WorkerService/BatchHeartbeat",
+    "WorkerService/BatchComplete",
+    "WorkerService/BatchFail",
 }
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import grpc
 from google.protobuf.message import Message
+from google.rpc import status_pb2
 
 from workcoord.api.v1 import (
     admin_pb2,
@@ -29,9 +30,10 @@ from workcoord.api.v1 import (
     worker_pb2_grpc,
 )
 from workcoord.kit.errors import FieldViolation, InvalidArgument, LeaseLost, WorkcoordError
-from workcoord.kit.status import to_grpc_status
+from workcoord.kit.status import to_grpc_status, to_rpc_status
 
 GOOD_TOKEN = "wck_good"
+FLEET_CLASS = "fleet"
 STALE_LEASE = "lease-stale"
 
 
@@ -41,6 +43,7 @@ class Recorded:
 
     calls: list[tuple[str, Message, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    batch_heartbeat: threading.Event = field(default_factory=threading.Event)
 
     def add(self, method: str, request: Message, context: grpc.ServicerContext) -> None:
         authorization = next(
@@ -149,13 +152,18 @@ class FakeWorkers(worker_pb2_grpc.WorkerServiceServicer):
         self, request: worker_pb2.LeaseRequest, context: grpc.ServicerContext
     ) -> worker_pb2.LeaseResponse:
         self.recorded.add("Lease", request, context)
-        lease = worker_pb2.Lease(
-            lease_id="lease-1",
-            lease_token="wcl_token",
-            attempt=1,
-            item=worker_pb2.LeasedItem(item_id="item-1", worker_class=request.worker_class),
-        )
-        return worker_pb2.LeaseResponse(leases=[lease][: request.max_items])
+        # The "fleet" class is granted as many leases as asked for; any other class one.
+        count = request.max_items if request.worker_class == FLEET_CLASS else 1
+        leases = [
+            worker_pb2.Lease(
+                lease_id=f"lease-{n}",
+                lease_token="wcl_token",
+                attempt=1,
+                item=worker_pb2.LeasedItem(item_id=f"item-{n}", worker_class=request.worker_class),
+            )
+            for n in range(1, count + 1)
+        ]
+        return worker_pb2.LeaseResponse(leases=leases[: request.max_items])
 
     def Start(
         self, request: worker_pb2.StartRequest, context: grpc.ServicerContext
@@ -182,6 +190,35 @@ class FakeWorkers(worker_pb2_grpc.WorkerServiceServicer):
     ) -> worker_pb2.FailResponse:
         self._fenced("Fail", request, context)
         return worker_pb2.FailResponse()
+
+    def _statuses(self, method: str, request: Any, context: grpc.ServicerContext) -> list[Any]:
+        self.recorded.add(method, request, context)
+        if method == "BatchHeartbeat":
+            self.recorded.batch_heartbeat.set()
+        return [
+            to_rpc_status(LeaseLost("expired"))
+            if entry.lease_id == STALE_LEASE
+            else status_pb2.Status()
+            for entry in request.requests
+        ]
+
+    def BatchHeartbeat(self, request: Any, context: grpc.ServicerContext) -> Any:
+        statuses = self._statuses("BatchHeartbeat", request, context)
+        return worker_pb2.BatchHeartbeatResponse(
+            results=[
+                worker_pb2.BatchHeartbeatResult(lease_id=e.lease_id, status=s)
+                for e, s in zip(request.requests, statuses, strict=True)
+            ]
+        )
+
+    def BatchComplete(self, request: Any, context: grpc.ServicerContext) -> Any:
+        statuses = self._statuses("BatchComplete", request, context)
+        return worker_pb2.BatchCompleteResponse(
+            results=[
+                worker_pb2.BatchCompleteResult(lease_id=e.lease_id, status=s)
+                for e, s in zip(request.requests, statuses, strict=True)
+            ]
+        )
 
     def Checkpoint(
         self, request: worker_pb2.CheckpointRequest, context: grpc.ServicerContext

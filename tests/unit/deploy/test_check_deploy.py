@@ -138,7 +138,27 @@ def _host_without_tls(docs: list[Doc]) -> None:
     _one(docs, "Ingress", "workcoord")["spec"]["rules"][0]["host"] = "other.example.com"
 
 
+def _rules(docs: list[Doc]) -> list[Doc]:
+    rules: list[Doc] = _one(docs, "PrometheusRule", "workcoord")["spec"]["groups"][0]["rules"]
+    return rules
+
+
+def _bad_promql(docs: list[Doc]) -> None:
+    _rules(docs)[0]["expr"] = 'sum(workcoord_recovery_leader{namespace="workcoord"}'
+
+
+def _runbook_url_to_nowhere(docs: list[Doc]) -> None:
+    _rules(docs)[-1]["annotations"]["runbook_url"] = "deploy/RUNBOOK.md#no-such-section"
+
+
+def _no_runbook_url(docs: list[Doc]) -> None:
+    del _rules(docs)[0]["annotations"]["runbook_url"]
+
+
 BREAKAGES = [
+    (_bad_promql, "promtool check rules"),
+    (_runbook_url_to_nowhere, "has no heading for deploy/RUNBOOK.md#no-such-section"),
+    (_no_runbook_url, "runbook_url must start with deploy/RUNBOOK.md#"),
     (_listen_host_only, "WORKCOORD_LISTEN_HOST is read by no service"),
     (_listen_host_only, "WORKCOORD_LISTEN_COORDINATOR is not set"),
     (_loopback, "listens on 127.0.0.1:8080, not on all interfaces"),

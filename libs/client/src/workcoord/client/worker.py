@@ -11,20 +11,33 @@ import asyncio
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypedDict
 
+from google.rpc import status_pb2
+
 from workcoord.api.v1 import lane_pb2, worker_pb2
+from workcoord.client.batching import MAX_ENTRIES, BatchingWorker
 from workcoord.client.client import WorkcoordClient
 from workcoord.client.retries import new_request_id
-from workcoord.client.worker_loop import Handler, LoopEvent, LoopOptions, LoopReport, WorkerLoop
+from workcoord.client.worker_loop import (
+    Handler,
+    LoopEvent,
+    LoopOptions,
+    LoopReport,
+    WorkerCalls,
+    WorkerLoop,
+)
+from workcoord.kit.errors import WorkcoordError
+from workcoord.kit.status import error_from_status
 
 __all__ = [
     "LeaseHandle",
     "LeaseRef",
     "Worker",
+    "entry_error",
     "new_request_id",
     "process_start_time",
     "run_identity_here",
@@ -46,6 +59,11 @@ class LeaseHandle:
 
 
 LeaseRef = LeaseHandle | worker_pb2.Lease
+
+
+def entry_error(status: status_pb2.Status) -> WorkcoordError | None:
+    """The typed error of one entry of a batched write (None when it applied)."""
+    return None if status.code == 0 else error_from_status(status)
 
 
 class _Fence(TypedDict):
@@ -122,12 +140,20 @@ class Worker:
         on_event: Callable[[LoopEvent], None] | None = None,
     ) -> LoopReport:
         """Lease, start, heartbeat and finish one item at a time around ``handler`` until
-        ``stop`` is set (see :mod:`workcoord.client.worker_loop`).
+        ``stop`` is set (see :mod:`workcoord.client.worker_loop`); with
+        ``options.concurrency`` above 1, that many at once, their writes batched
+        (:mod:`workcoord.client.batching`).
 
         Raises :class:`~workcoord.kit.errors.LeaseLost` once the handler of a lost lease has
         been cancelled: nothing more is written for that lease.
         """
-        return await WorkerLoop(self, handler, options, stop=stop, on_event=on_event).run()
+        options = options or LoopOptions()
+        if not 1 <= options.concurrency <= MAX_ENTRIES:
+            raise ValueError(f"concurrency must be 1 to {MAX_ENTRIES}")
+        calls: WorkerCalls = self
+        if options.concurrency > 1:
+            calls = BatchingWorker(self, window_seconds=options.batch_window_seconds)
+        return await WorkerLoop(calls, handler, options, stop=stop, on_event=on_event).run()
 
     async def lease(
         self,
@@ -170,17 +196,13 @@ class Worker:
 
     async def heartbeat(self, lease: LeaseRef, progress: str = "") -> worker_pb2.HeartbeatResponse:
         """Extend the lease by its original length; ``progress`` is a short note (≤ 1 KiB)."""
-        return await self.client.workers.Heartbeat(
-            worker_pb2.HeartbeatRequest(**self._fence(lease), progress=progress)
-        )
+        return await self.client.workers.Heartbeat(self.heartbeat_request(lease, progress))
 
     async def complete(
         self, lease: LeaseRef, evidence: lane_pb2.Evidence | None = None
     ) -> worker_pb2.CompleteResponse:
         """Finish successfully with evidence (a verdict for REVIEW, a receipt for SHIP)."""
-        return await self.client.workers.Complete(
-            worker_pb2.CompleteRequest(**self._fence(lease), evidence=evidence)
-        )
+        return await self.client.workers.Complete(self.complete_request(lease, evidence))
 
     async def fail(
         self,
@@ -191,12 +213,53 @@ class Worker:
         retryable: bool = True,
     ) -> worker_pb2.FailResponse:
         """Fail the attempt; a retryable failure requeues with backoff while attempts remain."""
-        return await self.client.workers.Fail(
-            worker_pb2.FailRequest(
-                **self._fence(lease),
-                error=lane_pb2.ErrorInfo(message=message, type=error_type, retryable=retryable),
-            )
+        request = self.fail_request(lease, message, error_type=error_type, retryable=retryable)
+        return await self.client.workers.Fail(request)
+
+    def heartbeat_request(self, lease: LeaseRef, progress: str = "") -> worker_pb2.HeartbeatRequest:
+        """The request of :meth:`heartbeat` (an entry of :meth:`batch_heartbeat`)."""
+        return worker_pb2.HeartbeatRequest(**self._fence(lease), progress=progress)
+
+    def complete_request(
+        self, lease: LeaseRef, evidence: lane_pb2.Evidence | None = None
+    ) -> worker_pb2.CompleteRequest:
+        """The request of :meth:`complete` (an entry of :meth:`batch_complete`)."""
+        return worker_pb2.CompleteRequest(**self._fence(lease), evidence=evidence)
+
+    def fail_request(
+        self, lease: LeaseRef, message: str, *, error_type: str = "", retryable: bool = True
+    ) -> worker_pb2.FailRequest:
+        """The request of :meth:`fail` (an entry of :meth:`batch_fail`)."""
+        error = lane_pb2.ErrorInfo(message=message, type=error_type, retryable=retryable)
+        return worker_pb2.FailRequest(**self._fence(lease), error=error)
+
+    async def batch_heartbeat(
+        self, requests: Sequence[worker_pb2.HeartbeatRequest]
+    ) -> list[worker_pb2.BatchHeartbeatResult]:
+        """Heartbeat many leases in one call (1 to 500); one result per request, in order,
+        each with its own ``status`` (:func:`entry_error` reads it)."""
+        response = await self.client.workers.BatchHeartbeat(
+            worker_pb2.BatchHeartbeatRequest(coordinator_id=self.coordinator_id, requests=requests)
         )
+        return list(response.results)
+
+    async def batch_complete(
+        self, requests: Sequence[worker_pb2.CompleteRequest]
+    ) -> list[worker_pb2.BatchCompleteResult]:
+        """Complete many leases in one call, answered per entry like :meth:`batch_heartbeat`."""
+        response = await self.client.workers.BatchComplete(
+            worker_pb2.BatchCompleteRequest(coordinator_id=self.coordinator_id, requests=requests)
+        )
+        return list(response.results)
+
+    async def batch_fail(
+        self, requests: Sequence[worker_pb2.FailRequest]
+    ) -> list[worker_pb2.BatchFailResult]:
+        """Fail many leases in one call, answered per entry like :meth:`batch_heartbeat`."""
+        response = await self.client.workers.BatchFail(
+            worker_pb2.BatchFailRequest(coordinator_id=self.coordinator_id, requests=requests)
+        )
+        return list(response.results)
 
     async def checkpoint(
         self, lease: LeaseRef, checkpoint: lane_pb2.Checkpoint

@@ -19,10 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Protocol
 
 from workcoord.api.v1 import lane_pb2, worker_pb2
+from workcoord.client.loop_options import (
+    LoopEvent,
+    LoopOptions,
+    LoopReport,
+    WorkerCalls,
+)
 from workcoord.client.outcomes import (
     Checkpointed,
     Completed,
@@ -35,7 +39,6 @@ from workcoord.client.outcomes import (
     outcome_kind,
 )
 from workcoord.client.retries import (
-    Backoff,
     RetryClock,
     call_with_retries,
     is_transient,
@@ -60,113 +63,10 @@ __all__ = [
     "WorkerLoop",
 ]
 
-# Worker writes retry quickly (the lease is ticking); asking for work backs off further.
-CALL_BACKOFF = Backoff()
-LEASE_BACKOFF = Backoff(initial=1.0, maximum=30.0)
-SYSTEM_CLOCK = RetryClock()
 # The longest error message the API keeps (ErrorInfo.message).
 _MAX_MESSAGE = 4096
 # A recovery Lease after a cancelled long-poll must not hold up shutdown for long.
 _RECOVERY_TIMEOUT_SECONDS = 5.0
-
-
-class WorkerCalls(Protocol):
-    """The calls the loop makes: :class:`~workcoord.client.worker.Worker` has them all (the
-    seam where the loop's tests put a scripted worker)."""
-
-    @property
-    def worker_class(self) -> str: ...
-
-    async def lease(
-        self,
-        *,
-        max_items: int,
-        lease_seconds: int,
-        wait_seconds: int,
-        request_id: str | None,
-        rpc_timeout_seconds: float | None = None,
-    ) -> list[worker_pb2.Lease]: ...
-
-    async def start(
-        self, lease: worker_pb2.Lease, run_identity: lane_pb2.RunIdentity
-    ) -> object: ...
-
-    async def heartbeat(self, lease: worker_pb2.Lease, progress: str = "") -> object: ...
-
-    async def complete(
-        self, lease: worker_pb2.Lease, evidence: lane_pb2.Evidence | None = None
-    ) -> object: ...
-
-    async def fail(
-        self,
-        lease: worker_pb2.Lease,
-        message: str,
-        *,
-        error_type: str = "",
-        retryable: bool = True,
-    ) -> object: ...
-
-    async def checkpoint(
-        self, lease: worker_pb2.Lease, checkpoint: lane_pb2.Checkpoint
-    ) -> object: ...
-
-    async def release(self, lease: worker_pb2.Lease, reason: str = "") -> object: ...
-
-
-IdentitySource = lane_pb2.RunIdentity | Callable[[worker_pb2.LeasedItem], lane_pb2.RunIdentity]
-
-
-@dataclass(frozen=True, slots=True)
-class LoopOptions:
-    """How :meth:`Worker.run` leases and how patient it is.
-
-    ``run_identity``: when set (an identity, or a function of the leased item), the loop starts
-    each lease with it before calling the handler; otherwise the handler calls
-    :meth:`Assignment.start` itself (it must, before a ``Completed`` outcome).
-    """
-
-    lease_seconds: int = 30
-    wait_seconds: int = 30
-    once: bool = False
-    drain_seconds: float = 30.0
-    run_identity: IdentitySource | None = None
-    call_backoff: Backoff = CALL_BACKOFF
-    lease_backoff: Backoff = LEASE_BACKOFF
-    clock: RetryClock = SYSTEM_CLOCK
-
-    @property
-    def heartbeat_seconds(self) -> float:
-        """Heartbeats go out every third of the lease."""
-        return self.lease_seconds / 3
-
-
-@dataclass(frozen=True, slots=True)
-class LoopEvent:
-    """Something the loop did, for a progress display. Never carries a token.
-
-    ``kind``: ``waiting``, ``leased``, ``started``, ``retrying``, ``fenced``, ``draining``,
-    ``completed``, ``failed``, ``checkpointed``, ``released``, ``refused`` (an outcome the
-    server refused, replaced by a non-retryable failure), ``uncertain`` (a retried final write
-    answered LEASE_LOST: the first try probably applied), ``lease_lost``.
-    """
-
-    kind: str
-    lease_id: str = ""
-    item: worker_pb2.LeasedItem | None = None
-    attempt: int = 0
-    detail: str = ""
-
-
-@dataclass(slots=True)
-class LoopReport:
-    """What a :meth:`Worker.run` that returned did: outcome kind → count."""
-
-    outcomes: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def handled(self) -> int:
-        """Items handled to an outcome."""
-        return sum(self.outcomes.values())
 
 
 class _LeaseTimer:
@@ -275,6 +175,7 @@ class WorkerLoop:
         self.stop = stop or asyncio.Event()
         self._on_event = on_event
         self.report = LoopReport()
+        self._beat_origin = self.options.clock.monotonic()
 
     def emit(self, event: LoopEvent) -> None:
         """Tell the progress display (if any)."""
@@ -282,32 +183,67 @@ class WorkerLoop:
             self._on_event(event)
 
     async def run(self) -> LoopReport:
-        """Handle items one at a time until ``stop`` is set (or one item, with ``once``).
+        """Handle items one at a time until ``stop`` is set (or one item, with ``once``); with
+        ``concurrency`` above 1, up to that many at once.
 
         Raises :class:`LeaseLost` (or the refusing error) when a lease is lost, after the
-        handler was cancelled; and any non-transient error ``Lease`` answers.
+        handler was cancelled (the other leases held are finished first); and any
+        non-transient error ``Lease`` answers.
         """
+        if self.options.concurrency > 1:
+            return await self._run_concurrently()
         waiting_said = False
         while not self.stop.is_set():
             if not waiting_said:
                 self.emit(LoopEvent("waiting", detail=self.worker.worker_class))
                 waiting_said = True
-            granted = await self._next_lease()
-            if granted is None:
+            granted = await self._next_leases(1)
+            if not granted:
                 continue  # nothing ready in this poll, or stopping
-            lease, received_at = granted
             waiting_said = False
-            await self._work(lease, received_at)
+            await self._work(*granted[0])
             if self.options.once:
                 break
         return self.report
 
+    async def _run_concurrently(self) -> LoopReport:
+        slots = self.options.concurrency
+        running: set[asyncio.Task[None]] = set()
+        losses: list[BaseException] = []
+        freed = asyncio.Event()
+
+        def finished(task: asyncio.Task[None]) -> None:
+            running.discard(task)
+            if not task.cancelled() and task.exception() is not None:
+                losses.append(task.exception())  # type: ignore[arg-type]
+            freed.set()
+
+        self.emit(LoopEvent("waiting", detail=self.worker.worker_class))
+        try:
+            while not self.stop.is_set() and not losses:
+                if len(running) >= slots:
+                    freed.clear()
+                    await freed.wait()
+                    continue
+                for lease, received_at in await self._next_leases(slots - len(running)):
+                    task = asyncio.create_task(self._work(lease, received_at))
+                    running.add(task)
+                    task.add_done_callback(finished)
+                if self.options.once and running:
+                    break
+        finally:
+            if running:
+                await asyncio.wait(set(running))
+        if losses:
+            raise losses[0]
+        return self.report
+
     # ------------------------------------------------------------------ leasing
 
-    async def _next_lease(self) -> tuple[worker_pb2.Lease, float] | None:
+    async def _next_leases(self, wanted: int) -> list[tuple[worker_pb2.Lease, float]]:
         request_id = new_request_id()
         clock = self.options.clock
-        poll = asyncio.ensure_future(self._lease(request_id))
+        poll = asyncio.ensure_future(self._lease(request_id, wanted))
         stopping = asyncio.ensure_future(self.stop.wait())
         try:
             await asyncio.wait({poll, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -317,34 +253,37 @@ class WorkerLoop:
             poll.cancel()
             with contextlib.suppress(asyncio.CancelledError, WorkcoordError):
                 await poll
-            await self._recover_cancelled_poll(request_id)
-            return None
+            await self._recover_cancelled_poll(request_id, wanted)
+            return []
         leases = poll.result()
         received_at = clock.monotonic()
-        if not leases:
-            return None
-        for extra in leases[1:]:  # asked for one; never hold more than that
-            await self._release_quietly(extra, "asked for one item")
+        for extra in leases[wanted:]:  # never hold more than asked for
+            await self._release_quietly(extra, f"asked for {wanted} item(s)")
         if self.stop.is_set():
-            await self._release_quietly(leases[0], "worker stopping")
-            return None
-        first = leases[0]
-        self.emit(LoopEvent("leased", first.lease_id, first.item, first.attempt))
-        return first, received_at
+            for unwanted in leases[:wanted]:
+                await self._release_quietly(unwanted, "worker stopping")
+            return []
+        for lease in leases[:wanted]:
+            self.emit(LoopEvent("leased", lease.lease_id, lease.item, lease.attempt))
+        return [(lease, received_at) for lease in leases[:wanted]]
 
-    async def _lease(self, request_id: str) -> list[worker_pb2.Lease]:
+    async def _lease(self, request_id: str, wanted: int) -> list[worker_pb2.Lease]:
         options = self.options
 
         def on_retry(err: WorkcoordError, delay: float) -> None:
             kind = "fenced" if _is_fenced(err) else "retrying"
             self.emit(LoopEvent(kind, detail=f"Lease: {err.reason}: {err.message} ({delay:.1f}s)"))
 
+        identity = options.run_identity
+        if options.concurrency == 1 or not isinstance(identity, lane_pb2.RunIdentity):
+            identity = None  # started by the handler's Start
         return await call_with_retries(
             lambda: self.worker.lease(
-                max_items=1,
+                max_items=wanted,
                 lease_seconds=options.lease_seconds,
                 wait_seconds=options.wait_seconds,
                 request_id=request_id,
+                run_identity=identity,
             ),
             backoff=options.lease_backoff,
             clock=options.clock,
@@ -352,13 +291,13 @@ class WorkerLoop:
             retry_also=_is_fenced,
         )
 
-    async def _recover_cancelled_poll(self, request_id: str) -> None:
+    async def _recover_cancelled_poll(self, request_id: str, wanted: int) -> None:
         """A long-poll cancelled by shutdown may have been granted on the server with the reply
         still on its way: ask again with the same request id (the server answers with those
         leases) and give back whatever comes."""
         try:
             leases = await self.worker.lease(
-                max_items=1,
+                max_items=wanted,
                 lease_seconds=self.options.lease_seconds,
                 wait_seconds=0,
                 request_id=request_id,
@@ -427,7 +366,10 @@ class WorkerLoop:
     async def _run_handler(self, assignment: Assignment) -> Outcome:
         identity = self.options.run_identity
         try:
-            if isinstance(identity, lane_pb2.RunIdentity):
+            if assignment.lease.status == lane_pb2.Attempt.RUNNING:
+                assignment.started = True  # started by the Lease call itself
+                self.emit(LoopEvent("started", assignment.lease_id, assignment.item))
+            elif isinstance(identity, lane_pb2.RunIdentity):
                 await assignment.start(identity)
             elif identity is not None:
                 await assignment.start(identity(assignment.item))
@@ -444,8 +386,14 @@ class WorkerLoop:
         self, assignment: Assignment, handler_task: asyncio.Task[Outcome], timer: _LeaseTimer
     ) -> None:
         clock = self.options.clock
+        every = self.options.heartbeat_seconds
         while True:
-            await clock.sleep(self.options.heartbeat_seconds)
+            if self.options.concurrency > 1:
+                # On the loop's shared beat (never later than a full interval): every lease
+                # held is heartbeated by the same batched call.
+                await clock.sleep(every - (clock.monotonic() - self._beat_origin) % every)
+            else:
+                await clock.sleep(every)
             sent_at = clock.monotonic()
             try:
                 await self.call_on_lease(

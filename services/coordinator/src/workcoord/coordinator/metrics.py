@@ -9,6 +9,14 @@ as they commit, and the database connection pool.
 - ``workcoord_attempts_total{worker_class, outcome}`` and ``workcoord_events_total{type}`` are
   counted by :class:`MeteredStore` from what a write transaction changed, once it committed
   (no engine code is involved: the domain reaches the database only through the store port).
+- ``workcoord_items_awaiting_human{coordinator, reason}`` (``approval``: AWAITING_APPROVAL,
+  ``stopped``: STOPPED) and ``workcoord_awaiting_human_oldest_seconds`` (how long the oldest of
+  them has waited) are sampled with the queue (``count_awaiting_human``).
+- ``workcoord_ready_wait_seconds`` is how long an item waited from ready (``ready_time``) to
+  leased, observed when the lease commits.
+- ``workcoord_webhook_deliveries_total{outcome}`` counts tries of webhook deliveries
+  (:data:`DELIVERY_OUTCOMES`) and ``workcoord_webhook_delivery_lag_seconds`` is commit →
+  acknowledged by the receiver, both counted by the sender (:mod:`.webhooks.sender`).
 - ``workcoord_feed_lag_seconds`` is how old the newest event of each feed delta is when the
   coordinator sends it to a subscriber (:func:`observe_feed_frame`).
 - ``workcoord_db_pool_connections_in_use`` reads SQLAlchemy's pool.
@@ -39,17 +47,30 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from workcoord.coordinator.domain.model import Attempt, AttemptStatus, Coordinator, NewEvent
+from workcoord.coordinator.domain.model import (
+    Attempt,
+    AttemptStatus,
+    Coordinator,
+    Item,
+    ItemState,
+    NewEvent,
+)
 from workcoord.coordinator.domain.ports import ExpiredLease, Reader, Store, Tx
 from workcoord.coordinator.domain.rules import class_usage
+from workcoord.kit.clock import Clock, SystemClock
 
 __all__ = [
     "ATTEMPTS",
+    "DELIVERY_OUTCOMES",
     "EVENTS",
     "FEED_LAG",
+    "HUMAN_REASONS",
     "MAX_CLASS_LABELS",
     "MAX_COORDINATOR_LABELS",
     "OUTCOMES",
+    "READY_WAIT",
+    "WEBHOOK_DELIVERIES",
+    "WEBHOOK_LAG",
     "MeteredStore",
     "QueueSample",
     "QueueSampler",
@@ -94,6 +115,35 @@ FEED_LAG = Histogram(
 )
 
 
+READY_WAIT = Histogram(
+    "workcoord_ready_wait_seconds",
+    "How long an item waited from ready to leased (observed when the lease commits).",
+    buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600),
+)
+
+DELIVERY_OUTCOMES = ("succeeded", "failed", "dead", "refused")
+"""How a try of a webhook delivery went: a 2xx answer; an error, timeout or other answer (it
+is retried); the last failure before giving up (the delivery is DEAD); the SSRF rules refused
+the address at connect time."""
+
+WEBHOOK_DELIVERIES = Counter(
+    "workcoord_webhook_deliveries_total",
+    "Tries of webhook deliveries, by outcome (succeeded, failed, dead, refused).",
+    ["outcome"],
+)
+WEBHOOK_LAG = Histogram(
+    "workcoord_webhook_delivery_lag_seconds",
+    "From an event's commit to its webhook delivery's 2xx answer (retries included).",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300, 3600, 24 * 3600),
+)
+
+HUMAN_REASONS: dict[str, str] = {
+    ItemState.AWAITING_APPROVAL.value: "approval",
+    ItemState.STOPPED.value: "stopped",
+}
+"""An item state that waits on a person → its ``reason`` label."""
+
+
 def observe_feed_frame(response: Any) -> None:
     """Record :data:`FEED_LAG` for a ``WatchResponse`` carrying a delta."""
     if response.WhichOneof("frame") != "delta" or not response.delta.events:
@@ -134,12 +184,14 @@ class _ObservedTx:
         self._tx = tx
         self.ended: dict[str, Attempt] = {}
         self.events: list[NewEvent] = []
+        self.leased: dict[str, Attempt] = {}
+        self.items: dict[str, Item] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._tx, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in ("_tx", "ended", "events"):
+        if name in ("_tx", "ended", "events", "leased", "items"):
             object.__setattr__(self, name, value)
         else:
             setattr(self._tx, name, value)
@@ -149,6 +201,16 @@ class _ObservedTx:
         for attempt in attempts:
             if attempt.status in OUTCOMES:
                 self.ended[attempt.lease_id] = attempt
+
+    async def insert_attempts(self, attempts: Sequence[Attempt]) -> None:
+        await self._tx.insert_attempts(attempts)
+        for attempt in attempts:
+            self.leased[attempt.item_id] = attempt
+
+    async def update_items(self, items: Sequence[Item]) -> None:
+        await self._tx.update_items(items)
+        for item in items:
+            self.items[item.item_id] = item
 
     async def end_expired_leases(
         self, coordinator_id: str, now: datetime, limit: int
@@ -171,6 +233,11 @@ class _ObservedTx:
             ATTEMPTS.labels(_class_label(worker_class), OUTCOMES[status]).inc(n)
         for event_type, n in collections.Counter(e.type for e in self.events).items():
             EVENTS.labels(event_type.value).inc(n)
+        for item_id, attempt in self.leased.items():
+            item = self.items.get(item_id)
+            if item is not None and item.ready_time is not None:
+                waited = (attempt.create_time - item.ready_time).total_seconds()
+                READY_WAIT.observe(max(waited, 0.0))
 
 
 class MeteredStore:
@@ -224,6 +291,10 @@ _QUEUE_FAMILIES = (
 )
 
 
+HumanSample = dict[tuple[str, str], tuple[int, float]]
+"""(coordinator label, reason) → (items waiting on a person, seconds the oldest has waited)."""
+
+
 class _QueueCollector(Collector):
     """Serves the latest sample of every live :class:`QueueSampler` of this process."""
 
@@ -231,6 +302,30 @@ class _QueueCollector(Collector):
         self.samplers: weakref.WeakSet[QueueSampler] = weakref.WeakSet()
 
     def collect(self) -> Iterator[Metric]:
+        yield from self._queue()
+        yield from self._human()
+
+    def _human(self) -> Iterator[Metric]:
+        waiting = GaugeMetricFamily(
+            "workcoord_items_awaiting_human",
+            "Items waiting on a person, by work coordinator and reason (approval, stopped).",
+            labels=["coordinator", "reason"],
+        )
+        oldest = GaugeMetricFamily(
+            "workcoord_awaiting_human_oldest_seconds",
+            "How long the oldest item waiting on a person has waited, by coordinator and reason.",
+            labels=["coordinator", "reason"],
+        )
+        merged: HumanSample = {}
+        for sampler in list(self.samplers):
+            merged.update(sampler.human)
+        for labels, (count, age) in sorted(merged.items()):
+            waiting.add_metric(list(labels), count)
+            oldest.add_metric(list(labels), age)
+        yield waiting
+        yield oldest
+
+    def _queue(self) -> Iterator[Metric]:
         families = [
             GaugeMetricFamily(name, documentation, labels=["coordinator", "worker_class"])
             for name, documentation in _QUEUE_FAMILIES
@@ -281,12 +376,16 @@ STOP_WAIT_SECONDS = 10.0
 class QueueSampler:
     """Reads queue depth and class usage every ``interval_seconds`` into :attr:`sample`."""
 
-    def __init__(self, store: Store, interval_seconds: float = 10.0) -> None:
+    def __init__(
+        self, store: Store, interval_seconds: float = 10.0, clock: Clock | None = None
+    ) -> None:
         self._store = store
+        self._clock: Clock = clock or SystemClock()
         self._interval = interval_seconds
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self.sample: QueueSample = {}
+        self.human: HumanSample = {}
 
     def start(self) -> None:
         """Sample now and then every interval, in the background; appear in the metrics."""
@@ -312,8 +411,16 @@ class QueueSampler:
         async with self._store.read() as reader:
             coordinators = await _coordinators(reader)
             sample: QueueSample = {}
+            human: HumanSample = {}
+            now = self._clock.now()
             for index, coordinator in enumerate(coordinators):
                 label = coordinator.coordinator_id if index < MAX_COORDINATOR_LABELS else OTHER
+                waiting = await reader.count_awaiting_human(coordinator.coordinator_id)
+                for state, (count, since) in waiting.items():
+                    key = (label, HUMAN_REASONS[state])
+                    age = (now - since).total_seconds() if since is not None else 0.0
+                    before_count, before_age = human.get(key, (0, 0.0))
+                    human[key] = (before_count + count, max(before_age, age))
                 ready = await reader.count_ready(coordinator.coordinator_id)
                 live = await reader.live_attempts(coordinator.coordinator_id, None)
                 usage, _holding = class_usage(live, coordinator.config.class_capacity)
@@ -327,6 +434,7 @@ class QueueSampler:
                         before[2] + capacity,
                     )
         self.sample = sample
+        self.human = human
 
     async def _run(self) -> None:
         while not self._stopping.is_set():

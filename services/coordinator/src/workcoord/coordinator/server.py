@@ -165,7 +165,7 @@ async def start_coordinator(
         await bus.close()
         await store.close()
         raise
-    sampler = QueueSampler(store, settings.metrics_sample_seconds)
+    sampler = QueueSampler(store, settings.metrics_sample_seconds, clock)
     sampler.start()
     watcher = asyncio.create_task(
         _watch_database(store, server), name="workcoord-database-readiness"

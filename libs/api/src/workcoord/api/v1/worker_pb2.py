@@ -26,12 +26,13 @@ from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
 from workcoord.api.v1 import field_rules_pb2 as workcoord_dot_api_dot_v1_dot_field__rules__pb2
 from workcoord.api.v1 import lane_pb2 as workcoord_dot_api_dot_v1_dot_lane__pb2
 from workcoord.api.v1 import policy_pb2 as workcoord_dot_api_dot_v1_dot_policy__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dworkcoord/api/v1/worker.proto\x12\x10workcoord.api.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\"workcoord/api/v1/field_rules.proto\x1a\x1bworkcoord/api/v1/lane.proto\x1a\x1dworkcoord/api/v1/policy.proto\"\xfc\x05\n\x06Worker\x12@\n\tworker_id\x18\x01 \x01(\tB-\xca\xf3\x18)\x08\x01\x30\x80\x01:\"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\x12\x32\n\x0cworker_class\x18\x02 \x01(\tB\x1c\xca\xf3\x18\x18\x08\x01:\x14[a-z][a-z0-9-]{0,31}\x12\x1e\n\x0c\x63\x61pabilities\x18\x03 \x03(\tB\x08\xca\xf3\x18\x04\x30@@@\x12\x66\n\ntoolchains\x18\x04 \x03(\x0b\x32(.workcoord.api.v1.Worker.ToolchainsEntryB(\xca\xf3\x18$: [A-Za-z0-9][A-Za-z0-9._+-]{0,63}@@\x12^\n\x06labels\x18\x05 \x03(\x0b\x32$.workcoord.api.v1.Worker.LabelsEntryB(\xca\xf3\x18$: [a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}@ \x12\x1f\n\tcpu_count\x18\x06 \x01(\x05\x42\x0c\xca\xf3\x18\x08\x18\xa0\x8d\x06 \x01(\x01\x12\x1c\n\x0cmemory_bytes\x18\x07 \x01(\x03\x42\x06\xca\xf3\x18\x02 \x01\x12\x1a\n\ndisk_bytes\x18\x08 \x01(\x03\x42\x06\xca\xf3\x18\x02 \x01\x12\x36\n\x0cobserve_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x63reate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x17\n\tprincipal\x18\x0b \x01(\tB\x04\xe2\x41\x01\x03\x12\x1b\n\ractive_leases\x18\x0c \x01(\x05\x42\x04\xe2\x41\x01\x03\x12\x32\n\x05\x66\x65nce\x18\r \x01(\x0b\x32\x1d.workcoord.api.v1.WorkerFenceB\x04\xe2\x41\x01\x03\x1a\x31\n\x0fToolchainsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xc0\x01\n\x0bWorkerFence\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\t\x12\x0f\n\x07item_id\x18\x03 \x01(\t\x12\x0f\n\x07lane_id\x18\x04 \x01(\t\x12\x11\n\texclusive\x18\x05 \x03(\t\x12)\n\x05since\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x65xpire_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xf0\x02\n\nLeasedItem\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x0f\n\x07lane_id\x18\x02 \x01(\t\x12\x0b\n\x03key\x18\x03 \x01(\t\x12)\n\x04kind\x18\x04 \x01(\x0e\x32\x1b.workcoord.api.v1.Item.Kind\x12\x14\n\x0cworker_class\x18\x05 \x01(\t\x12\r\n\x05title\x18\x06 \x01(\t\x12\r\n\x05\x62rief\x18\x07 \x01(\t\x12\'\n\x06inputs\x18\x08 \x01(\x0b\x32\x17.google.protobuf.Struct\x12.\n\tplacement\x18\t \x01(\x0b\x32\x1b.workcoord.api.v1.Placement\x12\x15\n\rexclusive_key\x18\n \x01(\t\x12\x1a\n\x12\x63ontinues_lease_id\x18\x0b \x01(\t\x12\x30\n\ncheckpoint\x18\x0c \x01(\x0b\x32\x1c.workcoord.api.v1.Checkpoint\x12\x16\n\x0e\x61\x63tion_classes\x18\r \x03(\t\"\xd4\x01\n\x05Lease\x12\x10\n\x08lease_id\x18\x01 \x01(\t\x12\x13\n\x0blease_token\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\x35\n\x11lease_expire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12*\n\x04item\x18\x05 \x01(\x0b\x32\x1c.workcoord.api.v1.LeasedItem\x12\x30\n\x06status\x18\x06 \x01(\x0e\x32 .workcoord.api.v1.Attempt.Status\"\x89\x01\n\x13ReportWorkerRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x30\n\x06worker\x18\x02 \x01(\x0b\x32\x18.workcoord.api.v1.WorkerB\x06\xca\xf3\x18\x02\x08\x01\"@\n\x14ReportWorkerResponse\x12(\n\x06worker\x18\x01 \x01(\x0b\x32\x18.workcoord.api.v1.Worker\"\x93\x01\n\x12ListWorkersRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\tpage_size\x18\x02 \x01(\x05\x42\x0b\xca\xf3\x18\x07\x18\xf4\x03 \x01(\x01\x12\x1b\n\npage_token\x18\x03 \x01(\tB\x07\xca\xf3\x18\x03\x30\x80\x04\"Y\n\x13ListWorkersResponse\x12)\n\x07workers\x18\x01 \x03(\x0b\x32\x18.workcoord.api.v1.Worker\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x99\x01\n\x13\x46orgetWorkerRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12@\n\tworker_id\x18\x02 \x01(\tB-\xca\xf3\x18)\x08\x01\x30\x80\x01:\"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\"@\n\x14\x46orgetWorkerResponse\x12(\n\x06worker\x18\x01 \x01(\x0b\x32\x18.workcoord.api.v1.Worker\"\xa4\x03\n\x0cLeaseRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12@\n\tworker_id\x18\x02 \x01(\tB-\xca\xf3\x18)\x08\x01\x30\x80\x01:\"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\x12\x32\n\x0cworker_class\x18\x03 \x01(\tB\x1c\xca\xf3\x18\x18\x08\x01:\x14[a-z][a-z0-9-]{0,31}\x12\x1f\n\tmax_items\x18\x04 \x01(\x05\x42\x0c\xca\xf3\x18\x08\x10\x01\x18\x64 \x01(\x01\x12$\n\rlease_seconds\x18\x05 \x01(\x05\x42\r\xca\xf3\x18\t\x10\x05\x18\xac\x02 \x01(\x01\x12 \n\x0cwait_seconds\x18\x06 \x01(\x05\x42\n\xca\xf3\x18\x06\x18< \x01(\x01\x12\x33\n\x0crun_identity\x18\x07 \x01(\x0b\x32\x1d.workcoord.api.v1.RunIdentity\x12>\n\nrequest_id\x18\x08 \x01(\tB*\xca\xf3\x18&0\x80\x01:![A-Za-z0-9][A-Za-z0-9._:-]{0,127}\"8\n\rLeaseResponse\x12\'\n\x06leases\x18\x01 \x03(\x0b\x32\x17.workcoord.api.v1.Lease\"\xe9\x01\n\x0cStartRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12:\n\x08lease_id\x18\x02 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\x0blease_token\x18\x03 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x02\x12;\n\x0crun_identity\x18\x04 \x01(\x0b\x32\x1d.workcoord.api.v1.RunIdentityB\x06\xca\xf3\x18\x02\x08\x01\";\n\rStartResponse\x12*\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Attempt\"\xcb\x01\n\x10HeartbeatRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12:\n\x08lease_id\x18\x02 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\x0blease_token\x18\x03 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x02\x12\x19\n\x08progress\x18\x04 \x01(\tB\x07\xca\xf3\x18\x03\x30\x80\x08\"J\n\x11HeartbeatResponse\x12\x35\n\x11lease_expire_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xdd\x01\n\x0f\x43ompleteRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12:\n\x08lease_id\x18\x02 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\x0blease_token\x18\x03 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x02\x12,\n\x08\x65vidence\x18\x04 \x01(\x0b\x32\x1a.workcoord.api.v1.Evidence\">\n\x10\x43ompleteResponse\x12*\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Attempt\"\xdf\x01\n\x0b\x46\x61ilRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12:\n\x08lease_id\x18\x02 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\x0blease_token\x18\x03 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x02\x12\x32\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x1b.workcoord.api.v1.ErrorInfoB\x06\xca\xf3\x18\x02\x08\x01\":\n\x0c\x46\x61ilResponse\x12*\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Attempt\"\xee\x01\n\x11\x43heckpointRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12:\n\x08lease_id\x18\x02 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\x0blease_token\x18\x03 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x02\x12;\n\ncheckpoint\x18\x04 \x01(\x0b\x32\x1c.workcoord.api.v1.CheckpointB\t\xca\xf3\x18\x05\x08\x01H\x80@\"@\n\x12\x43heckpointResponse\x12*\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Attempt\"\xc7\x01\n\x0eReleaseRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12:\n\x08lease_id\x18\x02 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\x0blease_token\x18\x03 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x02\x12\x17\n\x06reason\x18\x04 \x01(\tB\x07\xca\xf3\x18\x03\x30\x80\x08\"=\n\x0fReleaseResponse\x12*\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Attempt2\xe4\x0c\n\rWorkerService\x12\xa5\x01\n\x0cReportWorker\x12%.workcoord.api.v1.ReportWorkerRequest\x1a&.workcoord.api.v1.ReportWorkerResponse\"F\x82\xd3\xe4\x93\x02@\"./v1/work-coordinators/{coordinator_id}/workers:\x06workerb\x06worker\x12\x92\x01\n\x0bListWorkers\x12$.workcoord.api.v1.ListWorkersRequest\x1a%.workcoord.api.v1.ListWorkersResponse\"6\x82\xd3\xe4\x93\x02\x30\x12./v1/work-coordinators/{coordinator_id}/workers\x12\xab\x01\n\x0c\x46orgetWorker\x12%.workcoord.api.v1.ForgetWorkerRequest\x1a&.workcoord.api.v1.ForgetWorkerResponse\"L\x82\xd3\xe4\x93\x02\x46\"A/v1/work-coordinators/{coordinator_id}/workers/{worker_id}/forget:\x01*\x12\x82\x01\n\x05Lease\x12\x1e.workcoord.api.v1.LeaseRequest\x1a\x1f.workcoord.api.v1.LeaseResponse\"8\x82\xd3\xe4\x93\x02\x32\"-/v1/work-coordinators/{coordinator_id}/leases:\x01*\x12\x9c\x01\n\x05Start\x12\x1e.workcoord.api.v1.StartRequest\x1a\x1f.workcoord.api.v1.StartResponse\"R\x82\xd3\xe4\x93\x02L\">/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/start:\x01*b\x07\x61ttempt\x12\xa3\x01\n\tHeartbeat\x12\".workcoord.api.v1.HeartbeatRequest\x1a#.workcoord.api.v1.HeartbeatResponse\"M\x82\xd3\xe4\x93\x02G\"B/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/heartbeat:\x01*\x12\xa8\x01\n\x08\x43omplete\x12!.workcoord.api.v1.CompleteRequest\x1a\".workcoord.api.v1.CompleteResponse\"U\x82\xd3\xe4\x93\x02O\"A/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/complete:\x01*b\x07\x61ttempt\x12\x98\x01\n\x04\x46\x61il\x12\x1d.workcoord.api.v1.FailRequest\x1a\x1e.workcoord.api.v1.FailResponse\"Q\x82\xd3\xe4\x93\x02K\"=/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/fail:\x01*b\x07\x61ttempt\x12\xb0\x01\n\nCheckpoint\x12#.workcoord.api.v1.CheckpointRequest\x1a$.workcoord.api.v1.CheckpointResponse\"W\x82\xd3\xe4\x93\x02Q\"C/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/checkpoint:\x01*b\x07\x61ttempt\x12\xa4\x01\n\x07Release\x12 .workcoord.api.v1.ReleaseRequest\x1a!.workcoord.api.v1.ReleaseResponse\"T\x82\xd3\xe4\x93\x02N\"@/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/release:\x01*b\x07\x61ttemptb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dworkcoord/api/v1/worker.proto\x12\x10workcoord.api.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\"workcoord/api/v1/field_rules.proto\x1a\x1bworkcoord/api/v1/lane.proto\x1a\x1dworkcoord/api/v1/policy.proto\"\xfc\x05\n\x06Worker\x12@\n\tworker_id\x18\x01 \x01(\tB-\xca\xf3\x18)\x08\x01\x30\x80\x01:\"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\x12\x32\n\x0cworker_class\x18\x02 \x01(\tB\x1c\xca\xf3\x18\x18\x08\x01:\x14[a-z][a-z0-9-]{0,31}\x12\x1e\n\x0c\x63\x61pabilities\x18\x03 \x03(\tB\x08\xca\xf3\x18\x04\x30@@@\x12\x66\n\ntoolchains\x18\x04 \x03(\x0b\x32(.workcoord.api.v1.Worker.ToolchainsEntryB(\xca\xf3\x18$: [A-Za-z0-9][A-Za-z0-9._+-]{0,63}@@\x12^\n\x06labels\x18\x05 \x03(\x0b\x32$.workcoord.api.v1.Worker.LabelsEntryB(\xca\xf3\x18$: [a-zA-Z0-9][a-zA-Z0-9._/-]{0,62}@ \x12\x1f\n\tcpu_count\x18\x06 \x01(\x05\x42\x0c\xca\xf3\x18\x08\x18\xa0\x8d\x06 \x01(\x01\x12\x1c\n\x0cmemory_bytes\x18\x07 \x01(\x03\x42\x06\xca\xf3\x18\x02 \x01\x12\x1a\n\ndisk_bytes\x18\x08 \x01(\x03\x42\x06\xca\xf3\x18\x02 \x01\x12\x36\n\x0cobserve_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x63reate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x17\n\tprincipal\x18\x0b \x01(\tB\x04\xe2\x41\x01\x03\x12\x1b\n\ractive_leases\x18\x0c \x01(\x05\x42\x04\xe2\x41\x01\x03\x12\x32\n\x05\x66\x65nce\x18\r \x01(\x0b\x32\x1d.workcoord.api.v1.WorkerFenceB\x04\xe2\x41\x01\x03\x1a\x31\n\x0fToolchainsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xc0\x01\n\x0bWorkerFence\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x10\n\x08lease_id\x18\x02 \x01(\t\x12\x0f\n\x07item_id\x18\x03 \x01(\t\x12\x0f\n\x07lane_id\x18\x04 \x01(\t\x12\x11\n\texclusive\x18\x05 \x03(\t\x12)\n\x05since\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x65xpire_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xf0\x02\n\nLeasedItem\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x0f\n\x07lane_id\x18\x02 \x01(\t\x12\x0b\n\x03key\x18\x03 \x01(\t\x12)\n\x04kind\x18\x04 \x01(\x0e\x32\x1b.workcoord.api.v1.Item.Kind\x12\x14\n\x0cworker_class\x18\x05 \x01(\t\x12\r\n\x05title\x18\x06 \x01(\t\x12\r\n\x05\x62rief\x18\x07 \x01(\t\x12\'\n\x06inputs\x18\x08 \x01(\x0b\x32\x17.google.protobuf.Struct\x12.\n\tplacement\x18\t \x01(\x0b\x32\x1b.workcoord.api.v1.Placement\x12\x15\n\rexclusive_key\x18\n \x01(\t\x12\x1a\n\x12\x63ontinues_lease_id\x18\x0b \x01(\t\x12\x30\n\ncheckpoint\x18\x0c \x01(\x0b\x32\x1c.workcoord.api.v1.Checkpoint\x12\x16\n\x0e\x61\x63tion_classes\x18\r \x03(\t\"\xd4\x01\n\x05Lease\x12\x10\n\x08lease_id\x18\x01 \x01(\t\x12\x13\n\x0blease_token\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\x35\n\x11lease_expire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12*\n\x04item\x18\x05 \x01(\x0b\x32\x1c.workcoord.api.v1.LeasedItem\x12\x30\n\x06status\x18\x06 \x01(\x0e\x32 .workcoord.api.v1.Attempt.Status\"\x89\x01\n\x13ReportWorkerRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x30\n\x06worker\x18\x02 \x01(\x0b\x32\x18.workcoord.api.v1.WorkerB\x06\xca\xf3\x18\x02\x08\x01\"@\n\x14ReportWorkerResponse\x12(\n\x06worker\x18\x01 \x01(\x0b\x32\x18.workcoord.api.v1.Worker\"\x93\x01\n\x12ListWorkersRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\tpage_size\x18\x02 \x01(\x05\x42\x0b\xca\xf3\x18\x07\x18\xf4\x03 \x01(\x01\x12\x1b\n\npage_token\x18\x03 \x01(\tB\x07\xca\xf3\x18\x03\x30\x80\x04\"Y\n\x13ListWorkersResponse\x12)\n\x07workers\x18\x01 \x03(\x0b\x32\x18.workcoord.api.v1.Worker\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x99\x01\n\x13\x46orgetWorkerRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12@\n\tworker_id\x18\x02 \x01(\tB-\xca\xf3\x18)\x08\x01\x30\x80\x01:\"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\"@\n\x14\x46orgetWorkerResponse\x12(\n\x06worker\x18\x01 \x01(\x0b\x32\x18.workcoord.api.v1.Worker\"\xa4\x03\n\x0cLeaseRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12@\n\tworker_id\x18\x02 \x01(\tB-\xca\xf3\x18)\x08\x01\x30\x80\x01:\"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\x12\x32\n\x0cworker_class\x18\x03 \x01(\tB\x1c\xca\xf3\x18\x18\x08\x01:\x14[a-z][a-z0-9-]{0,31}\x12\x1f\n\tmax_items\x18\x04 \x01(\x05\x42\x0c\xca\xf3\x18\x08\x10\x01\x18\x64 \x01(\x01\x12$\n\rlease_seconds\x18\x05 \x01(\x05\x42\r\xca\xf3\x18\t\x10\x05\x18\xac\x02 \x01(\x01\x12 \n\x0cwait_seconds\x18\x06 \x01(\x05\x42\n\xca\xf3\x18\x06\x18< \x01(\x01\x12\x33\n\x0crun_identity\x18\x07 \x01(\x0b\x32\x1d.workcoord.api.v1.RunIdentity\x12>\n\nrequest_id\x18\x08 \x01(\tB*\xca\xf3\x18&0\x80\x01:![A-Za-z0-9][A-Za-z0-9._:-]{0,127}\"8\n\rLeaseResponse\x12\'\n\x06leases\x18\x01 \x03(\x0b\x32\x17.workcoord.api.v1.Lease\"\xe9\x01\n\x0cStartRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12:\n\x08lease_id\x18\x02 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\x0blease_token\x18\x03 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x02\x12;\n\x0crun_identity\x18\x04 \x01(\x0b\x32\x1d.workcoord.api.v1.RunIdentityB\x06\xca\xf3\x18\x02\x08\x01\";\n\rStartResponse\x12*\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Attempt\"\xcb\x01\n\x10HeartbeatRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12:\n\x08lease_id\x18\x02 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\x0blease_token\x18\x03 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x02\x12\x19\n\x08progress\x18\x04 \x01(\tB\x07\xca\xf3\x18\x03\x30\x80\x08\"J\n\x11HeartbeatResponse\x12\x35\n\x11lease_expire_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xdd\x01\n\x0f\x43ompleteRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12:\n\x08lease_id\x18\x02 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\x0blease_token\x18\x03 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x02\x12,\n\x08\x65vidence\x18\x04 \x01(\x0b\x32\x1a.workcoord.api.v1.Evidence\">\n\x10\x43ompleteResponse\x12*\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Attempt\"\xdf\x01\n\x0b\x46\x61ilRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12:\n\x08lease_id\x18\x02 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\x0blease_token\x18\x03 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x02\x12\x32\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x1b.workcoord.api.v1.ErrorInfoB\x06\xca\xf3\x18\x02\x08\x01\":\n\x0c\x46\x61ilResponse\x12*\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Attempt\"\xee\x01\n\x11\x43heckpointRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12:\n\x08lease_id\x18\x02 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\x0blease_token\x18\x03 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x02\x12;\n\ncheckpoint\x18\x04 \x01(\x0b\x32\x1c.workcoord.api.v1.CheckpointB\t\xca\xf3\x18\x05\x08\x01H\x80@\"@\n\x12\x43heckpointResponse\x12*\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Attempt\"\xc7\x01\n\x0eReleaseRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12:\n\x08lease_id\x18\x02 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x1e\n\x0blease_token\x18\x03 \x01(\tB\t\xca\xf3\x18\x05\x08\x01\x30\x80\x02\x12\x17\n\x06reason\x18\x04 \x01(\tB\x07\xca\xf3\x18\x03\x30\x80\x08\"=\n\x0fReleaseResponse\x12*\n\x07\x61ttempt\x18\x01 \x01(\x0b\x32\x19.workcoord.api.v1.Attempt\"\x98\x01\n\x15\x42\x61tchHeartbeatRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12=\n\x08requests\x18\x02 \x03(\x0b\x32\".workcoord.api.v1.HeartbeatRequestB\x07\xca\xf3\x18\x03@\xf4\x03\"Q\n\x16\x42\x61tchHeartbeatResponse\x12\x37\n\x07results\x18\x01 \x03(\x0b\x32&.workcoord.api.v1.BatchHeartbeatResult\"\x83\x01\n\x14\x42\x61tchHeartbeatResult\x12\x10\n\x08lease_id\x18\x01 \x01(\t\x12\"\n\x06status\x18\x02 \x01(\x0b\x32\x12.google.rpc.Status\x12\x35\n\x11lease_expire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x96\x01\n\x14\x42\x61tchCompleteRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12<\n\x08requests\x18\x02 \x03(\x0b\x32!.workcoord.api.v1.CompleteRequestB\x07\xca\xf3\x18\x03@\xf4\x03\"O\n\x15\x42\x61tchCompleteResponse\x12\x36\n\x07results\x18\x01 \x03(\x0b\x32%.workcoord.api.v1.BatchCompleteResult\"w\n\x13\x42\x61tchCompleteResult\x12\x10\n\x08lease_id\x18\x01 \x01(\t\x12\"\n\x06status\x18\x02 \x01(\x0b\x32\x12.google.rpc.Status\x12*\n\x07\x61ttempt\x18\x03 \x01(\x0b\x32\x19.workcoord.api.v1.Attempt\"\x8e\x01\n\x10\x42\x61tchFailRequest\x12@\n\x0e\x63oordinator_id\x18\x01 \x01(\tB(\xca\xf3\x18$\x08\x01\x30@:\x1e[A-Za-z0-9][A-Za-z0-9_-]{0,63}\x12\x38\n\x08requests\x18\x02 \x03(\x0b\x32\x1d.workcoord.api.v1.FailRequestB\x07\xca\xf3\x18\x03@\xf4\x03\"G\n\x11\x42\x61tchFailResponse\x12\x32\n\x07results\x18\x01 \x03(\x0b\x32!.workcoord.api.v1.BatchFailResult\"s\n\x0f\x42\x61tchFailResult\x12\x10\n\x08lease_id\x18\x01 \x01(\t\x12\"\n\x06status\x18\x02 \x01(\x0b\x32\x12.google.rpc.Status\x12*\n\x07\x61ttempt\x18\x03 \x01(\x0b\x32\x19.workcoord.api.v1.Attempt2\xd9\x10\n\rWorkerService\x12\xa5\x01\n\x0cReportWorker\x12%.workcoord.api.v1.ReportWorkerRequest\x1a&.workcoord.api.v1.ReportWorkerResponse\"F\x82\xd3\xe4\x93\x02@\"./v1/work-coordinators/{coordinator_id}/workers:\x06workerb\x06worker\x12\x92\x01\n\x0bListWorkers\x12$.workcoord.api.v1.ListWorkersRequest\x1a%.workcoord.api.v1.ListWorkersResponse\"6\x82\xd3\xe4\x93\x02\x30\x12./v1/work-coordinators/{coordinator_id}/workers\x12\xab\x01\n\x0c\x46orgetWorker\x12%.workcoord.api.v1.ForgetWorkerRequest\x1a&.workcoord.api.v1.ForgetWorkerResponse\"L\x82\xd3\xe4\x93\x02\x46\"A/v1/work-coordinators/{coordinator_id}/workers/{worker_id}/forget:\x01*\x12\x82\x01\n\x05Lease\x12\x1e.workcoord.api.v1.LeaseRequest\x1a\x1f.workcoord.api.v1.LeaseResponse\"8\x82\xd3\xe4\x93\x02\x32\"-/v1/work-coordinators/{coordinator_id}/leases:\x01*\x12\x9c\x01\n\x05Start\x12\x1e.workcoord.api.v1.StartRequest\x1a\x1f.workcoord.api.v1.StartResponse\"R\x82\xd3\xe4\x93\x02L\">/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/start:\x01*b\x07\x61ttempt\x12\xa3\x01\n\tHeartbeat\x12\".workcoord.api.v1.HeartbeatRequest\x1a#.workcoord.api.v1.HeartbeatResponse\"M\x82\xd3\xe4\x93\x02G\"B/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/heartbeat:\x01*\x12\xa8\x01\n\x08\x43omplete\x12!.workcoord.api.v1.CompleteRequest\x1a\".workcoord.api.v1.CompleteResponse\"U\x82\xd3\xe4\x93\x02O\"A/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/complete:\x01*b\x07\x61ttempt\x12\x98\x01\n\x04\x46\x61il\x12\x1d.workcoord.api.v1.FailRequest\x1a\x1e.workcoord.api.v1.FailResponse\"Q\x82\xd3\xe4\x93\x02K\"=/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/fail:\x01*b\x07\x61ttempt\x12\xb0\x01\n\nCheckpoint\x12#.workcoord.api.v1.CheckpointRequest\x1a$.workcoord.api.v1.CheckpointResponse\"W\x82\xd3\xe4\x93\x02Q\"C/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/checkpoint:\x01*b\x07\x61ttempt\x12\xa4\x01\n\x07Release\x12 .workcoord.api.v1.ReleaseRequest\x1a!.workcoord.api.v1.ReleaseResponse\"T\x82\xd3\xe4\x93\x02N\"@/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/release:\x01*b\x07\x61ttempt\x12\xac\x01\n\x0e\x42\x61tchHeartbeat\x12\'.workcoord.api.v1.BatchHeartbeatRequest\x1a(.workcoord.api.v1.BatchHeartbeatResponse\"G\x82\xd3\xe4\x93\x02\x41\"</v1/work-coordinators/{coordinator_id}/leases:batchHeartbeat:\x01*\x12\xa8\x01\n\rBatchComplete\x12&.workcoord.api.v1.BatchCompleteRequest\x1a\'.workcoord.api.v1.BatchCompleteResponse\"F\x82\xd3\xe4\x93\x02@\";/v1/work-coordinators/{coordinator_id}/leases:batchComplete:\x01*\x12\x98\x01\n\tBatchFail\x12\".workcoord.api.v1.BatchFailRequest\x1a#.workcoord.api.v1.BatchFailResponse\"B\x82\xd3\xe4\x93\x02<\"7/v1/work-coordinators/{coordinator_id}/leases:batchFail:\x01*b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -142,6 +143,18 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RELEASEREQUEST'].fields_by_name['lease_token']._serialized_options = b'\312\363\030\005\010\0010\200\002'
   _globals['_RELEASEREQUEST'].fields_by_name['reason']._loaded_options = None
   _globals['_RELEASEREQUEST'].fields_by_name['reason']._serialized_options = b'\312\363\030\0030\200\010'
+  _globals['_BATCHHEARTBEATREQUEST'].fields_by_name['coordinator_id']._loaded_options = None
+  _globals['_BATCHHEARTBEATREQUEST'].fields_by_name['coordinator_id']._serialized_options = b'\312\363\030$\010\0010@:\036[A-Za-z0-9][A-Za-z0-9_-]{0,63}'
+  _globals['_BATCHHEARTBEATREQUEST'].fields_by_name['requests']._loaded_options = None
+  _globals['_BATCHHEARTBEATREQUEST'].fields_by_name['requests']._serialized_options = b'\312\363\030\003@\364\003'
+  _globals['_BATCHCOMPLETEREQUEST'].fields_by_name['coordinator_id']._loaded_options = None
+  _globals['_BATCHCOMPLETEREQUEST'].fields_by_name['coordinator_id']._serialized_options = b'\312\363\030$\010\0010@:\036[A-Za-z0-9][A-Za-z0-9_-]{0,63}'
+  _globals['_BATCHCOMPLETEREQUEST'].fields_by_name['requests']._loaded_options = None
+  _globals['_BATCHCOMPLETEREQUEST'].fields_by_name['requests']._serialized_options = b'\312\363\030\003@\364\003'
+  _globals['_BATCHFAILREQUEST'].fields_by_name['coordinator_id']._loaded_options = None
+  _globals['_BATCHFAILREQUEST'].fields_by_name['coordinator_id']._serialized_options = b'\312\363\030$\010\0010@:\036[A-Za-z0-9][A-Za-z0-9_-]{0,63}'
+  _globals['_BATCHFAILREQUEST'].fields_by_name['requests']._loaded_options = None
+  _globals['_BATCHFAILREQUEST'].fields_by_name['requests']._serialized_options = b'\312\363\030\003@\364\003'
   _globals['_WORKERSERVICE'].methods_by_name['ReportWorker']._loaded_options = None
   _globals['_WORKERSERVICE'].methods_by_name['ReportWorker']._serialized_options = b'\202\323\344\223\002@\"./v1/work-coordinators/{coordinator_id}/workers:\006workerb\006worker'
   _globals['_WORKERSERVICE'].methods_by_name['ListWorkers']._loaded_options = None
@@ -162,58 +175,82 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_WORKERSERVICE'].methods_by_name['Checkpoint']._serialized_options = b'\202\323\344\223\002Q\"C/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/checkpoint:\001*b\007attempt'
   _globals['_WORKERSERVICE'].methods_by_name['Release']._loaded_options = None
   _globals['_WORKERSERVICE'].methods_by_name['Release']._serialized_options = b'\202\323\344\223\002N\"@/v1/work-coordinators/{coordinator_id}/leases/{lease_id}/release:\001*b\007attempt'
-  _globals['_WORKER']._serialized_start=274
-  _globals['_WORKER']._serialized_end=1038
-  _globals['_WORKER_TOOLCHAINSENTRY']._serialized_start=942
-  _globals['_WORKER_TOOLCHAINSENTRY']._serialized_end=991
-  _globals['_WORKER_LABELSENTRY']._serialized_start=993
-  _globals['_WORKER_LABELSENTRY']._serialized_end=1038
-  _globals['_WORKERFENCE']._serialized_start=1041
-  _globals['_WORKERFENCE']._serialized_end=1233
-  _globals['_LEASEDITEM']._serialized_start=1236
-  _globals['_LEASEDITEM']._serialized_end=1604
-  _globals['_LEASE']._serialized_start=1607
-  _globals['_LEASE']._serialized_end=1819
-  _globals['_REPORTWORKERREQUEST']._serialized_start=1822
-  _globals['_REPORTWORKERREQUEST']._serialized_end=1959
-  _globals['_REPORTWORKERRESPONSE']._serialized_start=1961
-  _globals['_REPORTWORKERRESPONSE']._serialized_end=2025
-  _globals['_LISTWORKERSREQUEST']._serialized_start=2028
-  _globals['_LISTWORKERSREQUEST']._serialized_end=2175
-  _globals['_LISTWORKERSRESPONSE']._serialized_start=2177
-  _globals['_LISTWORKERSRESPONSE']._serialized_end=2266
-  _globals['_FORGETWORKERREQUEST']._serialized_start=2269
-  _globals['_FORGETWORKERREQUEST']._serialized_end=2422
-  _globals['_FORGETWORKERRESPONSE']._serialized_start=2424
-  _globals['_FORGETWORKERRESPONSE']._serialized_end=2488
-  _globals['_LEASEREQUEST']._serialized_start=2491
-  _globals['_LEASEREQUEST']._serialized_end=2911
-  _globals['_LEASERESPONSE']._serialized_start=2913
-  _globals['_LEASERESPONSE']._serialized_end=2969
-  _globals['_STARTREQUEST']._serialized_start=2972
-  _globals['_STARTREQUEST']._serialized_end=3205
-  _globals['_STARTRESPONSE']._serialized_start=3207
-  _globals['_STARTRESPONSE']._serialized_end=3266
-  _globals['_HEARTBEATREQUEST']._serialized_start=3269
-  _globals['_HEARTBEATREQUEST']._serialized_end=3472
-  _globals['_HEARTBEATRESPONSE']._serialized_start=3474
-  _globals['_HEARTBEATRESPONSE']._serialized_end=3548
-  _globals['_COMPLETEREQUEST']._serialized_start=3551
-  _globals['_COMPLETEREQUEST']._serialized_end=3772
-  _globals['_COMPLETERESPONSE']._serialized_start=3774
-  _globals['_COMPLETERESPONSE']._serialized_end=3836
-  _globals['_FAILREQUEST']._serialized_start=3839
-  _globals['_FAILREQUEST']._serialized_end=4062
-  _globals['_FAILRESPONSE']._serialized_start=4064
-  _globals['_FAILRESPONSE']._serialized_end=4122
-  _globals['_CHECKPOINTREQUEST']._serialized_start=4125
-  _globals['_CHECKPOINTREQUEST']._serialized_end=4363
-  _globals['_CHECKPOINTRESPONSE']._serialized_start=4365
-  _globals['_CHECKPOINTRESPONSE']._serialized_end=4429
-  _globals['_RELEASEREQUEST']._serialized_start=4432
-  _globals['_RELEASEREQUEST']._serialized_end=4631
-  _globals['_RELEASERESPONSE']._serialized_start=4633
-  _globals['_RELEASERESPONSE']._serialized_end=4694
-  _globals['_WORKERSERVICE']._serialized_start=4697
-  _globals['_WORKERSERVICE']._serialized_end=6333
+  _globals['_WORKERSERVICE'].methods_by_name['BatchHeartbeat']._loaded_options = None
+  _globals['_WORKERSERVICE'].methods_by_name['BatchHeartbeat']._serialized_options = b'\202\323\344\223\002A\"</v1/work-coordinators/{coordinator_id}/leases:batchHeartbeat:\001*'
+  _globals['_WORKERSERVICE'].methods_by_name['BatchComplete']._loaded_options = None
+  _globals['_WORKERSERVICE'].methods_by_name['BatchComplete']._serialized_options = b'\202\323\344\223\002@\";/v1/work-coordinators/{coordinator_id}/leases:batchComplete:\001*'
+  _globals['_WORKERSERVICE'].methods_by_name['BatchFail']._loaded_options = None
+  _globals['_WORKERSERVICE'].methods_by_name['BatchFail']._serialized_options = b'\202\323\344\223\002<\"7/v1/work-coordinators/{coordinator_id}/leases:batchFail:\001*'
+  _globals['_WORKER']._serialized_start=299
+  _globals['_WORKER']._serialized_end=1063
+  _globals['_WORKER_TOOLCHAINSENTRY']._serialized_start=967
+  _globals['_WORKER_TOOLCHAINSENTRY']._serialized_end=1016
+  _globals['_WORKER_LABELSENTRY']._serialized_start=1018
+  _globals['_WORKER_LABELSENTRY']._serialized_end=1063
+  _globals['_WORKERFENCE']._serialized_start=1066
+  _globals['_WORKERFENCE']._serialized_end=1258
+  _globals['_LEASEDITEM']._serialized_start=1261
+  _globals['_LEASEDITEM']._serialized_end=1629
+  _globals['_LEASE']._serialized_start=1632
+  _globals['_LEASE']._serialized_end=1844
+  _globals['_REPORTWORKERREQUEST']._serialized_start=1847
+  _globals['_REPORTWORKERREQUEST']._serialized_end=1984
+  _globals['_REPORTWORKERRESPONSE']._serialized_start=1986
+  _globals['_REPORTWORKERRESPONSE']._serialized_end=2050
+  _globals['_LISTWORKERSREQUEST']._serialized_start=2053
+  _globals['_LISTWORKERSREQUEST']._serialized_end=2200
+  _globals['_LISTWORKERSRESPONSE']._serialized_start=2202
+  _globals['_LISTWORKERSRESPONSE']._serialized_end=2291
+  _globals['_FORGETWORKERREQUEST']._serialized_start=2294
+  _globals['_FORGETWORKERREQUEST']._serialized_end=2447
+  _globals['_FORGETWORKERRESPONSE']._serialized_start=2449
+  _globals['_FORGETWORKERRESPONSE']._serialized_end=2513
+  _globals['_LEASEREQUEST']._serialized_start=2516
+  _globals['_LEASEREQUEST']._serialized_end=2936
+  _globals['_LEASERESPONSE']._serialized_start=2938
+  _globals['_LEASERESPONSE']._serialized_end=2994
+  _globals['_STARTREQUEST']._serialized_start=2997
+  _globals['_STARTREQUEST']._serialized_end=3230
+  _globals['_STARTRESPONSE']._serialized_start=3232
+  _globals['_STARTRESPONSE']._serialized_end=3291
+  _globals['_HEARTBEATREQUEST']._serialized_start=3294
+  _globals['_HEARTBEATREQUEST']._serialized_end=3497
+  _globals['_HEARTBEATRESPONSE']._serialized_start=3499
+  _globals['_HEARTBEATRESPONSE']._serialized_end=3573
+  _globals['_COMPLETEREQUEST']._serialized_start=3576
+  _globals['_COMPLETEREQUEST']._serialized_end=3797
+  _globals['_COMPLETERESPONSE']._serialized_start=3799
+  _globals['_COMPLETERESPONSE']._serialized_end=3861
+  _globals['_FAILREQUEST']._serialized_start=3864
+  _globals['_FAILREQUEST']._serialized_end=4087
+  _globals['_FAILRESPONSE']._serialized_start=4089
+  _globals['_FAILRESPONSE']._serialized_end=4147
+  _globals['_CHECKPOINTREQUEST']._serialized_start=4150
+  _globals['_CHECKPOINTREQUEST']._serialized_end=4388
+  _globals['_CHECKPOINTRESPONSE']._serialized_start=4390
+  _globals['_CHECKPOINTRESPONSE']._serialized_end=4454
+  _globals['_RELEASEREQUEST']._serialized_start=4457
+  _globals['_RELEASEREQUEST']._serialized_end=4656
+  _globals['_RELEASERESPONSE']._serialized_start=4658
+  _globals['_RELEASERESPONSE']._serialized_end=4719
+  _globals['_BATCHHEARTBEATREQUEST']._serialized_start=4722
+  _globals['_BATCHHEARTBEATREQUEST']._serialized_end=4874
+  _globals['_BATCHHEARTBEATRESPONSE']._serialized_start=4876
+  _globals['_BATCHHEARTBEATRESPONSE']._serialized_end=4957
+  _globals['_BATCHHEARTBEATRESULT']._serialized_start=4960
+  _globals['_BATCHHEARTBEATRESULT']._serialized_end=5091
+  _globals['_BATCHCOMPLETEREQUEST']._serialized_start=5094
+  _globals['_BATCHCOMPLETEREQUEST']._serialized_end=5244
+  _globals['_BATCHCOMPLETERESPONSE']._serialized_start=5246
+  _globals['_BATCHCOMPLETERESPONSE']._serialized_end=5325
+  _globals['_BATCHCOMPLETERESULT']._serialized_start=5327
+  _globals['_BATCHCOMPLETERESULT']._serialized_end=5446
+  _globals['_BATCHFAILREQUEST']._serialized_start=5449
+  _globals['_BATCHFAILREQUEST']._serialized_end=5591
+  _globals['_BATCHFAILRESPONSE']._serialized_start=5593
+  _globals['_BATCHFAILRESPONSE']._serialized_end=5664
+  _globals['_BATCHFAILRESULT']._serialized_start=5666
+  _globals['_BATCHFAILRESULT']._serialized_end=5781
+  _globals['_WORKERSERVICE']._serialized_start=5784
+  _globals['_WORKERSERVICE']._serialized_end=7921
 # @@protoc_insertion_point(module_scope)

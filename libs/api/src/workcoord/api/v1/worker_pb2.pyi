@@ -4,6 +4,7 @@ from google.api import annotations_pb2 as _annotations_pb2
 from google.api import field_behavior_pb2 as _field_behavior_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.rpc import status_pb2 as _status_pb2
 from workcoord.api.v1 import field_rules_pb2 as _field_rules_pb2
 from workcoord.api.v1 import lane_pb2 as _lane_pb2
 from workcoord.api.v1 import policy_pb2 as _policy_pb2
@@ -302,3 +303,75 @@ class ReleaseResponse(_message.Message):
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     attempt: _lane_pb2.Attempt
     def __init__(self, attempt: _Optional[_Union[_lane_pb2.Attempt, _Mapping]] = ...) -> None: ...
+
+class BatchHeartbeatRequest(_message.Message):
+    __slots__ = ("coordinator_id", "requests")
+    COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    coordinator_id: str
+    requests: _containers.RepeatedCompositeFieldContainer[HeartbeatRequest]
+    def __init__(self, coordinator_id: _Optional[str] = ..., requests: _Optional[_Iterable[_Union[HeartbeatRequest, _Mapping]]] = ...) -> None: ...
+
+class BatchHeartbeatResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[BatchHeartbeatResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[BatchHeartbeatResult, _Mapping]]] = ...) -> None: ...
+
+class BatchHeartbeatResult(_message.Message):
+    __slots__ = ("lease_id", "status", "lease_expire_time")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    status: _status_pb2.Status
+    lease_expire_time: _timestamp_pb2.Timestamp
+    def __init__(self, lease_id: _Optional[str] = ..., status: _Optional[_Union[_status_pb2.Status, _Mapping]] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class BatchCompleteRequest(_message.Message):
+    __slots__ = ("coordinator_id", "requests")
+    COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    coordinator_id: str
+    requests: _containers.RepeatedCompositeFieldContainer[CompleteRequest]
+    def __init__(self, coordinator_id: _Optional[str] = ..., requests: _Optional[_Iterable[_Union[CompleteRequest, _Mapping]]] = ...) -> None: ...
+
+class BatchCompleteResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[BatchCompleteResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[BatchCompleteResult, _Mapping]]] = ...) -> None: ...
+
+class BatchCompleteResult(_message.Message):
+    __slots__ = ("lease_id", "status", "attempt")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    status: _status_pb2.Status
+    attempt: _lane_pb2.Attempt
+    def __init__(self, lease_id: _Optional[str] = ..., status: _Optional[_Union[_status_pb2.Status, _Mapping]] = ..., attempt: _Optional[_Union[_lane_pb2.Attempt, _Mapping]] = ...) -> None: ...
+
+class BatchFailRequest(_message.Message):
+    __slots__ = ("coordinator_id", "requests")
+    COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    coordinator_id: str
+    requests: _containers.RepeatedCompositeFieldContainer[FailRequest]
+    def __init__(self, coordinator_id: _Optional[str] = ..., requests: _Optional[_Iterable[_Union[FailRequest, _Mapping]]] = ...) -> None: ...
+
+class BatchFailResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[BatchFailResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[BatchFailResult, _Mapping]]] = ...) -> None: ...
+
+class BatchFailResult(_message.Message):
+    __slots__ = ("lease_id", "status", "attempt")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    status: _status_pb2.Status
+    attempt: _lane_pb2.Attempt
+    def __init__(self, lease_id: _Optional[str] = ..., status: _Optional[_Union[_status_pb2.Status, _Mapping]] = ..., attempt: _Optional[_Union[_lane_pb2.Attempt, _Mapping]] = ...) -> None: ...

@@ -86,6 +86,21 @@ class WorkerServiceStub:
                 request_serializer=workcoord_dot_api_dot_v1_dot_worker__pb2.ReleaseRequest.SerializeToString,
                 response_deserializer=workcoord_dot_api_dot_v1_dot_worker__pb2.ReleaseResponse.FromString,
                 _registered_method=True)
+        self.BatchHeartbeat = channel.unary_unary(
+                '/workcoord.api.v1.WorkerService/BatchHeartbeat',
+                request_serializer=workcoord_dot_api_dot_v1_dot_worker__pb2.BatchHeartbeatRequest.SerializeToString,
+                response_deserializer=workcoord_dot_api_dot_v1_dot_worker__pb2.BatchHeartbeatResponse.FromString,
+                _registered_method=True)
+        self.BatchComplete = channel.unary_unary(
+                '/workcoord.api.v1.WorkerService/BatchComplete',
+                request_serializer=workcoord_dot_api_dot_v1_dot_worker__pb2.BatchCompleteRequest.SerializeToString,
+                response_deserializer=workcoord_dot_api_dot_v1_dot_worker__pb2.BatchCompleteResponse.FromString,
+                _registered_method=True)
+        self.BatchFail = channel.unary_unary(
+                '/workcoord.api.v1.WorkerService/BatchFail',
+                request_serializer=workcoord_dot_api_dot_v1_dot_worker__pb2.BatchFailRequest.SerializeToString,
+                response_deserializer=workcoord_dot_api_dot_v1_dot_worker__pb2.BatchFailResponse.FromString,
+                _registered_method=True)
 
 
 class WorkerServiceServicer:
@@ -178,6 +193,32 @@ class WorkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BatchHeartbeat(self, request, context):
+        """Heartbeats many leases in one call (1 to 500 entries, each the body of a Heartbeat). Each
+        entry is fenced and answered on its own, in request order: one entry's LEASE_LOST or bad
+        input never fails the others. No entries, more than 500 or a repeated lease id is
+        INVALID_ARGUMENT for the whole call, with nothing written.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BatchComplete(self, request, context):
+        """Completes many leases in one call (1 to 500 entries, each the body of a Complete), each
+        fenced and answered on its own, like BatchHeartbeat.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BatchFail(self, request, context):
+        """Fails many leases in one call (1 to 500 entries, each the body of a Fail), each fenced and
+        answered on its own, like BatchHeartbeat.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -230,6 +271,21 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.Release,
                     request_deserializer=workcoord_dot_api_dot_v1_dot_worker__pb2.ReleaseRequest.FromString,
                     response_serializer=workcoord_dot_api_dot_v1_dot_worker__pb2.ReleaseResponse.SerializeToString,
+            ),
+            'BatchHeartbeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchHeartbeat,
+                    request_deserializer=workcoord_dot_api_dot_v1_dot_worker__pb2.BatchHeartbeatRequest.FromString,
+                    response_serializer=workcoord_dot_api_dot_v1_dot_worker__pb2.BatchHeartbeatResponse.SerializeToString,
+            ),
+            'BatchComplete': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchComplete,
+                    request_deserializer=workcoord_dot_api_dot_v1_dot_worker__pb2.BatchCompleteRequest.FromString,
+                    response_serializer=workcoord_dot_api_dot_v1_dot_worker__pb2.BatchCompleteResponse.SerializeToString,
+            ),
+            'BatchFail': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchFail,
+                    request_deserializer=workcoord_dot_api_dot_v1_dot_worker__pb2.BatchFailRequest.FromString,
+                    response_serializer=workcoord_dot_api_dot_v1_dot_worker__pb2.BatchFailResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -504,6 +560,87 @@ class WorkerService:
             '/workcoord.api.v1.WorkerService/Release',
             workcoord_dot_api_dot_v1_dot_worker__pb2.ReleaseRequest.SerializeToString,
             workcoord_dot_api_dot_v1_dot_worker__pb2.ReleaseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BatchHeartbeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workcoord.api.v1.WorkerService/BatchHeartbeat',
+            workcoord_dot_api_dot_v1_dot_worker__pb2.BatchHeartbeatRequest.SerializeToString,
+            workcoord_dot_api_dot_v1_dot_worker__pb2.BatchHeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BatchComplete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workcoord.api.v1.WorkerService/BatchComplete',
+            workcoord_dot_api_dot_v1_dot_worker__pb2.BatchCompleteRequest.SerializeToString,
+            workcoord_dot_api_dot_v1_dot_worker__pb2.BatchCompleteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BatchFail(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workcoord.api.v1.WorkerService/BatchFail',
+            workcoord_dot_api_dot_v1_dot_worker__pb2.BatchFailRequest.SerializeToString,
+            workcoord_dot_api_dot_v1_dot_worker__pb2.BatchFailResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -77,6 +77,20 @@ class WorkerServiceStub:
     """
     Release: _grpc.UnaryUnaryMultiCallable[_worker_pb2.ReleaseRequest, _worker_pb2.ReleaseResponse]
     """Gives a lease back without burning an attempt (e.g. when shutting down)."""
+    BatchHeartbeat: _grpc.UnaryUnaryMultiCallable[_worker_pb2.BatchHeartbeatRequest, _worker_pb2.BatchHeartbeatResponse]
+    """Heartbeats many leases in one call (1 to 500 entries, each the body of a Heartbeat). Each
+    entry is fenced and answered on its own, in request order: one entry's LEASE_LOST or bad
+    input never fails the others. No entries, more than 500 or a repeated lease id is
+    INVALID_ARGUMENT for the whole call, with nothing written.
+    """
+    BatchComplete: _grpc.UnaryUnaryMultiCallable[_worker_pb2.BatchCompleteRequest, _worker_pb2.BatchCompleteResponse]
+    """Completes many leases in one call (1 to 500 entries, each the body of a Complete), each
+    fenced and answered on its own, like BatchHeartbeat.
+    """
+    BatchFail: _grpc.UnaryUnaryMultiCallable[_worker_pb2.BatchFailRequest, _worker_pb2.BatchFailResponse]
+    """Fails many leases in one call (1 to 500 entries, each the body of a Fail), each fenced and
+    answered on its own, like BatchHeartbeat.
+    """
 
 @_typing.type_check_only
 class WorkerServiceAsyncStub(WorkerServiceStub):
@@ -127,6 +141,20 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     """
     Release: _aio.UnaryUnaryMultiCallable[_worker_pb2.ReleaseRequest, _worker_pb2.ReleaseResponse]  # type: ignore[assignment]
     """Gives a lease back without burning an attempt (e.g. when shutting down)."""
+    BatchHeartbeat: _aio.UnaryUnaryMultiCallable[_worker_pb2.BatchHeartbeatRequest, _worker_pb2.BatchHeartbeatResponse]  # type: ignore[assignment]
+    """Heartbeats many leases in one call (1 to 500 entries, each the body of a Heartbeat). Each
+    entry is fenced and answered on its own, in request order: one entry's LEASE_LOST or bad
+    input never fails the others. No entries, more than 500 or a repeated lease id is
+    INVALID_ARGUMENT for the whole call, with nothing written.
+    """
+    BatchComplete: _aio.UnaryUnaryMultiCallable[_worker_pb2.BatchCompleteRequest, _worker_pb2.BatchCompleteResponse]  # type: ignore[assignment]
+    """Completes many leases in one call (1 to 500 entries, each the body of a Complete), each
+    fenced and answered on its own, like BatchHeartbeat.
+    """
+    BatchFail: _aio.UnaryUnaryMultiCallable[_worker_pb2.BatchFailRequest, _worker_pb2.BatchFailResponse]  # type: ignore[assignment]
+    """Fails many leases in one call (1 to 500 entries, each the body of a Fail), each fenced and
+    answered on its own, like BatchHeartbeat.
+    """
 
 class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
     """WorkerService is what workers call: report themselves, lease work, and fence every write
@@ -234,5 +262,37 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_worker_pb2.ReleaseResponse, _abc.Awaitable[_worker_pb2.ReleaseResponse]]:
         """Gives a lease back without burning an attempt (e.g. when shutting down)."""
+
+    @_abc_1.abstractmethod
+    def BatchHeartbeat(
+        self,
+        request: _worker_pb2.BatchHeartbeatRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_worker_pb2.BatchHeartbeatResponse, _abc.Awaitable[_worker_pb2.BatchHeartbeatResponse]]:
+        """Heartbeats many leases in one call (1 to 500 entries, each the body of a Heartbeat). Each
+        entry is fenced and answered on its own, in request order: one entry's LEASE_LOST or bad
+        input never fails the others. No entries, more than 500 or a repeated lease id is
+        INVALID_ARGUMENT for the whole call, with nothing written.
+        """
+
+    @_abc_1.abstractmethod
+    def BatchComplete(
+        self,
+        request: _worker_pb2.BatchCompleteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_worker_pb2.BatchCompleteResponse, _abc.Awaitable[_worker_pb2.BatchCompleteResponse]]:
+        """Completes many leases in one call (1 to 500 entries, each the body of a Complete), each
+        fenced and answered on its own, like BatchHeartbeat.
+        """
+
+    @_abc_1.abstractmethod
+    def BatchFail(
+        self,
+        request: _worker_pb2.BatchFailRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_worker_pb2.BatchFailResponse, _abc.Awaitable[_worker_pb2.BatchFailResponse]]:
+        """Fails many leases in one call (1 to 500 entries, each the body of a Fail), each fenced and
+        answered on its own, like BatchHeartbeat.
+        """
 
 def add_WorkerServiceServicer_to_server(servicer: WorkerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Generic, TypeVar
 
 from .auth import Capability, OrgRole
 from .grants import GrantPermission
@@ -264,6 +265,18 @@ class ReleaseInput(OnLeaseInput):
     """Give a leased item back unfinished, for ``reason``."""
 
     reason: str = ""
+
+
+_OnLease = TypeVar("_OnLease", bound=OnLeaseInput)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchInput(Generic[_OnLease]):
+    """Many writes of one kind on leases of one work coordinator, each fenced and answered on
+    its own (``entries`` name distinct leases; transport refuses the envelope otherwise)."""
+
+    coordinator_id: str
+    entries: tuple[_OnLease, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

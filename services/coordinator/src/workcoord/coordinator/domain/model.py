@@ -235,6 +235,8 @@ class Coordinator:
     create_time: datetime
     update_time: datetime
     mail_marks: MailMarks = field(default_factory=MailMarks)
+    # Enabled webhooks → the event types each selects (see domain/webhooks.py).
+    webhook_filters: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -1,11 +1,15 @@
 """Which events notify people: the event-type groups a webhook (or an e-mail) may subscribe to.
 
-``HUMAN_NEEDED`` lists the events after which work waits on a person; ``LANE_OUTCOMES`` the
-ends of a lane. ``BUDGET_EXHAUSTED`` is named by the contract's group but has no event of its
-own yet, so it matches nothing until such an event exists.
+The groups are part of the public contract (``eventTypes`` of a webhook accepts an event type
+name or a group name). ``HUMAN_NEEDED`` lists the events after which work waits on a person;
+``LANE_OUTCOMES`` the ends of a lane. ``BUDGET_EXHAUSTED`` is named by the contract's group but
+has no event of its own yet (an exhausted budget surfaces as ``PENDING_ACTION_OPENED``), so it
+matches nothing until such an event exists.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from .model import EventType
 
@@ -30,3 +34,29 @@ LANE_OUTCOME_EVENTS: frozenset[str] = frozenset(
         EventType.LANE_CANCELLED,
     }
 )
+
+EVENT_GROUPS: dict[str, frozenset[str]] = {
+    HUMAN_NEEDED: HUMAN_NEEDED_EVENTS,
+    LANE_OUTCOMES: LANE_OUTCOME_EVENTS,
+}
+# Names the contract lists in a group without an event type of their own (yet).
+_RESERVED_NAMES = frozenset({"BUDGET_EXHAUSTED"})
+
+
+def is_subscribable(name: str) -> bool:
+    """Whether ``name`` is an event type or a group a webhook may list in ``eventTypes``."""
+    return name in EVENT_GROUPS or name in _RESERVED_NAMES or name in EventType.__members__
+
+
+def expand_event_types(names: Iterable[str]) -> frozenset[str]:
+    """The event types that ``names`` (event types and groups) select."""
+    selected: set[str] = set()
+    for name in names:
+        selected |= EVENT_GROUPS.get(name, frozenset({name}))
+    return frozenset(selected)
+
+
+def event_id(coordinator_id: str, revision: int) -> str:
+    """The id of the event at ``revision`` of a work coordinator: a delivery's ``webhook-id``
+    (stable across retries and redeliveries: the receiver's dedup key)."""
+    return f"evt_{coordinator_id}_{revision}"

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, TypeVar
 
+from workcoord.kit.errors import WorkcoordError
+
 from .auth import Principal
 from .grants import SessionRecord, TokenRecord
 from .leasability import Surroundings
@@ -260,3 +262,13 @@ class EventPage:
     events: list[Event]
     next_page_token: str
     revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class EntryResult(Generic[_T]):
+    """The answer to one entry of a batched worker write: its value when it applied, else the
+    error the single call would have raised (the other entries are not affected)."""
+
+    lease_id: str
+    value: _T | None = None
+    error: WorkcoordError | None = None

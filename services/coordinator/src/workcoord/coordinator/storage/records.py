@@ -3,10 +3,12 @@ the keys a live attempt holds, the worker a first lease request registers."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from workcoord.coordinator.domain.model import Attempt, Coordinator, Event, NewEvent, Worker
+from workcoord.coordinator.domain.webhooks import Delivery, DeliveryState
 
 __all__ = ["first_sighting", "hold_keys", "numbered_events"]
 
@@ -57,3 +59,29 @@ def first_sighting(
         principal=principal,
         last_ask_time=now,
     )
+
+
+def outbox_deliveries(
+    filters: Mapping[str, Mapping[str, Sequence[str]]], events: Sequence[Event]
+) -> list[Delivery]:
+    """The outbox rows of ``events``: one PENDING delivery per event and enabled webhook that
+    selects its type (``filters``: coordinator id → its ``webhook_filters``), due at once."""
+    found = []
+    for event in events:
+        for webhook_id, types in (filters.get(event.coordinator_id) or {}).items():
+            if event.type in types:
+                found.append(
+                    Delivery(
+                        delivery_id=f"dlv_{uuid.uuid4().hex}",
+                        webhook_id=webhook_id,
+                        coordinator_id=event.coordinator_id,
+                        revision=event.revision,
+                        event_type=event.type.value,
+                        state=DeliveryState.PENDING,
+                        attempt=0,
+                        create_time=event.time,
+                        update_time=event.time,
+                        next_attempt_time=event.time,
+                    )
+                )
+    return found

@@ -203,6 +203,7 @@ work_coordinators = Table(
     Column("item_seq", BigInteger, nullable=False, server_default=text("0")),
     # What the digest owner was last mailed (MailMarks; NULL until the first mail). From 0009.
     Column("mail_marks", Json),
+    Column("webhook_filters", Json, nullable=False, server_default=text("'{}'")),
     **_hot(50),
 )
 
@@ -512,6 +513,42 @@ grants = Table(
     Column("request_id", String(128), nullable=False),
     Index("ix_grants_pair", "parent_coordinator_id", "coordinator_id"),
     Index("ix_grants_child", "coordinator_id", "create_time"),
+)
+
+webhooks = Table(
+    "webhooks",
+    metadata,
+    Column("webhook_id", Id, primary_key=True),
+    Column("coordinator_id", Id, ForeignKey("work_coordinators.coordinator_id"), nullable=False),
+    Column("url", String(2048), nullable=False),
+    Column("event_types", Json, nullable=False),
+    Column("format", String(16), nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("secret", String(200), nullable=False),
+    Column("create_time", Time, nullable=False),
+    Column("update_time", Time, nullable=False),
+    Column("failing_since", Time),
+    Index("ix_webhooks_coordinator", "coordinator_id", "webhook_id"),
+)
+
+# The outbox: one row per (event, webhook), written in the event's transaction.
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("delivery_id", Id, primary_key=True),
+    Column("webhook_id", Id, nullable=False),
+    Column("coordinator_id", Id, nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("event_type", String(32), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("response_code", Integer, nullable=False),
+    Column("error", String(500), nullable=False),
+    Column("next_attempt_time", Time),
+    Column("create_time", Time, nullable=False),
+    Column("update_time", Time, nullable=False),
+    Index("ux_webhook_deliveries_order", "webhook_id", "revision", unique=True),
+    Index("ix_webhook_deliveries_due", "state", "next_attempt_time"),
 )
 
 sessions = Table(

@@ -78,9 +78,22 @@ def _update_lane_rules_view(request: Message) -> Message:
     return filled
 
 
+def _batch_envelope_rules_view(request: Message) -> Message:
+    """A batched worker write is checked here as an envelope only (its coordinator): each entry
+    is checked by the method on its own (:mod:`.batches`), so one bad entry fails alone."""
+    envelope = type(request)()
+    envelope.CopyFrom(request)
+    envelope.ClearField("requests")
+    return envelope
+
+
 _RULES_VIEWS: Mapping[str, Callable[[Message], Message]] = {
     f"/{API_PACKAGE}.WorkCoordinatorService/UpdateWorkCoordinator": _update_coordinator_rules_view,
     f"/{API_PACKAGE}.LaneService/UpdateLane": _update_lane_rules_view,
+    **{
+        f"/{API_PACKAGE}.WorkerService/{method}": _batch_envelope_rules_view
+        for method in ("BatchHeartbeat", "BatchComplete", "BatchFail")
+    },
 }
 """Requests checked against the field rules in another form than they arrive in."""
 

@@ -1,5 +1,5 @@
 """``WorkerService``: workers report themselves, lease ready items, and start, heartbeat,
-checkpoint, complete, fail or release their leases.
+checkpoint, complete, fail or release their leases, one at a time or in batches.
 
 Each RPC is one method: read the request into the engine command's input, call the engine as
 the caller (:func:`~.gate.caller`), map the answer back to protobuf."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from workcoord.api.v1 import worker_pb2, worker_pb2_grpc
 from workcoord.coordinator.domain.inputs import (
+    BatchInput,
     CheckpointInput,
     CompleteInput,
     FailInput,
@@ -22,6 +23,7 @@ from workcoord.coordinator.domain.inputs import (
 
 from . import mapping as m
 from .base import Context, EngineServicer
+from .batches import read_entries, status_of
 from .gate import caller
 
 __all__ = ["WorkerServicer"]
@@ -76,38 +78,74 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
     async def Heartbeat(
         self, request: worker_pb2.HeartbeatRequest, context: Context
     ) -> worker_pb2.HeartbeatResponse:
-        command = HeartbeatInput(
-            coordinator_id=request.coordinator_id,
-            lease_id=request.lease_id,
-            lease_token=request.lease_token,
-            progress=request.progress,
-        )
-        expire = await self.engine.attempts.heartbeat(caller().principal, command)
+        expire = await self.engine.attempts.heartbeat(caller().principal, _heartbeat(request))
         return worker_pb2.HeartbeatResponse(lease_expire_time=m.ts(expire))
 
     async def Complete(
         self, request: worker_pb2.CompleteRequest, context: Context
     ) -> worker_pb2.CompleteResponse:
-        command = CompleteInput(
-            coordinator_id=request.coordinator_id,
-            lease_id=request.lease_id,
-            lease_token=request.lease_token,
-            evidence=m.evidence_from_pb(request.evidence),
-        )
-        attempt = await self.engine.attempts.complete(caller().principal, command)
+        attempt = await self.engine.attempts.complete(caller().principal, _complete(request))
         return worker_pb2.CompleteResponse(attempt=m.attempt_to_pb(attempt))
 
     async def Fail(
         self, request: worker_pb2.FailRequest, context: Context
     ) -> worker_pb2.FailResponse:
-        command = FailInput(
-            coordinator_id=request.coordinator_id,
-            lease_id=request.lease_id,
-            lease_token=request.lease_token,
-            error=m.failure_from_pb(request.error),
-        )
-        attempt = await self.engine.attempts.fail(caller().principal, command)
+        attempt = await self.engine.attempts.fail(caller().principal, _fail(request))
         return worker_pb2.FailResponse(attempt=m.attempt_to_pb(attempt))
+
+    async def BatchHeartbeat(
+        self, request: worker_pb2.BatchHeartbeatRequest, context: Context
+    ) -> worker_pb2.BatchHeartbeatResponse:
+        now = self.engine.clock.now()
+        entries = read_entries(request.coordinator_id, request.requests, _heartbeat, now)
+        batch = BatchInput(coordinator_id=request.coordinator_id, entries=tuple(entries.inputs))
+        answered = await self.engine.attempts.batch_heartbeat(caller().principal, batch)
+        return worker_pb2.BatchHeartbeatResponse(
+            results=[
+                worker_pb2.BatchHeartbeatResult(
+                    lease_id=r.lease_id,
+                    status=status_of(r),
+                    lease_expire_time=m.ts(r.value) if r.value is not None else None,
+                )
+                for r in entries.merge(answered)
+            ]
+        )
+
+    async def BatchComplete(
+        self, request: worker_pb2.BatchCompleteRequest, context: Context
+    ) -> worker_pb2.BatchCompleteResponse:
+        now = self.engine.clock.now()
+        entries = read_entries(request.coordinator_id, request.requests, _complete, now)
+        batch = BatchInput(coordinator_id=request.coordinator_id, entries=tuple(entries.inputs))
+        answered = await self.engine.attempts.batch_complete(caller().principal, batch)
+        return worker_pb2.BatchCompleteResponse(
+            results=[
+                worker_pb2.BatchCompleteResult(
+                    lease_id=r.lease_id,
+                    status=status_of(r),
+                    attempt=m.attempt_to_pb(r.value) if r.value is not None else None,
+                )
+                for r in entries.merge(answered)
+            ]
+        )
+
+    async def BatchFail(
+        self, request: worker_pb2.BatchFailRequest, context: Context
+    ) -> worker_pb2.BatchFailResponse:
+        now = self.engine.clock.now()
+        entries = read_entries(request.coordinator_id, request.requests, _fail, now)
+        batch = BatchInput(coordinator_id=request.coordinator_id, entries=tuple(entries.inputs))
+        answered = await self.engine.attempts.batch_fail(caller().principal, batch)
+        return worker_pb2.BatchFailResponse(
+            results=[
+                worker_pb2.BatchFailResult(
+                    lease_id=r.lease_id,
+                    status=status_of(r),
+                    attempt=m.attempt_to_pb(r.value) if r.value is not None else None,
+                )
+                for r in entries.merge(answered)
+            ]
+        )
 
     async def Checkpoint(
         self, request: worker_pb2.CheckpointRequest, context: Context
@@ -141,3 +179,30 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
         )
         worker = await self.engine.fences.forget_worker(caller().principal, command)
         return worker_pb2.ForgetWorkerResponse(worker=m.worker_to_pb(worker))
+
+
+def _heartbeat(request: worker_pb2.HeartbeatRequest) -> HeartbeatInput:
+    return HeartbeatInput(
+        coordinator_id=request.coordinator_id,
+        lease_id=request.lease_id,
+        lease_token=request.lease_token,
+        progress=request.progress,
+    )
+
+
+def _complete(request: worker_pb2.CompleteRequest) -> CompleteInput:
+    return CompleteInput(
+        coordinator_id=request.coordinator_id,
+        lease_id=request.lease_id,
+        lease_token=request.lease_token,
+        evidence=m.evidence_from_pb(request.evidence),
+    )
+
+
+def _fail(request: worker_pb2.FailRequest) -> FailInput:
+    return FailInput(
+        coordinator_id=request.coordinator_id,
+        lease_id=request.lease_id,
+        lease_token=request.lease_token,
+        error=m.failure_from_pb(request.error),
+    )

@@ -8,12 +8,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from workcoord.kit.errors import IllegalTransition
+from workcoord.kit.errors import IllegalTransition, WorkcoordError
 
 from .. import rules
 from ..auth import Access, Principal, authorize
 from ..group_commit import shielded
 from ..inputs import (
+    BatchInput,
     CheckpointInput,
     CompleteInput,
     FailInput,
@@ -22,8 +23,20 @@ from ..inputs import (
     ReleaseInput,
     StartInput,
 )
-from ..model import Attempt, AttemptStatus, Coordinator, EventType, Item, ItemState, NewEvent
+from ..model import (
+    Attempt,
+    AttemptStatus,
+    Coordinator,
+    EventType,
+    Item,
+    ItemKind,
+    ItemState,
+    Lane,
+    NewEvent,
+    RetryPolicy,
+)
 from ..ports import Tx
+from ..results import EntryResult
 from ..specs import RunIdentity
 from ._base import Effects
 from .transitions import Transitions
@@ -52,7 +65,15 @@ class AttemptService(Transitions):
     async def fenced(self, principal: Principal, lease: OnLeaseInput) -> AsyncIterator[FencedWrite]:
         """Join the group commit of the coordinator's worker writes, refusing (LEASE_LOST)
         unless the input's token holds the item's live, unexpired lease it names."""
-        coordinator_id = lease.coordinator_id
+        async with self._worker_write(principal, lease.coordinator_id) as (tx, coordinator, fx):
+            attempt, item = await self._fence(tx, lease)
+            yield FencedWrite(tx, coordinator, fx, attempt, item)
+
+    @asynccontextmanager
+    async def _worker_write(
+        self, principal: Principal, coordinator_id: str
+    ) -> AsyncIterator[tuple[Tx, Coordinator, Effects]]:
+        """One member of the group commit of the coordinator's worker writes, authorized."""
         opener = functools.partial(self.core.open_for_workers, coordinator_id)
         async with self.core.worker_writes.member(coordinator_id, opener) as (
             tx,
@@ -62,12 +83,20 @@ class AttemptService(Transitions):
             # Authorize before revealing anything (even that coordination is switched off).
             authorize(principal, coordinator, Access.LEASE)
             await self.core.require_enabled(tx, principal, coordinator, Access.LEASE)
-            attempt, item = await tx.attempt_with_item(lease.lease_id)
-            if attempt is not None and attempt.coordinator_id != coordinator_id:
-                attempt, item = None, None
-            rules.fence(attempt, item, lease.lease_token, tx.now)
-            assert attempt is not None and item is not None
-            yield FencedWrite(tx, coordinator, effects, attempt, item)
+            yield tx, coordinator, effects
+
+    @staticmethod
+    async def _fence(
+        tx: Tx, lease: OnLeaseInput, found: tuple[Attempt | None, Item | None] | None = None
+    ) -> tuple[Attempt, Item]:
+        """The attempt and item of ``lease`` (read now, or ``found`` by a batch's one read) if
+        its token holds the live lease (LEASE_LOST)."""
+        attempt, item = found if found is not None else await tx.attempt_with_item(lease.lease_id)
+        if attempt is not None and attempt.coordinator_id != lease.coordinator_id:
+            attempt, item = None, None
+        rules.fence(attempt, item, lease.lease_token, tx.now)
+        assert attempt is not None and item is not None
+        return attempt, item
 
     async def _save(
         self, write: FencedWrite, events: Sequence[NewEvent], principal: Principal
@@ -102,54 +131,69 @@ class AttemptService(Transitions):
     @shielded
     async def heartbeat(self, principal: Principal, input: HeartbeatInput) -> datetime:
         """Extend the lease by its duration from now; returns the new expiry."""
-        progress = input.progress
         async with self.fenced(principal, input) as write:
-            attempt = write.attempt
-            attempt.lease_expire_time = rules.lease_expiry(write.tx.now, attempt.lease_seconds)
-            if progress:
-                attempt.progress = progress
-            await write.tx.update_attempts([attempt])
-            return attempt.lease_expire_time
+            self._extend(write, input)
+            await write.tx.update_attempts([write.attempt])
+            return write.attempt.lease_expire_time
+
+    @staticmethod
+    def _extend(write: FencedWrite, input: HeartbeatInput) -> None:
+        attempt = write.attempt
+        attempt.lease_expire_time = rules.lease_expiry(write.tx.now, attempt.lease_seconds)
+        if input.progress:
+            attempt.progress = input.progress
 
     @shielded
     async def complete(self, principal: Principal, input: CompleteInput) -> Attempt:
         """Complete a running attempt: the item succeeds with ``evidence``, its dependents are
         released and the lane moves on (or finishes)."""
-        evidence = input.evidence
         async with self.fenced(principal, input) as write:
             tx, attempt, item = write.tx, write.attempt, write.item
-            rules.require_running(attempt, "complete")
-            rules.check_evidence(item.kind, evidence)
-            attempt.status = AttemptStatus.COMPLETED
-            attempt.end_time = tx.now
-            item.state = ItemState.SUCCEEDED
-            item.evidence = evidence.to_json()
-            item.current_lease_id = ""
-            item.update_time = tx.now
-            events = [write.event(EventType.ITEM_SUCCEEDED, {"attempt": attempt.attempt})]
-            write.effects.ready_classes.add(attempt.worker_class)  # a capacity slot is free
+            events: list[NewEvent] = []
+            self._succeed(write, input, events)
             await tx.update_attempts([attempt])
             await tx.update_items([item])
-            await self._after_success(tx, write.coordinator, item, events, write.effects)
+            await self._after_success(tx, write.coordinator, [item], events, write.effects)
             await self.core.append_events(tx, write.coordinator, events, principal.name)
             return attempt
+
+    @staticmethod
+    def _succeed(write: FencedWrite, input: CompleteInput, events: list[NewEvent]) -> None:
+        """Check, then complete the attempt and its item in memory (refusals come first)."""
+        tx, attempt, item = write.tx, write.attempt, write.item
+        rules.require_running(attempt, "complete")
+        rules.check_evidence(item.kind, input.evidence)
+        attempt.status = AttemptStatus.COMPLETED
+        attempt.end_time = tx.now
+        item.state = ItemState.SUCCEEDED
+        item.evidence = input.evidence.to_json()
+        item.current_lease_id = ""
+        item.update_time = tx.now
+        events.append(write.event(EventType.ITEM_SUCCEEDED, {"attempt": attempt.attempt}))
+        write.effects.ready_classes.add(attempt.worker_class)  # a capacity slot is free
 
     @shielded
     async def fail(self, principal: Principal, input: FailInput) -> Attempt:
         """Fail an attempt: the item retries with backoff or is dead-lettered."""
-        error = input.error
         async with self.fenced(principal, input) as write:
-            tx, attempt, item = write.tx, write.attempt, write.item
-            attempt.status = AttemptStatus.FAILED
-            attempt.end_time = tx.now
-            attempt.error = error.to_json()
-            item.last_error = error.to_json()
-            failed = {"type": error.type, "retryable": error.retryable, "attempt": attempt.attempt}
-            events = [write.event(EventType.ITEM_FAILED, failed)]
-            policy = await self._policy_for(tx, write.coordinator, item)
-            self._retry_or_dead_letter(tx, item, policy, error.retryable, events, write.effects)
-            write.effects.ready_classes.add(attempt.worker_class)
+            policy = await self._policy_for(write.tx, write.coordinator, write.item)
+            events: list[NewEvent] = []
+            self._fail(write, input, policy, events)
             return await self._save(write, events, principal)
+
+    def _fail(
+        self, write: FencedWrite, input: FailInput, policy: RetryPolicy, events: list[NewEvent]
+    ) -> None:
+        """Fail the attempt in memory: its item retries with backoff or is dead-lettered."""
+        tx, attempt, item, error = write.tx, write.attempt, write.item, input.error
+        attempt.status = AttemptStatus.FAILED
+        attempt.end_time = tx.now
+        attempt.error = error.to_json()
+        item.last_error = error.to_json()
+        failed = {"type": error.type, "retryable": error.retryable, "attempt": attempt.attempt}
+        events.append(write.event(EventType.ITEM_FAILED, failed))
+        self._retry_or_dead_letter(tx, item, policy, error.retryable, events, write.effects)
+        write.effects.ready_classes.add(attempt.worker_class)
 
     @shielded
     async def checkpoint(self, principal: Principal, input: CheckpointInput) -> Attempt:
@@ -182,3 +226,116 @@ class AttemptService(Transitions):
             events = [write.event(EventType.ITEM_RELEASED, {"reason": reason} if reason else {})]
             self._queue(write.tx, write.item, events, write.effects, None)
             return await self._save(write, events, principal)
+
+    # ------------------------------------------------------------------ batched writes
+    #
+    # A batch is one member of the group commit: authorized once, each entry fenced and
+    # applied in memory on its own (a refusal drops only that entry, before it changed
+    # anything), then one write per table for all of them and one append of their events.
+
+    @shielded
+    async def batch_heartbeat(
+        self, principal: Principal, input: BatchInput[HeartbeatInput]
+    ) -> list[EntryResult[datetime]]:
+        """Heartbeat many leases; each entry answered on its own (its expiry or its error)."""
+        async with self._worker_write(principal, input.coordinator_id) as (tx, coordinator, fx):
+            results: list[EntryResult[datetime]] = []
+            extended: list[Attempt] = []
+            found = await tx.attempts_with_items([e.lease_id for e in input.entries])
+            for entry in input.entries:
+                try:
+                    attempt, item = await self._fence(tx, entry, found[entry.lease_id])
+                except WorkcoordError as exc:
+                    results.append(EntryResult(entry.lease_id, error=exc))
+                    continue
+                self._extend(FencedWrite(tx, coordinator, fx, attempt, item), entry)
+                extended.append(attempt)
+                results.append(EntryResult(entry.lease_id, attempt.lease_expire_time))
+            if extended:
+                await tx.update_attempts(extended)
+            return results
+
+    @shielded
+    async def batch_complete(
+        self, principal: Principal, input: BatchInput[CompleteInput]
+    ) -> list[EntryResult[Attempt]]:
+        """Complete many leases; each entry answered on its own. The lanes' follow-ups
+        (dependents released, a lane finished) are worked out once per lane for the batch."""
+        async with self._worker_write(principal, input.coordinator_id) as (tx, coordinator, fx):
+            results: list[EntryResult[Attempt]] = []
+            events: list[NewEvent] = []
+            done: list[FencedWrite] = []
+            found = await tx.attempts_with_items([e.lease_id for e in input.entries])
+            for entry in input.entries:
+                try:
+                    attempt, item = await self._fence(tx, entry, found[entry.lease_id])
+                    write = FencedWrite(tx, coordinator, fx, attempt, item)
+                    self._succeed(write, entry, events)
+                except WorkcoordError as exc:
+                    results.append(EntryResult(entry.lease_id, error=exc))
+                    continue
+                done.append(write)
+                results.append(EntryResult(entry.lease_id, attempt))
+            if done:
+                await tx.update_attempts([w.attempt for w in done])
+                await self._after_successes(tx, coordinator, [w.item for w in done], events, fx)
+                await self.core.append_events(tx, coordinator, events, principal.name)
+            return results
+
+    async def _after_successes(
+        self,
+        tx: Tx,
+        coordinator: Coordinator,
+        done: Sequence[Item],
+        events: list[NewEvent],
+        effects: Effects,
+    ) -> None:
+        """Write ``done`` and run their lanes' follow-ups: the TASK items of a CUSTOM lane
+        together, a STANDARD lane's stages one at a time (its workflow steps per success)."""
+        groups: dict[str, list[Item]] = {}
+        for item in done:
+            key = item.lane_id if item.kind == ItemKind.TASK else f"{item.lane_id}/{item.item_id}"
+            groups.setdefault(key, []).append(item)
+        together = [g for g in groups.values() if g[0].kind == ItemKind.TASK]
+        await tx.update_items([item for group in together for item in group])
+        for group in together:
+            await self._after_success(tx, coordinator, group, events, effects)
+        for group in groups.values():
+            if group[0].kind != ItemKind.TASK:
+                await tx.update_items(group)
+                await self._after_success(tx, coordinator, group, events, effects)
+
+    @shielded
+    async def batch_fail(
+        self, principal: Principal, input: BatchInput[FailInput]
+    ) -> list[EntryResult[Attempt]]:
+        """Fail many leases; each entry answered on its own (retried or dead-lettered)."""
+        async with self._worker_write(principal, input.coordinator_id) as (tx, coordinator, fx):
+            results: list[EntryResult[Attempt]] = []
+            events: list[NewEvent] = []
+            failed: list[FencedWrite] = []
+            lanes: dict[str, Lane | None] = {}
+            found = await tx.attempts_with_items([e.lease_id for e in input.entries])
+            for entry in input.entries:
+                try:
+                    attempt, item = await self._fence(tx, entry, found[entry.lease_id])
+                except WorkcoordError as exc:
+                    results.append(EntryResult(entry.lease_id, error=exc))
+                    continue
+                if item.lane_id not in lanes:
+                    lanes[item.lane_id] = await tx.get_lane(item.lane_id)
+                lane = lanes[item.lane_id]
+                policy = rules.effective_retry_policy(
+                    item.retry_policy,
+                    lane.retry_policy if lane else RetryPolicy(),
+                    coordinator.config.retry_policy,
+                )
+                write = FencedWrite(tx, coordinator, fx, attempt, item)
+                self._fail(write, entry, policy, events)
+                failed.append(write)
+                results.append(EntryResult(entry.lease_id, attempt))
+            if failed:
+                await tx.update_attempts([w.attempt for w in failed])
+                await tx.update_items([w.item for w in failed])
+                await self.core.append_events(tx, coordinator, events, principal.name)
+            return results

@@ -198,24 +198,26 @@ class Transitions(EngineService):
         self,
         tx: Tx,
         coordinator: Coordinator,
-        done: Item,
+        done: Sequence[Item],
         events: list[NewEvent],
         effects: Effects,
     ) -> None:
         """Release dependents whose dependencies all succeeded; finish the lane when done.
 
-        On the hot path (every Complete): only how many of the lane's items are in each
-        state is read (the caller has already written ``done``, so it counts as succeeded);
-        the items' states and full items only when some are still WAITING.
+        ``done`` are items of one lane that just succeeded (one, or a batch's), already
+        written, so they count as succeeded. On the hot path only how many of the lane's
+        items are in each state is read, once for all of them; the items' states and full
+        items only when some are still WAITING.
         """
-        lane, counts = await tx.lane_with_state_counts(done.lane_id)
+        lane, counts = await tx.lane_with_state_counts(done[0].lane_id)
         assert lane is not None
         if counts.get(ItemState.WAITING):
             states = await tx.lane_item_states(lane.lane_id)
-            states[done.key] = ItemState.SUCCEEDED
+            done_keys = {item.key for item in done}
+            states.update(dict.fromkeys(done_keys, ItemState.SUCCEEDED))
             changed: list[Item] = []
             for item in await tx.waiting_items(lane.lane_id):
-                if done.key in item.depends_on and all(
+                if done_keys & set(item.depends_on) and all(
                     states.get(dep) == ItemState.SUCCEEDED for dep in item.depends_on
                 ):
                     self._make_ready(tx, coordinator, item, events, effects)
@@ -228,7 +230,23 @@ class Transitions(EngineService):
             if sum(counts.values()) == counts.get(ItemState.SUCCEEDED, 0):
                 await self._close_lane(tx, lane, LaneState.DONE, "", events, effects)
             return
-        # A STANDARD lane holds a handful of items: the workflow reads them all.
+        # A STANDARD lane holds a handful of items, and its workflow moves one stage at a time
+        # (a batch hands its items over one by one, each written just before).
+        for item in done:
+            if lane.state != LaneState.ACTIVE:
+                return
+            await self._workflow_after_success(tx, coordinator, lane, item, events, effects)
+
+    async def _workflow_after_success(
+        self,
+        tx: Tx,
+        coordinator: Coordinator,
+        lane: Lane,
+        done: Item,
+        events: list[NewEvent],
+        effects: Effects,
+    ) -> None:
+        """The STANDARD workflow's next step after ``done`` succeeded (it reads the items)."""
         items = await tx.lane_items([lane.lane_id])
         policy = workflow.review_policy_for(lane, coordinator.config.review_policy)
         steps = workflow.after_success(lane, items, done, lane.worker_classes, policy)

@@ -38,6 +38,7 @@ from workcoord.coordinator.domain.ports import (
     UserRecord,
     WorkKeyRecord,
 )
+from workcoord.coordinator.domain.webhooks import Delivery, Webhook
 
 from ..integrity import violation
 
@@ -112,6 +113,8 @@ class Tables:
     pending_actions: dict[str, PendingAction] = field(default_factory=dict)
     escalations: dict[str, Escalation] = field(default_factory=dict)
     installation_secrets: dict[str, str] = field(default_factory=dict)
+    webhooks: dict[str, Webhook] = field(default_factory=dict)
+    deliveries: dict[str, Delivery] = field(default_factory=dict)
     # (scope, request id) -> the create it made.
     request_ids: dict[tuple[str, str], RequestRecord] = field(default_factory=dict)
 
@@ -221,6 +224,7 @@ class MemoryTxBase:
         # Appended events and the revisions they move, written at commit (as SQL does).
         self._events: list[Event] = []
         self._revisions: dict[str, int] = {}
+        self._webhook_filters: dict[str, dict[str, list[str]]] = {}
 
     def _credentials_changed(self) -> Tables:
         """The writable tables, after moving the credentials epoch (as the SQL stores'

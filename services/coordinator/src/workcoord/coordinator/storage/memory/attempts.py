@@ -22,6 +22,11 @@ class AttemptsMemory(MemoryTxBase):
         item = self.tables.items.get(attempt.item_id)
         return attempt, copied(item) if item else None
 
+    async def attempts_with_items(
+        self, lease_ids: Sequence[str]
+    ) -> dict[str, tuple[Attempt | None, Item | None]]:
+        return {lease_id: await self.attempt_with_item(lease_id) for lease_id in lease_ids}
+
     async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:
         wanted = set(item_ids)
         found = [a for a in self.tables.attempts.values() if a.item_id in wanted]

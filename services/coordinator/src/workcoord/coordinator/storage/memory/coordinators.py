@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from workcoord.coordinator.domain.model import Coordinator, Event, NewEvent
 
-from ..records import event_time, numbered_events
+from ..records import event_time, numbered_events, outbox_deliveries
 from ._base import CoordinatorRow, MemoryTxBase, copied, refuse
 from .platform import PlatformMemory
 
@@ -53,6 +53,7 @@ class CoordinatorsMemory(PlatformMemory, MemoryTxBase):
             config_version=coordinator.config_version,
             update_time=coordinator.update_time,
             mail_marks=coordinator.mail_marks,
+            webhook_filters=copied(coordinator.webhook_filters),
         )
         coordinators[coordinator.coordinator_id] = dataclasses.replace(row, coordinator=stored)
 
@@ -77,6 +78,8 @@ class CoordinatorsMemory(PlatformMemory, MemoryTxBase):
         )
         stamp = event_time(self.now, earlier[-1].time if earlier else None)
         self._events.extend(copied(e) for e in numbered_events(coordinator, events, actor, stamp))
+        if coordinator.webhook_filters:
+            self._webhook_filters[cid] = copied(coordinator.webhook_filters)
         revision = coordinator.revision + len(events)
         self._revisions[coordinator.coordinator_id] = revision
         return revision
@@ -85,6 +88,9 @@ class CoordinatorsMemory(PlatformMemory, MemoryTxBase):
         """Write the events appended so far and each coordinator's new revision."""
         tables = self._w()
         events, self._events = self._events, []
+        filters, self._webhook_filters = self._webhook_filters, {}
+        for delivery in outbox_deliveries(filters, events):
+            tables.deliveries[delivery.delivery_id] = delivery
         appended: dict[str, list[Event]] = {}
         for event in events:
             appended.setdefault(event.coordinator_id, []).append(event)

@@ -13,6 +13,8 @@ from workcoord.coordinator.domain.ports import ClaimPage, ClaimScan, LaneCursor
 
 from ._base import MemoryTxBase, copied, refuse, selected
 
+_HUMAN_STATES = frozenset({ItemState.AWAITING_APPROVAL, ItemState.STOPPED})
+
 
 def _by_seq(item: Item) -> tuple[int, str]:
     """Items in the order they were created in."""
@@ -206,6 +208,18 @@ class LanesItemsMemory(MemoryTxBase):
             if item.coordinator_id == coordinator_id and item.state == ItemState.QUEUED:
                 counts[item.worker_class] = counts.get(item.worker_class, 0) + 1
         return counts
+
+    async def count_awaiting_human(
+        self, coordinator_id: str
+    ) -> dict[str, tuple[int, datetime | None]]:
+        found: dict[str, tuple[int, datetime | None]] = {}
+        for item in self.tables.items.values():
+            if item.coordinator_id != coordinator_id or item.state not in _HUMAN_STATES:
+                continue
+            n, since = found.get(item.state.value, (0, None))
+            earliest = item.update_time if since is None else min(since, item.update_time)
+            found[item.state.value] = (n + 1, earliest)
+        return found
 
     async def next_not_before(
         self, coordinator_id: str, worker_class: str, now: datetime

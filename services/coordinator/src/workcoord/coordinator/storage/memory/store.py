@@ -17,6 +17,7 @@ from .lanes_items import LanesItemsMemory
 from .recovery import RecoveryMemory
 from .tenancy import TenancyMemory
 from .view_reads import ViewReadsMemory
+from .webhooks import WebhooksMemory
 from .workers import WorkersMemory
 
 __all__ = ["MemoryStore", "MemoryTx"]
@@ -32,6 +33,7 @@ class MemoryTx(
     RecoveryMemory,
     WorkersMemory,
     FollowUpsMemory,
+    WebhooksMemory,
 ):
     """One transaction over a snapshot: the Reader and Tx ports of the domain."""
 

@@ -54,6 +54,8 @@ class SqlTxBase:
         # Appended events and the revisions they move, written together at the end.
         self._events: list[Event] = []
         self._revisions: dict[str, int] = {}
+        # The webhook filters of each coordinator that appended events (see flush).
+        self._webhook_filters: dict[str, dict[str, list[str]]] = {}
         # Per coordinator, (revision, time) of the last event: what the store knows of those
         # committed before (see SqlStore.write), and what this transaction appended.
         self.known_event_times: Mapping[str, tuple[int, datetime]] = {}

@@ -51,6 +51,29 @@ class AttemptsSql(SqlTxBase):
             self._lane_counts[item.lane_id] = (LANES.load(row, lane_at), dict(counts), item.item_id)
         return found, item
 
+    async def attempts_with_items(
+        self, lease_ids: Sequence[str]
+    ) -> dict[str, tuple[Attempt | None, Item | None]]:
+        """One round trip (``ATTEMPTS_WITH_ITEMS``) for the leases whose records are not held
+        back; the held-back ones read as ``attempt_with_item`` reads them."""
+        found: dict[str, tuple[Attempt | None, Item | None]] = {}
+        stored = [lease_id for lease_id in lease_ids if lease_id not in self._pending_attempts]
+        if stored:
+            for row in await self._rows(sql.ATTEMPTS_WITH_ITEMS, {"lease_ids": stored}):
+                attempt = ATTEMPTS.load(row)
+                pending = self._pending_items.get(attempt.item_id)
+                if pending is not None:
+                    item: Item | None = copy.copy(pending)
+                elif row[ATTEMPTS.width] is None:  # no item row
+                    item = None
+                else:
+                    item = ITEMS.load(row, ATTEMPTS.width)
+                found[attempt.lease_id] = (attempt, item)
+        for lease_id in lease_ids:
+            if lease_id in self._pending_attempts:
+                found[lease_id] = await self.attempt_with_item(lease_id)
+        return {lease_id: found.get(lease_id, (None, None)) for lease_id in lease_ids}
+
     async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:
         if not item_ids:
             return []

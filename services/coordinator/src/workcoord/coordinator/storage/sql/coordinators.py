@@ -12,10 +12,10 @@ from sqlalchemy.sql.base import Executable
 
 from workcoord.coordinator.domain.model import Coordinator, Event, NewEvent
 
-from ..records import event_time, numbered_events
+from ..records import event_time, numbered_events, outbox_deliveries
 from ._base import SqlTxBase
 from .platform import PlatformSql
-from .rows import COORDINATORS, EVENTS
+from .rows import COORDINATORS, DELIVERIES, EVENTS
 from .statements import coordinators as sql
 from .statements import events as event_sql
 
@@ -78,6 +78,8 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         worker writes then inserts its events and moves the counter once, not per write."""
         stamp = event_time(self.now, await self._last_event_time(coordinator))
         self._events.extend(numbered_events(coordinator, events, actor, stamp))
+        if coordinator.webhook_filters:
+            self._webhook_filters[coordinator.coordinator_id] = coordinator.webhook_filters
         revision = coordinator.revision + len(events)
         self._revisions[coordinator.coordinator_id] = revision
         if events:
@@ -102,12 +104,18 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         """Write the held-back updates, the events appended so far and each coordinator's new
         revision, just before commit: on PostgreSQL in ONE statement when there is one
         coordinator to move (``_write_together``); else the held-back updates, one insert of
-        the events and one ``SET_REVISION`` per coordinator."""
+        the events and one ``SET_REVISION`` per coordinator. Events a webhook of their
+        coordinator selects add one insert of their outbox rows (none without such a
+        webhook: the filters come with the coordinator's row, no read)."""
         events, self._events = self._events, []
+        filters, self._webhook_filters = self._webhook_filters, {}
+        deliveries = outbox_deliveries(filters, events) if filters else []
         if self.dialect == "postgresql" and len(self._revisions) <= 1:
             revisions, self._revisions = self._revisions, {}
             await self._write_together(events, next(iter(revisions.items()), None))
+            await self._insert(DELIVERIES, deliveries)
             return
+        await self._insert(DELIVERIES, deliveries)
         await self.write_held_back()
         await self._insert(EVENTS, events)
         revisions, self._revisions = self._revisions, {}

@@ -183,6 +183,13 @@ class LanesItemsSql(SqlTxBase):
         rows = await self._rows(item_sql.COUNT_READY, {"coordinator_id": coordinator_id})
         return {str(r.worker_class): int(r.n) for r in rows}
 
+    async def count_awaiting_human(
+        self, coordinator_id: str
+    ) -> dict[str, tuple[int, datetime | None]]:
+        await self.write_held_back()
+        rows = await self._rows(item_sql.COUNT_AWAITING_HUMAN, {"coordinator_id": coordinator_id})
+        return {str(r.state): (int(r.n), r.since) for r in rows}
+
     async def next_not_before(
         self, coordinator_id: str, worker_class: str, now: datetime
     ) -> datetime | None:

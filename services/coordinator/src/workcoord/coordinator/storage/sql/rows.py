@@ -51,6 +51,7 @@ from workcoord.coordinator.domain.model import (
     Worker,
 )
 from workcoord.coordinator.domain.ports import Leadership, OrgRecord, UserRecord, WorkKeyRecord
+from workcoord.coordinator.domain.webhooks import Delivery, Webhook
 
 from .. import schema as t
 
@@ -58,6 +59,7 @@ __all__ = [
     "ATTEMPTS",
     "BLOCKERS",
     "COORDINATORS",
+    "DELIVERIES",
     "DIGEST_ENTRIES",
     "ESCALATIONS",
     "EVENTS",
@@ -73,6 +75,7 @@ __all__ = [
     "TICKETS",
     "USERS",
     "USER_TOKENS",
+    "WEBHOOKS",
     "WORKERS",
     "WORK_KEYS",
     "RowMap",
@@ -281,6 +284,8 @@ WORK_KEYS = RowMap(WorkKeyRecord, t.work_keys)
 LEADERSHIPS = RowMap(Leadership, t.leaderships)
 COORDINATORS = RowMap(Coordinator, t.work_coordinators, store_columns=["request_id", "item_seq"])
 EVENTS = RowMap(Event, t.events)
+WEBHOOKS = RowMap(Webhook, t.webhooks)
+DELIVERIES = RowMap(Delivery, t.webhook_deliveries)
 LANES = RowMap(
     Lane,
     t.lanes,

@@ -19,6 +19,7 @@ from .lanes_items import LanesItemsSql
 from .recovery import RecoverySql
 from .tenancy import TenancySql
 from .view_reads import ViewReadsSql
+from .webhooks import WebhooksSql
 from .workers import WorkersSql
 
 __all__ = ["SqlStore", "SqlTx"]
@@ -34,6 +35,7 @@ class SqlTx(
     RecoverySql,
     WorkersSql,
     FollowUpsSql,
+    WebhooksSql,
 ):
     """One transaction: the Reader and Tx ports of the domain, one part per concern."""
 

@@ -1,7 +1,7 @@
 """Expand and migrate: the mailer's marks, and a digest owner for every ORG work coordinator.
 
 Revision ID: 0009
-Revises: 0006
+Revises: 0008
 Create Date: 2026-12-01 20:00:00
 
 ``work_coordinators`` gains ``mail_marks`` (JSON, NULL until the first mail): what the digest
@@ -31,7 +31,7 @@ from alembic import op
 from workcoord.coordinator.storage.schema import Json, Time
 
 revision = "0009"
-down_revision = "0006"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 # Expand (a nullable column) and data: the previous release (head 0003) runs on this schema.

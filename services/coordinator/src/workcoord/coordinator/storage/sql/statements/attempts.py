@@ -44,6 +44,13 @@ def _with_lane(states: Any) -> Any:
 #: the lane's other items (one comma-separated text) in one row.
 ATTEMPT_WITH_LANE = ByDialect(_with_lane(func.string_agg), _with_lane(func.group_concat))
 
+#: THE BATCHED FENCE'S READ: the attempts ``:lease_ids``, each with its item.
+ATTEMPTS_WITH_ITEMS = (
+    select(_A, _I)
+    .select_from(_A.outerjoin(_I, _I.c.item_id == _A.c.item_id))
+    .where(_A.c.lease_id.in_(bindparam("lease_ids", expanding=True)))
+)
+
 #: The attempts of the items ``:item_ids``, by item then attempt number.
 ITEM_ATTEMPTS = (
     select(_A)

@@ -45,6 +45,7 @@ ADMIN_COLUMNS = (
     "config_version",
     "update_time",
     "mail_marks",
+    "webhook_filters",
 )
 
 #: Write what an admin changes (:data:`ADMIN_COLUMNS`) of ``:b_coordinator_id``.

@@ -117,6 +117,17 @@ COUNT_READY = (
     .group_by(_I.c.worker_class)
 )
 
+#: How many items are AWAITING_APPROVAL or STOPPED (waiting on a person), by state, with the
+#: earliest ``update_time`` of each.
+COUNT_AWAITING_HUMAN = (
+    select(_I.c.state, func.count().label("n"), func.min(_I.c.update_time).label("since"))
+    .where(
+        _I.c.coordinator_id == bindparam("coordinator_id"),
+        _I.c.state.in_([ItemState.AWAITING_APPROVAL.value, ItemState.STOPPED.value]),
+    )
+    .group_by(_I.c.state)
+)
+
 #: When the first QUEUED item of ``:worker_class`` backing off after ``:now`` may run.
 NEXT_NOT_BEFORE = select(func.min(_I.c.not_before)).where(
     _I.c.coordinator_id == bindparam("coordinator_id"),
