@@ -1,7 +1,8 @@
 """Run B1, B2, B3, B4 and B6 in turn with their defaults: ``uv run python -m bench.all``.
 
 ``--quick`` shortens the pgbench reference to 5 s; ``--no-record`` skips bench/results/;
-``--deep`` also runs B5 (it bulk-loads a queue of 1,000,000 items first, which takes minutes).
+``--deep`` also runs B5 (it bulk-loads a queue of 1,000,000 items first, which takes minutes);
+``--fleet`` also runs B8 (2,000 agents for 5 minutes, about ten minutes in all).
 Other flags are not forwarded: run a single benchmark module to change them.
 """
 
@@ -17,6 +18,7 @@ from bench import (
     b4_feed,
     b5_deep_queue,
     b6_reads,
+    b8_fleet,
 )
 
 
@@ -32,6 +34,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if "--deep" in extra:
         results["b5_deep_queue"] = b5_deep_queue.main(record)
     results["b6_reads"] = b6_reads.main(record)
+    if "--fleet" in extra:
+        results["b8_fleet"] = b8_fleet.main(record)
     print("\nsummary (targets met):")
     for name, figures in results.items():
         print(f"  {name}: {figures['targets_met']}")

@@ -209,6 +209,27 @@ async def test_every_change_to_credentials_users_or_roles_moves_the_epoch(store:
     assert resolved is not None and resolved.epoch == seen[-1]
 
 
+@pytest.mark.port("locked_credentials_epoch")
+async def test_the_coordinators_lock_reads_the_credentials_epoch(store: Store) -> None:
+    seeded = await seed_coordinator(store)
+
+    async def locked_epoch() -> int | None:
+        async with store.write(seeded.coordinator_id) as tx:
+            assert tx.coordinator is not None
+            epoch = tx.locked_credentials_epoch
+            assert epoch == await tx.credentials_epoch()
+            return epoch
+
+    async with store.write() as tx:  # no coordinator locked: nothing read
+        assert tx.locked_credentials_epoch is None
+    before = await locked_epoch()
+    assert before is not None
+    async with store.write() as tx:
+        await tx.insert_work_key(work_key("key_a"))
+    after = await locked_epoch()
+    assert after is not None and after > before
+
+
 @pytest.mark.port("get_work_key", "list_work_keys")
 async def test_work_keys_by_org_and_id(store: Store) -> None:
     keys = [

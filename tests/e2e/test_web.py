@@ -435,3 +435,47 @@ def test_the_digest_names_its_owner_when_the_address_is_a_users(
         watched.assert_clean()
     finally:
         context.close()
+
+
+def test_an_admin_sees_tracker_health_and_why_a_ticket_closure_is_stuck(
+    system: System, tenant: Tenant, browser: Browser
+) -> None:
+    credential = "glpat-e2eNeverShownOnThePage00"
+    # A connection to a host that does not resolve: every closure through it fails.
+    created = ok(
+        tenant.admin.post(
+            f"{tenant.base}/trackers",
+            json={
+                "tracker": "gitlab",
+                "baseUrl": "https://gitlab.invalid",
+                "credential": credential,
+                "projects": ["acme/web"],
+            },
+        )
+    )
+    lane = lane_awaiting_ship(
+        tenant, "Ship to GitLab", tickets=[{"tracker": "gitlab", "key": "acme/web#5"}]
+    )
+    context, watched = open_page(browser)
+    page = watched.page
+    try:
+        sign_in(page, system)
+        page.goto(org_page(system, tenant))
+        card = page.locator(f"#trackers-{tenant.coordinator_id}")
+        expect(card).to_contain_text(created["credentialFingerprint"])
+        expect(card).to_contain_text("Not used yet")
+        decide(page, "approve", item_of(lane, "SHIP")["itemId"])
+        ship_it(tenant)
+        # The failed closure moves the feed; the card reads the connection's health again.
+        expect(card).to_contain_text("failing")
+        expect(card).to_contain_text("does not resolve")
+        lane_card = page.locator(f"#lane-{lane['laneId']}")
+        lane_card.get_by_role("button", name="Why this lane?").click()
+        why = lane_card.locator(".why")
+        expect(why).to_contain_text("Ticket closures not done")
+        expect(why).to_contain_text("gitlab acme/web#5")
+        expect(why).to_contain_text(f"through gitlab connection {created['trackerId']}")
+        assert credential not in page.content()
+        watched.assert_clean()
+    finally:
+        context.close()

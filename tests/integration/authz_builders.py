@@ -23,6 +23,7 @@ from workcoord.api.v1 import (
     lane_pb2,
     maintenance_pb2,
     session_pb2,
+    tracker_pb2,
     work_coordinator_pb2,
     worker_pb2,
 )
@@ -34,6 +35,7 @@ L = lane_pb2
 K = worker_pb2
 M = maintenance_pb2
 S = session_pb2
+T = tracker_pb2
 Cap = A.WorkKey.Capability
 Role = A.OrgMember.Role
 Perm = W.Grant.Permission
@@ -415,4 +417,31 @@ BUILDERS: dict[str, Builder] = {
     ),
     "SessionService/GetSession": _static(lambda w, c: S.GetSessionRequest()),
     "SessionService/EndSession": _static(lambda w, c: S.EndSessionRequest()),
+    # TrackerService
+    "TrackerService/CreateTrackerConnection": _static(
+        lambda w, c: T.CreateTrackerConnectionRequest(
+            coordinator_id=w.cid_for(c),
+            tracker_connection=T.TrackerConnection(
+                tracker="gitlab",
+                credential="glpat-matrix",
+                # A project of its own each call: one project is served by one connection.
+                projects=[f"matrix/p{secrets.token_hex(4)}"],
+            ),
+        )
+    ),
+    "TrackerService/ListTrackerConnections": _static(
+        lambda w, c: T.ListTrackerConnectionsRequest(coordinator_id=w.cid_for(c))
+    ),
+    "TrackerService/UpdateTrackerConnection": _static(
+        lambda w, c: T.UpdateTrackerConnectionRequest(
+            coordinator_id=w.cid_for(c),
+            tracker_id="trk_missing",
+            tracker_connection=T.TrackerConnection(credential="glpat-rotated"),
+        )
+    ),
+    "TrackerService/DeleteTrackerConnection": _static(
+        lambda w, c: T.DeleteTrackerConnectionRequest(
+            coordinator_id=w.cid_for(c), tracker_id="trk_missing"
+        )
+    ),
 }

@@ -10,7 +10,7 @@ column. A regression prints the exact cells that changed, e.g.
 ``LaneService/CreateLane x key_read: expected D, got A``.
 
 Letters: ``A`` allowed · ``U`` UNAUTHENTICATED · ``D`` PERMISSION_DENIED · ``N`` NOT_FOUND ·
-``n`` NOT_FOUND of a made-up pending action, after authorization passed ·
+``n`` NOT_FOUND of a made-up pending action or tracker connection, after authorization passed ·
 ``F`` FAILED_PRECONDITION after authorization passed (the record is in the wrong state).
 
 Columns (credential kinds):
@@ -36,6 +36,7 @@ from workcoord.api.v1 import (
     maintenance_pb2,
     recovery_pb2,
     session_pb2,
+    tracker_pb2,
     work_coordinator_pb2,
     worker_pb2,
 )
@@ -164,6 +165,12 @@ EXPECTED: dict[str, str] = {
     # Bearer callers have no session to show or end.
     "SessionService/GetSession": "NNNNNNNNUUNNNU",
     "SessionService/EndSession": "NNNNNNNNUUNNNU",
+    # --------------------------------------------------------------- TrackerService
+    # Org admins and platform admins; never work keys (a credential goes in, never out).
+    "TrackerService/CreateTrackerConnection": CONFIGURE,
+    "TrackerService/ListTrackerConnections": CONFIGURE,
+    "TrackerService/UpdateTrackerConnection": "nnNDDDDNUUNNDU",
+    "TrackerService/DeleteTrackerConnection": "nnNDDDDNUUNNDU",
 }
 
 # Services answered by another process: RecoveryService runs in the recovery service, which
@@ -178,6 +185,7 @@ API_MODULES = (
     maintenance_pb2,
     recovery_pb2,
     session_pb2,
+    tracker_pb2,
     work_coordinator_pb2,
     worker_pb2,
 )
@@ -219,7 +227,8 @@ def outcome(error: WorkcoordError | None) -> str:
         return "D"
     if reason == "NOT_FOUND":
         # ``n``: authorization passed and the made-up record itself was not found.
-        return "n" if "pending action" in error.message else "N"
+        made_up = "pending action" in error.message or "tracker connection" in error.message
+        return "n" if made_up else "N"
     if error.code.name == "FAILED_PRECONDITION":
         return "F"
     return f"{reason}: {error.message}"

@@ -208,7 +208,8 @@ def classify(response: httpx.Response) -> tuple[str, str]:
     elif reason == "PERMISSION_DENIED":
         letter = "D"
     elif reason == "NOT_FOUND":
-        letter = "n" if "pending action" in message else "N"
+        made_up = "pending action" in message or "tracker connection" in message
+        letter = "n" if made_up else "N"
     elif code == 9:  # FAILED_PRECONDITION
         letter = "F"
     else:

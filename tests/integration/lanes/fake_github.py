@@ -14,6 +14,7 @@ import re
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,7 +25,9 @@ __all__ = ["Call", "FailMode", "FakeGitHub", "running_fake_github"]
 
 # 500/502: GitHub's JSON error; "html": a proxy's HTML 502 page; "array": a 503 whose JSON body
 # is not an object; "reset": the TCP connection is reset.
-FailMode = Literal[500, 502, "html", "array", "reset"]
+# "rate_limit": GitHub's exhausted primary rate limit (403, x-ratelimit-remaining 0 and the
+# reset time a minute ahead).
+FailMode = Literal[500, 502, "html", "array", "reset", "rate_limit"]
 
 _PATH = re.compile(r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/issues/(?P<number>[0-9]+)")
 
@@ -58,6 +61,8 @@ class FakeGitHub:
     # A misbehaving proxy that echoes the presented credential in its 401 message.
     echo_credentials: bool = False
     calls: list[Call] = field(default_factory=list)
+    # Further tokens, each reaching only the ``owner/repo``s listed (another repo: 404).
+    other_tokens: dict[str, set[str]] = field(default_factory=dict)
     _issues: dict[tuple[str, str, int], _Issue] = field(default_factory=dict)
     _failures: list[FailMode] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -129,7 +134,8 @@ class FakeGitHub:
     def _answer(
         self, method: str, path: str, authorization: str, body: dict[str, Any] | None
     ) -> tuple[int, dict[str, Any]]:
-        if authorization != f"Bearer {self.token}":
+        bearer = authorization.removeprefix("Bearer ")
+        if authorization != f"Bearer {self.token}" and bearer not in self.other_tokens:
             message = "Bad credentials"
             if self.echo_credentials:
                 message += f" (got {authorization!r})"
@@ -140,6 +146,9 @@ class FakeGitHub:
         if match is None:
             return 404, {"message": "Not Found"}
         key = (match["owner"], match["repo"], int(match["number"]))
+        reach = self.other_tokens.get(bearer)
+        if reach is not None and f"{key[0]}/{key[1]}" not in reach:
+            return 404, {"message": "Not Found"}
         with self._lock:
             issue = self._issues.get(key)
             if issue is None:
@@ -194,6 +203,16 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if failure == "html":
             self._send_raw(502, b"<html><body>Bad Gateway</body></html>", "text/html")
+            return
+        if failure == "rate_limit":
+            self.send_response(403)
+            data = json.dumps({"message": "API rate limit exceeded"}).encode()
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("x-ratelimit-remaining", "0")
+            self.send_header("x-ratelimit-reset", str(int(time.time()) + 60))
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
             return
         if failure == "array":
             self._send_raw(503, b"[]", "application/json")

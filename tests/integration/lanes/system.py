@@ -250,6 +250,8 @@ async def start_lane_system(database_url: str, redis_url: str, github: FakeGitHu
         service_key,
         github_token=GITHUB_TOKEN,
         github_api_url=github.base_url,
+        # Tracker connections reach the local fakes over http (as `workcoord dev` allows).
+        webhook_allowed_hosts=["127.0.0.1"],
     )
     first_tick_done = asyncio.Event()
     parked = asyncio.Event()

@@ -167,5 +167,5 @@ async def test_configuration_enables_github_with_its_token_and_base_url(
     try:
         assert await tracker.get_state("octo/parser#12") == "OPEN"
     finally:
-        await tracker.aclose()  # type: ignore[attr-defined]
+        await tracker.aclose()
     assert trackers_from_settings(None, settings.github_api_url) == {}

@@ -237,6 +237,8 @@ def coordinator_settings(state: DevState, port: int, service_key: str) -> Coordi
         bootstrap_admin_token=SecretStr(state.admin_token),
         service_key=SecretStr(service_key),
         metrics_port=None,
+        # Tracker connections may reach trackers (or fakes) on this machine.
+        webhook_allowed_hosts=[LOOPBACK],
     )
 
 

@@ -24,6 +24,7 @@ from workcoord.cli import (
     profiles,
     reads,
     serve,
+    trackers,
     watch,
     worker,
 )
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         watch,
         worker,
         mcp,
+        trackers,
         completion,
         config,
     ):

@@ -298,6 +298,18 @@ def _explanation(doc: dict[str, Any]) -> list[str]:
     items = [[i.get("itemId"), i.get("state"), i.get("nextAction")] for i in doc.get("items", [])]
     if items:
         lines += ["", *format_table(["ITEM", "STATE", "NEXT"], items)]
+    stuck = [
+        [
+            f"{c['pendingAction'].get('ticket', {}).get('tracker', '')} "
+            f"{c['pendingAction'].get('ticket', {}).get('key', '')}",
+            c["pendingAction"].get("attempts", 0),
+            c.get("trackerConnection", {}).get("trackerId", "installation"),
+            c["pendingAction"].get("lastError", ""),
+        ]
+        for c in doc.get("stuckClosures", [])
+    ]
+    if stuck:
+        lines += ["", *format_table(["TICKET NOT CLOSED", "ATTEMPTS", "THROUGH", "ERROR"], stuck)]
     events = doc.get("events", [])
     if events:
         lines += ["", *_event_table(events)]
@@ -317,6 +329,23 @@ def _event_table(events: list[dict[str, Any]]) -> list[str]:
         for e in events
     ]
     return format_table(["REV", "TIME", "TYPE", "LANE", "ITEM", "ACTOR"], rows)
+
+
+@_renders("ListTrackerConnectionsResponse")
+def _tracker_connections(doc: dict[str, Any]) -> list[str]:
+    rows = [
+        [
+            c.get("trackerId"),
+            c.get("tracker"),
+            ",".join(c.get("projects", [])),
+            c.get("credentialFingerprint"),
+            c.get("lastSuccessTime", "-"),
+            c.get("lastError", "") and f"{c.get('lastErrorTime', '')} {c['lastError']}",
+        ]
+        for c in doc.get("trackerConnections", [])
+    ]
+    headers = ["TRACKER", "KIND", "PROJECTS", "FINGERPRINT", "LAST SUCCESS", "LAST ERROR"]
+    return _with_next_page(format_table(headers, rows), doc)
 
 
 @_renders("ListEventsResponse")

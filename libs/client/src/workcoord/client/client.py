@@ -14,6 +14,7 @@ from workcoord.api.v1 import (
     lane_pb2_grpc,
     maintenance_pb2_grpc,
     recovery_pb2_grpc,
+    tracker_pb2_grpc,
     work_coordinator_pb2_grpc,
     worker_pb2_grpc,
 )
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from workcoord.api.v1.lane_pb2_grpc import LaneServiceAsyncStub
     from workcoord.api.v1.maintenance_pb2_grpc import MaintenanceServiceAsyncStub
     from workcoord.api.v1.recovery_pb2_grpc import RecoveryServiceAsyncStub
+    from workcoord.api.v1.tracker_pb2_grpc import TrackerServiceAsyncStub
     from workcoord.api.v1.work_coordinator_pb2_grpc import WorkCoordinatorServiceAsyncStub
     from workcoord.api.v1.worker_pb2_grpc import WorkerServiceAsyncStub
 
@@ -76,6 +78,7 @@ class WorkcoordClient:
         self.maintenance: MaintenanceServiceAsyncStub = maintenance_pb2_grpc.MaintenanceServiceStub(
             self._channel
         )
+        self.trackers: TrackerServiceAsyncStub = tracker_pb2_grpc.TrackerServiceStub(self._channel)
 
     @property
     def recovery(self) -> RecoveryServiceAsyncStub:

@@ -148,6 +148,11 @@ class CoordinatorSettings(CommonSettings):
     # Ticket trackers: GitHub Issues (a token enables it; the base URL points at Enterprise).
     github_token: SecretStr | None = None
     github_api_url: Annotated[str, _check_url(("http", "https"))] = "https://api.github.com"
+    # Hosts outbound calls (tracker connections) may reach although they are loopback or
+    # private, and over http (tests and ``workcoord dev`` list 127.0.0.1).
+    webhook_allowed_hosts: Annotated[list[str], NoDecode, BeforeValidator(_split_list)] = Field(
+        default_factory=list
+    )
     # The live feed: seconds between pings (and authority re-checks), and the backstop poll of
     # the event log when no notification arrives (a lost one, or Redis away).
     feed_ping_seconds: float = Field(default=15.0, gt=0, le=3600)

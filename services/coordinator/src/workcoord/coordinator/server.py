@@ -31,7 +31,7 @@ from workcoord.coordinator.oidc import verifier_from_settings
 from workcoord.coordinator.sql_tracing import trace_statements
 from workcoord.coordinator.storage.migrate import check_schema
 from workcoord.coordinator.storage.sql import SqlStore, make_engine
-from workcoord.coordinator.trackers import trackers_from_settings
+from workcoord.coordinator.trackers import adapter_factory, trackers_from_settings
 from workcoord.coordinator.transport.gate import CallGate
 from workcoord.coordinator.transport.servicers import SERVICES, build_servicer
 from workcoord.coordinator.transport.view_wire import ViewWireInterceptor
@@ -128,6 +128,8 @@ async def start_coordinator(
         clock,
         service_key=service_key,
         trackers=trackers,
+        tracker_factory=adapter_factory(settings.webhook_allowed_hosts),
+        outbound_allowed_hosts=settings.webhook_allowed_hosts,
         access_tokens=oidc,
     )
     try:

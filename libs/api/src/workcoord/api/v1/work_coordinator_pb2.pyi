@@ -9,6 +9,7 @@ from workcoord.api.v1 import event_pb2 as _event_pb2
 from workcoord.api.v1 import field_rules_pb2 as _field_rules_pb2
 from workcoord.api.v1 import lane_pb2 as _lane_pb2
 from workcoord.api.v1 import policy_pb2 as _policy_pb2
+from workcoord.api.v1 import tracker_pb2 as _tracker_pb2
 from workcoord.api.v1 import worker_pb2 as _worker_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -191,7 +192,7 @@ class Gate(_message.Message):
     def __init__(self, gate: _Optional[_Union[Gate.Kind, str]] = ..., detail: _Optional[str] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_ids: _Optional[_Iterable[str]] = ..., counts_toward_escalation: _Optional[bool] = ...) -> None: ...
 
 class Explanation(_message.Message):
-    __slots__ = ("lane_id", "item_id", "state", "next_action", "gates", "attempts", "events", "items")
+    __slots__ = ("lane_id", "item_id", "state", "next_action", "gates", "attempts", "events", "items", "stuck_closures")
     LANE_ID_FIELD_NUMBER: _ClassVar[int]
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -200,6 +201,7 @@ class Explanation(_message.Message):
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
+    STUCK_CLOSURES_FIELD_NUMBER: _ClassVar[int]
     lane_id: str
     item_id: str
     state: str
@@ -208,7 +210,16 @@ class Explanation(_message.Message):
     attempts: _containers.RepeatedCompositeFieldContainer[_lane_pb2.Attempt]
     events: _containers.RepeatedCompositeFieldContainer[_event_pb2.Event]
     items: _containers.RepeatedCompositeFieldContainer[Explanation]
-    def __init__(self, lane_id: _Optional[str] = ..., item_id: _Optional[str] = ..., state: _Optional[str] = ..., next_action: _Optional[str] = ..., gates: _Optional[_Iterable[_Union[Gate, _Mapping]]] = ..., attempts: _Optional[_Iterable[_Union[_lane_pb2.Attempt, _Mapping]]] = ..., events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., items: _Optional[_Iterable[_Union[Explanation, _Mapping]]] = ...) -> None: ...
+    stuck_closures: _containers.RepeatedCompositeFieldContainer[StuckClosure]
+    def __init__(self, lane_id: _Optional[str] = ..., item_id: _Optional[str] = ..., state: _Optional[str] = ..., next_action: _Optional[str] = ..., gates: _Optional[_Iterable[_Union[Gate, _Mapping]]] = ..., attempts: _Optional[_Iterable[_Union[_lane_pb2.Attempt, _Mapping]]] = ..., events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., items: _Optional[_Iterable[_Union[Explanation, _Mapping]]] = ..., stuck_closures: _Optional[_Iterable[_Union[StuckClosure, _Mapping]]] = ...) -> None: ...
+
+class StuckClosure(_message.Message):
+    __slots__ = ("pending_action", "tracker_connection")
+    PENDING_ACTION_FIELD_NUMBER: _ClassVar[int]
+    TRACKER_CONNECTION_FIELD_NUMBER: _ClassVar[int]
+    pending_action: PendingAction
+    tracker_connection: _tracker_pb2.TrackerConnection
+    def __init__(self, pending_action: _Optional[_Union[PendingAction, _Mapping]] = ..., tracker_connection: _Optional[_Union[_tracker_pb2.TrackerConnection, _Mapping]] = ...) -> None: ...
 
 class View(_message.Message):
     __slots__ = ("work_coordinator", "revision", "lanes", "workers", "capacity", "pending_actions", "escalations", "next_page_token")

@@ -476,3 +476,46 @@ class EscalateChildWorkInput:
     lane_id: str
     reason: str
     item_id: str = ""
+
+
+# --- tracker connections ---
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateTrackerConnectionInput:
+    """Connect work coordinator ``coordinator_id`` to a tracker: ``credential`` reaches
+    ``projects`` at ``base_url`` (empty: the tracker's public service). ``done_status`` is the
+    status (by name) a Jira ticket is moved to when it closes."""
+
+    coordinator_id: str
+    tracker: str
+    credential: str
+    projects: tuple[str, ...]
+    base_url: str = ""
+    done_status: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ListTrackerConnectionsInput:
+    coordinator_id: str
+    page_size: int = 0
+    page_token: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateTrackerConnectionInput:
+    """Change the fields ``update_mask`` names (``credential`` rotates it)."""
+
+    coordinator_id: str
+    tracker_id: str
+    update_mask: tuple[str, ...]
+    credential: str = ""
+    projects: tuple[str, ...] = ()
+    base_url: str = ""
+    done_status: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTrackerConnectionInput:
+    coordinator_id: str
+    tracker_id: str

@@ -36,6 +36,7 @@ from .model import (
     Ticket,
     Worker,
 )
+from .tickets import TrackerConnection
 from .webhooks import Delivery, Webhook
 
 
@@ -313,6 +314,14 @@ class Reader(Protocol):
         self, coordinator_id: str, now: datetime, limit: int
     ) -> list[PendingAction]: ...
     async def tickets_to_sync(self, coordinator_id: str, limit: int) -> list[Ticket]: ...
+    async def get_tracker_connection(self, tracker_id: str) -> TrackerConnection | None: ...
+    async def list_tracker_connections(
+        self, coordinator_id: str, after_id: str, limit: int
+    ) -> list[TrackerConnection]:
+        """Up to ``limit`` of the work coordinator's tracker connections after ``after_id``,
+        by id."""
+        ...
+
     async def open_escalations(self, coordinator_id: str) -> list[Escalation]: ...
     async def escalation_candidates(
         self, coordinator_id: str, now: datetime, ready_before: datetime, limit: int
@@ -355,6 +364,9 @@ class Tx(Reader, Protocol):
 
     now: datetime
     coordinator: Coordinator | None
+    # The credentials epoch as read together with the coordinator's lock (None: no lock taken
+    # yet, or no platform settings): a caller cached at this epoch is still current.
+    locked_credentials_epoch: int | None
 
     async def append(
         self, coordinator: Coordinator, events: Sequence[NewEvent], actor: str
@@ -437,6 +449,9 @@ class Tx(Reader, Protocol):
     async def insert_pending_actions(self, actions: Sequence[PendingAction]) -> None: ...
     async def update_pending_action(self, action: PendingAction) -> None: ...
     async def update_ticket(self, coordinator_id: str, ticket: Ticket) -> None: ...
+    async def insert_tracker_connection(self, connection: TrackerConnection) -> None: ...
+    async def update_tracker_connection(self, connection: TrackerConnection) -> None: ...
+    async def delete_tracker_connection(self, tracker_id: str) -> bool: ...
     async def insert_escalations(self, escalations: Sequence[Escalation]) -> None: ...
     async def resolve_escalations(
         self, coordinator_id: str, item_ids: Sequence[str], when: datetime

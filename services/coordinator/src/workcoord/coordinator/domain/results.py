@@ -31,6 +31,7 @@ from .model import (
 )
 from .ports import Leadership, WorkKeyRecord
 from .specs import Checkpoint
+from .tickets import TrackerConnection
 
 _T = TypeVar("_T")
 
@@ -86,6 +87,16 @@ class Explanation:
     attempts: list[Attempt] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     items: list[Explanation] = field(default_factory=list)
+    stuck_closures: list[StuckClosure] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class StuckClosure:
+    """A lane's ticket closure still open, and the connection it goes through (None: the
+    installation-wide tracker, or none, serves the ticket)."""
+
+    action: PendingAction
+    connection: TrackerConnection | None
 
 
 @dataclass(frozen=True, slots=True)

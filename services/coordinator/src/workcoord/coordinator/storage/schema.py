@@ -277,8 +277,9 @@ items = Table(
     Column("ready_time", Time),
     Column("create_time", Time, nullable=False),
     Column("update_time", Time, nullable=False),
+    # Also how a lane's items are found (sorted by seq after): no second index on lane_id, so
+    # an item transition writes one index entry fewer (see migration 0007).
     UniqueConstraint("lane_id", "key"),
-    Index("ix_items_lane", "lane_id", "seq"),
     **_hot(80),
 )
 # The claim path: ready items of one class, highest priority first, then FIFO. Declared on the
@@ -573,6 +574,27 @@ login_codes = Table(
     Column("use_time", Time),
 )
 
+# A work coordinator's credentials for ticket trackers (the credential sealed, never plain).
+tracker_connections = Table(
+    "tracker_connections",
+    metadata,
+    Column("tracker_id", Id, primary_key=True),
+    Column("coordinator_id", Id, nullable=False),
+    Column("tracker", String(16), nullable=False),
+    Column("base_url", String(2048), nullable=False),
+    Column("projects", Json, nullable=False),
+    Column("credential_ciphertext", Text, nullable=False),
+    Column("credential_fingerprint", String(32), nullable=False),
+    Column("done_status", String(128), nullable=False),
+    Column("created_by", String(140), nullable=False),
+    Column("last_success_time", Time),
+    Column("last_error", Text, nullable=False),
+    Column("last_error_time", Time),
+    Column("create_time", Time, nullable=False),
+    Column("update_time", Time, nullable=False),
+    Index("ix_tracker_connections_coordinator", "coordinator_id", "tracker_id"),
+)
+
 __all__ = [
     "attempts",
     "blockers",
@@ -595,6 +617,7 @@ __all__ = [
     "schema_compatibility",
     "sessions",
     "tickets",
+    "tracker_connections",
     "user_tokens",
     "users",
     "work_coordinators",

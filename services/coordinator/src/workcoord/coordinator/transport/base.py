@@ -32,6 +32,14 @@ class EngineServicer:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
+    def cached_caller(self) -> Callable[[int | None], Principal | None]:
+        """The current call's caller as the principal cache has it at a given credentials
+        epoch (no I/O; None: ask :meth:`reauthenticator`). A browser session always asks."""
+        bearer = caller().credentials.bearer
+        if bearer is None:
+            return lambda epoch: None
+        return functools.partial(self.engine.credentials.cached_principal, bearer)
+
     def reauthenticator(self) -> Callable[[], Awaitable[Principal]]:
         """Resolves the current call's caller again, from the credential it presented and
         current state, as the gate did to admit it (a browser session with its CSRF token):

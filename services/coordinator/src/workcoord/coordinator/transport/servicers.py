@@ -12,6 +12,7 @@ from workcoord.api.v1 import (
     lane_pb2_grpc,
     maintenance_pb2_grpc,
     session_pb2_grpc,
+    tracker_pb2_grpc,
     work_coordinator_pb2_grpc,
     worker_pb2_grpc,
 )
@@ -24,6 +25,7 @@ from .feed import FeedServicer, feed_options
 from .lanes import LaneServicer
 from .maintenance import MaintenanceServicer
 from .sessions import SessionServicer
+from .trackers import TrackerServicer
 from .work_coordinators import WorkCoordinatorServicer
 from .workers import WorkerServicer
 
@@ -34,6 +36,7 @@ __all__ = [
     "LaneServicer",
     "MaintenanceServicer",
     "SessionServicer",
+    "TrackerServicer",
     "WorkCoordinatorServicer",
     "WorkerServicer",
     "build_servicer",
@@ -55,6 +58,7 @@ SERVICES = (
         "MaintenanceService",
     ),
     (session_pb2_grpc.add_SessionServiceServicer_to_server, SessionServicer, "SessionService"),
+    (tracker_pb2_grpc.add_TrackerServiceServicer_to_server, TrackerServicer, "TrackerService"),
 )
 
 

@@ -59,7 +59,10 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
         )
         # A long-poll re-checks its caller after every wait (see LeasingService.lease).
         granted = await self.engine.leasing.lease(
-            caller().principal, command, reauthenticate=self.reauthenticator()
+            caller().principal,
+            command,
+            reauthenticate=self.reauthenticator(),
+            cached_caller=self.cached_caller(),
         )
         return worker_pb2.LeaseResponse(leases=[m.lease_to_pb(g) for g in granted])
 

@@ -11,9 +11,11 @@ per concern: ``engine.coordinators``, ``engine.lanes``, ``engine.leasing``, ``en
 ``engine.fences``, ``engine.follow_ups``, ``engine.maintenance``, ``engine.reads``, and the
 tenancy concerns ``engine.membership`` (orgs, users, members), ``engine.credentials`` (bearer
 authentication, admin tokens, work keys), ``engine.grants`` (a child's grants to its parent),
-``engine.children`` (what a parent does with them), ``engine.sessions`` (browser sessions) and
-``engine.platform`` (the platform's settings). Each command takes the caller's principal and
-one input (:mod:`..inputs`), e.g. ``await engine.attempts.complete(principal, CompleteInput(...))``.
+``engine.children`` (what a parent does with them), ``engine.sessions`` (browser sessions),
+``engine.platform`` (the platform's settings), and ``engine.tracker_connections`` (the
+credentials a work coordinator's tickets are closed with). Each command takes the caller's
+principal and one input (:mod:`..inputs`), e.g.
+``await engine.attempts.complete(principal, CompleteInput(...))``.
 
 Module constants live where they are used (patch them there): ``BACKSTOP_POLL_SECONDS`` in
 :mod:`.leasing`, for example.
@@ -21,7 +23,7 @@ Module constants live where they are used (patch them there): ``BACKSTOP_POLL_SE
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from workcoord.kit.bus import NotificationBus
 from workcoord.kit.clock import Clock
@@ -56,6 +58,7 @@ from .parent_grants import ParentGrants
 from .platform import Platform
 from .reads import ReadService
 from .sessions import Sessions
+from .tracker_connections import TrackerConnections, TrackerFactory
 from .transitions import CLOSE_TICKET, TICKET_CLOSED
 
 __all__ = [
@@ -82,6 +85,7 @@ __all__ = [
     "MaintenanceService",
     "PageRequest",
     "ReadService",
+    "TrackerConnections",
     "decode_page_token",
     "encode_page_token",
     "new_id",
@@ -106,6 +110,8 @@ class Engine(EngineCore):
         uniform: Callable[[], float] | None = None,
         service_key: str | None = None,
         trackers: Mapping[str, TicketTracker] | None = None,
+        tracker_factory: TrackerFactory | None = None,
+        outbound_allowed_hosts: Collection[str] = (),
         access_tokens: AccessTokens | None = None,
     ) -> None:
         super().__init__(
@@ -116,6 +122,8 @@ class Engine(EngineCore):
             uniform=uniform,
             service_key=service_key,
             trackers=trackers,
+            tracker_factory=tracker_factory,
+            outbound_allowed_hosts=outbound_allowed_hosts,
             access_tokens=access_tokens,
         )
         self.coordinators = CoordinatorService(self)
@@ -123,7 +131,8 @@ class Engine(EngineCore):
         self.fences = FenceService(self)
         self.leasing = LeasingService(self, self.fences)
         self.attempts = AttemptService(self)
-        self.follow_ups = FollowUpService(self)
+        self.tracker_connections = TrackerConnections(self)
+        self.follow_ups = FollowUpService(self, self.tracker_connections)
         self.maintenance = MaintenanceService(self, self.fences, self.follow_ups)
         self.reads = ReadService(self)
         self.mail = MailService(self)

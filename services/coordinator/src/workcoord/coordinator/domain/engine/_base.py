@@ -16,7 +16,7 @@ import logging
 import random
 import secrets as _secrets
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,7 +34,7 @@ from ..leasability import Surroundings, key_holders
 from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Item, Lane, LaneState, NewEvent
 from ..ports import LaneCursor, Reader, Store, Tx
 from ..results import LaneDetail, Page, PendingActionsRun
-from ..tickets import TicketTracker
+from ..tickets import TicketTracker, TrackerConnection
 from .gates import Occupancy
 from .lease_replay import LEASE_TOKEN_SECRET, lease_token_key
 from .paging import PageRequest, lane_key
@@ -108,6 +108,8 @@ class EngineCore(ABC):
         uniform: Callable[[], float] | None = None,
         service_key: str | None = None,
         trackers: Mapping[str, TicketTracker] | None = None,
+        tracker_factory: Callable[[TrackerConnection, str], TicketTracker] | None = None,
+        outbound_allowed_hosts: Collection[str] = (),
         access_tokens: AccessTokens | None = None,
     ) -> None:
         self.store = store
@@ -115,7 +117,13 @@ class EngineCore(ABC):
         self.clock = clock
         self.tokens = tokens or SystemTokenSource()
         self.uniform = uniform or random.random
+        # The installation-wide trackers (WORKCOORD_GITHUB_TOKEN): the fallback of tickets no
+        # tracker connection serves.
         self.trackers: dict[str, TicketTracker] = dict(trackers or {})
+        # Builds a tracker connection's adapter; the hosts outbound calls may reach though
+        # private or loopback (WORKCOORD_WEBHOOK_ALLOWED_HOSTS).
+        self.tracker_factory = tracker_factory
+        self.outbound_allowed_hosts = frozenset(h.lower() for h in outbound_allowed_hosts)
         # The hash of the recovery service's key: a bearer secret hashing to it is RECOVERY.
         self.service_key_hash = hash_secret(service_key) if service_key else ""
         # The identity provider's access tokens, accepted as a user's bearer credential.

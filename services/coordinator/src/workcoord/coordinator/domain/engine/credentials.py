@@ -107,6 +107,22 @@ class Credentials:
         principals.put(digest, resolved.epoch, credential, principal)
         return principal
 
+    def cached_principal(self, secret: str | None, epoch: int | None) -> Principal | None:
+        """The principal of a bearer ``secret`` as the principal cache holds it at ``epoch`` (an
+        epoch the caller has just read, e.g. with a coordinator's lock), if its credential is
+        still usable now; None when only :meth:`authenticate` can say (nothing cached at that
+        epoch, an access token, the service key). No I/O."""
+        if not secret or secret == "" or epoch is None:
+            return None
+        access_tokens = self.core.access_tokens
+        if access_tokens is not None and access_tokens.is_access_token(secret):
+            return None
+        cached = self.core.principals.get(hash_secret(secret), epoch)
+        if cached is None:
+            return None
+        credential, principal = cached
+        return None if credential_problem(credential, self.core.clock.now()) else principal
+
     async def _authenticate_access_token(self, tokens: AccessTokens, token: str) -> Principal:
         """The provisioned user an identity provider's access token names (by its verified
         email, as OIDC browser sign-in maps an id_token), with their current roles. Nothing is

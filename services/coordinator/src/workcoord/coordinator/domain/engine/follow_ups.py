@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from workcoord.kit.errors import InvalidArgument, NotFound, PermissionDenied
@@ -21,10 +24,13 @@ from ..model import (
     RetryPolicy,
     Ticket,
 )
+from ..ports import Tx
 from ..results import Digest, MaintenanceReport, Page, PendingActionsRun, StepFailure
-from ..tickets import TrackerError
-from ._base import EngineService
+from ..sealing import UnsealError
+from ..tickets import TicketTracker, TrackerError, TrackerRateLimited
+from ._base import EngineCore, EngineService
 from .paging import PageRequest
+from .tracker_connections import TrackerConnections, TrackerResolver, resolver
 from .transitions import TICKET_CLOSED
 
 _log = logging.getLogger("workcoord.coordinator.engine")
@@ -40,39 +46,54 @@ PENDING_ACTION_RETRY = RetryPolicy(
 class FollowUpService(EngineService):
     """Pending actions, digests and tickets (``engine.follow_ups``)."""
 
+    def __init__(self, core: EngineCore, connections: TrackerConnections) -> None:
+        super().__init__(core)
+        self.connections = connections
+
     async def run_pending_actions(
         self, principal: Principal, coordinator_id: str
     ) -> PendingActionsRun:
-        """Try every due pending action once."""
+        """Try every due pending action once, each through its ticket's tracker connection
+        (or the installation-wide tracker); a connection that asked to wait is not called
+        again in the same pass."""
         async with self.core.store.read() as reader:
             due = await reader.due_pending_actions(coordinator_id, self.core.clock.now(), 100)
+            resolve = await resolver(self.connections, reader, coordinator_id) if due else None
+        trackers = await resolve() if resolve is not None else None
         attempted = succeeded = failed = 0
         last_error = ""
-        for action in due:
-            tracker = self.core.trackers.get(action.ticket_tracker)
-            error = ""
-            if tracker is None:
-                error = _no_tracker(action.ticket_tracker)
-            else:
-                try:
-                    await tracker.close(action.ticket_key)
-                except TrackerError as exc:
-                    error = str(exc) or type(exc).__name__
-            attempted += 1
-            if error:
-                failed, last_error = failed + 1, error
-            if await self._record_action(principal, coordinator_id, action, error):
-                succeeded += 1
+        waits: dict[str, float] = {}
+        try:
+            for action in due:
+                assert trackers is not None
+                outcome = await _call(
+                    trackers,
+                    self.core.trackers,
+                    action.ticket_tracker,
+                    action.ticket_key,
+                    waits,
+                    lambda adapter, key: adapter.close(key),
+                )
+                attempted += 1
+                if outcome.error:
+                    failed, last_error = failed + 1, outcome.error
+                if await self._record_action(principal, coordinator_id, action, outcome):
+                    succeeded += 1
+        finally:
+            if trackers is not None:
+                await trackers.aclose()
         return PendingActionsRun(attempted, succeeded, failed, last_error)
 
     async def _record_action(
-        self, principal: Principal, coordinator_id: str, tried: PendingAction, error: str
+        self, principal: Principal, coordinator_id: str, tried: PendingAction, outcome: CallOutcome
     ) -> bool:
+        error = outcome.error
         async with self.core.command(principal, coordinator_id, Access.MAINTAIN) as (
             tx,
             coordinator,
             effects,
         ):
+            await record_health(tx, [outcome])
             action = await tx.get_pending_action(tried.action_id)
             if action is None or action.state != PendingActionState.OPEN:
                 return False  # resolved meanwhile (by a human or another replica)
@@ -105,6 +126,8 @@ class FollowUpService(EngineService):
             else:
                 action.last_error = error[:1000]
                 delay = rules.retry_delay(PENDING_ACTION_RETRY, action.attempts, self.core.uniform)
+                # A tracker that asked to wait is not asked again sooner than it said.
+                delay = max(delay, outcome.retry_after or 0.0)
                 action.next_attempt_time = tx.now + timedelta(seconds=delay)
                 if action.attempts == 1:
                     events.append(
@@ -216,30 +239,57 @@ class FollowUpService(EngineService):
     async def sync_tickets(
         self, principal: Principal, coordinator_id: str, report: MaintenanceReport
     ) -> None:
-        """Read linked tickets' real state from their trackers, with the time it was seen."""
+        """Read linked tickets' real state from their trackers (each through its connection,
+        several per call where the tracker allows), with the time it was seen."""
         async with self.core.store.read() as reader:
             tickets = await reader.tickets_to_sync(coordinator_id, TICKET_SYNC_BATCH)
+            resolve = await resolver(self.connections, reader, coordinator_id) if tickets else None
+        trackers = await resolve() if resolve is not None else None
+        groups: dict[tuple[str, str], list[Ticket]] = {}
+        for ticket in tickets:
+            assert trackers is not None
+            connection = trackers.connection_for(ticket.tracker, ticket.key)
+            scope = connection.tracker_id if connection else ""
+            groups.setdefault((scope, ticket.tracker), []).append(ticket)
         observed: list[tuple[Ticket, str]] = []
+        outcomes: list[CallOutcome] = []
         failed = 0
         error = ""
-        for ticket in tickets:
-            tracker = self.core.trackers.get(ticket.tracker)
-            try:
-                if tracker is None:
-                    raise TrackerError(_no_tracker(ticket.tracker))
-                observed.append((ticket, await tracker.get_state(ticket.key)))
-            except TrackerError as exc:
-                failed, error = failed + 1, str(exc) or type(exc).__name__
-                _log.info("ticket %s %s not synced: %s", ticket.tracker, ticket.key, error)
+        waits: dict[str, float] = {}
+        try:
+            for (_scope, tracker_name), group in groups.items():
+                assert trackers is not None
+                states: dict[str, str] = {}
+                outcome = await _call(
+                    trackers,
+                    self.core.trackers,
+                    tracker_name,
+                    group[0].key,
+                    waits,
+                    functools.partial(_read_states, states, [t.key for t in group]),
+                )
+                outcomes.append(outcome)
+                for ticket in group:
+                    state = states.get(ticket.key)
+                    if state is not None:
+                        observed.append((ticket, state))
+                        continue
+                    failed += 1
+                    error = outcome.error or f"{ticket.tracker} does not know {ticket.key}"
+                    _log.info("ticket %s %s not synced: %s", ticket.tracker, ticket.key, error)
+        finally:
+            if trackers is not None:
+                await trackers.aclose()
         if failed:
             report.step_failures.append(StepFailure(SYNC_TICKETS, failed, error))
-        if not observed:
+        if not observed and not any(o.connection_id for o in outcomes):
             return
         async with self.core.command(principal, coordinator_id, Access.MAINTAIN) as (
             tx,
             coordinator,
             _effects,
         ):
+            await record_health(tx, outcomes)
             events: list[NewEvent] = []
             for ticket, state in observed:
                 if state != ticket.state:
@@ -255,6 +305,69 @@ class FollowUpService(EngineService):
                 await tx.update_ticket(coordinator_id, ticket)
             await self.core.append_events(tx, coordinator, events, principal.name)
         report.tickets_synced += len(observed)
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """What one call to a tracker came to: its error ('' when it went through), the wait the
+    tracker asked for, and the connection it went through ('' for the installation's)."""
+
+    error: str = ""
+    retry_after: float | None = None
+    connection_id: str = ""
+
+
+async def _call(
+    trackers: TrackerResolver,
+    fallback: Mapping[str, TicketTracker],
+    tracker: str,
+    key: str,
+    waits: dict[str, float],
+    call: Callable[[TicketTracker, str], Awaitable[None]],
+) -> CallOutcome:
+    """``call`` the adapter that serves ``key`` of ``tracker``; an error of a connection names
+    it (by id, tracker and fingerprint: never the credential)."""
+    connection = trackers.connection_for(tracker, key)
+    connection_id = connection.tracker_id if connection else ""
+    scope = connection_id or f"installation:{tracker}"
+    prefix = f"{connection.label}: " if connection else ""
+    if scope in waits:
+        wait = waits[scope]
+        return CallOutcome(f"{prefix}{tracker} asked to wait {wait:.0f}s", wait, connection_id)
+    try:
+        adapter = trackers.adapter(connection) if connection else fallback.get(tracker)
+        if adapter is None:
+            return CallOutcome(_no_tracker(tracker))
+        await call(adapter, key)
+    except TrackerRateLimited as exc:
+        waits[scope] = exc.retry_after
+        return CallOutcome(f"{prefix}{exc}", exc.retry_after, connection_id)
+    except (TrackerError, UnsealError) as exc:
+        return CallOutcome(f"{prefix}{str(exc) or type(exc).__name__}", None, connection_id)
+    return CallOutcome("", None, connection_id)
+
+
+async def _read_states(
+    into: dict[str, str], keys: Sequence[str], adapter: TicketTracker, _key: str
+) -> None:
+    into.update(await adapter.get_states(keys))
+
+
+async def record_health(tx: Tx, outcomes: Sequence[CallOutcome]) -> None:
+    """Write each connection's last success or last error (the last outcome of each wins)."""
+    last: dict[str, CallOutcome] = {}
+    for outcome in outcomes:
+        if outcome.connection_id:
+            last[outcome.connection_id] = outcome
+    for connection_id, outcome in last.items():
+        connection = await tx.get_tracker_connection(connection_id)
+        if connection is None:
+            continue  # deleted meanwhile
+        if outcome.error:
+            connection.last_error, connection.last_error_time = outcome.error[:1000], tx.now
+        else:
+            connection.last_success_time = tx.now
+        await tx.update_tracker_connection(connection)
 
 
 def _no_tracker(tracker: str) -> str:

@@ -42,6 +42,14 @@ CLAIM_SCAN_FACTOR = 2
 
 Reauthenticate = Callable[[], Awaitable[Principal]]
 """Resolves the caller of a call again, from the credential it presented and current state."""
+CachedCaller = Callable[[int | None], Principal | None]
+"""The caller as the principal cache has it at a credentials epoch (None: not cached)."""
+CallerCheck = Callable[[int | None], bool]
+"""Whether the caller is unchanged at the credentials epoch read with the coordinator's lock."""
+
+
+class _CallerNotCached(Exception):
+    """A woken claim could not confirm its caller from the cache: it re-authenticates first."""
 
 
 class LeasingService(EngineService):
@@ -106,6 +114,7 @@ class LeasingService(EngineService):
         input: LeaseInput,
         *,
         reauthenticate: Reauthenticate | None = None,
+        cached_caller: CachedCaller | None = None,
     ) -> list[GrantedLease]:
         """Lease up to ``ask.max_items`` ready items; long-poll up to ``ask.wait_seconds``.
 
@@ -114,6 +123,10 @@ class LeasingService(EngineService):
         again and the look that follows, and any claim it makes, runs as that caller: a
         credential gone is UNAUTHENTICATED, a lost role or scope PERMISSION_DENIED, and
         nothing is leased. Without it (callers that hold no credential) nothing is re-checked.
+        With ``cached_caller`` too, the first waiter a commit wakes checks its caller inside
+        the claim's transaction instead (the credentials epoch comes with the coordinator's
+        lock; the caller is unchanged while the cache holds the same principal at that epoch),
+        so the wake-up costs no read of its own; otherwise it re-authenticates as above.
         """
         coordinator_id, ask = input.coordinator_id, input.ask
         if ask.run_identity is not None:
@@ -126,23 +139,41 @@ class LeasingService(EngineService):
         deadline = loop.time() + ask.wait_seconds
         key = (coordinator_id, ask.worker_class)
         async with self.core.bus.ready_signal(coordinator_id, ask.worker_class) as ready:
-            look = self._lease_once  # look again after listening: work committed in between
+            # Look again after listening: work committed in between.
+            claim_at_once = False
+            check: CallerCheck | None = None
             while True:
-                granted = await look(principal, coordinator_id, ask)
+                if not claim_at_once:
+                    granted = await self._lease_once(principal, coordinator_id, ask)
+                else:
+                    try:
+                        granted = await self._claim_when_woken(
+                            principal, coordinator_id, ask, check
+                        )
+                    except _CallerNotCached:
+                        assert reauthenticate is not None
+                        principal = await self._caller_after_wait(
+                            reauthenticate, principal, coordinator_id
+                        )
+                        granted = await self._lease_once(principal, coordinator_id, ask)
                 remaining = deadline - loop.time()
                 if granted or remaining <= 0:
                     return granted
                 woken = await self._wait_for_work(ready, coordinator_id, ask.worker_class, deadline)
-                if reauthenticate is not None:
-                    principal = await self._caller_after_wait(
-                        reauthenticate, principal, coordinator_id
-                    )
                 # Of the waiters in this process that one commit woke, the first claims at once;
                 # the others look first, as usual.
                 first = woken and self._woken_claims.get(key) != ready.generation
                 if first:
                     self._woken_claims[key] = ready.generation
-                look = self._claim_when_woken if first else self._lease_once
+                if first and (reauthenticate is None or cached_caller is not None):
+                    check = _same_caller(cached_caller, principal) if reauthenticate else None
+                    claim_at_once = True
+                    continue
+                if reauthenticate is not None:
+                    principal = await self._caller_after_wait(
+                        reauthenticate, principal, coordinator_id
+                    )
+                claim_at_once = False
 
     async def _caller_after_wait(
         self, reauthenticate: Reauthenticate, before: Principal, coordinator_id: str
@@ -188,17 +219,24 @@ class LeasingService(EngineService):
         return await ready.wait(max(0.0, min(until, BACKSTOP_POLL_SECONDS)))
 
     async def _claim_when_woken(
-        self, principal: Principal, coordinator_id: str, ask: LeaseAsk
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        ask: LeaseAsk,
+        check: CallerCheck | None = None,
     ) -> list[GrantedLease]:
         """Straight to the claim's write transaction, without ``_lease_once_unlocked``'s read
         first (has_ready, capacity): the signal just said this class has new work, so that read
         would mostly confirm it, and costs a transaction on the path of the wake-up. Only the
         first waiter one commit woke in this process comes here (see ``lease``); the read keeps
         the others from all queueing on the coordinator's row lock. ``_claim`` decides, under
-        that lock, exactly as on the usual path."""
+        that lock, exactly as on the usual path. ``check`` confirms the caller under that lock
+        (else :class:`_CallerNotCached`, and nothing is written)."""
         lock = self._claim_locks.setdefault((coordinator_id, ask.worker_class), asyncio.Lock())
         async with lock:
-            return await self._claim_write(principal, coordinator_id, ask, None, looked=False)
+            return await self._claim_write(
+                principal, coordinator_id, ask, None, looked=False, check=check
+            )
 
     async def _lease_once(
         self, principal: Principal, coordinator_id: str, ask: LeaseAsk
@@ -257,9 +295,11 @@ class LeasingService(EngineService):
         worker: Worker | None,
         *,
         looked: bool,
+        check: CallerCheck | None = None,
     ) -> list[GrantedLease]:
         """The claim's write transaction. ``looked``: the caller read the worker and checked
-        the class before (the usual path); otherwise (a woken waiter) that happens here."""
+        the class before (the usual path); otherwise (a woken waiter) that happens here, and
+        ``check`` (if any) confirms the caller at the epoch read with the lock."""
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
         try:
             async with self.core.command(principal, coordinator_id, Access.LEASE) as (
@@ -267,6 +307,8 @@ class LeasingService(EngineService):
                 coordinator,
                 effects,
             ):
+                if check is not None and not check(tx.locked_credentials_epoch):
+                    raise _CallerNotCached
                 if not looked:
                     _check_class_known(coordinator, ask.worker_class)
                     worker = await tx.get_worker(coordinator_id, ask.worker_id)
@@ -473,3 +515,12 @@ def _check_worker_class(worker: Worker | None, ask: LeaseAsk) -> None:
             "worker_class",
             f"worker {ask.worker_id} is registered with class {worker.worker_class!r}",
         )
+
+
+def _same_caller(cached_caller: CachedCaller | None, principal: Principal) -> CallerCheck:
+    """Whether the cache holds ``principal`` for the caller at a given credentials epoch."""
+
+    def check(epoch: int | None) -> bool:
+        return cached_caller is not None and cached_caller(epoch) == principal
+
+    return check

@@ -13,11 +13,19 @@ from ..inputs import ExplainInput, GetViewInput, ListEventsInput
 from ..leasability import Surroundings, key_holders
 from ..model import Attempt, Coordinator, Item, PendingActionState, Ticket
 from ..ports import LaneStamp, Reader
-from ..results import ClassUsage, CoordinatorView, EventPage, Explanation, LaneDetail
+from ..results import (
+    ClassUsage,
+    CoordinatorView,
+    EventPage,
+    Explanation,
+    LaneDetail,
+    StuckClosure,
+)
 from ._base import EngineService
 from .fences import shown_fence
 from .gates import GateContext, item_gates, lane_gates, surroundings
 from .paging import PageRequest, decode_page_token, lane_key, page_size
+from .tracker_connections import MAX_CONNECTIONS
 from .view_cache import CachedLane, Snapshot, lease_stamps
 
 # Past this many events since the cached revision, the view reads its lanes afresh.
@@ -76,6 +84,7 @@ class ReadService(EngineService):
             events = await reader.list_events(
                 coordinator_id, 0, 200, lane.lane_id if not item_id else "", item_id
             )
+            stuck = [] if item_id else await _stuck_closures(reader, coordinator_id, lane.lane_id)
         context = GateContext(
             coordinator, platform_on, lane, detail.blockers, detail.items, occupancy, now
         )
@@ -105,6 +114,7 @@ class ReadService(EngineService):
             gates=lane_gates(context),
             events=events,
             items=[explain_item(i) for i in detail.items],
+            stuck_closures=stuck,
         )
 
     async def view(self, principal: Principal, input: GetViewInput) -> CoordinatorView:
@@ -190,3 +200,24 @@ class ReadService(EngineService):
             kept[detail.lane.lane_id] = CachedLane.of(detail)
         self.core.view_cache.put(cid, Snapshot(revision, kept))
         return [kept[s.lane_id].detail for s in stamps]
+
+
+async def _stuck_closures(reader: Reader, coordinator_id: str, lane_id: str) -> list[StuckClosure]:
+    """The lane's open ticket closures, each with the connection that serves its ticket."""
+    actions = [
+        a
+        for a in await reader.list_pending_actions(
+            coordinator_id, PendingActionState.OPEN, "", 1000
+        )
+        if a.lane_id == lane_id
+    ]
+    if not actions:
+        return []
+    connections = await reader.list_tracker_connections(coordinator_id, "", MAX_CONNECTIONS)
+    return [
+        StuckClosure(
+            a,
+            next((c for c in connections if c.serves(a.ticket_tracker, a.ticket_key)), None),
+        )
+        for a in actions
+    ]

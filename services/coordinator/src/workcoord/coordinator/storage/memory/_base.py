@@ -38,6 +38,7 @@ from workcoord.coordinator.domain.ports import (
     UserRecord,
     WorkKeyRecord,
 )
+from workcoord.coordinator.domain.tickets import TrackerConnection
 from workcoord.coordinator.domain.webhooks import Delivery, Webhook
 
 from ..integrity import violation
@@ -115,6 +116,7 @@ class Tables:
     installation_secrets: dict[str, str] = field(default_factory=dict)
     webhooks: dict[str, Webhook] = field(default_factory=dict)
     deliveries: dict[str, Delivery] = field(default_factory=dict)
+    tracker_connections: dict[str, TrackerConnection] = field(default_factory=dict)
     # (scope, request id) -> the create it made.
     request_ids: dict[tuple[str, str], RequestRecord] = field(default_factory=dict)
 
@@ -219,6 +221,7 @@ class MemoryTxBase:
         self.tables = tables
         self.now = now
         self.coordinator = coordinator
+        self.locked_credentials_epoch: int | None = None
         self.writable = writable
         self.closed = False
         # Appended events and the revisions they move, written at commit (as SQL does).

@@ -16,6 +16,7 @@ from .follow_ups import FollowUpsMemory
 from .lanes_items import LanesItemsMemory
 from .recovery import RecoveryMemory
 from .tenancy import TenancyMemory
+from .tracker_connections import TrackerConnectionsMemory
 from .view_reads import ViewReadsMemory
 from .webhooks import WebhooksMemory
 from .workers import WorkersMemory
@@ -34,6 +35,7 @@ class MemoryTx(
     WorkersMemory,
     FollowUpsMemory,
     WebhooksMemory,
+    TrackerConnectionsMemory,
 ):
     """One transaction over a snapshot: the Reader and Tx ports of the domain."""
 
@@ -59,6 +61,7 @@ class MemoryStore:
             tx = MemoryTx(self._tables.clone(), self.clock.now(), None, writable=True)
             if coordinator_id is not None:
                 tx.coordinator = await tx.get_coordinator(coordinator_id)
+                tx.locked_credentials_epoch = await tx.credentials_epoch()
             yield tx
             # Reached only when the body returned: commit by swapping in the new state.
             tx.flush()

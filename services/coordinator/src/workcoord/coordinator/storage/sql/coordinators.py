@@ -24,14 +24,15 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
     async def lock_coordinator(self, coordinator_id: str) -> Coordinator | None:
         """Read the work coordinator and hold its row until the transaction ends
         (``LOCK_COORDINATOR``): writers of one work coordinator are serialised, so capacity
-        counts see every committed claim and revisions stay gap-free."""
-        return await self._coordinator_and_switch(sql.LOCK_COORDINATOR, coordinator_id)
+        counts see every committed claim and revisions stay gap-free. The credentials epoch
+        comes with it (``locked_credentials_epoch``)."""
+        return await self._coordinator_and_switch(sql.LOCK_COORDINATOR, coordinator_id, True)
 
     async def get_coordinator(self, coordinator_id: str) -> Coordinator | None:
         return await self._coordinator_and_switch(sql.COORDINATOR_WITH_SWITCH, coordinator_id)
 
     async def _coordinator_and_switch(
-        self, statement: Executable, coordinator_id: str
+        self, statement: Executable, coordinator_id: str, locked: bool = False
     ) -> Coordinator | None:
         """The work coordinator with the platform switch (one round trip): a command checks
         both, and ``platform_enabled`` then answers from what was read here."""
@@ -40,6 +41,9 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
             return None
         switch_value = row._mapping["platform_switch"]
         self._platform_switch = True if switch_value is None else bool(switch_value)
+        if locked:
+            epoch = row._mapping["credentials_epoch"]
+            self.locked_credentials_epoch = None if epoch is None else int(epoch)
         return COORDINATORS.load(row)
 
     async def list_coordinators(

@@ -51,6 +51,7 @@ from workcoord.coordinator.domain.model import (
     Worker,
 )
 from workcoord.coordinator.domain.ports import Leadership, OrgRecord, UserRecord, WorkKeyRecord
+from workcoord.coordinator.domain.tickets import TrackerConnection
 from workcoord.coordinator.domain.webhooks import Delivery, Webhook
 
 from .. import schema as t
@@ -73,6 +74,7 @@ __all__ = [
     "PENDING_ACTIONS",
     "SESSIONS",
     "TICKETS",
+    "TRACKER_CONNECTIONS",
     "USERS",
     "USER_TOKENS",
     "WEBHOOKS",
@@ -300,6 +302,7 @@ WORKERS = RowMap(Worker, t.workers)
 DIGEST_ENTRIES = RowMap(DigestEntry, t.digest_entries)
 PENDING_ACTIONS = RowMap(PendingAction, t.pending_actions)
 ESCALATIONS = RowMap(Escalation, t.escalations)
+TRACKER_CONNECTIONS = RowMap(TrackerConnection, t.tracker_connections)
 GRANTS = RowMap(GrantRecord, t.grants)
 SESSIONS = RowMap(SessionRecord, t.sessions)
 LOGIN_CODES = RowMap(LoginCode, t.login_codes)

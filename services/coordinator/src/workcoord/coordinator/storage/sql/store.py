@@ -18,6 +18,7 @@ from .follow_ups import FollowUpsSql
 from .lanes_items import LanesItemsSql
 from .recovery import RecoverySql
 from .tenancy import TenancySql
+from .tracker_connections import TrackerConnectionsSql
 from .view_reads import ViewReadsSql
 from .webhooks import WebhooksSql
 from .workers import WorkersSql
@@ -36,6 +37,7 @@ class SqlTx(
     WorkersSql,
     FollowUpsSql,
     WebhooksSql,
+    TrackerConnectionsSql,
 ):
     """One transaction: the Reader and Tx ports of the domain, one part per concern."""
 

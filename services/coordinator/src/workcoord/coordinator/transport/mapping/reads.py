@@ -26,6 +26,7 @@ from .fields import ToPb
 from .lane_cache import LANE_MESSAGES, VIEW_RESPONSES
 from .lanes import attempt_to_pb
 from .scalars import dur, struct, ts
+from .trackers import tracker_connection_to_pb
 from .workers import worker_to_pb
 
 _EVENT = ToPb(
@@ -81,6 +82,15 @@ def explanation_to_pb(x: Explanation) -> work_coordinator_pb2.Explanation:
         events=[event_to_pb(e) for e in x.events],
         items=[explanation_to_pb(i) for i in x.items],
         gates=[_GATE(g) for g in x.gates],
+        stuck_closures=[
+            work_coordinator_pb2.StuckClosure(
+                pending_action=pending_action_to_pb(c.action),
+                tracker_connection=(
+                    tracker_connection_to_pb(c.connection) if c.connection else None
+                ),
+            )
+            for c in x.stuck_closures
+        ],
     )
 
 

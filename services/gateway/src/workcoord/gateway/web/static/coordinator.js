@@ -14,6 +14,7 @@ import { badge, fill, h, toast, utcDay } from "./dom.js";
 import { follow } from "./feed.js";
 import { filterLanes, filtersHash, initialFilters, laneToolbar, lanesWaitingOnHuman, PAGE_SIZE } from "./lanes.js";
 import { renderCapacity, renderDigest, renderWorkers } from "./side.js";
+import { renderTrackers } from "./trackers.js";
 import { readChanges, readWholeView } from "./view-reads.js";
 
 const CLOCK_TICK_MS = 30000;
@@ -51,6 +52,8 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
     digestDay: utcDay(),
     digest: null,
     digestError: "",
+    trackers: null,
+    trackersError: "",
     lanes: new Map(),
     itemNames: new Map(),
     index: { leases: new Map(), items: new Map() },
@@ -111,7 +114,7 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
         again = false;
         await readView();
       } while (again && !closed);
-      await Promise.all([refreshWhys(), ctx.digestDay === utcDay() ? readDigest() : null]);
+      await Promise.all([refreshWhys(), ctx.digestDay === utcDay() ? readDigest() : null, readTrackers()]);
       render();
       announce();
     })().finally(() => {
@@ -170,6 +173,19 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
     render();
     await readWhy(key);
     render();
+  }
+
+  /** The tracker connections and their health, for those who may manage them. */
+  async function readTrackers() {
+    if (!canDecide) return;
+    try {
+      const answer = await api(coordinatorPath(cid, "trackers"));
+      ctx.trackers = answer.trackerConnections || [];
+      ctx.trackersError = "";
+    } catch (error) {
+      ctx.trackers = null;
+      ctx.trackersError = error.status === 403 ? "" : error.message;
+    }
   }
 
   async function readDigest() {
@@ -335,7 +351,7 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
       fill(slots.lanes, renderLanes(ctx, matching, lanes.length, ctx.filters, { onMore: showMore }));
       swap(
         "side",
-        h("div", { class: "board-side" }, renderCapacity(ctx, view), renderWorkers(ctx, view), renderDigest(ctx)),
+        h("div", { class: "board-side" }, renderCapacity(ctx, view), renderWorkers(ctx, view), renderDigest(ctx), renderTrackers(ctx)),
       );
     }
     ctx.flash.clear();
@@ -356,7 +372,7 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
 
   let feed = null;
   render();
-  Promise.all([readView(), readDigest()]).then(() => {
+  Promise.all([readView(), readDigest(), readTrackers()]).then(() => {
     render();
     if (closed) return;
     feed = follow(cid, { since: () => ctx.revision, onFrame, onStatus });

@@ -2,6 +2,7 @@
 // run identities (the API never returns tokens or inputs), and the events that led here.
 
 import { badge, h, when, words } from "./dom.js";
+import { connectionHealth } from "./trackers.js";
 
 const GATES = {
   DISABLED: "coordination is switched off",
@@ -118,6 +119,7 @@ export function renderWhy(explanation, { itemNames = new Map() } = {}) {
     : [
         ["Lane gates", gates(explanation.gates)],
         ["Items", laneItems(explanation.items || [], itemNames)],
+        ...(explanation.stuckClosures?.length ? [["Ticket closures not done", stuckClosures(explanation.stuckClosures)]] : []),
         ["Events", events(explanation.events)],
       ];
   return h(
@@ -139,6 +141,31 @@ function laneItems(items, itemNames) {
         {},
         h("div", { class: "row" }, h("strong", {}, itemNames.get(item.itemId) || item.itemId), badge(item.state), item.nextAction ? h("span", {}, `→ ${item.nextAction}`) : null),
         item.gates?.length ? gates(item.gates) : null,
+      ),
+    ),
+  );
+}
+
+/** Open ticket closures: the ticket, attempts and last error, and the connection's health. */
+function stuckClosures(list) {
+  return h(
+    "ul",
+    {},
+    list.map(({ pendingAction: action, trackerConnection: connection }) =>
+      h(
+        "li",
+        {},
+        h(
+          "div",
+          { class: "row" },
+          h("strong", {}, `${action.ticket?.tracker || ""} ${action.ticket?.key || ""}`),
+          badge("bad", `${action.attempts || 0} attempts`),
+          action.nextAttemptTime ? h("span", { class: "muted small" }, "next ", when(action.nextAttemptTime)) : null,
+        ),
+        action.lastError ? h("p", { class: "small" }, action.lastError) : null,
+        connection
+          ? [h("p", { class: "small" }, `through ${connection.tracker} connection ${connection.trackerId} (${connection.credentialFingerprint})`), connectionHealth(connection)]
+          : h("p", { class: "small muted" }, "through the installation-wide tracker"),
       ),
     ),
   );

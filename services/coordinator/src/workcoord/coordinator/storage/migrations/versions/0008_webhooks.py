@@ -1,7 +1,7 @@
 """Expand: webhooks and their deliveries (the outbox).
 
 Revision ID: 0008
-Revises: 0006
+Revises: 0007
 Create Date: 2026-12-01 20:00:00
 
 New tables ``webhooks`` and ``webhook_deliveries`` (one row per event and webhook, written in
@@ -20,7 +20,7 @@ from sqlalchemy.dialects import postgresql
 import workcoord.coordinator.storage.schema
 
 revision = "0008"
-down_revision = "0006"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 # Expand only: the previous release (head 0003) runs on this schema.

@@ -1,7 +1,7 @@
 """Expand: each lane's turn in the claim order (fair leasing).
 
 Revision ID: 0012
-Revises: 0009
+Revises: 0011
 Create Date: 2026-12-01 19:50:00
 
 ``lanes`` gains ``served_turn``: the work coordinator's revision when one of the lane's items
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0009"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 # Expand only: the previous release (head 0003) runs on this schema.

@@ -26,6 +26,7 @@ from . import (
     lanes,
     platform,
     tenancy,
+    trackers,
     view_reads,
     workers,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "lanes",
     "platform",
     "tenancy",
+    "trackers",
     "view_reads",
     "workers",
 ]

@@ -16,9 +16,16 @@ _SWITCH = (
     .scalar_subquery()
     .label("platform_switch")
 )
+_EPOCH = (
+    select(_SETTINGS.c.credentials_epoch)
+    .where(_SETTINGS.c.id == 1)
+    .scalar_subquery()
+    .label("credentials_epoch")
+)
 
-#: The work coordinator ``:coordinator_id`` with the platform switch (one round trip).
-COORDINATOR_WITH_SWITCH = select(_WC, _SWITCH).where(
+#: The work coordinator ``:coordinator_id`` with the platform switch and the credentials
+#: epoch (one round trip).
+COORDINATOR_WITH_SWITCH = select(_WC, _SWITCH, _EPOCH).where(
     _WC.c.coordinator_id == bindparam("coordinator_id")
 )
 
