@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from workcoord.coordinator.domain.model import Blocker, ItemState, LaneState, Ticket
-from workcoord.coordinator.domain.ports import ClaimScan, Store
+from workcoord.coordinator.domain.ports import ClaimCursor, ClaimScan, Store
 
 from .records import T0, at, coordinator, item, lane, seed_coordinator, seed_lane
 
@@ -251,19 +251,19 @@ async def test_claim_candidates_are_ready_items_by_priority_then_fifo(store: Sto
     await _claimable_world(store)
     async with store.write("wc_a") as tx:
 
-        async def ids(after: tuple[int, int] | None, limit: int) -> list[str]:
+        async def ids(after: ClaimCursor | None, limit: int) -> list[str]:
             found = await tx.claim_candidates(ClaimScan("wc_a", "codex", at(10), after, limit))
-            return [i.item_id for i in found]
+            return [i.item_id for i in found.items]
 
         assert await ids(None, 10) == ["it_high", "it_mid", "it_low_1", "it_low_2", "it_due"]
         assert await ids(None, 2) == ["it_high", "it_mid"]
-        assert await ids((5, 4), 10) == ["it_low_1", "it_low_2", "it_due"]
-        assert await ids((1, 1), 10) == ["it_low_2", "it_due"]
+        assert await ids((5, 0, 4), 10) == ["it_low_1", "it_low_2", "it_due"]
+        assert await ids((1, 0, 1), 10) == ["it_low_2", "it_due"]
         found = await tx.claim_candidates(ClaimScan("wc_a", "codex", at(9), None, 10))
-        assert "it_due" not in [i.item_id for i in found]
-        assert [
-            i.item_id for i in await tx.claim_candidates(ClaimScan("wc_a", "person", T0, None, 5))
-        ] == ["it_person"]
+        assert "it_due" not in [i.item_id for i in found.items]
+        assert found.after == (1, 0, 3)
+        person = await tx.claim_candidates(ClaimScan("wc_a", "person", T0, None, 5))
+        assert [i.item_id for i in person.items] == ["it_person"]
 
 
 @pytest.mark.port("has_ready", "count_ready", "next_not_before")
@@ -288,6 +288,29 @@ async def test_readiness_per_class(store: Store) -> None:
     )
     async with store.read() as reader:
         assert await reader.has_ready("wc_c", "codex", T0) is False
+
+
+@pytest.mark.port("mark_lanes_served", "claim_candidates")
+async def test_within_one_priority_the_lane_served_longest_ago_goes_first(store: Store) -> None:
+    await seed_coordinator(store)
+    await seed_lane(store, item("it_a1", "ln_a", seq=1), item("it_a2", "ln_a", seq=2))
+    await seed_lane(store, item("it_b1", "ln_b", seq=3), record=lane("ln_b"))
+    await seed_lane(store, item("it_c1", "ln_c", seq=4), record=lane("ln_c"))
+    async with store.write("wc_a") as tx:
+        version = (await tx.get_lane("ln_a")).version  # type: ignore[union-attr]
+        await tx.mark_lanes_served(["ln_a"], 7)
+        await tx.mark_lanes_served(["ln_b"], 5)
+        await tx.mark_lanes_served(["ln_gone"], 9)  # no such lane: nothing happens
+        page = await tx.claim_candidates(ClaimScan("wc_a", "codex", T0, None, 10))
+        # Never served (turn 0) first, then the lane served at 5, then at 7, FIFO within.
+        assert [i.item_id for i in page.items] == ["it_c1", "it_b1", "it_a1", "it_a2"]
+        assert page.after == (0, 7, 2)
+        rest = await tx.claim_candidates(ClaimScan("wc_a", "codex", T0, (0, 5, 3), 10))
+        assert [i.item_id for i in rest.items] == ["it_a1", "it_a2"]
+        # A turn is not a change of the lane: its version (etag) stays.
+        assert (await tx.get_lane("ln_a")).version == version  # type: ignore[union-attr]
+    async with store.read() as reader:
+        assert (await reader.get_lane("ln_a")).version == version  # type: ignore[union-attr]
 
 
 @pytest.mark.port("count_awaiting_human")

@@ -27,7 +27,7 @@ from workcoord.coordinator.domain.leasability import (
     holding_gates,
 )
 from workcoord.coordinator.domain.model import Item, ItemState
-from workcoord.coordinator.domain.ports import ClaimScan, Store
+from workcoord.coordinator.domain.ports import ClaimCursor, ClaimScan, Store
 
 from .records import T0, coordinator, item, lane, seed_coordinator
 
@@ -116,16 +116,16 @@ async def test_stores_select_exactly_the_items_no_store_gate_holds(
         for worker_class in CLASSES:
             wanted = [i.item_id for i in expected if i.worker_class == worker_class]
             found = await tx.claim_candidates(ClaimScan(cid, worker_class, world.now, None, 100))
-            assert [i.item_id for i in found] == wanted, worker_class
+            assert [i.item_id for i in found.items] == wanted, worker_class
             assert await tx.has_ready(cid, worker_class, world.now) == bool(wanted)
-            # Page by page (two at a time, after the last one's (priority, seq)): the same.
+            # Page by page (two at a time, after the cursor of the page before): the same.
             paged: list[str] = []
-            after: tuple[int, int] | None = None
-            while page := await tx.claim_candidates(
-                ClaimScan(cid, worker_class, world.now, after, 2)
-            ):
-                paged.extend(i.item_id for i in page)
-                after = (page[-1].priority, page[-1].seq)
+            after: ClaimCursor | None = None
+            while (
+                page := await tx.claim_candidates(ClaimScan(cid, worker_class, world.now, after, 2))
+            ).items:
+                paged.extend(i.item_id for i in page.items)
+                after = page.after
             assert paged == wanted, worker_class
         overdue = await tx.escalation_candidates(cid, world.now, world.now, 100)
         assert sorted(i.item_id for i in overdue) == sorted(i.item_id for i in expected)

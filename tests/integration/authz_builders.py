@@ -315,6 +315,14 @@ BUILDERS: dict[str, Builder] = {
     "LaneService/GetLane": _static(
         lambda w, c: L.GetLaneRequest(coordinator_id=w.child, lane_id=w.lane_id)
     ),
+    "LaneService/UpdateLane": _static(
+        lambda w, c: L.UpdateLaneRequest(
+            coordinator_id=w.child,
+            lane_id=w.lane_id,
+            lane=L.Lane(priority=7),
+            update_mask=field_mask_pb2.FieldMask(paths=["priority"]),
+        )
+    ),
     "LaneService/PauseLane": lambda w, c: _lane_op(w, c, L.PauseLaneRequest),
     "LaneService/ResumeLane": lambda w, c: _lane_op(w, c, L.ResumeLaneRequest),
     "LaneService/CancelLane": lambda w, c: _lane_op(w, c, L.CancelLaneRequest),

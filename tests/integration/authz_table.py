@@ -118,6 +118,7 @@ EXPECTED: dict[str, str] = {
     "LaneService/CreateLane": WRITE,
     "LaneService/ListLanes": READ,
     "LaneService/GetLane": READ,
+    "LaneService/UpdateLane": WRITE,
     "LaneService/PauseLane": WRITE,
     "LaneService/ResumeLane": WRITE,
     "LaneService/CancelLane": WRITE,

@@ -17,7 +17,7 @@ def keys(leases: list[worker_pb2.Lease]) -> list[str]:
     return [lease.item.key for lease in leases]
 
 
-async def test_priority_first_then_fifo(stack: Stack) -> None:
+async def test_priority_first_then_turns_across_lanes(stack: Stack) -> None:
     await stack.create_lane(task("low-1"), task("low-2"), priority=1)
     await stack.create_lane(task("high-1", priority=9), task("high-2", priority=9))
     await stack.create_lane(task("mid-1", priority=5))
@@ -29,8 +29,42 @@ async def test_priority_first_then_fifo(stack: Stack) -> None:
         order.extend(keys([lease]))
         await stack.start(lease)
         await stack.complete(lease)
-    assert order == ["high-1", "high-2", "mid-1", "low-1", "low-2", "low-3"]
+    # Within priority 1 the lanes take turns: low-1's lane was served, so low-3's goes next.
+    assert order == ["high-1", "high-2", "mid-1", "low-1", "low-3", "low-2"]
     assert await stack.lease("machine") == []
+
+
+async def test_a_new_lane_is_served_within_one_round_of_a_deep_old_one(stack: Stack) -> None:
+    await stack.create_lane(*(task(f"old-{i}", "codex") for i in range(100)))
+    first = await stack.lease("codex", max_items=1)
+    assert keys(first) == ["old-0"]
+    await stack.create_lane(task("new-0", "codex"), task("new-1", "codex"))
+
+    # The old lane was served last: the new lane's item goes next, though 99 are older.
+    assert keys(await stack.lease("codex", max_items=1, worker_id="w2")) == ["new-0"]
+    # Then the lanes take turns, one item each.
+    assert keys(await stack.lease("codex", max_items=1, worker_id="w3")) == ["old-1"]
+    assert keys(await stack.lease("codex", max_items=1, worker_id="w4")) == ["new-1"]
+
+
+async def test_one_lease_call_takes_turns_across_lanes(stack: Stack) -> None:
+    await stack.create_lane(*(task(f"old-{i}", "codex") for i in range(100)))
+    await stack.start((await stack.lease("codex", max_items=1))[0])
+    await stack.create_lane(task("new-0", "codex"), task("new-1", "codex"))
+
+    assert keys(await stack.lease("codex", max_items=3, worker_id="w2")) == [
+        "new-0",
+        "old-1",
+        "new-1",
+    ]
+
+
+async def test_fair_turns_stay_within_one_priority(stack: Stack) -> None:
+    await stack.create_lane(task("calm-0", "codex"), task("calm-1", "codex"), priority=1)
+    await stack.create_lane(*(task(f"urgent-{i}", "codex") for i in range(3)), priority=9)
+    got = keys(await stack.lease("codex", max_items=4))
+    # A higher priority still goes first: turns are taken only among lanes of one priority.
+    assert got == ["urgent-0", "urgent-1", "urgent-2", "calm-0"]
 
 
 async def test_batches_up_to_max_items_and_capacity(stack: Stack) -> None:

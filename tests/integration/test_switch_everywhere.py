@@ -65,6 +65,7 @@ KEPT_FOR_KEYS = {
 # on a child). Everything else a person may do is reading or administration and is kept.
 HUMAN_WORK = {
     "LaneService/CreateLane",
+    "LaneService/UpdateLane",
     "LaneService/PauseLane",
     "LaneService/ResumeLane",
     "LaneService/CancelLane",

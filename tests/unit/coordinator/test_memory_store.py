@@ -147,15 +147,10 @@ async def test_claim_order_and_expiry_queries(
     )
     async with store.write(world.cid) as tx:
         found = await tx.claim_candidates(ClaimScan(world.cid, "codex", tx.now, None, 10))
-        assert [i.key for i in found] == ["b", "a", "c"]
-        after = (found[0].priority, found[0].seq)
-        assert [
-            i.key
-            for i in await tx.claim_candidates(ClaimScan(world.cid, "codex", tx.now, after, 10))
-        ] == [
-            "a",
-            "c",
-        ]
+        assert [i.key for i in found.items] == ["b", "a", "c"]
+        after = (found.items[0].priority, 0, found.items[0].seq)
+        rest = await tx.claim_candidates(ClaimScan(world.cid, "codex", tx.now, after, 10))
+        assert [i.key for i in rest.items] == ["a", "c"]
     granted = await engine.leasing.lease(
         world.worker,
         LeaseInput(coordinator_id=world.cid, ask=LeaseAsk("w1", "codex", 2, 30, 0, None)),

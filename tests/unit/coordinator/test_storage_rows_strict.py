@@ -20,7 +20,7 @@ def _coordinator_row() -> dict[str, Any]:
 
 def test_what_this_release_writes_reads_back() -> None:
     assert COORDINATORS.load(row_of(_coordinator_row(), COORDINATORS)) == coordinator()
-    assert LANES.load(row_of(LANES.values(lane("ln_a")), LANES)) == lane("ln_a")
+    assert LANES.load(row_of(LANES.values(lane("ln_a"), served_turn=0), LANES)) == lane("ln_a")
 
 
 def test_an_unknown_key_of_a_configuration_is_refused_by_name() -> None:
@@ -38,7 +38,7 @@ def test_an_unknown_key_of_a_nested_policy_is_refused_by_name() -> None:
 
 
 def test_an_unknown_key_of_a_packed_column_is_refused_by_name() -> None:
-    row = LANES.values(lane("ln_a"))
+    row = LANES.values(lane("ln_a"), served_turn=0)
     row["spec"] = {**row["spec"], "description": "renamed from brief"}
     with pytest.raises(UnreadableDocument, match=r"stored lanes.spec: description"):
         LANES.load(row_of(row, LANES))

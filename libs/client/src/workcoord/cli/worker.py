@@ -15,6 +15,7 @@ from pathlib import Path
 from google.protobuf.message import Message
 
 from workcoord.api.v1 import lane_pb2, worker_pb2
+from workcoord.cli.cleanup import register_cleanup
 from workcoord.cli.common import (
     EXIT_USAGE,
     CliError,
@@ -33,7 +34,7 @@ __all__ = ["register"]
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``worker lease|start|heartbeat|complete|fail|checkpoint|release|run``."""
+    """Add ``worker lease|start|heartbeat|complete|fail|checkpoint|release|run|cleanup``."""
     sub = add_command_group(commands, "worker_command", "worker", help="scripted worker calls")
 
     lease = sub.add_parser("lease", help="lease ready work (prints the leases, with tokens)")
@@ -103,6 +104,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         add_connection_flags(parser)
 
     register_run(sub)
+    register_cleanup(sub)
     register_worker_reads(sub)
 
 

@@ -62,6 +62,7 @@ class Event(_message.Message):
         WORKER_UNFENCED: _ClassVar[Event.Type]
         WORKER_FORGOTTEN: _ClassVar[Event.Type]
         POLICY_WEAKENED: _ClassVar[Event.Type]
+        LANE_UPDATED: _ClassVar[Event.Type]
     TYPE_UNSPECIFIED: Event.Type
     COORDINATOR_CREATED: Event.Type
     COORDINATOR_UPDATED: Event.Type
@@ -110,6 +111,7 @@ class Event(_message.Message):
     WORKER_UNFENCED: Event.Type
     WORKER_FORGOTTEN: Event.Type
     POLICY_WEAKENED: Event.Type
+    LANE_UPDATED: Event.Type
     REVISION_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]

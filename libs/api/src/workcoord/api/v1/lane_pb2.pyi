@@ -2,6 +2,7 @@ import datetime
 
 from google.api import annotations_pb2 as _annotations_pb2
 from google.api import field_behavior_pb2 as _field_behavior_pb2
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from workcoord.api.v1 import field_rules_pb2 as _field_rules_pb2
@@ -491,6 +492,24 @@ class GetLaneRequest(_message.Message):
     def __init__(self, coordinator_id: _Optional[str] = ..., lane_id: _Optional[str] = ...) -> None: ...
 
 class GetLaneResponse(_message.Message):
+    __slots__ = ("lane",)
+    LANE_FIELD_NUMBER: _ClassVar[int]
+    lane: Lane
+    def __init__(self, lane: _Optional[_Union[Lane, _Mapping]] = ...) -> None: ...
+
+class UpdateLaneRequest(_message.Message):
+    __slots__ = ("coordinator_id", "lane_id", "lane", "update_mask")
+    COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    LANE_ID_FIELD_NUMBER: _ClassVar[int]
+    LANE_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    coordinator_id: str
+    lane_id: str
+    lane: Lane
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, coordinator_id: _Optional[str] = ..., lane_id: _Optional[str] = ..., lane: _Optional[_Union[Lane, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class UpdateLaneResponse(_message.Message):
     __slots__ = ("lane",)
     LANE_FIELD_NUMBER: _ClassVar[int]
     lane: Lane

@@ -50,6 +50,11 @@ class LaneServiceStub:
                 request_serializer=workcoord_dot_api_dot_v1_dot_lane__pb2.GetLaneRequest.SerializeToString,
                 response_deserializer=workcoord_dot_api_dot_v1_dot_lane__pb2.GetLaneResponse.FromString,
                 _registered_method=True)
+        self.UpdateLane = channel.unary_unary(
+                '/workcoord.api.v1.LaneService/UpdateLane',
+                request_serializer=workcoord_dot_api_dot_v1_dot_lane__pb2.UpdateLaneRequest.SerializeToString,
+                response_deserializer=workcoord_dot_api_dot_v1_dot_lane__pb2.UpdateLaneResponse.FromString,
+                _registered_method=True)
         self.PauseLane = channel.unary_unary(
                 '/workcoord.api.v1.LaneService/PauseLane',
                 request_serializer=workcoord_dot_api_dot_v1_dot_lane__pb2.PauseLaneRequest.SerializeToString,
@@ -137,6 +142,15 @@ class LaneServiceServicer:
 
     def GetLane(self, request, context):
         """Gets a lane with its items.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateLane(self, request, context):
+        """Edits a lane (update_mask and etag): its priority (its queued and waiting items follow;
+        the next Lease honours it) and title. Work keys with WRITE may change both; a LANE_UPDATED
+        event records the actor.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -250,6 +264,11 @@ def add_LaneServiceServicer_to_server(servicer, server):
                     servicer.GetLane,
                     request_deserializer=workcoord_dot_api_dot_v1_dot_lane__pb2.GetLaneRequest.FromString,
                     response_serializer=workcoord_dot_api_dot_v1_dot_lane__pb2.GetLaneResponse.SerializeToString,
+            ),
+            'UpdateLane': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateLane,
+                    request_deserializer=workcoord_dot_api_dot_v1_dot_lane__pb2.UpdateLaneRequest.FromString,
+                    response_serializer=workcoord_dot_api_dot_v1_dot_lane__pb2.UpdateLaneResponse.SerializeToString,
             ),
             'PauseLane': grpc.unary_unary_rpc_method_handler(
                     servicer.PauseLane,
@@ -399,6 +418,33 @@ class LaneService:
             '/workcoord.api.v1.LaneService/GetLane',
             workcoord_dot_api_dot_v1_dot_lane__pb2.GetLaneRequest.SerializeToString,
             workcoord_dot_api_dot_v1_dot_lane__pb2.GetLaneResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateLane(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workcoord.api.v1.LaneService/UpdateLane',
+            workcoord_dot_api_dot_v1_dot_lane__pb2.UpdateLaneRequest.SerializeToString,
+            workcoord_dot_api_dot_v1_dot_lane__pb2.UpdateLaneResponse.FromString,
             options,
             channel_credentials,
             insecure,

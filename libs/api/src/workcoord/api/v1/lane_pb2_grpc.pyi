@@ -39,6 +39,11 @@ class LaneServiceStub:
     """Lists lanes, newest first."""
     GetLane: _grpc.UnaryUnaryMultiCallable[_lane_pb2.GetLaneRequest, _lane_pb2.GetLaneResponse]
     """Gets a lane with its items."""
+    UpdateLane: _grpc.UnaryUnaryMultiCallable[_lane_pb2.UpdateLaneRequest, _lane_pb2.UpdateLaneResponse]
+    """Edits a lane (update_mask and etag): its priority (its queued and waiting items follow;
+    the next Lease honours it) and title. Work keys with WRITE may change both; a LANE_UPDATED
+    event records the actor.
+    """
     PauseLane: _grpc.UnaryUnaryMultiCallable[_lane_pb2.PauseLaneRequest, _lane_pb2.PauseLaneResponse]
     """Pauses a lane: its queued items stay queued behind the paused gate."""
     ResumeLane: _grpc.UnaryUnaryMultiCallable[_lane_pb2.ResumeLaneRequest, _lane_pb2.ResumeLaneResponse]
@@ -77,6 +82,11 @@ class LaneServiceAsyncStub(LaneServiceStub):
     """Lists lanes, newest first."""
     GetLane: _aio.UnaryUnaryMultiCallable[_lane_pb2.GetLaneRequest, _lane_pb2.GetLaneResponse]  # type: ignore[assignment]
     """Gets a lane with its items."""
+    UpdateLane: _aio.UnaryUnaryMultiCallable[_lane_pb2.UpdateLaneRequest, _lane_pb2.UpdateLaneResponse]  # type: ignore[assignment]
+    """Edits a lane (update_mask and etag): its priority (its queued and waiting items follow;
+    the next Lease honours it) and title. Work keys with WRITE may change both; a LANE_UPDATED
+    event records the actor.
+    """
     PauseLane: _aio.UnaryUnaryMultiCallable[_lane_pb2.PauseLaneRequest, _lane_pb2.PauseLaneResponse]  # type: ignore[assignment]
     """Pauses a lane: its queued items stay queued behind the paused gate."""
     ResumeLane: _aio.UnaryUnaryMultiCallable[_lane_pb2.ResumeLaneRequest, _lane_pb2.ResumeLaneResponse]  # type: ignore[assignment]
@@ -130,6 +140,17 @@ class LaneServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_lane_pb2.GetLaneResponse, _abc.Awaitable[_lane_pb2.GetLaneResponse]]:
         """Gets a lane with its items."""
+
+    @_abc_1.abstractmethod
+    def UpdateLane(
+        self,
+        request: _lane_pb2.UpdateLaneRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_lane_pb2.UpdateLaneResponse, _abc.Awaitable[_lane_pb2.UpdateLaneResponse]]:
+        """Edits a lane (update_mask and etag): its priority (its queued and waiting items follow;
+        the next Lease honours it) and title. Work keys with WRITE may change both; a LANE_UPDATED
+        event records the actor.
+        """
 
     @_abc_1.abstractmethod
     def PauseLane(

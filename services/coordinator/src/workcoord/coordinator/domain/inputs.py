@@ -100,6 +100,34 @@ class GetItemInput:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LaneEdit:
+    """What a human edit of a lane changes: each field None unless it is to change. A new
+    editable field is one more entry here, in ``LANE_EDIT_FIELDS`` and in the engine's
+    ``_apply_lane_edit`` (and in ``HUMAN_ONLY_LANE_FIELDS`` if a work key may not change it)."""
+
+    title: str | None = None
+    priority: int | None = None
+
+    def fields(self) -> frozenset[str]:
+        """The names of the fields to change."""
+        return frozenset(name for name in LANE_EDIT_FIELDS if getattr(self, name) is not None)
+
+
+#: The fields of a lane an edit may change (its update mask's entries).
+LANE_EDIT_FIELDS = ("title", "priority")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateLaneInput:
+    """Edit a lane; a non-empty ``etag`` must match its version."""
+
+    coordinator_id: str
+    lane_id: str
+    edit: LaneEdit
+    etag: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PauseLaneInput:
     """Pause a lane (``pause``) or resume it, for ``reason``."""
 

@@ -145,6 +145,7 @@ class EventType(enum.StrEnum):
     GRANT_REVOKED = "GRANT_REVOKED"
     PARENT_ACTION = "PARENT_ACTION"
     POLICY_WEAKENED = "POLICY_WEAKENED"
+    LANE_UPDATED = "LANE_UPDATED"
 
 
 @dataclass(frozen=True, slots=True)

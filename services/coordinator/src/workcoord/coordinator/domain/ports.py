@@ -134,17 +134,31 @@ class LaneStamp:
     version: int
 
 
+# A place in the claim order: (priority, the lane's turn, seq) of the last item seen.
+ClaimCursor = tuple[int, int, int]
+
+
 @dataclass(frozen=True, slots=True)
 class ClaimScan:
     """One page of :meth:`Tx.claim_candidates`: the items of ``worker_class`` ready at ``now``
-    in a work coordinator, highest priority first then FIFO, after the (priority, seq)
-    ``after``, at most ``limit``."""
+    in a work coordinator in claim order (highest priority first; within one priority, the
+    lane served longest ago first, its items first in, first out), after ``after``, at most
+    ``limit``."""
 
     coordinator_id: str
     worker_class: str
     now: datetime
-    after: tuple[int, int] | None
+    after: ClaimCursor | None
     limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimPage:
+    """What :meth:`Tx.claim_candidates` found: the items, and the cursor after the last one
+    (None when there is none)."""
+
+    items: list[Item]
+    after: ClaimCursor | None
 
 
 # The fields of an item that :meth:`Tx.end_expired_leases` loads: what a retry or a
@@ -396,7 +410,12 @@ class Tx(Reader, Protocol):
     async def insert_blocker(self, coordinator_id: str, blocker: Blocker) -> None: ...
     async def update_blocker(self, blocker: Blocker) -> None: ...
     async def insert_ticket(self, coordinator_id: str, ticket: Ticket) -> None: ...
-    async def claim_candidates(self, scan: ClaimScan) -> list[Item]: ...
+    async def claim_candidates(self, scan: ClaimScan) -> ClaimPage: ...
+    async def mark_lanes_served(self, lane_ids: Sequence[str], turn: int) -> None:
+        """Record that the lanes were served at ``turn`` (a number that only grows within a
+        work coordinator): the claim order's turn of a lane. Not a change of the lane: its
+        version (etag) stays."""
+
     async def insert_attempts(self, attempts: Sequence[Attempt]) -> None: ...
     async def update_attempts(self, attempts: Sequence[Attempt]) -> None: ...
     async def attempt_with_item(self, lease_id: str) -> tuple[Attempt | None, Item | None]:

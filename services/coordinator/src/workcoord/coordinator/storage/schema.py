@@ -227,6 +227,9 @@ lanes = Table(
     Column("version", Integer, nullable=False),
     Column("create_time", Time, nullable=False),
     Column("update_time", Time, nullable=False),
+    # The lane's turn in the claim order (fair leasing): the work coordinator's revision when
+    # one of its items was last leased, 0 if never. A store column, not a field of Lane.
+    Column("served_turn", BigInteger, nullable=False, server_default=text("0")),
     Index("ix_lanes_coordinator_created", "coordinator_id", "create_time", "lane_id"),
     Index(
         "uq_lanes_request",

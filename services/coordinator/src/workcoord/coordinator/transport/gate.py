@@ -24,7 +24,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message
 
-from workcoord.api.v1 import work_coordinator_pb2
+from workcoord.api.v1 import lane_pb2, work_coordinator_pb2
 from workcoord.coordinator.domain.auth import Principal
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.grants import SessionRecord
@@ -64,6 +64,20 @@ def _update_coordinator_rules_view(request: Message) -> Message:
     return filled
 
 
+def _update_lane_rules_view(request: Message) -> Message:
+    """``title`` and ``template`` are required on create: an edit's body carries only what it
+    changes (``PATCH …/lanes/{id} {"priority": 9}``). Fill the missing ones for the field rules
+    only; the method reads the request as sent (and refuses an empty title it is to set)."""
+    assert isinstance(request, lane_pb2.UpdateLaneRequest)
+    if request.lane.title and request.lane.template:
+        return request
+    filled = lane_pb2.UpdateLaneRequest()
+    filled.CopyFrom(request)
+    filled.lane.title = filled.lane.title or "-"
+    filled.lane.template = filled.lane.template or lane_pb2.Lane.CUSTOM
+    return filled
+
+
 def _batch_envelope_rules_view(request: Message) -> Message:
     """A batched worker write is checked here as an envelope only (its coordinator): each entry
     is checked by the method on its own (:mod:`.batches`), so one bad entry fails alone."""
@@ -75,6 +89,7 @@ def _batch_envelope_rules_view(request: Message) -> Message:
 
 _RULES_VIEWS: Mapping[str, Callable[[Message], Message]] = {
     f"/{API_PACKAGE}.WorkCoordinatorService/UpdateWorkCoordinator": _update_coordinator_rules_view,
+    f"/{API_PACKAGE}.LaneService/UpdateLane": _update_lane_rules_view,
     **{
         f"/{API_PACKAGE}.WorkerService/{method}": _batch_envelope_rules_view
         for method in ("BatchHeartbeat", "BatchComplete", "BatchFail")

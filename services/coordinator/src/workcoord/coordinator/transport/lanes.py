@@ -17,6 +17,7 @@ from workcoord.coordinator.domain.inputs import (
     ListLanesInput,
     PauseLaneInput,
     ResolveBlockerInput,
+    UpdateLaneInput,
 )
 from workcoord.coordinator.domain.model import LaneState, Ticket
 from workcoord.coordinator.domain.results import ItemDetail
@@ -62,6 +63,19 @@ class LaneServicer(EngineServicer, lane_pb2_grpc.LaneServiceServicer):
             caller().principal, request.coordinator_id, request.lane_id
         )
         return lane_pb2.GetLaneResponse(lane=m.lane_to_pb(detail))
+
+    async def UpdateLane(
+        self, request: lane_pb2.UpdateLaneRequest, context: Context
+    ) -> lane_pb2.UpdateLaneResponse:
+        paths = list(request.update_mask.paths) or m.populated_paths(request.lane)
+        command = UpdateLaneInput(
+            coordinator_id=request.coordinator_id,
+            lane_id=request.lane_id,
+            edit=m.lane_edit_from_pb(request.lane, paths),
+            etag=request.lane.etag,
+        )
+        detail = await self.engine.lanes.update_lane(caller().principal, command)
+        return lane_pb2.UpdateLaneResponse(lane=m.lane_to_pb(detail))
 
     async def PauseLane(
         self, request: lane_pb2.PauseLaneRequest, context: Context

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 
 from workcoord.kit.errors import (
+    EtagMismatch,
     FieldViolation,
     IllegalTransition,
     InvalidArgument,
@@ -23,10 +24,12 @@ from ..inputs import (
     CreateLaneInput,
     DecideItemInput,
     GetItemInput,
+    LaneEdit,
     LinkTicketInput,
     ListLanesInput,
     PauseLaneInput,
     ResolveBlockerInput,
+    UpdateLaneInput,
 )
 from ..model import (
     TERMINAL_ITEM_STATES,
@@ -233,6 +236,55 @@ class LaneService(Transitions):
                 usage=spent[0] if spent else None,
             )
 
+    async def update_lane(self, principal: Principal, input: UpdateLaneInput) -> LaneDetail:
+        """Edit a lane (a human's edit, or a work key's with WRITE on it): the fields ``edit``
+        names. A new priority (ACTIVE lanes only) is the lane's and that of its unfinished
+        items that had the lane's priority (an item given a priority of its own keeps it; a
+        live one's retry runs at the new one); the next Lease honours it. One LANE_UPDATED
+        event names the fields that changed, with the actor."""
+        edit = input.edit
+        fields = edit.fields()
+        if not fields:
+            raise InvalidArgument.single("update_mask", "names no field to change")
+        human_only = sorted(fields & HUMAN_ONLY_LANE_FIELDS)
+        if human_only and not principal.is_human:
+            raise PermissionDenied(f"only a human may change {', '.join(human_only)}")
+        async with self._lane_write(
+            principal, input.coordinator_id, input.lane_id, active=False
+        ) as write:
+            if input.etag and input.etag != str(write.lane.version):
+                raise EtagMismatch()
+            data = await self._apply_lane_edit(write, edit)
+            if data["fields"]:
+                write.events.append(write.event(EventType.LANE_UPDATED, data))
+        return write.detail()
+
+    async def _apply_lane_edit(self, write: LaneWrite, edit: LaneEdit) -> JsonObject:
+        """Change the lane as ``edit`` says; the LANE_UPDATED event's data (the fields that
+        changed, and the priority before and after)."""
+        lane, tx = write.lane, write.tx
+        changed: list[str] = []
+        data: JsonObject = {}
+        if edit.title is not None and edit.title != lane.title:
+            lane.title = edit.title
+            changed.append("title")
+        if edit.priority is not None and edit.priority != lane.priority:
+            _require_active(lane)
+            previous, lane.priority = lane.priority, edit.priority
+            items = await tx.lane_items([lane.lane_id])
+            following = [
+                i for i in items if i.state not in TERMINAL_ITEM_STATES and i.priority == previous
+            ]
+            for item in following:
+                item.priority = edit.priority
+                item.update_time = tx.now
+                if item.state == ItemState.QUEUED:
+                    write.effects.ready_classes.add(item.worker_class)
+            await tx.update_items(following)
+            changed.append("priority")
+            data.update(priority=edit.priority, previousPriority=previous)
+        return {"fields": changed, **data}
+
     async def pause_lane(self, principal: Principal, input: PauseLaneInput) -> LaneDetail:
         """Pause (or resume) an ACTIVE lane: nothing of it is leased while it is paused."""
         pause, reason = input.pause, input.reason
@@ -400,6 +452,8 @@ class LaneService(Transitions):
 
 # Decisions that put an item back to work, so only in a lane still running.
 _NEED_ACTIVE_LANE = frozenset({Decision.APPROVE, Decision.RESUME, Decision.RETRY})
+#: The fields of a lane only a human may change (``budget`` joins them with budgets).
+HUMAN_ONLY_LANE_FIELDS: frozenset[str] = frozenset()
 
 
 def _policy_weakened(fields: list[str], lane_id: str, item_id: str = "") -> NewEvent:

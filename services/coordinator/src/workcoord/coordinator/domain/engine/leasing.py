@@ -26,7 +26,7 @@ from ..model import (
     NewEvent,
     Worker,
 )
-from ..ports import ClaimScan, Tx
+from ..ports import ClaimCursor, ClaimScan, Tx
 from ..results import GrantedLease, Page
 from ..specs import Checkpoint, LeaseAsk
 from ._base import Effects, EngineCore, EngineService, new_id
@@ -433,6 +433,8 @@ class LeasingService(EngineService):
         await tx.update_items(chosen)
         await tx.resolve_escalations(cid, [i.item_id for i in chosen], tx.now)
         await self.core.append_events(tx, coordinator, events, principal.name)
+        # Fair leasing: the lanes served now take their turn after every lane waiting longer.
+        await tx.mark_lanes_served(sorted(lanes), coordinator.revision)
         effects.changed = True
         return granted
 
@@ -456,14 +458,14 @@ class LeasingService(EngineService):
         # check_fence refused a fenced worker, or lifted its fence: it is not fenced now.
         askers = [Asker(ask.worker_id, worker, fenced=False)]
         used, capacity = class_load
-        cursor: tuple[int, int] | None = None
+        cursor: ClaimCursor | None = None
         scan = max(wanted * CLAIM_SCAN_FACTOR, 32)
         while len(chosen) < wanted:
-            page = ClaimScan(cid, ask.worker_class, tx.now, cursor, scan)
-            candidates = await tx.claim_candidates(page)
+            page = await tx.claim_candidates(ClaimScan(cid, ask.worker_class, tx.now, cursor, scan))
+            candidates = taking_turns(page.items)
             if not candidates:
                 break
-            cursor = (candidates[-1].priority, candidates[-1].seq)
+            cursor = page.after
             needed = {k for c in candidates for k in rules.exclusive_keys(c)}
             keys = sorted(needed - taken_keys.keys())
             held = await tx.live_exclusive_holders(cid, keys) if keys else {}
@@ -485,6 +487,21 @@ class LeasingService(EngineService):
             if len(candidates) < scan:
                 break
         return chosen
+
+
+def taking_turns(candidates: list[Item]) -> list[Item]:
+    """A page of candidates (in claim order: priority, then the lane served longest ago, then
+    FIFO) with the lanes of one priority taking turns: each lane's first item, then each
+    lane's second, and so on, the lanes in the order the page had them."""
+    turn_in_lane: dict[tuple[str, int], int] = {}
+    ranked: list[tuple[int, int, int, Item]] = []
+    for place, item in enumerate(candidates):
+        lane = (item.lane_id, item.priority)
+        turn = turn_in_lane.get(lane, 0)
+        turn_in_lane[lane] = turn + 1
+        ranked.append((-item.priority, turn, place, item))
+    ranked.sort(key=lambda r: r[:3])
+    return [item for *_, item in ranked]
 
 
 def _check_class_known(coordinator: Coordinator, worker_class: str) -> None:

@@ -100,6 +100,8 @@ class Tables:
     login_codes: dict[str, LoginCode] = field(default_factory=dict)
     coordinators: dict[str, CoordinatorRow] = field(default_factory=dict)
     lanes: dict[str, Lane] = field(default_factory=dict)
+    # lane_id -> its turn in the claim order (a column of lanes, not a field of Lane).
+    lane_turns: dict[str, int] = field(default_factory=dict)
     items: dict[str, Item] = field(default_factory=dict)
     attempts: dict[str, Attempt] = field(default_factory=dict)
     # (coordinator_id, key) -> lease_id: one live holder per exclusive key.

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from workcoord.coordinator.domain.leasability import ready_in_store
 from workcoord.coordinator.domain.model import Blocker, Item, ItemState, Lane, LaneState, Ticket
-from workcoord.coordinator.domain.ports import ClaimScan, LaneCursor
+from workcoord.coordinator.domain.ports import ClaimPage, ClaimScan, LaneCursor
 
 from ._base import MemoryTxBase, copied, refuse, selected
 
@@ -171,17 +171,29 @@ class LanesItemsMemory(MemoryTxBase):
             if item.item_id in stored:
                 stored[item.item_id] = copied(item)
 
-    async def claim_candidates(self, scan: ClaimScan) -> list[Item]:
+    async def claim_candidates(self, scan: ClaimScan) -> ClaimPage:
+        turns = self.tables.lane_turns
         after = scan.after
         found = [
-            i
+            ((-i.priority, turns.get(i.lane_id, 0), i.seq), i)
             for i in self.tables.items.values()
-            if ready(i, scan.coordinator_id, scan.now)
-            and i.worker_class == scan.worker_class
-            and (after is None or (-i.priority, i.seq) > (-after[0], after[1]))
+            if ready(i, scan.coordinator_id, scan.now) and i.worker_class == scan.worker_class
         ]
-        found.sort(key=lambda i: (-i.priority, i.seq))
-        return [copied(i) for i in found[: scan.limit]]
+        if after is not None:
+            cursor = (-after[0], after[1], after[2])
+            found = [(place, i) for place, i in found if place > cursor]
+        found.sort(key=lambda pair: pair[0])
+        page = found[: scan.limit]
+        if not page:
+            return ClaimPage([], None)
+        (negated, turn, seq), _ = page[-1]
+        return ClaimPage([copied(i) for _, i in page], (-negated, turn, seq))
+
+    async def mark_lanes_served(self, lane_ids: Sequence[str], turn: int) -> None:
+        turns = self._w().lane_turns
+        for lane_id in lane_ids:
+            if lane_id in self.tables.lanes:
+                turns[lane_id] = turn
 
     async def has_ready(self, coordinator_id: str, worker_class: str, now: datetime) -> bool:
         return any(

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from workcoord.coordinator.domain.model import Blocker, Item, ItemState, Lane, LaneState, Ticket
-from workcoord.coordinator.domain.ports import ClaimScan, LaneCursor
+from workcoord.coordinator.domain.ports import ClaimPage, ClaimScan, LaneCursor
 
 from ._base import SqlTxBase
 from .rows import BLOCKERS, ITEMS, LANES, TICKETS
@@ -142,10 +142,11 @@ class LanesItemsSql(SqlTxBase):
             if read is not None and read[2] != item.item_id:
                 del self._lane_counts[item.lane_id]  # another item of the lane changed
 
-    async def claim_candidates(self, scan: ClaimScan) -> list[Item]:
-        """Ready items of one class, highest priority first then FIFO, after the (priority,
-        seq) ``scan.after`` (``CLAIM_CANDIDATES``, ``CLAIM_CANDIDATES_AFTER``). On PostgreSQL
-        they are locked, skipping rows another claim holds."""
+    async def claim_candidates(self, scan: ClaimScan) -> ClaimPage:
+        """Ready items of one class in claim order (highest priority first; within one, the
+        lane served longest ago first; then FIFO), after the cursor ``scan.after``
+        (``CLAIM_CANDIDATES``, ``CLAIM_CANDIDATES_AFTER``). On PostgreSQL they are locked,
+        skipping rows another claim holds."""
         await self.write_held_back()
         params = {
             "coordinator_id": scan.coordinator_id,
@@ -157,8 +158,19 @@ class LanesItemsSql(SqlTxBase):
             stmt = item_sql.CLAIM_CANDIDATES
         else:
             stmt = item_sql.CLAIM_CANDIDATES_AFTER
-            params.update(after_priority=scan.after[0], after_seq=scan.after[1])
-        return await self._list(ITEMS, stmt, params)
+            priority, turn, seq = scan.after
+            params.update(after_priority=priority, after_turn=turn, after_seq=seq)
+        rows = await self._rows(stmt, params)
+        items = [ITEMS.load(row) for row in rows]
+        if not rows:
+            return ClaimPage(items, None)
+        last = items[-1]
+        return ClaimPage(items, (last.priority, int(rows[-1][ITEMS.width]), last.seq))
+
+    async def mark_lanes_served(self, lane_ids: Sequence[str], turn: int) -> None:
+        if lane_ids:
+            params = {"lane_ids": list(lane_ids), "turn": turn}
+            await self.conn.execute(sql.MARK_LANES_SERVED, params)
 
     async def has_ready(self, coordinator_id: str, worker_class: str, now: datetime) -> bool:
         await self.write_held_back()

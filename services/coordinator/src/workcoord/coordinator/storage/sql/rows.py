@@ -293,6 +293,7 @@ LANES = RowMap(
     Lane,
     t.lanes,
     packed={"spec": ["worker_classes", "retry_policy", "review_policy", "placement", "brief"]},
+    store_columns=["served_turn"],
 )
 BLOCKERS = RowMap(Blocker, t.blockers, store_columns=["coordinator_id"])
 TICKETS = RowMap(Ticket, t.tickets, store_columns=["coordinator_id"])

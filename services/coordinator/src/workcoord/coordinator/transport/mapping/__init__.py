@@ -25,6 +25,7 @@ from .lanes import (
     item_detail_to_pb,
     item_spec_from_pb,
     item_to_pb,
+    lane_edit_from_pb,
     lane_spec_from_pb,
     lane_to_pb,
 )
@@ -100,6 +101,7 @@ __all__ = [
     "item_detail_to_pb",
     "item_spec_from_pb",
     "item_to_pb",
+    "lane_edit_from_pb",
     "lane_spec_from_pb",
     "lane_to_pb",
     "leadership_to_pb",

@@ -4,12 +4,14 @@ Inputs and checkpoints are private and never leave through here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from google.protobuf import json_format
 
 from workcoord.api.v1 import lane_pb2
 from workcoord.coordinator.domain import rules
+from workcoord.coordinator.domain.inputs import LaneEdit
 from workcoord.coordinator.domain.leasability import Surroundings
 from workcoord.coordinator.domain.model import (
     Attempt,
@@ -30,6 +32,7 @@ from workcoord.coordinator.domain.specs import (
     TicketSpec,
     Usage,
 )
+from workcoord.kit.errors import InvalidArgument
 
 from .fields import ToPb
 from .reports import (
@@ -164,6 +167,29 @@ _BLOCKER = ToPb(
     lane_pb2.Blocker, plain=("blocker_id", "reason", "open"), times=("create_time", "resolve_time")
 )
 _TICKET = ToPb(lane_pb2.Ticket, plain=("tracker", "key", "url"), times=("observe_time",))
+
+
+# How each editable field of a lane is read from an UpdateLane body (a new field: one more
+# entry, and one in LANE_EDIT_FIELDS). ``etag`` may be named too: it only guards the update.
+_LANE_EDIT_READERS: dict[str, Callable[[lane_pb2.Lane], Any]] = {
+    "title": lambda lane: lane.title,
+    "priority": lambda lane: lane.priority,
+}
+
+
+def lane_edit_from_pb(lane: lane_pb2.Lane, paths: Sequence[str]) -> LaneEdit:
+    """The edit an UpdateLane body and its update mask ``paths`` ask for; a path naming no
+    editable field is INVALID_ARGUMENT on ``update_mask``."""
+    refused = [p for p in paths if p not in _LANE_EDIT_READERS and p != "etag"]
+    if refused:
+        editable = ", ".join(sorted(_LANE_EDIT_READERS))
+        raise InvalidArgument.single(
+            "update_mask", f"names no editable field: {', '.join(refused)} (editable: {editable})"
+        )
+    values = {name: read(lane) for name, read in _LANE_EDIT_READERS.items() if name in paths}
+    if "title" in values and not values["title"]:
+        raise InvalidArgument.single("lane.title", "is required")
+    return LaneEdit(**values)
 
 
 def attempt_to_pb(a: Attempt) -> lane_pb2.Attempt:

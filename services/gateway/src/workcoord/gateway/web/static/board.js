@@ -1,7 +1,7 @@
 // What needs a human, and the lanes with their items: state, next action, gate, holder, and
 // ``why`` on demand. Pure rendering from the view and the page's state (``ctx``).
 
-import { itemButton, itemDecisions, laneButton, laneDecisions, resolveButton } from "./decisions.js";
+import { itemButton, itemDecisions, laneButton, laneDecisions, priorityButton, resolveButton } from "./decisions.js";
 import { badge, count, h, relative, safeUrl, section, when, words } from "./dom.js";
 import { HUMAN_STATES, PAGE_SIZE } from "./lanes.js";
 import { renderWhy } from "./why.js";
@@ -279,6 +279,7 @@ function laneCard(ctx, lane) {
   const decisions = ctx.canDecide
     ? laneDecisions(lane).map((verb) => laneButton(ctx.cid, lane, verb, { onDone: decided(ctx) }))
     : [];
+  if (ctx.canDecide && !finished) decisions.unshift(priorityButton(ctx.cid, lane, { onDone: decided(ctx) }));
   return h(
     "article",
     {

@@ -1,5 +1,5 @@
 // The human decisions: approve, deny, resume, retry (redrive), cancel; pause, resume and cancel
-// a lane; resolve a pending action. Each is one call to the existing API, after a confirmation.
+// a lane, set its priority; resolve a pending action. Each is one call to the existing API, after a confirmation.
 // Buttons are only drawn for people who may decide; the API refuses everyone else anyway.
 
 import { api, coordinatorPath } from "./api.js";
@@ -151,6 +151,46 @@ export function laneButton(coordinatorId, lane, verb, { onDone } = {}) {
       },
     },
     spec.label,
+  );
+}
+
+/** A button setting an ACTIVE lane's priority (PATCH with the lane's etag): the next Lease
+ * honours it. */
+export function priorityButton(coordinatorId, lane, { onDone } = {}) {
+  const current = lane.priority || 0;
+  return h(
+    "button",
+    {
+      type: "button",
+      class: "primary",
+      dataset: { decision: "lane-priority", lane: lane.laneId, key: `lane-priority:${lane.laneId}` },
+      "aria-label": `Set the priority of ${lane.title}`,
+      onclick: async () => {
+        const result = await confirmAction({
+          title: `Set the priority of “${lane.title}”?`,
+          body: h(
+            "p",
+            {},
+            `Now ${current}. Higher runs first (0 to 100); its queued items follow at the next lease.`,
+          ),
+          confirmLabel: "Set priority",
+          field: { label: "New priority (0 to 100)", required: true },
+          perform: (text) => {
+            const wanted = Number.parseInt(text, 10);
+            return api(coordinatorPath(coordinatorId, "lanes", lane.laneId), {
+              method: "PATCH",
+              params: { updateMask: "priority" },
+              body: { priority: Number.isNaN(wanted) ? text : wanted, etag: lane.etag },
+            });
+          },
+        });
+        if (result) {
+          toast(`Priority ${result.priority || 0}: ${lane.title}`);
+          onDone?.(result);
+        }
+      },
+    },
+    "Set priority",
   );
 }
 

@@ -1,11 +1,11 @@
-"""Items: by id, by lane, by state, and the ready ones a claim takes (highest priority first,
-then FIFO)."""
+"""Items: by id, by lane, by state, and the ready ones a claim takes (highest priority first;
+within one priority, the lane served longest ago first; within a lane, FIFO)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Integer, and_, bindparam, func, or_, select
+from sqlalchemy import BigInteger, Integer, and_, bindparam, func, or_, select
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.elements import BindParameter
 
@@ -14,6 +14,7 @@ from workcoord.coordinator.domain.model import ItemState
 from ... import schema as t
 
 _I = t.items
+_L = t.lanes
 _QUEUED = ItemState.QUEUED.value
 
 
@@ -74,31 +75,36 @@ _READY_OF_CLASS = [
     *ready_filter(bindparam("coordinator_id"), bindparam("now")),
     _I.c.worker_class == bindparam("worker_class"),
 ]
-_CANDIDATE_ORDER = (_I.c.priority.desc(), _I.c.seq)
+_TURN = _L.c.served_turn
+_CANDIDATE_ORDER = (_I.c.priority.desc(), _TURN, _I.c.seq)
+_P = bindparam("after_priority", type_=Integer)
+_T = bindparam("after_turn", type_=BigInteger)
+_S = bindparam("after_seq", type_=BigInteger)
 _AFTER = or_(
-    _I.c.priority < bindparam("after_priority"),
-    and_(_I.c.priority == bindparam("after_priority"), _I.c.seq > bindparam("after_seq")),
+    _I.c.priority < _P,
+    and_(_I.c.priority == _P, or_(_TURN > _T, and_(_TURN == _T, _I.c.seq > _S))),
 )
+_CANDIDATES = select(_I, _TURN).join_from(_I, _L, _L.c.lane_id == _I.c.lane_id)
 
-#: THE CLAIM: up to ``:limit`` items of ``:worker_class`` ready at ``:now``, highest priority
-#: then FIFO, locked with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL (rows another claim holds
-#: are skipped; SQLite renders no lock: its write transaction holds the whole database).
+#: THE CLAIM: up to ``:limit`` items of ``:worker_class`` ready at ``:now``, with their lane's
+#: turn, in claim order: highest priority first; within one priority the lane served longest
+#: ago first (its ``served_turn``), then FIFO. Locked with ``FOR UPDATE OF items SKIP LOCKED``
+#: on PostgreSQL (rows another claim holds are skipped; the lanes are not locked); SQLite
+#: renders no lock: its write transaction holds the whole database.
 CLAIM_CANDIDATES = (
-    select(_I)
-    .where(*_READY_OF_CLASS)
+    _CANDIDATES.where(*_READY_OF_CLASS)
     .order_by(*_CANDIDATE_ORDER)
     .limit(_LIMIT)
-    .with_for_update(skip_locked=True)
+    .with_for_update(skip_locked=True, of=_I)
 )
 
 #: The claim's next page: as :data:`CLAIM_CANDIDATES`, after ``(:after_priority,
-#: :after_seq)``.
+#: :after_turn, :after_seq)``.
 CLAIM_CANDIDATES_AFTER = (
-    select(_I)
-    .where(*_READY_OF_CLASS, _AFTER)
+    _CANDIDATES.where(*_READY_OF_CLASS, _AFTER)
     .order_by(*_CANDIDATE_ORDER)
     .limit(_LIMIT)
-    .with_for_update(skip_locked=True)
+    .with_for_update(skip_locked=True, of=_I)
 )
 
 #: One ready item of ``:worker_class`` at ``:now``, if any (the look before a claim).

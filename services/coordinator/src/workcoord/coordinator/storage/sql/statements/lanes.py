@@ -17,6 +17,13 @@ _L, _I, _B, _T = t.lanes, t.items, t.blockers, t.tickets
 #: The lane with id ``:lane_id``.
 GET_LANE = select(_L).where(_L.c.lane_id == bindparam("lane_id"))
 
+#: Set ``served_turn`` of the lanes ``:lane_ids`` to ``:turn`` (their version stays).
+MARK_LANES_SERVED = (
+    update(_L)
+    .where(_L.c.lane_id.in_(bindparam("lane_ids", expanding=True)))
+    .values(served_turn=bindparam("turn"))
+)
+
 #: The lanes whose ids are in ``:lane_ids``, by id.
 LANES_BY_IDS = (
     select(_L).where(_L.c.lane_id.in_(bindparam("lane_ids", expanding=True))).order_by(_L.c.lane_id)
