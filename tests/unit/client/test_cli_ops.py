@@ -41,7 +41,7 @@ def _into_closed_pipe(*argv: str) -> subprocess.CompletedProcess[str]:
             stdout=write_end,
             stderr=subprocess.PIPE,
             text=True,
-            timeout=60,
+            timeout=300,  # only ends a hang: a loaded machine starts Python slowly
             check=False,
         )
     finally:
