@@ -215,9 +215,16 @@ def pod_environment(cluster: LocalCluster, doc: Doc, maps: dict[str, Doc]) -> di
     for mount in container.get("volumeMounts", []):
         volume = volumes[mount["name"]]
         if "secret" in volume:
-            if volume["secret"]["secretName"] != TLS_SECRET:
-                raise CheckFailed(f"{workload}: the check cannot provide {volume['secret']}")
-            mounts[mount["mountPath"]] = cluster.tls_dir
+            secret = volume["secret"]
+            if secret["secretName"] == TLS_SECRET:
+                mounts[mount["mountPath"]] = cluster.tls_dir
+            elif secret.get("optional"):
+                # An optional Secret that is not there mounts as an empty directory.
+                empty = cluster.folder / "optional-secrets" / workload / mount["name"]
+                empty.mkdir(parents=True, exist_ok=True)
+                mounts[mount["mountPath"]] = empty
+            else:
+                raise CheckFailed(f"{workload}: the check cannot provide {secret}")
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(cluster.folder),
