@@ -8,20 +8,14 @@ database itself: one live attempt per item, and one live holder per exclusive ke
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
-
 from sqlalchemy import (
     DDL,
-    JSON,
     BigInteger,
     Boolean,
     Column,
-    DateTime,
     ForeignKey,
     Index,
     Integer,
-    MetaData,
     PrimaryKeyConstraint,
     String,
     Table,
@@ -30,63 +24,9 @@ from sqlalchemy import (
     event,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.engine import Dialect
-from sqlalchemy.types import TypeDecorator
 
-NAMING = {
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-metadata = MetaData(naming_convention=NAMING)
-
-
-class UtcDateTime(TypeDecorator[datetime]):
-    """Timezone-aware UTC datetimes on every dialect.
-
-    PostgreSQL stores ``timestamptz``; SQLite has no time zones, so values are stored as naive
-    UTC (which also keeps their text form sortable) and read back as aware UTC.
-    """
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to a UTC column")
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            value = datetime.fromisoformat(value)
-        assert isinstance(value, datetime)
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-Id = String(64)
-Time = UtcDateTime()
-Json = JSON().with_variant(JSONB(), "postgresql")
-
-
-def _hot(fillfactor: int) -> dict[str, Any]:
-    """PostgreSQL storage parameters of a table updated on every transition: vacuumed early,
-    with room left on each page for HOT updates (set by migration 0002)."""
-    return {
-        "postgresql_with": {
-            "fillfactor": fillfactor,
-            "autovacuum_vacuum_scale_factor": 0.02,
-            "autovacuum_analyze_scale_factor": 0.02,
-        }
-    }
-
+from .column_types import NAMING, Id, Json, Time, UtcDateTime, hot_storage, metadata
+from .schema_outbound import tracker_connections, webhook_deliveries, webhooks
 
 # Which code revisions can run on each applied schema revision (written by the migrations,
 # read at start-up by storage.migrate; the domain never touches it).
@@ -204,7 +144,7 @@ work_coordinators = Table(
     # What the digest owner was last mailed (MailMarks; NULL until the first mail). From 0009.
     Column("mail_marks", Json),
     Column("webhook_filters", Json, nullable=False, server_default=text("'{}'")),
-    **_hot(50),
+    **hot_storage(50),
 )
 
 lanes = Table(
@@ -280,7 +220,7 @@ items = Table(
     # Also how a lane's items are found (sorted by seq after): no second index on lane_id, so
     # an item transition writes one index entry fewer (see migration 0007).
     UniqueConstraint("lane_id", "key"),
-    **_hot(80),
+    **hot_storage(80),
 )
 # The claim path: ready items of one class, highest priority first, then FIFO. Declared on the
 # columns (not as text) so that Alembic compares it with what the database holds.
@@ -357,7 +297,7 @@ attempts = Table(
         postgresql_where=text("status IN ('LEASED', 'RUNNING')"),
         sqlite_where=text("status IN ('LEASED', 'RUNNING')"),
     ),
-    **_hot(80),
+    **hot_storage(80),
 )
 
 # One row per exclusive key (or placement resource) held by a live attempt. The primary key
@@ -370,7 +310,7 @@ exclusive_holds = Table(
     Column("lease_id", Id, nullable=False),
     PrimaryKeyConstraint("coordinator_id", "key"),
     Index("ix_exclusive_holds_lease", "lease_id"),
-    **_hot(70),
+    **hot_storage(70),
 )
 
 events = Table(
@@ -409,7 +349,7 @@ workers = Table(
     # Set while the worker is fenced: why, which attempt, since and until when.
     Column("fence", Json),
     PrimaryKeyConstraint("coordinator_id", "worker_id"),
-    **_hot(80),
+    **hot_storage(80),
 )
 
 blockers = Table(
@@ -535,41 +475,8 @@ grants = Table(
     Index("ix_grants_child", "coordinator_id", "create_time"),
 )
 
-webhooks = Table(
-    "webhooks",
-    metadata,
-    Column("webhook_id", Id, primary_key=True),
-    Column("coordinator_id", Id, ForeignKey("work_coordinators.coordinator_id"), nullable=False),
-    Column("url", String(2048), nullable=False),
-    Column("event_types", Json, nullable=False),
-    Column("format", String(16), nullable=False),
-    Column("enabled", Boolean, nullable=False),
-    Column("secret", String(200), nullable=False),
-    Column("create_time", Time, nullable=False),
-    Column("update_time", Time, nullable=False),
-    Column("failing_since", Time),
-    Index("ix_webhooks_coordinator", "coordinator_id", "webhook_id"),
-)
 
 # The outbox: one row per (event, webhook), written in the event's transaction.
-webhook_deliveries = Table(
-    "webhook_deliveries",
-    metadata,
-    Column("delivery_id", Id, primary_key=True),
-    Column("webhook_id", Id, nullable=False),
-    Column("coordinator_id", Id, nullable=False),
-    Column("revision", BigInteger, nullable=False),
-    Column("event_type", String(32), nullable=False),
-    Column("state", String(16), nullable=False),
-    Column("attempt", Integer, nullable=False),
-    Column("response_code", Integer, nullable=False),
-    Column("error", String(500), nullable=False),
-    Column("next_attempt_time", Time),
-    Column("create_time", Time, nullable=False),
-    Column("update_time", Time, nullable=False),
-    Index("ux_webhook_deliveries_order", "webhook_id", "revision", unique=True),
-    Index("ix_webhook_deliveries_due", "state", "next_attempt_time"),
-)
 
 sessions = Table(
     "sessions",
@@ -594,27 +501,12 @@ login_codes = Table(
 )
 
 # A work coordinator's credentials for ticket trackers (the credential sealed, never plain).
-tracker_connections = Table(
-    "tracker_connections",
-    metadata,
-    Column("tracker_id", Id, primary_key=True),
-    Column("coordinator_id", Id, nullable=False),
-    Column("tracker", String(16), nullable=False),
-    Column("base_url", String(2048), nullable=False),
-    Column("projects", Json, nullable=False),
-    Column("credential_ciphertext", Text, nullable=False),
-    Column("credential_fingerprint", String(32), nullable=False),
-    Column("done_status", String(128), nullable=False),
-    Column("created_by", String(140), nullable=False),
-    Column("last_success_time", Time),
-    Column("last_error", Text, nullable=False),
-    Column("last_error_time", Time),
-    Column("create_time", Time, nullable=False),
-    Column("update_time", Time, nullable=False),
-    Index("ix_tracker_connections_coordinator", "coordinator_id", "tracker_id"),
-)
 
 __all__ = [
+    "NAMING",
+    "Json",
+    "Time",
+    "UtcDateTime",
     "attempts",
     "blockers",
     "digest_entries",
@@ -639,6 +531,8 @@ __all__ = [
     "tracker_connections",
     "user_tokens",
     "users",
+    "webhook_deliveries",
+    "webhooks",
     "work_coordinators",
     "work_keys",
     "workers",
