@@ -9,6 +9,7 @@ from workcoord.api.v1 import field_rules_pb2 as _field_rules_pb2
 from workcoord.api.v1 import lane_pb2 as _lane_pb2
 from workcoord.api.v1 import policy_pb2 as _policy_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
@@ -229,10 +230,32 @@ class HeartbeatRequest(_message.Message):
     def __init__(self, coordinator_id: _Optional[str] = ..., lease_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., progress: _Optional[str] = ..., usage: _Optional[_Union[_lane_pb2.Usage, _Mapping]] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
-    __slots__ = ("lease_expire_time",)
+    __slots__ = ("lease_expire_time", "stop")
     LEASE_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
     lease_expire_time: _timestamp_pb2.Timestamp
-    def __init__(self, lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    stop: Stop
+    def __init__(self, lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., stop: _Optional[_Union[Stop, _Mapping]] = ...) -> None: ...
+
+class Stop(_message.Message):
+    __slots__ = ("reason", "message")
+    class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        REASON_UNSPECIFIED: _ClassVar[Stop.Reason]
+        BUDGET_EXHAUSTED: _ClassVar[Stop.Reason]
+        DEADLINE_EXCEEDED: _ClassVar[Stop.Reason]
+        POLICY_CHANGED: _ClassVar[Stop.Reason]
+        CANCELLED: _ClassVar[Stop.Reason]
+    REASON_UNSPECIFIED: Stop.Reason
+    BUDGET_EXHAUSTED: Stop.Reason
+    DEADLINE_EXCEEDED: Stop.Reason
+    POLICY_CHANGED: Stop.Reason
+    CANCELLED: Stop.Reason
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    reason: Stop.Reason
+    message: str
+    def __init__(self, reason: _Optional[_Union[Stop.Reason, str]] = ..., message: _Optional[str] = ...) -> None: ...
 
 class CompleteRequest(_message.Message):
     __slots__ = ("coordinator_id", "lease_id", "lease_token", "evidence", "usage")
@@ -327,14 +350,16 @@ class BatchHeartbeatResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[BatchHeartbeatResult, _Mapping]]] = ...) -> None: ...
 
 class BatchHeartbeatResult(_message.Message):
-    __slots__ = ("lease_id", "status", "lease_expire_time")
+    __slots__ = ("lease_id", "status", "lease_expire_time", "stop")
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     LEASE_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
     lease_id: str
     status: _status_pb2.Status
     lease_expire_time: _timestamp_pb2.Timestamp
-    def __init__(self, lease_id: _Optional[str] = ..., status: _Optional[_Union[_status_pb2.Status, _Mapping]] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    stop: Stop
+    def __init__(self, lease_id: _Optional[str] = ..., status: _Optional[_Union[_status_pb2.Status, _Mapping]] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., stop: _Optional[_Union[Stop, _Mapping]] = ...) -> None: ...
 
 class BatchCompleteRequest(_message.Message):
     __slots__ = ("coordinator_id", "requests")
