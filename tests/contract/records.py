@@ -52,6 +52,7 @@ def coordinator(coordinator_id: str = "wc_a", org_slug: str = "acme") -> Coordin
             digest_owner="ops@acme.test",
             escalate_after_seconds=90.0,
             parent_coordinator_id="wc_parent",
+            max_run_seconds={"codex": 5400, "machine": 600},
         ),
         config_version=3,
         create_time=at(1),
@@ -140,6 +141,7 @@ def item(
         ready_time=ready_time,
         held=held,
         seq=seq,
+        max_run_seconds=5400,
     )
 
 
@@ -176,6 +178,7 @@ def attempt(
         counted=False,
         exclusive_key=exclusive_key,
         checkpoint={"summary": "half way"},
+        deadline_time=create_time + timedelta(hours=2),
     )
 
 

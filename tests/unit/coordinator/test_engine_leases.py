@@ -117,7 +117,8 @@ async def test_lease_start_heartbeat_complete_releases_dependents_and_finishes_t
             coordinator_id=world.cid, lease_id=lid, lease_token=token, progress="half way"
         ),
     )
-    assert expiry == clock.now() + timedelta(seconds=30)
+    assert expiry.lease_expire_time == clock.now() + timedelta(seconds=30)
+    assert expiry.stop is None
     clock.advance(20)  # past the original expiry, within the extended one
     await engine.attempts.complete(
         world.worker,

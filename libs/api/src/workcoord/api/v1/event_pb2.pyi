@@ -63,6 +63,7 @@ class Event(_message.Message):
         WORKER_FORGOTTEN: _ClassVar[Event.Type]
         POLICY_WEAKENED: _ClassVar[Event.Type]
         LANE_UPDATED: _ClassVar[Event.Type]
+        POLICY_NARROWED: _ClassVar[Event.Type]
     TYPE_UNSPECIFIED: Event.Type
     COORDINATOR_CREATED: Event.Type
     COORDINATOR_UPDATED: Event.Type
@@ -112,6 +113,7 @@ class Event(_message.Message):
     WORKER_FORGOTTEN: Event.Type
     POLICY_WEAKENED: Event.Type
     LANE_UPDATED: Event.Type
+    POLICY_NARROWED: Event.Type
     REVISION_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]

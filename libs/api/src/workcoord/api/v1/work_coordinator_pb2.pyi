@@ -21,7 +21,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class WorkCoordinator(_message.Message):
-    __slots__ = ("coordinator_id", "scope", "org_slug", "display_name", "enabled", "revision", "class_capacity", "retry_policy", "review_policy", "action_policy", "digest_owner", "escalate_after", "parent_coordinator_id", "create_time", "update_time", "etag")
+    __slots__ = ("coordinator_id", "scope", "org_slug", "display_name", "enabled", "revision", "class_capacity", "retry_policy", "review_policy", "action_policy", "digest_owner", "escalate_after", "parent_coordinator_id", "create_time", "update_time", "etag", "max_run_duration")
     class Scope(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         SCOPE_UNSPECIFIED: _ClassVar[WorkCoordinator.Scope]
@@ -37,6 +37,13 @@ class WorkCoordinator(_message.Message):
         key: str
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class MaxRunDurationEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _duration_pb2.Duration
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     ORG_SLUG_FIELD_NUMBER: _ClassVar[int]
@@ -53,6 +60,7 @@ class WorkCoordinator(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     ETAG_FIELD_NUMBER: _ClassVar[int]
+    MAX_RUN_DURATION_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: str
     scope: WorkCoordinator.Scope
     org_slug: str
@@ -69,7 +77,8 @@ class WorkCoordinator(_message.Message):
     create_time: _timestamp_pb2.Timestamp
     update_time: _timestamp_pb2.Timestamp
     etag: str
-    def __init__(self, coordinator_id: _Optional[str] = ..., scope: _Optional[_Union[WorkCoordinator.Scope, str]] = ..., org_slug: _Optional[str] = ..., display_name: _Optional[str] = ..., enabled: _Optional[bool] = ..., revision: _Optional[int] = ..., class_capacity: _Optional[_Mapping[str, int]] = ..., retry_policy: _Optional[_Union[_policy_pb2.RetryPolicy, _Mapping]] = ..., review_policy: _Optional[_Union[_policy_pb2.ReviewPolicy, _Mapping]] = ..., action_policy: _Optional[_Union[_policy_pb2.ActionPolicy, _Mapping]] = ..., digest_owner: _Optional[str] = ..., escalate_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., parent_coordinator_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., etag: _Optional[str] = ...) -> None: ...
+    max_run_duration: _containers.MessageMap[str, _duration_pb2.Duration]
+    def __init__(self, coordinator_id: _Optional[str] = ..., scope: _Optional[_Union[WorkCoordinator.Scope, str]] = ..., org_slug: _Optional[str] = ..., display_name: _Optional[str] = ..., enabled: _Optional[bool] = ..., revision: _Optional[int] = ..., class_capacity: _Optional[_Mapping[str, int]] = ..., retry_policy: _Optional[_Union[_policy_pb2.RetryPolicy, _Mapping]] = ..., review_policy: _Optional[_Union[_policy_pb2.ReviewPolicy, _Mapping]] = ..., action_policy: _Optional[_Union[_policy_pb2.ActionPolicy, _Mapping]] = ..., digest_owner: _Optional[str] = ..., escalate_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., parent_coordinator_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., etag: _Optional[str] = ..., max_run_duration: _Optional[_Mapping[str, _duration_pb2.Duration]] = ...) -> None: ...
 
 class ClassUsage(_message.Message):
     __slots__ = ("worker_class", "in_use", "capacity", "lease_ids", "queued")
@@ -166,6 +175,7 @@ class Gate(_message.Message):
         NOBODY_ASKING: _ClassVar[Gate.Kind]
         STOPPED: _ClassVar[Gate.Kind]
         FENCED: _ClassVar[Gate.Kind]
+        POLICY: _ClassVar[Gate.Kind]
     KIND_UNSPECIFIED: Gate.Kind
     DISABLED: Gate.Kind
     PAUSED: Gate.Kind
@@ -179,6 +189,7 @@ class Gate(_message.Message):
     NOBODY_ASKING: Gate.Kind
     STOPPED: Gate.Kind
     FENCED: Gate.Kind
+    POLICY: Gate.Kind
     GATE_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     SINCE_FIELD_NUMBER: _ClassVar[int]
@@ -192,7 +203,7 @@ class Gate(_message.Message):
     def __init__(self, gate: _Optional[_Union[Gate.Kind, str]] = ..., detail: _Optional[str] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_ids: _Optional[_Iterable[str]] = ..., counts_toward_escalation: _Optional[bool] = ...) -> None: ...
 
 class Explanation(_message.Message):
-    __slots__ = ("lane_id", "item_id", "state", "next_action", "gates", "attempts", "events", "items", "stuck_closures")
+    __slots__ = ("lane_id", "item_id", "state", "next_action", "gates", "attempts", "events", "items", "stuck_closures", "deadline")
     LANE_ID_FIELD_NUMBER: _ClassVar[int]
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -202,6 +213,7 @@ class Explanation(_message.Message):
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     STUCK_CLOSURES_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_FIELD_NUMBER: _ClassVar[int]
     lane_id: str
     item_id: str
     state: str
@@ -211,7 +223,22 @@ class Explanation(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[_event_pb2.Event]
     items: _containers.RepeatedCompositeFieldContainer[Explanation]
     stuck_closures: _containers.RepeatedCompositeFieldContainer[StuckClosure]
-    def __init__(self, lane_id: _Optional[str] = ..., item_id: _Optional[str] = ..., state: _Optional[str] = ..., next_action: _Optional[str] = ..., gates: _Optional[_Iterable[_Union[Gate, _Mapping]]] = ..., attempts: _Optional[_Iterable[_Union[_lane_pb2.Attempt, _Mapping]]] = ..., events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., items: _Optional[_Iterable[_Union[Explanation, _Mapping]]] = ..., stuck_closures: _Optional[_Iterable[_Union[StuckClosure, _Mapping]]] = ...) -> None: ...
+    deadline: AttemptDeadline
+    def __init__(self, lane_id: _Optional[str] = ..., item_id: _Optional[str] = ..., state: _Optional[str] = ..., next_action: _Optional[str] = ..., gates: _Optional[_Iterable[_Union[Gate, _Mapping]]] = ..., attempts: _Optional[_Iterable[_Union[_lane_pb2.Attempt, _Mapping]]] = ..., events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., items: _Optional[_Iterable[_Union[Explanation, _Mapping]]] = ..., stuck_closures: _Optional[_Iterable[_Union[StuckClosure, _Mapping]]] = ..., deadline: _Optional[_Union[AttemptDeadline, _Mapping]] = ...) -> None: ...
+
+class AttemptDeadline(_message.Message):
+    __slots__ = ("lease_id", "create_time", "start_time", "deadline_time", "remaining")
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_TIME_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    create_time: _timestamp_pb2.Timestamp
+    start_time: _timestamp_pb2.Timestamp
+    deadline_time: _timestamp_pb2.Timestamp
+    remaining: _duration_pb2.Duration
+    def __init__(self, lease_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., remaining: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class StuckClosure(_message.Message):
     __slots__ = ("pending_action", "tracker_connection")

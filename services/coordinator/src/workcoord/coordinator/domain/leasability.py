@@ -20,8 +20,9 @@ Where each gate is evaluated on the lease path:
 - **In Python, after the store**: the switch (``disabled``: the command refuses the call before
   anything is read), capacity (the class's live attempts, plus the items this claim already
   took, against its capacity), exclusive keys (their live holders, plus the keys this claim
-  already took), budget, placement (malformed, or not the asking worker's) and nobody asking
-  (``why`` only: on the lease path the asker is asking).
+  already took), budget, policy (an action class the work coordinator no longer allows:
+  ``domain/stops.py`` tells its live attempts to stop), placement (malformed, or not the
+  asking worker's) and nobody asking (``why`` only: on the lease path the asker is asking).
 
 The budget gate is open unless a budget is known to be spent (``Surroundings.budget_spent``).
 Budgets do not exist yet, so nothing sets it and the gate is always open today.
@@ -51,6 +52,8 @@ class Gate(StrEnum):
     CAPACITY = "CAPACITY"  # the class is at capacity
     EXCLUSIVE = "EXCLUSIVE"  # one of its exclusive keys is held by a live lease
     BUDGET = "BUDGET"  # the lane's or the work coordinator's budget is spent
+    # It declares an action class the work coordinator no longer allows (a narrowed policy).
+    POLICY = "POLICY"
     PLACEMENT = "PLACEMENT"  # a malformed placement, or no matching worker is asking
     # The exclusive gate or the worker gates, when what holds the item is a fenced worker: the
     # holder of its keys, or the only workers asking that could take it.
@@ -110,6 +113,9 @@ class Surroundings:
     # Whether a budget covering the item is spent; None: no budget is known (none exist yet),
     # and the gate is open.
     budget_spent: bool | None = None
+    # The action classes the work coordinator allows now; None: not known, and the policy gate
+    # is open (an item's classes were checked when it was created).
+    allowed_action_classes: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +214,9 @@ def _queued_gates(item: Item, around: Surroundings) -> list[Gate]:
         gates.append(Gate.FENCED if fenced else Gate.EXCLUSIVE)
     if around.budget_spent:
         gates.append(Gate.BUDGET)
+    allowed = around.allowed_action_classes
+    if allowed is not None and not allowed.issuperset(item.action_classes):
+        gates.append(Gate.POLICY)
     return gates
 
 

@@ -29,6 +29,15 @@ DEFAULT_ACTION_CLASSES: tuple[str, ...] = (
     "state_updates",
 )
 DEFAULT_ESCALATE_AFTER_SECONDS = 3600.0
+# max_run_duration per worker class: 2 h for agent classes, 1 h for machine, none for person.
+DEFAULT_MAX_RUN_SECONDS: dict[str, int] = {
+    "codex": 7200,
+    "claude": 7200,
+    "agent": 7200,
+    "machine": 3600,
+}
+MAX_RUN_SECONDS_LIMIT = 7 * 24 * 3600
+MIN_RUN_SECONDS = 60
 WORKER_POOL_CAP = 256
 WORKER_EVICT_AFTER_SECONDS = 7 * 24 * 3600.0
 
@@ -145,6 +154,7 @@ class EventType(enum.StrEnum):
     GRANT_REVOKED = "GRANT_REVOKED"
     PARENT_ACTION = "PARENT_ACTION"
     POLICY_WEAKENED = "POLICY_WEAKENED"
+    POLICY_NARROWED = "POLICY_NARROWED"
     LANE_UPDATED = "LANE_UPDATED"
 
 
@@ -209,6 +219,8 @@ class CoordinatorConfig:
     digest_owner: str = ""
     escalate_after_seconds: float = DEFAULT_ESCALATE_AFTER_SECONDS
     parent_coordinator_id: str = ""
+    # Worker class → max_run_duration in seconds of one attempt (a class not named: none).
+    max_run_seconds: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_MAX_RUN_SECONDS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,6 +331,8 @@ class Item:
     ready_time: datetime | None = None
     held: bool = False
     seq: int = 0
+    # The item's own max_run_duration in seconds (None: the coordinator's default for its class).
+    max_run_seconds: int | None = None
 
     def copy(self) -> Item:
         return replace(self)
@@ -356,6 +370,8 @@ class Attempt:
     token_nonce: str = ""
     # What the attempt spent so far (a ``specs.Usage`` document; None until its worker reports).
     usage: JsonObject | None = None
+    # When it must wind down (its max_run_duration after its lease; None: no deadline).
+    deadline_time: datetime | None = None
 
     @property
     def live(self) -> bool:

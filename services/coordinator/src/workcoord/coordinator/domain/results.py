@@ -32,6 +32,7 @@ from .model import (
 )
 from .ports import Leadership, WorkKeyRecord
 from .specs import Checkpoint
+from .stops import DeadlineInfo, Stop
 from .tickets import TrackerConnection
 
 _T = TypeVar("_T")
@@ -81,6 +82,15 @@ class GateInfo:
     counts_toward_escalation: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class HeartbeatAnswer:
+    """A heartbeat's answer: the lease's new expiry, and the stop its worker must heed (see
+    ``domain/stops.py``; None: go on)."""
+
+    lease_expire_time: datetime
+    stop: Stop | None = None
+
+
 @dataclass(slots=True)
 class Explanation:
     lane_id: str
@@ -92,6 +102,7 @@ class Explanation:
     events: list[Event] = field(default_factory=list)
     items: list[Explanation] = field(default_factory=list)
     stuck_closures: list[StuckClosure] = field(default_factory=list)
+    deadline: DeadlineInfo | None = None
 
 
 @dataclass(frozen=True, slots=True)

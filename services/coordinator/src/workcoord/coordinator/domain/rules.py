@@ -28,6 +28,8 @@ from .auth import Access, Principal
 from .leasability import Gate, LaneHold, Surroundings, held_keys, holding_gates
 from .model import (
     DEFAULT_RETRY_POLICY,
+    MAX_RUN_SECONDS_LIMIT,
+    MIN_RUN_SECONDS,
     Attempt,
     AttemptStatus,
     Coordinator,
@@ -474,6 +476,9 @@ def check_item_specs(
             )
         for problem in placement_problems(spec.placement):
             violations.append(FieldViolation(f"{where}.placement", problem))
+        problem = max_run_problem(spec.max_run_seconds)
+        if problem:
+            violations.append(FieldViolation(f"{where}.max_run_duration", problem))
         policy = spec.retry_policy
         if policy.backoff_coefficient is not None and policy.backoff_coefficient < 1.0:
             violations.append(
@@ -483,8 +488,19 @@ def check_item_specs(
         raise InvalidArgument(violations)
 
 
+def max_run_problem(seconds: int | None) -> str:
+    """What is wrong with a max_run_duration ("" when nothing: unset, or 1 minute to 7 days)."""
+    if seconds is None or MIN_RUN_SECONDS <= seconds <= MAX_RUN_SECONDS_LIMIT:
+        return ""
+    return f"must be between {MIN_RUN_SECONDS}s and {MAX_RUN_SECONDS_LIMIT}s"
+
+
+# A worker class's name, as the protos' class patterns have it.
+_CLASS_NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
+
 _CONFIG_FIELDS = {
     "class_capacity",
+    "max_run_seconds",
     "retry_policy",
     "review_policy",
     "allowed_action_classes",
@@ -502,6 +518,9 @@ def apply_config_changes(config: CoordinatorConfig, changes: dict[str, Any]) -> 
     capacity = changes.get("class_capacity")
     if isinstance(capacity, CapacityEntries):
         changes = {**changes, "class_capacity": capacity.over(config.class_capacity)}
+    max_run = changes.get("max_run_seconds")
+    if isinstance(max_run, CapacityEntries):
+        changes = {**changes, "max_run_seconds": max_run.over(config.max_run_seconds)}
     updated = replace(config, **changes)
     violations: list[FieldViolation] = []
     if "retry_policy" in changes:
@@ -518,6 +537,14 @@ def apply_config_changes(config: CoordinatorConfig, changes: dict[str, Any]) -> 
                 FieldViolation(
                     "work_coordinator.retry_policy.maximum_attempts", "must be between 1 and 10"
                 )
+            )
+    for worker_class, seconds in sorted(updated.max_run_seconds.items()):
+        problem = max_run_problem(seconds)
+        if not _CLASS_NAME.fullmatch(worker_class):
+            problem = "names no worker class (a-z, 0-9 and '-', at most 32)"
+        if problem and "max_run_seconds" in changes:
+            violations.append(
+                FieldViolation(f"work_coordinator.max_run_duration[{worker_class}]", problem)
             )
     if "review_policy" in changes:
         updated = replace(

@@ -208,6 +208,8 @@ class ItemSpec:
     action_classes: list[str] = field(default_factory=list)
     needs_human: bool = False
     requires_approval: bool = False
+    # max_run_duration of one attempt, in seconds (None: the coordinator's for the class).
+    max_run_seconds: int | None = None
 
 
 @dataclass(slots=True)

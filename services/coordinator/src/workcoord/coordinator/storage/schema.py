@@ -217,6 +217,8 @@ items = Table(
     Column("ready_time", Time),
     Column("create_time", Time, nullable=False),
     Column("update_time", Time, nullable=False),
+    # The item's own bound on one attempt (NULL: the coordinator's default for its class).
+    Column("max_run_seconds", Integer),
     # Also how a lane's items are found (sorted by seq after): no second index on lane_id, so
     # an item transition writes one index entry fewer (see migration 0007).
     UniqueConstraint("lane_id", "key"),
@@ -265,6 +267,8 @@ attempts = Table(
     Column("token_nonce", String(64), nullable=False, server_default=text("''")),
     # What the attempt spent so far (running totals its worker reports; a Usage document).
     Column("usage", Json),
+    # When the attempt must wind down (max_run_duration, fixed at lease; NULL: none).
+    Column("deadline_time", Time),
     Index("ix_attempts_item", "item_id", "attempt"),
     # A retried Lease finds what its first call granted.
     Index(

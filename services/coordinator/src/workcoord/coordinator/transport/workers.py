@@ -81,8 +81,10 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
     async def Heartbeat(
         self, request: worker_pb2.HeartbeatRequest, context: Context
     ) -> worker_pb2.HeartbeatResponse:
-        expire = await self.engine.attempts.heartbeat(caller().principal, _heartbeat(request))
-        return worker_pb2.HeartbeatResponse(lease_expire_time=m.ts(expire))
+        answer = await self.engine.attempts.heartbeat(caller().principal, _heartbeat(request))
+        return worker_pb2.HeartbeatResponse(
+            lease_expire_time=m.ts(answer.lease_expire_time), stop=m.stop_to_pb(answer.stop)
+        )
 
     async def Complete(
         self, request: worker_pb2.CompleteRequest, context: Context
@@ -108,7 +110,8 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
                 worker_pb2.BatchHeartbeatResult(
                     lease_id=r.lease_id,
                     status=status_of(r),
-                    lease_expire_time=m.ts(r.value) if r.value is not None else None,
+                    lease_expire_time=m.ts(r.value.lease_expire_time) if r.value else None,
+                    stop=m.stop_to_pb(r.value.stop) if r.value else None,
                 )
                 for r in entries.merge(answered)
             ]

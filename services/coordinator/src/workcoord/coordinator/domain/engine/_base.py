@@ -344,6 +344,7 @@ class EngineCore(ABC):
             now=self.clock.now(),
             capacity=rules.class_usage(live, coordinator.config.class_capacity).capacity,
             key_holders=key_holders(live),
+            allowed_action_classes=frozenset(coordinator.config.allowed_action_classes),
         )
 
 

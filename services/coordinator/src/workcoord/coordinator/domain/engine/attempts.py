@@ -6,11 +6,10 @@ import functools
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
 
 from workcoord.kit.errors import IllegalTransition, WorkcoordError
 
-from .. import rules, usage
+from .. import rules, stops, usage
 from ..auth import Access, Principal, authorize
 from ..group_commit import shielded
 from ..inputs import (
@@ -37,7 +36,7 @@ from ..model import (
     UsageTotal,
 )
 from ..ports import Tx
-from ..results import EntryResult
+from ..results import EntryResult, HeartbeatAnswer
 from ..specs import RunIdentity, Usage
 from ._base import Effects
 from .transitions import Transitions
@@ -136,24 +135,26 @@ class AttemptService(Transitions):
             return await self._save(write, [write.event(EventType.ITEM_STARTED)], principal)
 
     @shielded
-    async def heartbeat(self, principal: Principal, input: HeartbeatInput) -> datetime:
-        """Extend the lease by its duration from now; returns the new expiry."""
+    async def heartbeat(self, principal: Principal, input: HeartbeatInput) -> HeartbeatAnswer:
+        """Extend the lease by its duration from now (never past its deadline plus one lease
+        period); returns the new expiry and the stop the worker must heed, if any."""
         async with self.fenced(principal, input) as write:
-            spent = self._extend(write, input)
+            spent, answer = self._extend(write, input)
             await write.tx.update_attempts([write.attempt])
             await write.tx.add_usage(usage.rollups(write.attempt, spent, write.tx.now))
-            return write.attempt.lease_expire_time
+            return answer
 
     @staticmethod
-    def _extend(write: FencedWrite, input: HeartbeatInput) -> Usage:
+    def _extend(write: FencedWrite, input: HeartbeatInput) -> tuple[Usage, HeartbeatAnswer]:
         """Check the reported usage, then extend the lease in memory; returns what the usage
-        added (a refusal comes first, before anything changed)."""
-        attempt = write.attempt
+        added and the answer (a refusal comes first, before anything changed)."""
+        attempt, now = write.attempt, write.tx.now
         spent = usage.record(attempt, input.usage)
-        attempt.lease_expire_time = rules.lease_expiry(write.tx.now, attempt.lease_seconds)
+        stop = stops.stop_for(attempt, write.item, write.coordinator.config, now)
+        attempt.lease_expire_time = stops.next_expiry(attempt, stop, now)
         if input.progress:
             attempt.progress = input.progress
-        return spent
+        return spent, HeartbeatAnswer(attempt.lease_expire_time, stop)
 
     @shielded
     async def complete(self, principal: Principal, input: CompleteInput) -> Attempt:
@@ -176,6 +177,7 @@ class AttemptService(Transitions):
         returns what the reported usage added."""
         tx, attempt, item = write.tx, write.attempt, write.item
         rules.require_running(attempt, "complete")
+        stops.require_allowed(item, write.coordinator.config, "complete")
         rules.check_evidence(item.kind, input.evidence)
         spent = usage.record(attempt, input.usage)
         attempt.status = AttemptStatus.COMPLETED
@@ -223,6 +225,7 @@ class AttemptService(Transitions):
         blocked = checkpoint.blocked_reason
         async with self.fenced(principal, input) as write:
             tx, attempt, item, effects = write.tx, write.attempt, write.item, write.effects
+            stops.require_allowed(item, write.coordinator.config, "checkpoint")
             spent = usage.record(attempt, input.usage)
             # A checkpoint is progress, not failure: it does not burn the retry budget.
             self._end_unburned(attempt, item, AttemptStatus.CHECKPOINTED, tx.now)
@@ -256,23 +259,25 @@ class AttemptService(Transitions):
     @shielded
     async def batch_heartbeat(
         self, principal: Principal, input: BatchInput[HeartbeatInput]
-    ) -> list[EntryResult[datetime]]:
-        """Heartbeat many leases; each entry answered on its own (its expiry or its error)."""
+    ) -> list[EntryResult[HeartbeatAnswer]]:
+        """Heartbeat many leases; each entry answered on its own (its expiry and stop, or its
+        error)."""
         async with self._worker_write(principal, input.coordinator_id) as (tx, coordinator, fx):
-            results: list[EntryResult[datetime]] = []
+            results: list[EntryResult[HeartbeatAnswer]] = []
             extended: list[Attempt] = []
             spent: list[UsageTotal] = []
             found = await tx.attempts_with_items([e.lease_id for e in input.entries])
             for entry in input.entries:
                 try:
                     attempt, item = await self._fence(tx, entry, found[entry.lease_id])
-                    added = self._extend(FencedWrite(tx, coordinator, fx, attempt, item), entry)
+                    write = FencedWrite(tx, coordinator, fx, attempt, item)
+                    added, answer = self._extend(write, entry)
                 except WorkcoordError as exc:
                     results.append(EntryResult(entry.lease_id, error=exc))
                     continue
                 extended.append(attempt)
                 spent += usage.rollups(attempt, added, tx.now)
-                results.append(EntryResult(entry.lease_id, attempt.lease_expire_time))
+                results.append(EntryResult(entry.lease_id, answer))
             if extended:
                 await tx.update_attempts(extended)
                 await tx.add_usage(spent)

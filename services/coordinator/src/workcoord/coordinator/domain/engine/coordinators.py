@@ -8,20 +8,15 @@ from .. import requests, rules
 from ..auth import Access, Principal, may, require_org_admin, require_platform_admin
 from ..inputs import CreateCoordinatorInput, ListCoordinatorsInput, UpdateCoordinatorInput
 from ..model import (
-    Attempt,
-    AttemptStatus,
     Coordinator,
     CoordinatorConfig,
     EventType,
-    Item,
-    ItemState,
     NewEvent,
     Scope,
 )
 from ..ports import Reader, Tx
 from ..results import Page
-from ..specs import Failure
-from ._base import Effects, new_id
+from ._base import new_id
 from .paging import PageRequest
 from .transitions import Transitions
 
@@ -162,46 +157,36 @@ class CoordinatorService(Transitions):
             await tx.update_coordinator(coordinator)
             events = [NewEvent(EventType.COORDINATOR_UPDATED, data={"fields": changed})]
             if removed:
-                await self._stop_disallowed(tx, coordinator, removed, events, effects)
+                events.append(await self._narrowed(tx, coordinator, removed))
             await self.core.append_events(tx, coordinator, events, principal.name)
             effects.changed = True
             # Capacity or the switch may have changed: wake every waiting worker.
             effects.ready_classes.update(coordinator.config.class_capacity)
             return coordinator
 
-    async def _stop_disallowed(
-        self,
-        tx: Tx,
-        coordinator: Coordinator,
-        removed: set[str],
-        events: list[NewEvent],
-        effects: Effects,
-    ) -> None:
-        """In the narrowing's own transaction: stop the queued and leased items that declare a
-        class no longer allowed (STOPPED, with an event and a digest line) and end their live
-        leases, so the worker's next write answers LEASE_LOST with cause ``policy``."""
+    @staticmethod
+    async def _narrowed(tx: Tx, coordinator: Coordinator, removed: set[str]) -> NewEvent:
+        """The POLICY_NARROWED event of a narrowing that removed ``removed`` action classes.
+        Nothing else is written: the live attempts whose item declares a removed class are
+        told ``stop POLICY_CHANGED`` by their next heartbeat, which no longer extends their
+        lease, and may not complete or checkpoint (``stops.require_allowed``); their queued
+        items wait behind the ``policy`` gate (``leasability``), until a human widens the
+        policy again. Widening changes nothing of live work."""
         cid = coordinator.coordinator_id
-        live = {a.item_id: a for a in await tx.live_attempts(cid, None)}
-        candidates = await tx.queued_items(cid) + await tx.items_by_ids(sorted(live))
-        stopped: list[Item] = []
-        ended: list[Attempt] = []
-        for item in candidates:
-            disallowed = sorted(set(item.action_classes) & removed)
-            if not disallowed or item.state == ItemState.STOPPED:
-                continue
-            attempt = live.get(item.item_id)
-            if attempt is not None and item.state != ItemState.QUEUED:
-                locked = await tx.get_attempt(attempt.lease_id)
-                if locked is not None and locked.live:
-                    self._end_unburned(locked, item, AttemptStatus.RELEASED, tx.now)
-                    locked.error = Failure(cause=rules.POLICY_CAUSE).to_json()
-                    ended.append(locked)
-                    effects.ready_classes.add(locked.worker_class)
-            reason = f"policy: action class no longer allowed: {', '.join(disallowed)}"
-            self._stop(item, reason, events, effects)
-            item.update_time = tx.now
-            stopped.append(item)
-        if ended:
-            await tx.update_attempts(ended)
-        if stopped:
-            await tx.update_items(stopped)
+        live = await tx.live_attempts(cid, None)
+        items = {i.item_id: i for i in await tx.items_by_ids(sorted({a.item_id for a in live}))}
+        stopping = sorted(
+            a.lease_id
+            for a in live
+            if a.item_id in items and set(items[a.item_id].action_classes) & removed
+        )
+        held = sorted(
+            i.item_id for i in await tx.queued_items(cid) if set(i.action_classes) & removed
+        )
+        data = {
+            "fields": ["action_policy"],
+            "removed": sorted(removed),
+            "stopping": stopping,
+            "held": held,
+        }
+        return NewEvent(EventType.POLICY_NARROWED, data=data)

@@ -20,6 +20,7 @@ from ..leasability import (
 )
 from ..model import Blocker, Coordinator, Item, ItemState, Lane, Worker
 from ..results import GateInfo
+from ..stops import disallowed_action_classes
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,7 @@ def surroundings(ctx: GateContext) -> Surroundings:
         key_holders=occupancy.holders,
         fenced_leases=frozenset(occupancy.fenced_leases),
         coordination_on=rules.coordination_on(ctx.coordinator, ctx.platform_on),
+        allowed_action_classes=frozenset(ctx.coordinator.config.allowed_action_classes),
     )
 
 
@@ -169,6 +171,13 @@ def _item_gate(
             f"ready, but no {item.worker_class} worker has asked for work since",
             since,
             counts_toward_escalation=escalates,
+        )
+    if gate == Gate.POLICY:
+        narrowed = disallowed_action_classes(item, ctx.coordinator.config)
+        return GateInfo(
+            gate.value,
+            "the work coordinator no longer allows its action classes " + ", ".join(narrowed),
+            since,
         )
     return GateInfo(gate.value, "a budget covering it is spent", since)
 

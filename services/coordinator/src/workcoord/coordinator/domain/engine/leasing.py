@@ -10,7 +10,7 @@ from workcoord.kit.bus import ReadySignal
 from workcoord.kit.errors import InvalidArgument, NotFound, PermissionDenied, PoolFull
 from workcoord.kit.secrets import hash_secret
 
-from .. import rules
+from .. import rules, stops
 from ..auth import Access, Principal, authorize
 from ..inputs import LeaseInput, ListWorkersInput, ReportWorkerInput
 from ..leasability import Asker, LaneHold, Surroundings, holding_gates
@@ -366,7 +366,8 @@ class LeasingService(EngineService):
         wanted = min(ask.max_items, capacity - len(live))
         if wanted <= 0:
             return []
-        chosen = await self._choose(tx, cid, ask, worker, wanted, (len(live), capacity))
+        allowed = frozenset(coordinator.config.allowed_action_classes)
+        chosen = await self._choose(tx, cid, ask, worker, wanted, (len(live), capacity), allowed)
         if not chosen:
             return []
         events: list[NewEvent] = []
@@ -403,6 +404,7 @@ class LeasingService(EngineService):
                 principal=principal.name,
                 lease_seconds=ask.lease_seconds,
                 lease_expire_time=rules.lease_expiry(tx.now, ask.lease_seconds),
+                deadline_time=stops.attempt_deadline(item, coordinator.config, tx.now),
                 create_time=tx.now,
                 start_time=tx.now if started else None,
                 run_identity=ask.run_identity.to_json() if ask.run_identity else None,
@@ -446,13 +448,15 @@ class LeasingService(EngineService):
         worker: Worker | None,
         wanted: int,
         class_load: tuple[int, int],
+        allowed: frozenset[str] | None = None,
     ) -> list[Item]:
         """Up to ``wanted`` ready items of the class, best first, that no gate holds for the
         asking worker (:func:`~..leasability.holding_gates`). The store returned only items
         its filter found ready (queued, not held, not backing off); capacity, exclusive keys
         and placement are decided here, counting what the items chosen before took (the
         class's slots, their keys), so one call never grants two items sharing a key.
-        ``class_load``: the class's (live attempts, capacity)."""
+        ``class_load``: the class's (live attempts, capacity); ``allowed``: the action classes
+        the work coordinator allows now (the policy gate)."""
         chosen: list[Item] = []
         taken_keys: dict[str, str] = {}  # key -> the item chosen here that will hold it
         # check_fence refused a fenced worker, or lifted its fence: it is not fenced now.
@@ -475,6 +479,7 @@ class LeasingService(EngineService):
                     now=tx.now,
                     capacity={ask.worker_class: (used + len(chosen), capacity)},
                     key_holders={**held, **taken_keys},
+                    allowed_action_classes=allowed,
                 )
                 # Items held by a gate are skipped: no head-of-line blocking, later items still
                 # get their turn (a malformed placement is skipped here, reported by why).

@@ -21,6 +21,7 @@ from ..results import (
     LaneDetail,
     StuckClosure,
 )
+from ..stops import deadline_of
 from ._base import EngineService
 from .fences import shown_fence
 from .gates import GateContext, item_gates, lane_gates, surroundings
@@ -99,6 +100,7 @@ class ReadService(EngineService):
                 next_action=rules.item_next_action(item, around),
                 gates=item_gates(context, item),
                 attempts=detail.attempts.get(item.item_id, []),
+                deadline=deadline_of(item, detail.attempts.get(item.item_id, []), now),
             )
 
         if item_id:

@@ -74,6 +74,7 @@ class Transitions(EngineService):
                 action_classes=list(spec.action_classes),
                 needs_human=spec.needs_human,
                 requires_approval=spec.requires_approval,
+                max_run_seconds=spec.max_run_seconds,
                 held=lane.paused,
                 seq=seq + offset,
             )

@@ -73,6 +73,7 @@ from .scalars import (
 )
 from .workers import (
     lease_to_pb,
+    stop_to_pb,
     worker_fence_to_pb,
     worker_from_pb,
     worker_to_pb,
@@ -123,6 +124,7 @@ __all__ = [
     "run_identity_from_pb",
     "run_identity_to_pb",
     "settings_to_pb",
+    "stop_to_pb",
     "struct",
     "to_dict",
     "ts",

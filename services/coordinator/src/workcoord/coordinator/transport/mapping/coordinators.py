@@ -40,6 +40,7 @@ def coordinator_to_pb(c: Coordinator) -> work_coordinator_pb2.WorkCoordinator:
         escalate_after=dur(config.escalate_after_seconds),
         parent_coordinator_id=config.parent_coordinator_id,
         etag=str(c.config_version),
+        max_run_duration={k: dur(v) for k, v in config.max_run_seconds.items()},
     )
 
 
@@ -52,13 +53,16 @@ _COORDINATOR_FIELDS: dict[str, str] = {
     "digest_owner": "digest_owner",
     "escalate_after": "escalate_after_seconds",
     "parent_coordinator_id": "parent_coordinator_id",
+    "max_run_duration": "max_run_seconds",
 }
+# Map fields whose entries an update mask may name one by one (``class_capacity.codex``).
+_MAPS = frozenset({"class_capacity", "max_run_duration"})
 
 
 # Top-level fields an update may name besides the configuration (the etag only guards it).
 _UPDATABLE = frozenset({"display_name", "enabled", "etag", *_COORDINATOR_FIELDS})
 # Fields whose own fields (or map entries) an update mask may name one by one.
-_PARTIAL = frozenset({"class_capacity", "retry_policy", "review_policy"})
+_PARTIAL = frozenset({*_MAPS, "retry_policy", "review_policy"})
 _IMMUTABLE = frozenset({"scope", "org_slug", "coordinator_id"})
 
 
@@ -72,7 +76,7 @@ def check_update_paths(paths: Sequence[str]) -> None:
             continue  # reported as immutable by the caller
         if top not in _UPDATABLE or (dot and top not in _PARTIAL) or (dot and not rest):
             unknown.append(path)
-        elif dot and top != "class_capacity":
+        elif dot and top not in _MAPS:
             nested = descriptor.fields_by_name[top].message_type
             if nested is None or rest not in nested.fields_by_name:
                 unknown.append(path)
@@ -90,6 +94,7 @@ def coordinator_changes(
     when the body leaves it out."""
     changes: dict[str, Any] = {}
     entries: dict[str, int | None] = {}
+    run_entries: dict[str, int | None] = {}
     for path in paths:
         top, _, rest = path.partition(".")
         target = _COORDINATOR_FIELDS.get(top)
@@ -99,6 +104,11 @@ def coordinator_changes(
             entries[rest] = wc.class_capacity.get(rest)
         elif top == "class_capacity":
             changes[target] = dict(wc.class_capacity)
+        elif top == "max_run_duration" and rest:
+            given = wc.max_run_duration.get(rest)
+            run_entries[rest] = _seconds(given) if given is not None else None
+        elif top == "max_run_duration":
+            changes[target] = {k: _seconds(v) for k, v in wc.max_run_duration.items()}
         elif top == "retry_policy":
             changes[target] = retry_from_pb(wc.retry_policy)
         elif top == "review_policy":
@@ -116,7 +126,19 @@ def coordinator_changes(
         changes["class_capacity"] = (
             CapacityEntries(entries).over(whole) if whole is not None else CapacityEntries(entries)
         )
+    if run_entries:
+        whole = changes.get("max_run_seconds")
+        changes["max_run_seconds"] = (
+            CapacityEntries(run_entries).over(whole)
+            if whole is not None
+            else CapacityEntries(run_entries)
+        )
     return changes
+
+
+def _seconds(duration: Any) -> int:
+    """A Duration as whole seconds (a fraction rounds up: a bound is never shortened)."""
+    return int(duration.seconds) + (1 if duration.nanos > 0 else 0)
 
 
 def populated_paths(message: Message, *, entries: bool = True) -> list[str]:

@@ -79,6 +79,9 @@ def item_spec_from_pb(item: lane_pb2.Item) -> ItemSpec:
         action_classes=list(item.action_classes),
         needs_human=item.needs_human,
         requires_approval=item.requires_approval,
+        max_run_seconds=item.max_run_duration.seconds
+        if item.HasField("max_run_duration")
+        else None,
     )
 
 
@@ -118,7 +121,7 @@ _ATTEMPT = ToPb(
         "counted",
     ),
     enums=("status",),
-    times=("lease_expire_time", "create_time", "start_time", "end_time"),
+    times=("lease_expire_time", "create_time", "start_time", "end_time", "deadline_time"),
 )
 # What an item shows both its readers and the worker that leases it (besides its kind).
 ITEM_SHOWN = (
@@ -220,6 +223,8 @@ def item_to_pb(
         last_error=failure_to_pb(Failure.from_json(item.last_error)) if item.last_error else None,
     )
     placement_to_pb(item.placement, out.placement)
+    if item.max_run_seconds is not None:
+        out.max_run_duration.FromSeconds(item.max_run_seconds)
     if usage is not None:
         out.usage.CopyFrom(usage_total_to_pb(usage))
         out.usage.key = ""

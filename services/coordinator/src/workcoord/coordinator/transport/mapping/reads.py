@@ -39,6 +39,11 @@ _EVENT = ToPb(
 _EXPLANATION = ToPb(
     work_coordinator_pb2.Explanation, plain=("lane_id", "item_id", "state", "next_action")
 )
+_DEADLINE = ToPb(
+    work_coordinator_pb2.AttemptDeadline,
+    plain=("lease_id",),
+    times=("create_time", "start_time", "deadline_time"),
+)
 _GATE = ToPb(
     work_coordinator_pb2.Gate,
     plain=("gate", "detail", "lease_ids", "counts_toward_escalation"),
@@ -83,6 +88,9 @@ def explanation_to_pb(x: Explanation) -> work_coordinator_pb2.Explanation:
         events=[event_to_pb(e) for e in x.events],
         items=[explanation_to_pb(i) for i in x.items],
         gates=[_GATE(g) for g in x.gates],
+        deadline=_DEADLINE(x.deadline, remaining=dur(x.deadline.remaining_seconds))
+        if x.deadline
+        else None,
         stuck_closures=[
             work_coordinator_pb2.StuckClosure(
                 pending_action=pending_action_to_pb(c.action),

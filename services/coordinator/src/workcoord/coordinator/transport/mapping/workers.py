@@ -12,11 +12,22 @@ from workcoord.coordinator.domain.model import (
     Worker,
 )
 from workcoord.coordinator.domain.results import GrantedLease
+from workcoord.coordinator.domain.stops import Stop
 
 from .fields import ToPb, copied
 from .lanes import ITEM_SHOWN
 from .reports import checkpoint_to_pb
 from .scalars import placement_to_pb, set_message, struct, ts
+
+
+def stop_to_pb(stop: Stop | None) -> worker_pb2.Stop | None:
+    """A heartbeat's stop (None: go on, the field stays unset)."""
+    if stop is None:
+        return None
+    return worker_pb2.Stop(
+        reason=worker_pb2.Stop.Reason.Value(stop.reason.value), message=stop.message
+    )
+
 
 # Fields a worker describes itself with, of one name and type in the message and the record.
 _DESCRIBED = ("worker_id", "worker_class", "cpu_count", "memory_bytes", "disk_bytes")
