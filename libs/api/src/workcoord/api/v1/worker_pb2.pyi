@@ -110,20 +110,22 @@ class LeasedItem(_message.Message):
     def __init__(self, item_id: _Optional[str] = ..., lane_id: _Optional[str] = ..., key: _Optional[str] = ..., kind: _Optional[_Union[_lane_pb2.Item.Kind, str]] = ..., worker_class: _Optional[str] = ..., title: _Optional[str] = ..., brief: _Optional[str] = ..., inputs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., placement: _Optional[_Union[_policy_pb2.Placement, _Mapping]] = ..., exclusive_key: _Optional[str] = ..., continues_lease_id: _Optional[str] = ..., checkpoint: _Optional[_Union[_lane_pb2.Checkpoint, _Mapping]] = ..., action_classes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Lease(_message.Message):
-    __slots__ = ("lease_id", "lease_token", "attempt", "lease_expire_time", "item", "status")
+    __slots__ = ("lease_id", "lease_token", "attempt", "lease_expire_time", "item", "status", "deadline_time")
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     LEASE_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     ITEM_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_TIME_FIELD_NUMBER: _ClassVar[int]
     lease_id: str
     lease_token: str
     attempt: int
     lease_expire_time: _timestamp_pb2.Timestamp
     item: LeasedItem
     status: _lane_pb2.Attempt.Status
-    def __init__(self, lease_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., attempt: _Optional[int] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., item: _Optional[_Union[LeasedItem, _Mapping]] = ..., status: _Optional[_Union[_lane_pb2.Attempt.Status, str]] = ...) -> None: ...
+    deadline_time: _timestamp_pb2.Timestamp
+    def __init__(self, lease_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., attempt: _Optional[int] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., item: _Optional[_Union[LeasedItem, _Mapping]] = ..., status: _Optional[_Union[_lane_pb2.Attempt.Status, str]] = ..., deadline_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ReportWorkerRequest(_message.Message):
     __slots__ = ("coordinator_id", "worker")

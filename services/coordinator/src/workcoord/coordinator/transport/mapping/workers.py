@@ -40,7 +40,10 @@ _WORKER = ToPb(
 _LEASED_ITEM = ToPb(worker_pb2.LeasedItem, plain=ITEM_SHOWN, enums=("kind",))
 # Never the token's hash: the token itself goes out, once, to the worker granted it.
 _LEASE = ToPb(
-    worker_pb2.Lease, plain=("lease_id", "attempt"), enums=("status",), times=("lease_expire_time",)
+    worker_pb2.Lease,
+    plain=("lease_id", "attempt"),
+    enums=("status",),
+    times=("lease_expire_time", "deadline_time"),
 )
 # The keys of a stored fence (see the engine's fences module), by the message field each fills.
 _FENCE_TEXT = ("reason", "lease_id", "item_id", "lane_id")
