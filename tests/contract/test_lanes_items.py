@@ -266,6 +266,42 @@ async def test_claim_candidates_are_ready_items_by_priority_then_fifo(store: Sto
         assert [i.item_id for i in person.items] == ["it_person"]
 
 
+@pytest.mark.port("claim_candidates")
+async def test_one_claim_ranks_the_asked_classes_together(store: Store) -> None:
+    await _claimable_world(store)
+    async with store.write("wc_a") as tx:
+
+        async def ids(classes: tuple[str, ...], after: ClaimCursor | None, limit: int) -> list[str]:
+            found = await tx.claim_candidates(ClaimScan("wc_a", classes, at(10), after, limit))
+            return [i.item_id for i in found.items]
+
+        # The person item (priority 9, seq 10) ranks with the codex ones, not after them.
+        both = ("codex", "person")
+        assert await ids(both, None, 10) == [
+            "it_high",
+            "it_person",
+            "it_mid",
+            "it_low_1",
+            "it_low_2",
+            "it_due",
+        ]
+        assert await ids(("person", "codex"), None, 2) == ["it_high", "it_person"]
+        # Pages continue across the classes from the cursor.
+        assert await ids(both, (9, 0, 5), 2) == ["it_person", "it_mid"]
+        # A class nobody has work of adds nothing.
+        assert await ids(("codex", "machine"), None, 10) == await ids(("codex",), None, 10)
+
+
+@pytest.mark.port("has_ready", "next_not_before")
+async def test_readiness_of_several_classes(store: Store) -> None:
+    await _claimable_world(store)
+    async with store.read() as reader:
+        assert await reader.has_ready("wc_a", ("machine", "person"), T0) is True
+        assert await reader.has_ready("wc_a", ("machine", "agent"), T0) is False
+        assert await reader.next_not_before("wc_a", ("person", "codex"), T0) == at(10)
+        assert await reader.next_not_before("wc_a", ("person", "machine"), T0) is None
+
+
 @pytest.mark.port("has_ready", "count_ready", "next_not_before")
 async def test_readiness_per_class(store: Store) -> None:
     await _claimable_world(store)
