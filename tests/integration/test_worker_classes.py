@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 
 from tests.support.harness import Stack, expect_error, task, violated_fields
-from workcoord.api.v1 import event_pb2, worker_pb2
+from workcoord.api.v1 import event_pb2, work_coordinator_pb2, worker_pb2
 from workcoord.kit.errors import InvalidArgument
 
 BOTH = ["machine", "agent"]
+Gate = work_coordinator_pb2.Gate
 
 
 def keys(leases: list[worker_pb2.Lease]) -> list[str]:
@@ -103,3 +104,14 @@ async def test_a_waiting_lease_wakes_for_work_of_any_of_its_classes(stack: Stack
     await stack.create_lane(task("a1", "agent"))
     async with asyncio.timeout(30):
         assert keys(await waiting) == ["a1"]
+
+
+async def test_why_counts_a_worker_of_several_classes_as_asking_for_each(stack: Stack) -> None:
+    await stack.workers_report("w-both", "machine", worker_classes=BOTH)
+    lane = await stack.create_lane(task("m-high", priority=9), task("a-low", "agent", priority=1))
+    leased = await stack.lease("machine", worker_id="w-both", worker_classes=BOTH)
+    assert keys(leased) == ["m-high"]
+    explanation = await stack.explain(lane.items[1].item_id)
+    # A worker of its class (w-both, machine first) asked since it was queued: nothing holds
+    # it, rather than "nobody is asking".
+    assert list(explanation.gates) == []
