@@ -505,11 +505,24 @@ def test_an_org_admin_raises_a_lanes_priority_and_the_next_lease_honours_it(
     urgent = tenant.create_lane(
         {"title": "Urgent fix", "template": "CUSTOM", "items": [{**machine, "key": "urgent"}]}
     )
+    # One worker id serving two classes shows both on the page.
+    ok(
+        tenant.worker.post(
+            f"{tenant.base}/workers",
+            json={
+                "workerId": "w-both",
+                "workerClass": "machine",
+                "workerClasses": ["machine", "agent"],
+            },
+        )
+    )
     context, watched = open_page(browser)
     page = watched.page
     try:
         sign_in(page, system, user["userId"])
         page.goto(org_page(system, tenant))
+        both = page.locator(f"#workers-{tenant.coordinator_id} li", has_text="w-both")
+        expect(both.locator(".badge")).to_have_text(["machine", "agent"])
         card = page.locator(f"#lane-{urgent['laneId']}")
         # The lane's decisions sit with its explanation.
         card.get_by_role("button", name="Why this lane?").click()
