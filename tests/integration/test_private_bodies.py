@@ -57,9 +57,8 @@ async def planted(world: authz_world.World) -> Planted:
         inputs=struct({"repo": f"{marker}-lane"}),
         items=[task("a", "codex", inputs={"prompt": f"{marker}-item"})],
     )
-    created = (
-        await world.admin.lanes.CreateLane(L.CreateLaneRequest(coordinator_id=world.child, lane=lane))
-    ).lane
+    create = L.CreateLaneRequest(coordinator_id=world.child, lane=lane)
+    created = (await world.admin.lanes.CreateLane(create)).lane
     request = K.LeaseRequest(
         coordinator_id=world.child,
         worker_id="bodies",
