@@ -51,7 +51,7 @@ async def _requests(client: WorkcoordClient, coordinator_id: str, item_id: str) 
 def _step(item: JSON) -> JSON:
     """What an item of the lane brought to the decision: its evidence and who ran it."""
     attempts = item.get("attempts", [])
-    run = next((a["runIdentity"] for a in reversed(attempts) if a.get("runIdentity")), {})
+    run: JSON = next((a["runIdentity"] for a in reversed(attempts) if a.get("runIdentity")), {})
     return {
         "itemId": item["itemId"],
         "key": item.get("key", ""),
