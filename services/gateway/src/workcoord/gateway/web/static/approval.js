@@ -127,6 +127,39 @@ function stepCard(step) {
   );
 }
 
+/** An item's private bodies for its details: its inputs and its attempts' checkpoints, or
+ * that they are hidden from the person's role. */
+export function itemBodies(item) {
+  const checkpoints = (item.attempts || []).filter((attempt) => attempt.checkpoint || attempt.checkpointRedacted);
+  return h(
+    "div",
+    { class: "facts bodies" },
+    h("h5", {}, "Inputs"),
+    inputsBlock("Item inputs", item),
+    checkpoints.length
+      ? [
+          h("h5", {}, "Checkpoints"),
+          h(
+            "ul",
+            { class: "checkpoints" },
+            checkpoints.map((attempt) =>
+              attempt.checkpoint
+                ? h(
+                    "li",
+                    {},
+                    `attempt ${attempt.attempt}: ${attempt.checkpoint.summary || "(no summary)"}`,
+                    attempt.checkpoint.nextAction ? ` — next: ${attempt.checkpoint.nextAction}` : "",
+                    attempt.checkpoint.blockedReason ? ` — blocked: ${attempt.checkpoint.blockedReason}` : "",
+                    (attempt.checkpoint.filesChanged || []).length ? h("div", { class: "small" }, `files: ${attempt.checkpoint.filesChanged.join(", ")}`) : null,
+                  )
+                : h("li", { class: "redacted" }, `attempt ${attempt.attempt}: checkpoint hidden — your role may not read it.`),
+            ),
+          ),
+        ]
+      : null,
+  );
+}
+
 /** The facts as the dialog shows them. */
 export function renderFacts({ lane, item, request }) {
   const steps = (lane.items || []).filter((other) => other.itemId !== item.itemId);

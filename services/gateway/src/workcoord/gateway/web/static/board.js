@@ -1,7 +1,7 @@
 // What needs a human, and the lanes with their items: state, next action, gate, holder, and
 // ``why`` on demand. Pure rendering from the view and the page's state (``ctx``).
 
-import { approvalHint } from "./approval.js";
+import { approvalHint, itemBodies } from "./approval.js";
 import { itemButton, itemDecisions, laneButton, laneDecisions, priorityButton, resolveButton } from "./decisions.js";
 import { badge, count, h, relative, safeUrl, section, when, words } from "./dom.js";
 import { HUMAN_STATES, PAGE_SIZE } from "./lanes.js";
@@ -59,6 +59,7 @@ function whyPanel(ctx, key, extra) {
   if (!entry.data) return h("div", { class: "why", id }, h("p", { class: "muted" }, "Loading…"));
   const panel = renderWhy(entry.data, { itemNames: ctx.itemNames });
   panel.id = id;
+  if (entry.item) panel.append(itemBodies(entry.item));
   if (extra) panel.append(extra);
   return panel;
 }
