@@ -5,15 +5,15 @@ sign-in to the page."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from urllib.parse import parse_qsl
 from datetime import UTC, datetime
+from urllib.parse import parse_qsl
 
 import pytest
 
 from workcoord.api.v1 import event_pb2, maintenance_pb2, work_coordinator_pb2
-from workcoord.kit.settings import RecoverySettings, SettingsError, load
 from workcoord.gateway.return_path import return_path
 from workcoord.gateway.web.pages import ADMIN_PAGE, org_page
+from workcoord.kit.settings import RecoverySettings, SettingsError, load
 from workcoord.recovery.mailer import (
     SmtpConfig,
     digest_message,
