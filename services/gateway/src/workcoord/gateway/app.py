@@ -27,6 +27,7 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from workcoord.gateway import metrics
+from workcoord.gateway.cells import connect_upstreams
 from workcoord.gateway.errors import (
     error_response,
     json_response,
@@ -110,7 +111,7 @@ class _Gateway:
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         opened: Upstreams | None = None
         if self.upstreams is None:
-            opened = self.upstreams = Upstreams.connect(self.settings)
+            opened = self.upstreams = connect_upstreams(self.settings)
         try:
             yield
         finally:
@@ -306,7 +307,9 @@ class _Gateway:
             return
         await websocket.accept()
         metrics.FEED_SUBSCRIBERS.inc()
-        call = upstreams.stream(route, message, metadata=forwarded(websocket.scope).metadata())
+        # The feed's cell (cells.py; one cell: these upstreams).
+        target = await upstreams.route_to(route, message)
+        call = target.stream(route, message, metadata=forwarded(websocket.scope).metadata())
         # The client sends nothing we use; reading is how its disconnect is noticed.
         watcher = asyncio.create_task(_until_disconnect(websocket, call))
         try:
