@@ -10,6 +10,7 @@ the end; every process must exit 0 and log no traceback.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import time
 from collections.abc import Iterator
@@ -163,7 +164,7 @@ def _start_all(system: CellsSystem) -> None:
         cell.coordinator.start()
     for cell in system.cells:
         wait_ready(
-            lambda c=cell: grpc_serving(c.coordinator_address),
+            functools.partial(grpc_serving, cell.coordinator_address),
             cell.coordinator,
             deadline,
             system.logs,
@@ -173,7 +174,10 @@ def _start_all(system: CellsSystem) -> None:
     system.gateway.start()
     for cell in system.cells:
         wait_ready(
-            lambda c=cell: grpc_serving(c.recovery_address), cell.recovery, deadline, system.logs
+            functools.partial(grpc_serving, cell.recovery_address),
+            cell.recovery,
+            deadline,
+            system.logs,
         )
     wait_ready(
         lambda: http_ready(f"{system.gateway_url}/readyz"), system.gateway, deadline, system.logs
