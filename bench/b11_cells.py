@@ -162,13 +162,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ["two cells items/s (median)", two_median, "", ""],
             ["ratio two : one (medians)", ratio, f">= {TARGET_RATIO}", _yes(ratio >= TARGET_RATIO)],
             ["ratio two : one (median of repetitions)", per_rep, "", ""],
-            [
-                "load average before (1/5/15 min)",
-                " / ".join(f"{x:.1f}" for x in load_before),
-                "",
-                "",
-            ],
-            ["load average after (1/5/15 min)", " / ".join(f"{x:.1f}" for x in load_after), "", ""],
+            ["host cores busy, one cell (median)", common.median(busy_one), "", ""],
+            ["host cores busy, two cells (median)", common.median(busy_two), "", ""],
+            ["load average before (1/5/15 min)", _loads(load_before), "", ""],
+            ["load average after (1/5/15 min)", _loads(load_after), "", ""],
         ],
     )
     figures = {
