@@ -112,6 +112,23 @@ def test_unknown_coordinator_is_not_found(cells: CellsSystem) -> None:
         )
 
 
+def test_a_refused_org_leaves_no_directory_row(cells: CellsSystem) -> None:
+    with httpx.Client(
+        base_url=cells.gateway_url, headers={"Authorization": f"Bearer {cells.admin_token}"}
+    ) as admin:
+        refused = expect_status(
+            admin.post("/v1/orgs", json={"slug": "Not A Slug!", "displayName": "x"}),
+            400,
+            3,
+            "INVALID_ARGUMENT",
+        )
+        assert "slug" in json.dumps(refused)
+    rows = _query(
+        cells.directory_url, "SELECT key FROM workcoord_cell_directory WHERE key = 'Not A Slug!'"
+    )
+    assert rows == []
+
+
 def test_feed_of_a_coordinator_in_the_second_cell(cells: CellsSystem) -> None:
     tenants = [make_tenant(cells), make_tenant(cells)]
     try:

@@ -27,6 +27,11 @@ class _Unauthenticated(grpc.aio.AioRpcError):
         )
 
 
+class _Refused(grpc.aio.AioRpcError):
+    def __init__(self, code: grpc.StatusCode) -> None:
+        super().__init__(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details=code.name)
+
+
 class _Cell(Upstreams):
     """A cell that records what it was asked and answers from ``replies``."""
 
@@ -35,6 +40,7 @@ class _Cell(Upstreams):
         self.name = name
         self.knows_caller = knows_caller
         self.asked: list[str] = []
+        self.refuse: grpc.StatusCode | None = None
 
     async def call(
         self,
@@ -45,6 +51,8 @@ class _Cell(Upstreams):
         deadline_seconds: float,
     ) -> _message.Message:
         self.asked.append(route.method.name)
+        if self.refuse is not None:
+            raise _Refused(self.refuse)
         reply: Any = route.response_class()
         name = route.method.name
         if name == "CreateOrg":
@@ -137,6 +145,54 @@ async def test_a_feed_opens_in_its_coordinators_cell() -> None:
 
     target = await cells.route_to(_route("Watch"), feed_pb2.WatchRequest(coordinator_id="wc_b"))
     assert target is b
+
+
+async def test_an_org_the_cell_refuses_leaves_no_directory_row() -> None:
+    directory = MemoryDirectory()
+    cells, a, _ = _two_cells(directory)
+    a.refuse = grpc.StatusCode.INVALID_ARGUMENT
+    request = admin_pb2.CreateOrgRequest(org=admin_pb2.Org(slug="Bad Slug"))
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await _call(cells, "CreateOrg", request)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert directory.rows == {}
+
+
+async def test_an_org_created_twice_goes_to_the_same_cell() -> None:
+    directory = MemoryDirectory({("org", "taken"): "b", ("org", "x"): "b"})
+    cells, a, b = _two_cells(directory)
+    b.refuse = grpc.StatusCode.PERMISSION_DENIED
+    request = admin_pb2.CreateOrgRequest(org=admin_pb2.Org(slug="taken"))
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await _call(cells, "CreateOrg", request)
+    # The cell holding it answers (not the one with fewest orgs), and its row stays.
+    assert raised.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert (a.asked, b.asked) == ([], ["CreateOrg"])
+    assert directory.rows[("org", "taken")] == "b"
+
+
+async def test_the_directory_unreachable_is_unavailable() -> None:
+    class Down(MemoryDirectory):
+        async def lookup(self, kind: str, key: str) -> str | None:
+            raise ConnectionRefusedError(111, "refused")
+
+        async def counts(self, kind: str) -> dict[str, int]:
+            raise ConnectionRefusedError(111, "refused")
+
+    cells, a, b = _two_cells(Down())
+    for method, request in (
+        ("Lease", worker_pb2.LeaseRequest(coordinator_id="wc_x")),
+        ("CreateOrg", admin_pb2.CreateOrgRequest(org=admin_pb2.Org(slug="new"))),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await _call(cells, method, request)
+        assert raised.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "directory" in (raised.value.details() or "")
+    from workcoord.api.v1 import feed_pb2
+
+    with pytest.raises(grpc.aio.AioRpcError):
+        await cells.route_to(_route("Watch"), feed_pb2.WatchRequest(coordinator_id="wc_x"))
+    assert (a.asked, b.asked) == ([], [])
 
 
 def test_settings(monkeypatch: pytest.MonkeyPatch) -> None:

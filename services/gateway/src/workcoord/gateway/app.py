@@ -305,10 +305,16 @@ class _Gateway:
         if upstreams is None:
             await websocket.close(code=1013)
             return
+        try:
+            # The feed's cell (cells.py; one cell: these upstreams).
+            target = await upstreams.route_to(route, message)
+        except grpc.RpcError:
+            await websocket.accept()
+            reason = "UNAVAILABLE: the cell directory is unavailable"
+            await _close(websocket, _close_code(Code.UNAVAILABLE), reason)
+            return
         await websocket.accept()
         metrics.FEED_SUBSCRIBERS.inc()
-        # The feed's cell (cells.py; one cell: these upstreams).
-        target = await upstreams.route_to(route, message)
         call = target.stream(route, message, metadata=forwarded(websocket.scope).metadata())
         # The client sends nothing we use; reading is how its disconnect is noticed.
         watcher = asyncio.create_task(_until_disconnect(websocket, call))

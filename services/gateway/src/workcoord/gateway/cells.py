@@ -10,7 +10,7 @@ set, the gateway opens :class:`CellUpstreams` in place of one cell's ``Upstreams
 * A coordinator (or org) the directory does not name goes to the **home cell** (the first one):
   an unknown coordinator gets the NOT_FOUND it gets today, and the coordinators of an
   installation that had one cell before stay where they were, with no directory rows.
-* ``CreateOrg`` picks the cell holding fewest orgs and records the org there once it is made;
+* ``CreateOrg`` picks the cell holding fewest orgs and records the org there before it is made;
   ``CreateWorkCoordinator`` and ``CreateWorkKey`` go to their org's cell (an org's members, keys
   and coordinators share one database), and the new coordinator is recorded in the directory.
 * Everything else (users, sessions, settings, lists across orgs, recovery status) is the home
@@ -81,7 +81,13 @@ class Directory(Protocol):
 
     async def lookup(self, kind: str, key: str) -> str | None: ...
 
-    async def record(self, kind: str, key: str, cell: str) -> None: ...
+    async def record(self, kind: str, key: str, cell: str) -> str:
+        """Record ``key`` in ``cell`` unless it is recorded already; the cell it is in."""
+        ...
+
+    async def forget(self, kind: str, key: str, cell: str) -> None:
+        """Remove the row of ``key`` if it names ``cell``."""
+        ...
 
     async def counts(self, kind: str) -> dict[str, int]: ...
 
@@ -97,8 +103,12 @@ class MemoryDirectory:
     async def lookup(self, kind: str, key: str) -> str | None:
         return self.rows.get((kind, key))
 
-    async def record(self, kind: str, key: str, cell: str) -> None:
-        self.rows.setdefault((kind, key), cell)
+    async def record(self, kind: str, key: str, cell: str) -> str:
+        return self.rows.setdefault((kind, key), cell)
+
+    async def forget(self, kind: str, key: str, cell: str) -> None:
+        if self.rows.get((kind, key)) == cell:
+            del self.rows[(kind, key)]
 
     async def counts(self, kind: str) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -122,9 +132,12 @@ CREATE TABLE IF NOT EXISTS workcoord_cell_directory (
 )"""
 LOOKUP_CELL = "SELECT cell FROM workcoord_cell_directory WHERE kind = $1 AND key = $2"
 RECORD_CELL = (
-    "INSERT INTO workcoord_cell_directory (kind, key, cell) VALUES ($1, $2, $3) "
-    "ON CONFLICT (kind, key) DO NOTHING"
+    "WITH added AS (INSERT INTO workcoord_cell_directory (kind, key, cell) VALUES ($1, $2, $3) "
+    "ON CONFLICT (kind, key) DO NOTHING RETURNING cell) "
+    "SELECT cell FROM added UNION ALL "
+    "SELECT cell FROM workcoord_cell_directory WHERE kind = $1 AND key = $2 LIMIT 1"
 )
+FORGET_CELL = "DELETE FROM workcoord_cell_directory WHERE kind = $1 AND key = $2 AND cell = $3"
 COUNT_BY_CELL = (
     "SELECT cell, count(*) AS n FROM workcoord_cell_directory WHERE kind = $1 GROUP BY cell"
 )
@@ -153,9 +166,17 @@ class PostgresDirectory:
         cell: str | None = await pool.fetchval(LOOKUP_CELL, kind, key)
         return cell
 
-    async def record(self, kind: str, key: str, cell: str) -> None:
+    async def record(self, kind: str, key: str, cell: str) -> str:
         pool = await self._ready()
-        await pool.execute(RECORD_CELL, kind, key, cell)
+        found: str | None = await pool.fetchval(RECORD_CELL, kind, key, cell)
+        if found is None:
+            # Recorded by a concurrent request after this statement's snapshot: read it now.
+            found = await self.lookup(kind, key)
+        return found or cell
+
+    async def forget(self, kind: str, key: str, cell: str) -> None:
+        pool = await self._ready()
+        await pool.execute(FORGET_CELL, kind, key, cell)
 
     async def counts(self, kind: str) -> dict[str, int]:
         pool = await self._ready()
@@ -199,9 +220,6 @@ class CellUpstreams(Upstreams):
 
     async def cell_for(self, route: Route, request: _message.Message) -> str:
         """The name of the cell that answers ``request``."""
-        if route.full_method == _CREATE_ORG:
-            counts = await self.directory.counts(ORG)
-            return min(self.cells, key=lambda name: counts.get(name, 0))
         if route.full_method == _CREATE_COORDINATOR:
             return await self._cell_of(ORG, request.work_coordinator.org_slug)  # type: ignore[attr-defined]
         if route.full_method == _CREATE_WORK_KEY:
@@ -215,8 +233,12 @@ class CellUpstreams(Upstreams):
         return self.home
 
     async def route_to(self, route: Route, request: _message.Message) -> Upstreams:
-        """The upstreams of the cell that answers ``request``."""
-        return self.cells[await self.cell_for(route, request)]
+        """The upstreams of the cell that answers ``request`` (raises ``UNAVAILABLE`` like
+        :meth:`call` when the directory cannot be read)."""
+        try:
+            return self.cells[await self.cell_for(route, request)]
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise _directory_unavailable(exc) from None
 
     async def call(
         self,
@@ -226,18 +248,65 @@ class CellUpstreams(Upstreams):
         metadata: tuple[tuple[str, str], ...],
         deadline_seconds: float,
     ) -> _message.Message:
-        """Call a unary method in its cell; a created org or coordinator is recorded in the
-        directory before the answer returns (so the next request finds it)."""
+        """Call a unary method in its cell. An org's cell is recorded before it is created
+        (its slug is the client's: a retry goes to the same cell and is ``ALREADY_EXISTS``
+        there, as with one cell) and forgotten again if the cell refuses it; a created
+        coordinator is recorded before the answer returns, so the next request finds it.
+
+        The directory unreachable is ``UNAVAILABLE`` (retryable), never a 500. A coordinator
+        created but not recorded (the directory failed in between) is found by repeating the
+        create with its ``request_id``, which answers the same coordinator."""
         if route.full_method == _WHO_AM_I:
             return await self._who_am_i(route, request, metadata, deadline_seconds)
-        cell = await self.cell_for(route, request)
+        try:
+            if route.full_method == _CREATE_ORG:
+                return await self._create_org(route, request, metadata, deadline_seconds)
+            cell = await self.cell_for(route, request)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise _directory_unavailable(exc) from None
         reply = await self.cells[cell].call(
             route, request, metadata=metadata, deadline_seconds=deadline_seconds
         )
-        if route.full_method == _CREATE_ORG:
-            await self._record(ORG, reply.org.slug, cell)  # type: ignore[attr-defined]
-        elif route.full_method == _CREATE_COORDINATOR:
-            await self._record(COORDINATOR, reply.work_coordinator.coordinator_id, cell)  # type: ignore[attr-defined]
+        if route.full_method == _CREATE_COORDINATOR:
+            coordinator_id = reply.work_coordinator.coordinator_id  # type: ignore[attr-defined]
+            try:
+                await self._record(COORDINATOR, coordinator_id, cell)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                raise _directory_unavailable(exc) from None
+        return reply
+
+    async def _create_org(
+        self,
+        route: Route,
+        request: _message.Message,
+        metadata: tuple[tuple[str, str], ...],
+        deadline_seconds: float,
+    ) -> _message.Message:
+        slug = request.org.slug  # type: ignore[attr-defined]
+        if not slug:
+            # Refused by the coordinator (the slug is required); nothing to record.
+            return await self.cells[self.home].call(
+                route, request, metadata=metadata, deadline_seconds=deadline_seconds
+            )
+        reserved = False
+        cell = await self.directory.lookup(ORG, slug)
+        if cell is None:
+            counts = await self.directory.counts(ORG)
+            fewest = min(self.cells, key=lambda name: counts.get(name, 0))
+            cell = await self.directory.record(ORG, slug, fewest)
+            reserved = cell == fewest
+        if cell not in self.cells:
+            cell, reserved = self.home, False
+        try:
+            reply = await self.cells[cell].call(
+                route, request, metadata=metadata, deadline_seconds=deadline_seconds
+            )
+        except grpc.aio.AioRpcError as exc:
+            if reserved and exc.code() != grpc.StatusCode.ALREADY_EXISTS:
+                # Not made (bad input, no authority, …): no row left behind for it.
+                await self.directory.forget(ORG, slug, cell)
+            raise
+        self._known[(ORG, slug)] = cell
         return reply
 
     async def _who_am_i(
@@ -264,8 +333,7 @@ class CellUpstreams(Upstreams):
 
     async def _record(self, kind: str, key: str, cell: str) -> None:
         if key:
-            await self.directory.record(kind, key, cell)
-            self._known[(kind, key)] = cell
+            self._known[(kind, key)] = await self.directory.record(kind, key, cell)
 
     async def coordinator_serving(self, deadline_seconds: float = 2.0) -> bool:
         """Whether every cell's coordinator answers SERVING."""
@@ -282,6 +350,16 @@ class CellUpstreams(Upstreams):
         for cell in self.cells.values():
             await cell.close()
         await self.directory.close()
+
+
+def _directory_unavailable(exc: BaseException) -> grpc.aio.AioRpcError:
+    _log.warning("the cell directory is unavailable: %s", type(exc).__name__)
+    return grpc.aio.AioRpcError(
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.aio.Metadata(),
+        grpc.aio.Metadata(),
+        details="the cell directory is unavailable",
+    )
 
 
 def _bound(route: Route, request: _message.Message, name: str) -> str:
