@@ -20,6 +20,7 @@ set, the gateway opens :class:`CellUpstreams` in place of one cell's ``Upstreams
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -157,7 +158,11 @@ class PostgresDirectory:
                 if self._pool is None:
                     pool = await asyncpg.create_pool(self._dsn, min_size=1, max_size=4)
                     async with pool.acquire() as connection:
-                        await connection.execute(CREATE_DIRECTORY)
+                        # Another gateway replica may create it at the same moment.
+                        with contextlib.suppress(
+                            asyncpg.UniqueViolationError, asyncpg.DuplicateTableError
+                        ):
+                            await connection.execute(CREATE_DIRECTORY)
                     self._pool = pool
         return self._pool
 
