@@ -1,6 +1,6 @@
 """Two cells behind one gateway (docs/cells.md): coordinators are created in both, each lives
 in its own cell's database only, and leasing, the feed and the caller check go through the one
-gateway to the right cell; an unknown coordinator is the NOT_FOUND of one cell."""
+gateway to the right cell, MCP included; an unknown coordinator is the NOT_FOUND of one cell."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ import pytest
 from websockets.sync.client import connect
 
 from tests.support.databases import asyncpg_dsn
+from tests.support.mcp_agents import http_agent
 from tests.support.processes import run_in_thread
 from tests.support.rest import expect_status, ok
 
 from .cells import CellsSystem, running_cells
-from .rest import Tenant, make_tenant
+from .rest import EXAMPLE_LANE, Tenant, make_tenant
 
 pytestmark = [pytest.mark.e2e, pytest.mark.pg, pytest.mark.redis]
 
@@ -150,6 +151,39 @@ def test_feed_of_a_coordinator_in_the_second_cell(cells: CellsSystem) -> None:
             while frame["type"] != "delta":
                 frame = json.loads(feed.recv(timeout=60))
             assert int(frame["toRevision"]) > before
+    finally:
+        for tenant in tenants:
+            tenant.close()
+
+
+async def test_an_mcp_agent_with_a_key_of_the_second_cell(cells: CellsSystem) -> None:
+    tenants = [make_tenant(cells), make_tenant(cells)]
+    try:
+        rows = _query(
+            cells.directory_url,
+            "SELECT key FROM workcoord_cell_directory WHERE kind = 'coordinator' AND cell = 'b'",
+        )
+        in_b = {row["key"] for row in rows}
+        tenant = next(t for t in tenants if t.coordinator_id in in_b)
+        cid = tenant.coordinator_id
+        gateway = cells.gateway_url.removeprefix("http://")
+        async with http_agent([gateway], str(tenant.key["secret"])) as agent:
+            # Signed in and listed by cell b (the home cell does not know the key).
+            listed = await agent.ok("work_coordinators", {})
+            assert [c["coordinatorId"] for c in listed["workCoordinators"]] == [cid]
+            await agent.ok("create_lane", {"coordinatorId": cid, **EXAMPLE_LANE})
+            leased = await agent.ok(
+                "lease_work",
+                {
+                    "coordinatorId": cid,
+                    "workerId": "agent-b",
+                    "workerClass": "machine",
+                    "maxItems": 2,
+                    "leaseSeconds": 30,
+                    "waitSeconds": 0,
+                },
+            )
+            assert len(leased["leases"]) == 2
     finally:
         for tenant in tenants:
             tenant.close()

@@ -27,6 +27,10 @@ class _Unauthenticated(grpc.aio.AioRpcError):
         )
 
 
+# The requests of these tests that name no coordinator and no org.
+_ASKED_OF_THE_CALLERS_CELL = {"GetCurrentPrincipal", "ListWorkCoordinators", "ListUsers"}
+
+
 class _Refused(grpc.aio.AioRpcError):
     def __init__(self, code: grpc.StatusCode) -> None:
         super().__init__(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details=code.name)
@@ -59,7 +63,7 @@ class _Cell(Upstreams):
             reply.org.slug = request.org.slug  # type: ignore[attr-defined]
         elif name == "CreateWorkCoordinator":
             reply.work_coordinator.coordinator_id = f"wc_{self.name}_{len(self.asked)}"
-        elif name == "GetCurrentPrincipal" and not self.knows_caller:
+        elif name in _ASKED_OF_THE_CALLERS_CELL and not self.knows_caller:
             raise _Unauthenticated()
         return reply  # type: ignore[no-any-return]
 
@@ -106,6 +110,7 @@ async def test_orgs_spread_and_coordinators_follow_their_org() -> None:
 async def test_unknown_and_unrecorded_coordinators_go_to_the_home_cell() -> None:
     directory = MemoryDirectory({("coordinator", "wc_gone"): "retired-cell"})
     cells, a, b = _two_cells(directory)
+    a.knows_caller = True
     for coordinator_id in ("wc_unknown", "wc_gone"):
         await _call(cells, "Lease", worker_pb2.LeaseRequest(coordinator_id=coordinator_id))
     await _call(cells, "ListUsers", admin_pb2.ListUsersRequest())
@@ -133,6 +138,13 @@ async def test_the_caller_is_asked_of_every_cell_until_one_knows_it() -> None:
     cells, a, b = _two_cells()
     await _call(cells, "GetCurrentPrincipal", admin_pb2.GetCurrentPrincipalRequest())
     assert (a.asked, b.asked) == (["GetCurrentPrincipal"], ["GetCurrentPrincipal"])
+    # Any request that names no coordinator and no org: a key of cell b lists cell b's.
+    await _call(cells, "ListWorkCoordinators", work_coordinator_pb2.ListWorkCoordinatorsRequest())
+    assert (a.asked[-1], b.asked[-1]) == ("ListWorkCoordinators", "ListWorkCoordinators")
+    # A cell that knows the caller answers alone.
+    home_knows = CellUpstreams({"a": _Cell("a"), "b": _Cell("b")}, MemoryDirectory())
+    await _call(home_knows, "ListUsers", admin_pb2.ListUsersRequest())
+    assert [c.asked for c in home_knows.cells.values()] == [["ListUsers"], []]  # type: ignore[attr-defined]
     nobody, _, _ = _two_cells(b_knows_caller=False)
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await _call(nobody, "GetCurrentPrincipal", admin_pb2.GetCurrentPrincipalRequest())

@@ -13,8 +13,9 @@ set, the gateway opens :class:`CellUpstreams` in place of one cell's ``Upstreams
 * ``CreateOrg`` picks the cell holding fewest orgs and records the org there before it is made;
   ``CreateWorkCoordinator`` and ``CreateWorkKey`` go to their org's cell (an org's members, keys
   and coordinators share one database), and the new coordinator is recorded in the directory.
-* Everything else (users, sessions, settings, lists across orgs, recovery status) is the home
-  cell's.
+* Everything else (who am I, users, sessions, settings, lists across orgs, recovery status)
+  is the home cell's, unless the home cell does not know the caller: then the first cell that
+  does answers (a work key lives in its coordinator's cell).
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ DIRECTORY_TABLE = "workcoord_cell_directory"
 _CREATE_ORG = "/workcoord.api.v1.AdminService/CreateOrg"
 _CREATE_COORDINATOR = "/workcoord.api.v1.WorkCoordinatorService/CreateWorkCoordinator"
 _CREATE_WORK_KEY = "/workcoord.api.v1.AdminService/CreateWorkKey"
-_WHO_AM_I = "/workcoord.api.v1.AdminService/GetCurrentPrincipal"
 
 ORG = "org"
 COORDINATOR = "coordinator"
@@ -261,8 +261,8 @@ class CellUpstreams(Upstreams):
         The directory unreachable is ``UNAVAILABLE`` (retryable), never a 500. A coordinator
         created but not recorded (the directory failed in between) is found by repeating the
         create with its ``request_id``, which answers the same coordinator."""
-        if route.full_method == _WHO_AM_I:
-            return await self._who_am_i(route, request, metadata, deadline_seconds)
+        if not _names_a_cell(route, request):
+            return await self._first_that_knows(route, request, metadata, deadline_seconds)
         try:
             if route.full_method == _CREATE_ORG:
                 return await self._create_org(route, request, metadata, deadline_seconds)
@@ -314,15 +314,16 @@ class CellUpstreams(Upstreams):
         self._known[(ORG, slug)] = cell
         return reply
 
-    async def _who_am_i(
+    async def _first_that_knows(
         self,
         route: Route,
         request: _message.Message,
         metadata: tuple[tuple[str, str], ...],
         deadline_seconds: float,
     ) -> _message.Message:
-        # A work key lives in its coordinator's cell: the first cell that knows the credential
-        # answers (the home cell first; MCP signs a caller in by this call).
+        # A request that names no coordinator and no org (who am I, the lists, users…): a work
+        # key lives in its coordinator's cell, so the first cell that knows the credential
+        # answers, the home cell first. UNAUTHENTICATED means the cell did nothing.
         last: grpc.aio.AioRpcError | None = None
         for cell in self.cells.values():
             try:
@@ -355,6 +356,14 @@ class CellUpstreams(Upstreams):
         for cell in self.cells.values():
             await cell.close()
         await self.directory.close()
+
+
+def _names_a_cell(route: Route, request: _message.Message) -> bool:
+    """Whether ``request`` is routed by the directory (else it is the home cell's, or the
+    first cell's that knows the caller)."""
+    if route.full_method in (_CREATE_ORG, _CREATE_COORDINATOR, _CREATE_WORK_KEY):
+        return True
+    return bool(_bound(route, request, "coordinator_id") or _bound(route, request, "org_slug"))
 
 
 def _directory_unavailable(exc: BaseException) -> grpc.aio.AioRpcError:
