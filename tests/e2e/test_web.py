@@ -233,6 +233,21 @@ def test_a_viewer_sees_no_buttons_and_the_api_refuses_them(
 ) -> None:
     lane = lane_awaiting_ship(tenant, "Waiting for an admin")
     ship = item_of(lane, "SHIP")
+    private = tenant.create_lane(
+        {
+            "title": "With private inputs",
+            "template": "CUSTOM",
+            "items": [
+                {
+                    "key": "secret-task",
+                    "kind": "TASK",
+                    "workerClass": "agent",
+                    "inputs": {"prompt": "viewer-must-not-see"},
+                }
+            ],
+        }
+    )
+    secret_task = private["items"][0]
     viewer = make_viewer(system, tenant.org_slug)
     context, watched = open_page(browser)
     page = watched.page
@@ -250,10 +265,27 @@ def test_a_viewer_sees_no_buttons_and_the_api_refuses_them(
         refused = csrf_fetch(page, "POST", path, {})
         assert refused["status"] == 403, refused
         assert tenant.item(lane["laneId"], ship["itemId"])["state"] == "AWAITING_APPROVAL"
+        # An item's details tell a viewer its inputs exist, never what they are.
+        page.locator(f"#item-{secret_task['itemId']}").get_by_role("button", name="Why?").click()
+        details = page.locator(f"#why-item-{secret_task['itemId']}")
+        expect(details).to_contain_text("Item inputs: hidden — your role may not read them.")
+        assert "viewer-must-not-see" not in page.content()
         # Nor does the admin page show a viewer anything.
         page.goto(f"{system.gateway_url}/admin/work-coordinator")
         expect(page.get_by_text("This page is for verified platform admins.")).to_be_visible()
         assert page.locator("[data-decision]").count() == 0
+        watched.assert_clean()
+    finally:
+        context.close()
+    # Those who decide read the inputs in the same details.
+    context, watched = open_page(browser)
+    page = watched.page
+    try:
+        sign_in(page, system)
+        page.goto(org_page(system, tenant))
+        page.locator(f"#item-{secret_task['itemId']}").get_by_role("button", name="Why?").click()
+        details = page.locator(f"#why-item-{secret_task['itemId']}")
+        expect(details.locator("pre.inputs")).to_contain_text('"prompt": "viewer-must-not-see"')
         watched.assert_clean()
     finally:
         context.close()
