@@ -1,7 +1,7 @@
 """Expand: attempt deadlines (``max_run_duration``).
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-12-01 23:20:00
 
 ``items`` gains ``max_run_seconds`` (the item's own bound on one attempt; NULL: the work
@@ -17,8 +17,8 @@ from alembic import op
 
 from workcoord.coordinator.storage.schema import UtcDateTime
 
-revision = "0013"
-down_revision = "0012"
+revision = "0014"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 # Expand only: the previous release (head 0003) runs on this schema.
