@@ -26,6 +26,7 @@ from workcoord.cli import (
     serve,
     trackers,
     watch,
+    webhooks,
     worker,
 )
 from workcoord.cli.common import EXIT_ERROR, EXIT_USAGE, CliError, Handler, print_error
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         worker,
         mcp,
         trackers,
+        webhooks,
         completion,
         config,
     ):
