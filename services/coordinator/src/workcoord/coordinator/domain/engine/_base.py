@@ -186,8 +186,9 @@ class EngineCore(ABC):
                     log_only=not effects.ready_classes,
                 )
             )
-        if effects.changed and coordinator.webhook_filters:
-            # The flush may have written outbox rows: wake a sender waiting on this replica.
+        if coordinator.webhook_filters:
+            # The flush may have written outbox rows: wake a sender waiting on this replica
+            # (a spurious wake costs one read of the outbox).
             self.outbox_written()
         if effects.close_tickets:
             self.spawn(self.run_pending_actions(RECOVERY, coordinator.coordinator_id))
