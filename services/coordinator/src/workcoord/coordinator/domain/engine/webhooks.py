@@ -14,16 +14,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import httpx
 
-from workcoord.kit.errors import InvalidArgument, NotFound, PermissionDenied
+from workcoord.kit.clock import Clock
+from workcoord.kit.errors import (
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unimplemented,
+)
 
 from ...webhooks import outbound, payloads, schedule, signing
-from ...webhooks.sender import DeliveryResult, DueDelivery, Sender
+from ...webhooks.delivery import DeliveryResult, DueDelivery, Outbox, SendsDue
 from ..auth import Access, Principal, PrincipalKind
 from ..inputs import (
     CreateWebhookInput,
@@ -41,7 +47,11 @@ from ._base import EngineCore, EngineService, new_id
 from .paging import PageRequest
 from .tracker_connections import TrackerConnections
 
-__all__ = ["MAX_WEBHOOKS", "REDELIVER_WEBHOOK", "CreatedWebhook", "WebhookService"]
+MakeSender = Callable[[Outbox, httpx.AsyncClient, Clock, Collection[str], str], SendsDue]
+"""Builds the sender of one ``DeliverWebhooks`` call (the server passes
+``webhooks.sender.make_sender``; the domain imports no metrics)."""
+
+__all__ = ["MAX_WEBHOOKS", "REDELIVER_WEBHOOK", "CreatedWebhook", "MakeSender", "WebhookService"]
 
 MAX_WEBHOOKS = 20
 MAX_EVENT_TYPES = 64
@@ -74,6 +84,8 @@ class WebhookService(EngineService):
         self.connections = connections
         self.written = asyncio.Event()
         self._client: httpx.AsyncClient | None = None
+        # Set by the server (``webhooks.sender.make_sender``); None: this engine sends nothing.
+        self.make_sender: MakeSender | None = None
 
     # ------------------------------------------------------------------ commands
 
@@ -206,14 +218,16 @@ class WebhookService(EngineService):
         or a redelivery) or a retry falling due (looked at every second). How many were tried."""
         if principal.kind != PrincipalKind.SERVICE:
             raise PermissionDenied("only the recovery service sends webhook deliveries")
+        if self.make_sender is None:
+            raise Unimplemented("this coordinator sends no webhook deliveries")
         if self._client is None:
             self._client = httpx.AsyncClient()
-        sender = Sender(
+        sender = self.make_sender(
             _Outbox(self),
             self._client,
             self.core.clock,
-            allowed_hosts=self.core.outbound_allowed_hosts,
-            public_url=public_url,
+            self.core.outbound_allowed_hosts,
+            public_url,
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, min(wait_seconds, 60.0))
