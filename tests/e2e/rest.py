@@ -176,13 +176,36 @@ def work(tenant: Tenant, worker_class: str) -> list[JSON]:
     return tenant.lease(worker_class, runIdentity=run_identity(agentId=f"agent-{worker_class}"))
 
 
-def lane_awaiting_ship(tenant: Tenant, title: str, **extra: Any) -> JSON:
-    """A STANDARD lane built and reviewed: its SHIP waits for a human's approval."""
+# What a build and a review report in a lane whose approval shows the evidence.
+BUILD_EVIDENCE: JSON = {
+    "summary": "parser rewritten without the global state",
+    "links": ["https://ci.example.test/runs/7"],
+    "checks": [{"name": "pytest", "status": "PASSED"}, {"name": "lint", "status": "PASSED"}],
+    "artifacts": [{"name": "wheel", "uri": "https://ci.example.test/runs/7/parser.whl"}],
+}
+REVIEW_EVIDENCE: JSON = {
+    "summary": "the change is small and tested",
+    "verdict": "PASS",
+    "links": ["https://git.example.test/acme/app/pull/7"],
+}
+
+
+def lane_awaiting_ship(
+    tenant: Tenant,
+    title: str,
+    *,
+    build: JSON | None = None,
+    review: JSON | None = None,
+    **extra: Any,
+) -> JSON:
+    """A STANDARD lane built and reviewed (with the evidence ``build`` and ``review``, if
+    given): its SHIP waits for a human's approval."""
     lane = tenant.create_lane({"title": title, "template": "STANDARD", **extra})
     for lease in work(tenant, "codex"):
-        tenant.complete(lease, "built")
+        ok(tenant.lease_call(lease, "complete", evidence=build or {"summary": "built"}))
     for lease in work(tenant, "claude"):
-        ok(tenant.lease_call(lease, "complete", evidence={"summary": "ok", "verdict": "PASS"}))
+        evidence = review or {"summary": "ok", "verdict": "PASS"}
+        ok(tenant.lease_call(lease, "complete", evidence=evidence))
     shipped = tenant.lane(lane["laneId"])
     ship = item_of(shipped, "SHIP")
     assert ship["state"] == "AWAITING_APPROVAL", shipped

@@ -29,6 +29,8 @@ from workcoord.cli.main import main
 
 from .harness import System
 from .rest import (
+    BUILD_EVIDENCE,
+    REVIEW_EVIDENCE,
     Tenant,
     item_of,
     lane_awaiting_ship,
@@ -117,6 +119,97 @@ def test_coordinators_create_list_get_update(system: System, tenant: Tenant) -> 
     assert code == 2 and "nothing to change" in err
     code, _, err = cli(system, admin, "coordinators", "create", "--capacity", "machine")
     assert code == 2 and "CLASS=N" in err
+
+
+def test_approve_show_prints_the_facts_and_decides_nothing(system: System, tenant: Tenant) -> None:
+    admin, key = system.admin_token, tenant.key["secret"]
+    cid = tenant.coordinator_id
+    lane = lane_awaiting_ship(
+        tenant,
+        "Show me the facts",
+        build=BUILD_EVIDENCE,
+        review=REVIEW_EVIDENCE,
+        inputs={"repo": "acme/app", "token_hint": "lane-secret-input"},
+        tickets=[{"tracker": "github", "key": "acme/app#7"}],
+    )
+    ship = item_of(lane, "SHIP")
+    show = ("item", "approve", ship["itemId"], "--coordinator", cid, "--show")
+
+    facts = cli_json(system, admin, *show)
+    assert facts["laneId"] == lane["laneId"] and facts["state"] == "AWAITING_APPROVAL"
+    assert facts["requestedBy"] == f"key:{tenant.key['keyId']}"  # the review's worker
+    assert facts["requestTime"]
+    assert [t["key"] for t in facts["tickets"]] == ["acme/app#7"]
+    assert facts["laneInputs"] == {"repo": "acme/app", "token_hint": "lane-secret-input"}
+    steps = {step["kind"]: step for step in facts["steps"]}
+    assert steps["BUILD"]["evidence"] == BUILD_EVIDENCE
+    assert steps["REVIEW"]["evidence"]["verdict"] == "PASS"
+    assert steps["BUILD"]["run"] == {
+        "engine": "codex",
+        "agentId": "agent-codex",
+        "branch": "fix/parser",
+        "worktreePath": "/srv/lanes/parser",
+        "hostname": "build-3",
+    }
+
+    code, out, _ = cli(system, admin, *show, "-o", "table")
+    assert code == 0
+    for text in (
+        "ship (SHIP) of lane “Show me the facts”",
+        f"requested by key:{tenant.key['keyId']}",
+        "ticket: acme/app#7",
+        '"token_hint": "lane-secret-input"',
+        "build (BUILD) SUCCEEDED · attempts 1 · codex · agent-codex · branch fix/parser · "
+        "worktree /srv/lanes/parser",
+        "summary: parser rewritten without the global state",
+        "checks: pytest PASSED, lint PASSED",
+        "link: https://ci.example.test/runs/7",
+        "artifact: wheel https://ci.example.test/runs/7/parser.whl",
+        "verdict: PASS",
+        "link: https://git.example.test/acme/app/pull/7",
+    ):
+        assert text in out, (text, out)
+    # A work key reads the lane but not its inputs: it learns only that there are some.
+    code, out, _ = cli(system, key, *show, "-o", "table")
+    assert code == 0
+    assert "lane inputs: hidden (your role may not read them)" in out
+    assert "lane-secret-input" not in out
+    # Nothing was decided.
+    assert tenant.item(lane["laneId"], ship["itemId"])["state"] == "AWAITING_APPROVAL"
+
+    # A lane that failed a review first: the facts hold the failed review with its findings,
+    # the fix, and the review that passed, in the lane's order.
+    fixed = tenant.create_lane({"title": "Fixed after review", "template": "STANDARD"})
+    for lease in work(tenant, "codex"):
+        ok(tenant.lease_call(lease, "complete", evidence={"summary": "built"}))
+    failing = {"summary": "misses a test", "verdict": "FAIL", "findings": ["add a parser test"]}
+    for lease in work(tenant, "claude"):
+        ok(tenant.lease_call(lease, "complete", evidence=failing))
+    for lease in work(tenant, "codex"):
+        ok(tenant.lease_call(lease, "complete", evidence={"summary": "test added"}))
+    for lease in work(tenant, "claude"):
+        ok(tenant.lease_call(lease, "complete", evidence=REVIEW_EVIDENCE))
+    ship = item_of(tenant.lane(fixed["laneId"]), "SHIP")
+    assert ship["state"] == "AWAITING_APPROVAL"
+    facts = cli_json(
+        system, admin, "item", "approve", ship["itemId"], "--coordinator", cid, "--show"
+    )
+    verdicts = [(step["kind"], step["evidence"].get("verdict", "")) for step in facts["steps"]]
+    assert verdicts == [("BUILD", ""), ("REVIEW", "FAIL"), ("FIX", ""), ("REVIEW", "PASS")]
+    assert facts["steps"][1]["evidence"]["findings"] == ["add a parser test"]
+    code, out, _ = cli(
+        system,
+        admin,
+        "item",
+        "approve",
+        ship["itemId"],
+        "--coordinator",
+        cid,
+        "--show",
+        "-o",
+        "table",
+    )
+    assert code == 0 and "finding: add a parser test" in out and "summary: test added" in out
 
 
 def test_item_decisions(system: System, tenant: Tenant) -> None:

@@ -1,9 +1,10 @@
 """The web pages at scale, in Chromium against the three services: an org page with 1,000 lanes
 on a phone renders within a second of scripting time (measured by the browser: CDP
 ``Performance.getMetrics`` ``ScriptDuration``), with a page of cards in the DOM, and finds
-lanes by search and filters and shows more on request; the admin overview follows the feeds
-(WebSocket) and updates without a reload or a poll; and a link opened before signing in is
-where the person lands after.
+lanes by search and filters and shows more on request, and an approval among them opens on its
+facts (who asked, the tickets, the inputs, the evidence of the build and the review); the
+admin overview follows the feeds (WebSocket) and updates without a reload or a poll; and a
+link opened before signing in is where the person lands after.
 
 The screenshots of the org page with 1,000 lanes are kept in ``docs/screenshots/``.
 """
@@ -26,7 +27,7 @@ from tests.support.processes import run_in_thread
 from tests.support.rest import JSON, ok
 
 from .harness import System
-from .rest import Tenant, lane_awaiting_ship
+from .rest import BUILD_EVIDENCE, REVIEW_EVIDENCE, Tenant, item_of, lane_awaiting_ship
 from .web import (
     admin_client,
     browser_session,
@@ -257,6 +258,54 @@ def test_an_org_page_with_a_thousand_lanes_on_a_phone(
         expect(summary).to_have_text(shown)
         expect(page.get_by_label("Search lanes")).to_have_value("fix")
         expect(page.get_by_label("Next action")).to_have_value(label)
+
+        # An approval among the thousand: its card says what the review found; its dialog, at
+        # 390 px, the facts of the decision before anyone decides.
+        awaiting = lane_awaiting_ship(
+            tenant,
+            "Ship the parser rewrite",
+            build=BUILD_EVIDENCE,
+            review=REVIEW_EVIDENCE,
+            inputs={"repo": "acme/app", "environment": "prod"},
+            tickets=[{"tracker": "github", "key": "acme/app#7"}],
+        )
+        ship = item_of(awaiting, "SHIP")
+        attention = page.locator("[id^='attention-']")
+        ask = attention.locator("li.ask", has=page.locator(f'[data-item="{ship["itemId"]}"]'))
+        expect(ask).to_contain_text(
+            "review pass: the change is small and tested · checks: 2 passed · branch fix/parser"
+        )
+        ask.locator('[data-decision="approve"]').click()
+        dialog = page.locator("dialog.confirm")
+        expect(dialog).to_be_visible()
+        facts = dialog.locator(".facts")
+        expect(facts).to_contain_text(f"Requested by key:{tenant.key['keyId']}")
+        expect(facts.locator(".tickets")).to_contain_text("acme/app#7")
+        expect(facts).to_contain_text('"environment": "prod"')
+        build = facts.locator('.step[data-kind="BUILD"]')
+        expect(build).to_contain_text(BUILD_EVIDENCE["summary"])
+        expect(build.locator(".run")).to_have_text(
+            "codex · agent agent-codex · branch fix/parser · worktree /srv/lanes/parser"
+            " · on build-3"
+        )
+        expect(build.locator(".checks li")).to_have_text(["passed pytest", "passed lint"])
+        expect(build.get_by_role("link", name="https://ci.example.test/runs/7")).to_be_visible()
+        expect(build.get_by_role("link", name="wheel")).to_have_attribute(
+            "href", BUILD_EVIDENCE["artifacts"][0]["uri"]
+        )
+        review = facts.locator('.step[data-kind="REVIEW"]')
+        expect(review).to_contain_text("verdict pass")
+        expect(review).to_contain_text(REVIEW_EVIDENCE["summary"])
+        expect(review.locator(".run")).to_contain_text("agent agent-claude")
+        no_sideways_scroll(page)
+        tap_targets_are_big_enough(page)
+        controls_are_labelled(page)
+        text_has_contrast(page)
+        screenshots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(screenshots / "org-1000-lanes-approval-phone.png"), scale="css")
+        dialog.get_by_role("button", name="Go back").click()
+        expect(dialog).to_be_hidden()
+        assert tenant.item(awaiting["laneId"], ship["itemId"])["state"] == "AWAITING_APPROVAL"
         watched.assert_clean()
     finally:
         context.close()

@@ -6,12 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from urllib.parse import parse_qsl
 
 import pytest
 
 from workcoord.api.v1 import event_pb2, maintenance_pb2, work_coordinator_pb2
+from workcoord.gateway.return_path import return_path
+from workcoord.gateway.web.pages import ADMIN_PAGE, org_page
 from workcoord.kit.settings import RecoverySettings, SettingsError, load
-from workcoord.recovery.mailer import SmtpConfig, digest_message, human_needed_message
+from workcoord.recovery.mailer import (
+    SmtpConfig,
+    digest_message,
+    human_needed_message,
+    page_link,
+)
 
 LINK = "https://wc.example.test/sign-in?next=%2Fo%2Facme%2Fwork-coordinator%23c%3Dwc_1"
 
@@ -103,3 +111,18 @@ def test_a_human_needed_batch_names_each_event_and_its_lane() -> None:
         '2026-12-01 10:00 UTC APPROVAL_REQUESTED "Ship the parser" item it_1 (revision 7)' in body
     )
     assert "ESCALATED" in body and f"Decide: {LINK}" in body
+
+
+def test_the_links_open_the_page_through_sign_in() -> None:
+    """Every link in a message goes through ``/sign-in?next=`` to a page the gateway serves
+    (its org's page open on the work coordinator, the admin page for one with no org), and
+    the gateway takes that ``next`` back."""
+    assert page_link("https://wc.example.test/", "acme", "wc_1") == LINK
+    assert page_link(None, "acme", "wc_1") == LINK.removeprefix("https://wc.example.test")
+    for slug, page in (("acme", f"{org_page('acme')}#c=wc_1"), ("", ADMIN_PAGE)):
+        link = page_link(None, slug, "wc_1")
+        path, _, query = link.partition("?")
+        assert path == "/sign-in"
+        [(name, value)] = parse_qsl(query)
+        assert name == "next" and value == page
+        assert return_path(value) == page

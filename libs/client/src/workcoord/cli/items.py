@@ -3,6 +3,8 @@
 
 They need a human's credential (an admin token, ``WORKCOORD_TOKEN``); the coordinator refuses
 every work key. ``--lane`` may be left out: the item's lane is then looked up with ``why``.
+``item approve|deny ITEM_ID --show`` prints the facts of the decision and decides nothing
+(:mod:`workcoord.cli.approval`).
 """
 
 from __future__ import annotations
@@ -81,6 +83,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             parser.add_argument(
                 "--note", "--reason", dest="reason", default="", help="recorded with the decision"
             )
+        if verb == "approve":
+            parser.add_argument(
+                "--show",
+                action="store_true",
+                help="print the facts of the decision (evidence, tickets, inputs, who asked); "
+                "decide nothing",
+            )
         parser.set_defaults(handler=_item_decision, verb=verb)
         add_output_flag(parser)
         add_coordinator_flag(parser)
@@ -112,6 +121,10 @@ async def lane_of(client: WorkcoordClient, coordinator_id: str, item_id: str) ->
 
 
 def _item_decision(args: argparse.Namespace) -> int:
+    if getattr(args, "show", False):
+        from workcoord.cli.approval import show_facts
+
+        return show_facts(args)
     _, request_class, method, _ = _ITEM_DECISIONS[args.verb]
 
     async def body(client: WorkcoordClient) -> Message:

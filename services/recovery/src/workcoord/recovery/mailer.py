@@ -41,7 +41,14 @@ from workcoord.recovery import metrics
 if TYPE_CHECKING:
     from workcoord.api.v1.maintenance_pb2_grpc import MaintenanceServiceAsyncStub
 
-__all__ = ["Mailer", "SmtpConfig", "SmtpSender", "digest_message", "human_needed_message"]
+__all__ = [
+    "Mailer",
+    "SmtpConfig",
+    "SmtpSender",
+    "digest_message",
+    "human_needed_message",
+    "page_link",
+]
 
 _log = logging.getLogger(__name__)
 _TIMEOUT_SECONDS = 10.0
@@ -131,9 +138,14 @@ class SmtpSender:
 SendFunction = Callable[[Sequence[EmailMessage]], Awaitable[None]]
 
 
-def _page_link(public_url: str | None, org_slug: str, coordinator_id: str) -> str:
-    """The work coordinator's page, through sign-in (``/sign-in?next=``)."""
-    page = f"/o/{org_slug}/work-coordinator#c={coordinator_id}" if org_slug else "/admin"
+# The page of a work coordinator with no org (GLOBAL): the admin page, as the gateway serves it.
+ADMIN_PAGE = "/admin/work-coordinator"
+
+
+def page_link(public_url: str | None, org_slug: str, coordinator_id: str) -> str:
+    """The work coordinator's page, through sign-in (``/sign-in?next=``): its org's page open
+    on it, or the admin page for one with no org."""
+    page = f"/o/{org_slug}/work-coordinator#c={coordinator_id}" if org_slug else ADMIN_PAGE
     path = f"/sign-in?next={quote(page, safe='')}"
     return f"{public_url.rstrip('/')}{path}" if public_url else path
 
@@ -242,7 +254,7 @@ class Mailer:
             metadata=self._metadata,
             timeout=self._timeout,
         )
-        link = _page_link(self._public_url, due.org_slug, coordinator_id)
+        link = page_link(self._public_url, due.org_slug, coordinator_id)
         sent = 0
         if due.owner and due.HasField("digest"):
             await self._send([digest_message(due, coordinator_id, self._sender, link)])

@@ -17,7 +17,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Lane(_message.Message):
-    __slots__ = ("lane_id", "coordinator_id", "title", "template", "priority", "inputs", "state", "next_action", "items", "tickets", "blockers", "paused", "worker_classes", "retry_policy", "review_policy", "placement", "brief", "fail_rounds", "close_reason", "receipt", "create_time", "update_time", "etag", "usage")
+    __slots__ = ("lane_id", "coordinator_id", "title", "template", "priority", "inputs", "state", "next_action", "items", "tickets", "blockers", "paused", "worker_classes", "retry_policy", "review_policy", "placement", "brief", "fail_rounds", "close_reason", "receipt", "create_time", "update_time", "etag", "usage", "inputs_redacted")
     class Template(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         TEMPLATE_UNSPECIFIED: _ClassVar[Lane.Template]
@@ -77,6 +77,7 @@ class Lane(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     ETAG_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_REDACTED_FIELD_NUMBER: _ClassVar[int]
     lane_id: str
     coordinator_id: str
     title: str
@@ -101,10 +102,11 @@ class Lane(_message.Message):
     update_time: _timestamp_pb2.Timestamp
     etag: str
     usage: UsageTotal
-    def __init__(self, lane_id: _Optional[str] = ..., coordinator_id: _Optional[str] = ..., title: _Optional[str] = ..., template: _Optional[_Union[Lane.Template, str]] = ..., priority: _Optional[int] = ..., inputs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., state: _Optional[_Union[Lane.State, str]] = ..., next_action: _Optional[str] = ..., items: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., tickets: _Optional[_Iterable[_Union[Ticket, _Mapping]]] = ..., blockers: _Optional[_Iterable[_Union[Blocker, _Mapping]]] = ..., paused: _Optional[bool] = ..., worker_classes: _Optional[_Union[Lane.WorkerClasses, _Mapping]] = ..., retry_policy: _Optional[_Union[_policy_pb2.RetryPolicy, _Mapping]] = ..., review_policy: _Optional[_Union[_policy_pb2.ReviewPolicy, _Mapping]] = ..., placement: _Optional[_Union[_policy_pb2.Placement, _Mapping]] = ..., brief: _Optional[str] = ..., fail_rounds: _Optional[int] = ..., close_reason: _Optional[str] = ..., receipt: _Optional[_Union[Receipt, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., etag: _Optional[str] = ..., usage: _Optional[_Union[UsageTotal, _Mapping]] = ...) -> None: ...
+    inputs_redacted: bool
+    def __init__(self, lane_id: _Optional[str] = ..., coordinator_id: _Optional[str] = ..., title: _Optional[str] = ..., template: _Optional[_Union[Lane.Template, str]] = ..., priority: _Optional[int] = ..., inputs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., state: _Optional[_Union[Lane.State, str]] = ..., next_action: _Optional[str] = ..., items: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., tickets: _Optional[_Iterable[_Union[Ticket, _Mapping]]] = ..., blockers: _Optional[_Iterable[_Union[Blocker, _Mapping]]] = ..., paused: _Optional[bool] = ..., worker_classes: _Optional[_Union[Lane.WorkerClasses, _Mapping]] = ..., retry_policy: _Optional[_Union[_policy_pb2.RetryPolicy, _Mapping]] = ..., review_policy: _Optional[_Union[_policy_pb2.ReviewPolicy, _Mapping]] = ..., placement: _Optional[_Union[_policy_pb2.Placement, _Mapping]] = ..., brief: _Optional[str] = ..., fail_rounds: _Optional[int] = ..., close_reason: _Optional[str] = ..., receipt: _Optional[_Union[Receipt, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., etag: _Optional[str] = ..., usage: _Optional[_Union[UsageTotal, _Mapping]] = ..., inputs_redacted: _Optional[bool] = ...) -> None: ...
 
 class Item(_message.Message):
-    __slots__ = ("item_id", "lane_id", "key", "kind", "worker_class", "title", "brief", "depends_on", "inputs", "placement", "exclusive_key", "priority", "retry_policy", "action_classes", "needs_human", "requires_approval", "state", "attempt_count", "not_before", "dead_letter_reason", "stop_reason", "evidence", "attempts", "next_action", "current_lease_id", "last_error", "create_time", "update_time", "usage")
+    __slots__ = ("item_id", "lane_id", "key", "kind", "worker_class", "title", "brief", "depends_on", "inputs", "placement", "exclusive_key", "priority", "retry_policy", "action_classes", "needs_human", "requires_approval", "state", "attempt_count", "not_before", "dead_letter_reason", "stop_reason", "evidence", "attempts", "next_action", "current_lease_id", "last_error", "create_time", "update_time", "usage", "inputs_redacted")
     class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         KIND_UNSPECIFIED: _ClassVar[Item.Kind]
@@ -182,6 +184,7 @@ class Item(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_REDACTED_FIELD_NUMBER: _ClassVar[int]
     item_id: str
     lane_id: str
     key: str
@@ -211,7 +214,8 @@ class Item(_message.Message):
     create_time: _timestamp_pb2.Timestamp
     update_time: _timestamp_pb2.Timestamp
     usage: UsageTotal
-    def __init__(self, item_id: _Optional[str] = ..., lane_id: _Optional[str] = ..., key: _Optional[str] = ..., kind: _Optional[_Union[Item.Kind, str]] = ..., worker_class: _Optional[str] = ..., title: _Optional[str] = ..., brief: _Optional[str] = ..., depends_on: _Optional[_Iterable[str]] = ..., inputs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., placement: _Optional[_Union[_policy_pb2.Placement, _Mapping]] = ..., exclusive_key: _Optional[str] = ..., priority: _Optional[int] = ..., retry_policy: _Optional[_Union[_policy_pb2.RetryPolicy, _Mapping]] = ..., action_classes: _Optional[_Iterable[str]] = ..., needs_human: _Optional[bool] = ..., requires_approval: _Optional[bool] = ..., state: _Optional[_Union[Item.State, str]] = ..., attempt_count: _Optional[int] = ..., not_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., dead_letter_reason: _Optional[_Union[Item.DeadLetterReason, str]] = ..., stop_reason: _Optional[str] = ..., evidence: _Optional[_Union[Evidence, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., next_action: _Optional[str] = ..., current_lease_id: _Optional[str] = ..., last_error: _Optional[_Union[ErrorInfo, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., usage: _Optional[_Union[UsageTotal, _Mapping]] = ...) -> None: ...
+    inputs_redacted: bool
+    def __init__(self, item_id: _Optional[str] = ..., lane_id: _Optional[str] = ..., key: _Optional[str] = ..., kind: _Optional[_Union[Item.Kind, str]] = ..., worker_class: _Optional[str] = ..., title: _Optional[str] = ..., brief: _Optional[str] = ..., depends_on: _Optional[_Iterable[str]] = ..., inputs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., placement: _Optional[_Union[_policy_pb2.Placement, _Mapping]] = ..., exclusive_key: _Optional[str] = ..., priority: _Optional[int] = ..., retry_policy: _Optional[_Union[_policy_pb2.RetryPolicy, _Mapping]] = ..., action_classes: _Optional[_Iterable[str]] = ..., needs_human: _Optional[bool] = ..., requires_approval: _Optional[bool] = ..., state: _Optional[_Union[Item.State, str]] = ..., attempt_count: _Optional[int] = ..., not_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., dead_letter_reason: _Optional[_Union[Item.DeadLetterReason, str]] = ..., stop_reason: _Optional[str] = ..., evidence: _Optional[_Union[Evidence, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., next_action: _Optional[str] = ..., current_lease_id: _Optional[str] = ..., last_error: _Optional[_Union[ErrorInfo, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., usage: _Optional[_Union[UsageTotal, _Mapping]] = ..., inputs_redacted: _Optional[bool] = ...) -> None: ...
 
 class RunIdentity(_message.Message):
     __slots__ = ("pid", "agent_id", "engine", "account", "hostname", "worktree_path", "branch", "started_at")
@@ -234,7 +238,7 @@ class RunIdentity(_message.Message):
     def __init__(self, pid: _Optional[int] = ..., agent_id: _Optional[str] = ..., engine: _Optional[str] = ..., account: _Optional[str] = ..., hostname: _Optional[str] = ..., worktree_path: _Optional[str] = ..., branch: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Attempt(_message.Message):
-    __slots__ = ("lease_id", "item_id", "attempt", "status", "run_identity", "worker_id", "principal", "lease_seconds", "lease_expire_time", "create_time", "start_time", "end_time", "progress", "error", "continues_lease_id", "counted", "usage")
+    __slots__ = ("lease_id", "item_id", "attempt", "status", "run_identity", "worker_id", "principal", "lease_seconds", "lease_expire_time", "create_time", "start_time", "end_time", "progress", "error", "continues_lease_id", "counted", "usage", "checkpoint", "checkpoint_redacted")
     class Status(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         STATUS_UNSPECIFIED: _ClassVar[Attempt.Status]
@@ -270,6 +274,8 @@ class Attempt(_message.Message):
     CONTINUES_LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     COUNTED_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_REDACTED_FIELD_NUMBER: _ClassVar[int]
     lease_id: str
     item_id: str
     attempt: int
@@ -287,7 +293,9 @@ class Attempt(_message.Message):
     continues_lease_id: str
     counted: bool
     usage: Usage
-    def __init__(self, lease_id: _Optional[str] = ..., item_id: _Optional[str] = ..., attempt: _Optional[int] = ..., status: _Optional[_Union[Attempt.Status, str]] = ..., run_identity: _Optional[_Union[RunIdentity, _Mapping]] = ..., worker_id: _Optional[str] = ..., principal: _Optional[str] = ..., lease_seconds: _Optional[int] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., progress: _Optional[str] = ..., error: _Optional[_Union[ErrorInfo, _Mapping]] = ..., continues_lease_id: _Optional[str] = ..., counted: _Optional[bool] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ...) -> None: ...
+    checkpoint: Checkpoint
+    checkpoint_redacted: bool
+    def __init__(self, lease_id: _Optional[str] = ..., item_id: _Optional[str] = ..., attempt: _Optional[int] = ..., status: _Optional[_Union[Attempt.Status, str]] = ..., run_identity: _Optional[_Union[RunIdentity, _Mapping]] = ..., worker_id: _Optional[str] = ..., principal: _Optional[str] = ..., lease_seconds: _Optional[int] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., progress: _Optional[str] = ..., error: _Optional[_Union[ErrorInfo, _Mapping]] = ..., continues_lease_id: _Optional[str] = ..., counted: _Optional[bool] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., checkpoint_redacted: _Optional[bool] = ...) -> None: ...
 
 class UsageTotal(_message.Message):
     __slots__ = ("key", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_micros", "tokens")

@@ -144,6 +144,20 @@ def may(principal: Principal, coordinator: Coordinator, access: Access) -> bool:
     return True
 
 
+def may_read_bodies(principal: Principal, coordinator: Coordinator) -> bool:
+    """Whether ``principal`` may read the private bodies of ``coordinator``'s work: the inputs
+    of its lanes and items and the checkpoints of their attempts (GetLane, GetItem). Those who
+    decide may: platform admins and the org's admins. Org viewers and work keys see only that
+    they exist; views, feeds, summaries and events never carry them, whoever reads."""
+    if not principal.is_human:
+        return False
+    if principal.platform_admin:
+        return True
+    if coordinator.scope == Scope.GLOBAL:
+        return False
+    return principal.org_roles.get(coordinator.org_slug) == OrgRole.ORG_ADMIN
+
+
 def require_platform_admin(principal: Principal) -> None:
     if not (principal.is_human and principal.platform_admin):
         raise PermissionDenied("only a verified platform admin may do this")

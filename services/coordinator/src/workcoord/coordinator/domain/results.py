@@ -49,6 +49,9 @@ class LaneDetail:
     surroundings: Surroundings | None = None
     # What the lane (by its id) and its items (by theirs) spent, all time; filled by GetLane.
     usage: dict[str, UsageTotal] = field(default_factory=dict)
+    # Whether the reader may read the inputs and checkpoint bodies (``auth.may_read_bodies``),
+    # decided by GetLane; None: not decided (views, lists), neither the bodies nor a marker.
+    bodies: bool | None = None
 
     @property
     def open_blockers(self) -> int:
@@ -61,6 +64,7 @@ class ItemDetail:
     attempts: list[Attempt]
     surroundings: Surroundings | None = None  # as LaneDetail's
     usage: UsageTotal | None = None  # what the item spent, all time
+    bodies: bool | None = None  # as LaneDetail's, decided by GetItem
 
 
 @dataclass(slots=True)

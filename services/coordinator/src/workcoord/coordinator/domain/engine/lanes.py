@@ -15,7 +15,7 @@ from workcoord.kit.errors import (
     PermissionDenied,
 )
 
-from .. import policies, requests, rules, usage, workflow
+from .. import auth, policies, requests, rules, usage, workflow
 from ..auth import Access, Principal
 from ..inputs import (
     AddBlockerInput,
@@ -202,6 +202,7 @@ class LaneService(Transitions):
             detail = await self.core.lane_detail(reader, lane, with_attempts=True)
             detail.surroundings = await self.core.surroundings(reader, coordinator)
             detail.usage = await usage.lane_usage(reader, lane, detail.items)
+            detail.bodies = auth.may_read_bodies(principal, coordinator)
             return detail
 
     async def list_lanes(self, principal: Principal, input: ListLanesInput) -> Page[LaneDetail]:
@@ -234,6 +235,7 @@ class LaneService(Transitions):
                 attempts=attempts,
                 surroundings=await self.core.surroundings(reader, coordinator),
                 usage=spent[0] if spent else None,
+                bodies=auth.may_read_bodies(principal, coordinator),
             )
 
     async def update_lane(self, principal: Principal, input: UpdateLaneInput) -> LaneDetail:

@@ -1,5 +1,6 @@
 """Protobuf ↔ domain mapping. Private fields (inputs, tokens, checkpoints) are dropped here on
-the way out, except where a worker receives its own lease.
+the way out, except where a worker receives its own lease and, for inputs and checkpoints,
+where GetLane and GetItem answer someone who may read them (``LaneDetail.bodies``).
 
 One module per concern; everything is re-exported here, so callers write ``mapping.x``.
 """

@@ -23,6 +23,7 @@ from workcoord.coordinator.domain.model import (
 )
 from workcoord.coordinator.domain.results import ItemDetail, LaneDetail
 from workcoord.coordinator.domain.specs import (
+    Checkpoint,
     Evidence,
     Failure,
     ItemSpec,
@@ -36,6 +37,7 @@ from workcoord.kit.errors import InvalidArgument
 
 from .fields import ToPb
 from .reports import (
+    checkpoint_to_pb,
     evidence_to_pb,
     failure_to_pb,
     receipt_to_pb,
@@ -50,6 +52,7 @@ from .scalars import (
     retry_to_pb,
     review_from_pb,
     review_to_pb,
+    struct,
     to_dict,
 )
 
@@ -192,9 +195,11 @@ def lane_edit_from_pb(lane: lane_pb2.Lane, paths: Sequence[str]) -> LaneEdit:
     return LaneEdit(**values)
 
 
-def attempt_to_pb(a: Attempt) -> lane_pb2.Attempt:
-    """An attempt as readers see it: never its token, never its checkpoint body."""
-    return _ATTEMPT(
+def attempt_to_pb(a: Attempt, bodies: bool | None = None) -> lane_pb2.Attempt:
+    """An attempt as readers see it: never its token; its checkpoint body only when
+    ``bodies`` (``auth.may_read_bodies``), a marker that there is one when ``bodies`` is False,
+    neither when it is None (views)."""
+    out = _ATTEMPT(
         a,
         run_identity=run_identity_to_pb(RunIdentity.from_json(a.run_identity))
         if a.run_identity
@@ -202,6 +207,23 @@ def attempt_to_pb(a: Attempt) -> lane_pb2.Attempt:
         error=failure_to_pb(Failure.from_json(a.error)) if a.error else None,
         usage=usage_to_pb(Usage.from_json(a.usage)) if a.usage else None,
     )
+    if a.checkpoint:
+        if bodies:
+            out.checkpoint.CopyFrom(checkpoint_to_pb(Checkpoint.from_json(a.checkpoint)))
+        elif bodies is False:
+            out.checkpoint_redacted = True
+    return out
+
+
+def _private_inputs(out: Any, inputs: Any, bodies: bool | None) -> None:
+    """The inputs of a lane or item on ``out``: themselves when ``bodies``, a marker that there
+    are some when ``bodies`` is False, nothing when it is None (views)."""
+    if not inputs:
+        return
+    if bodies:
+        out.inputs.CopyFrom(struct(inputs))
+    elif bodies is False:
+        out.inputs_redacted = True
 
 
 def item_to_pb(
@@ -209,17 +231,20 @@ def item_to_pb(
     attempts: Sequence[Attempt] = (),
     around: Surroundings | None = None,
     usage: UsageTotal | None = None,
+    bodies: bool | None = None,
 ) -> lane_pb2.Item:
-    """An item as readers see it: inputs are private and left out."""
+    """An item as readers see it: its inputs and checkpoints only for those who may read
+    them (``bodies``, see :func:`attempt_to_pb`)."""
     out = _ITEM(
         item,
         retry_policy=retry_to_pb(item.retry_policy) if not item.retry_policy.is_empty() else None,
-        attempts=[attempt_to_pb(a) for a in attempts],
+        attempts=[attempt_to_pb(a, bodies) for a in attempts],
         next_action=rules.item_next_action(item, around),
         evidence=evidence_to_pb(Evidence.from_json(item.evidence)) if item.evidence else None,
         last_error=failure_to_pb(Failure.from_json(item.last_error)) if item.last_error else None,
     )
     placement_to_pb(item.placement, out.placement)
+    _private_inputs(out, item.inputs, bodies)
     if usage is not None:
         out.usage.CopyFrom(usage_total_to_pb(usage))
         out.usage.key = ""
@@ -227,7 +252,8 @@ def item_to_pb(
 
 
 def lane_to_pb(detail: LaneDetail) -> lane_pb2.Lane:
-    """A lane with its items, blockers and tickets; inputs are private and left out."""
+    """A lane with its items, blockers and tickets; inputs and checkpoints only for those
+    who may read them (``detail.bodies``, decided by GetLane)."""
     lane = detail.lane
     classes = lane.worker_classes
     out = _LANE(
@@ -241,6 +267,7 @@ def lane_to_pb(detail: LaneDetail) -> lane_pb2.Lane:
                 detail.attempts.get(i.item_id, ()),
                 detail.surroundings,
                 detail.usage.get(i.item_id),
+                detail.bodies,
             )
             for i in detail.items
         ],
@@ -260,6 +287,7 @@ def lane_to_pb(detail: LaneDetail) -> lane_pb2.Lane:
             )
         )
     placement_to_pb(lane.placement, out.placement)
+    _private_inputs(out, lane.inputs, detail.bodies)
     spent = detail.usage.get(lane.lane_id)
     if spent is not None:
         out.usage.CopyFrom(usage_total_to_pb(spent))
@@ -268,4 +296,6 @@ def lane_to_pb(detail: LaneDetail) -> lane_pb2.Lane:
 
 
 def item_detail_to_pb(detail: ItemDetail) -> lane_pb2.Item:
-    return item_to_pb(detail.item, detail.attempts, detail.surroundings, detail.usage)
+    return item_to_pb(
+        detail.item, detail.attempts, detail.surroundings, detail.usage, detail.bodies
+    )

@@ -1,6 +1,7 @@
 // What needs a human, and the lanes with their items: state, next action, gate, holder, and
 // ``why`` on demand. Pure rendering from the view and the page's state (``ctx``).
 
+import { approvalHint, itemBodies } from "./approval.js";
 import { itemButton, itemDecisions, laneButton, laneDecisions, priorityButton, resolveButton } from "./decisions.js";
 import { badge, count, h, relative, safeUrl, section, when, words } from "./dom.js";
 import { HUMAN_STATES, PAGE_SIZE } from "./lanes.js";
@@ -58,6 +59,7 @@ function whyPanel(ctx, key, extra) {
   if (!entry.data) return h("div", { class: "why", id }, h("p", { class: "muted" }, "Loading…"));
   const panel = renderWhy(entry.data, { itemNames: ctx.itemNames });
   panel.id = id;
+  if (entry.item) panel.append(itemBodies(entry.item));
   if (extra) panel.append(extra);
   return panel;
 }
@@ -83,6 +85,7 @@ function askItem(ctx, lane, item) {
   let detail = null;
   if (item.state === "AWAITING_APPROVAL") {
     headline = `Approve ${name}`;
+    detail = approvalHint(lane, item);
   } else if (item.state === "STOPPED") {
     headline = `Stopped: ${name}`;
     detail = item.stopReason;
@@ -100,7 +103,7 @@ function askItem(ctx, lane, item) {
     { class: `ask${flash}` },
     h("h4", {}, headline, badge(item.state)),
     h("p", {}, "Lane “", lane.title, "” · ", item.workerClass || "", " · updated ", when(item.updateTime)),
-    detail ? h("p", { class: "small" }, detail) : null,
+    detail instanceof Node ? detail : detail ? h("p", { class: "small" }, detail) : null,
     h("div", { class: "actions" }, decisions, whyToggle(ctx, `item:${item.itemId}`, "Why?")),
     whyPanel(ctx, `item:${item.itemId}`),
   );

@@ -151,8 +151,13 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
     const [kind, id] = key.split(":");
     try {
       const params = kind === "lane" ? { laneId: id } : { itemId: id };
-      const data = await api(coordinatorPath(cid, "why"), { params });
-      if (ctx.why.has(key)) ctx.why.set(key, { data });
+      // An item's details also show its inputs and checkpoints (or that they are hidden).
+      const laneId = kind === "item" ? ctx.index.items.get(id)?.lane.laneId : "";
+      const [data, item] = await Promise.all([
+        api(coordinatorPath(cid, "why"), { params }),
+        laneId ? api(coordinatorPath(cid, "lanes", laneId, "items", id)).catch(() => null) : null,
+      ]);
+      if (ctx.why.has(key)) ctx.why.set(key, { data, item });
     } catch (error) {
       if (ctx.why.has(key)) ctx.why.set(key, { error: error.message });
     }

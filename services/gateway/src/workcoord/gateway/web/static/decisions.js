@@ -1,8 +1,10 @@
 // The human decisions: approve, deny, resume, retry (redrive), cancel; pause, resume and cancel
 // a lane, set its priority; resolve a pending action. Each is one call to the existing API, after a confirmation.
+// An approval's and a denial's dialog shows the facts of the decision first (approval.js).
 // Buttons are only drawn for people who may decide; the API refuses everyone else anyway.
 
 import { api, coordinatorPath } from "./api.js";
+import { factsPanel } from "./approval.js";
 import { confirmAction } from "./dialog.js";
 import { h, toast, words } from "./dom.js";
 
@@ -101,7 +103,11 @@ export function itemButton(coordinatorId, lane, item, verb, { onDone } = {}) {
       onclick: async () => {
         const result = await confirmAction({
           title: `${spec.label.replace(" item", "")} ${name}?`,
-          body: [h("p", {}, `Lane “${lane.title}”.`), h("p", {}, spec.effect)],
+          body: [
+            h("p", {}, `Lane “${lane.title}”.`),
+            h("p", {}, spec.effect),
+            verb === "approve" || verb === "deny" ? factsPanel(coordinatorId, lane, item) : null,
+          ],
           confirmLabel: spec.label,
           tone: spec.tone,
           field: spec.field,
