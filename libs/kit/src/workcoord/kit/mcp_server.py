@@ -158,7 +158,9 @@ def stop_words(body: dict[str, Any]) -> str | None:
 
 def _result(body: dict[str, Any]) -> types.CallToolResult:
     words = stop_words(body)
-    content = [_text(body)] if words is None else [types.TextContent(text=words), _text(body)]
+    content: list[types.ContentBlock] = [_text(body)]
+    if words is not None:
+        content.insert(0, types.TextContent(text=words))
     return types.CallToolResult(content=content, structured_content=body)
 
 
