@@ -177,6 +177,40 @@ def test_approve_show_prints_the_facts_and_decides_nothing(system: System, tenan
     # Nothing was decided.
     assert tenant.item(lane["laneId"], ship["itemId"])["state"] == "AWAITING_APPROVAL"
 
+    # A lane that failed a review first: the facts hold the failed review with its findings,
+    # the fix, and the review that passed, in the lane's order.
+    fixed = tenant.create_lane({"title": "Fixed after review", "template": "STANDARD"})
+    for lease in work(tenant, "codex"):
+        ok(tenant.lease_call(lease, "complete", evidence={"summary": "built"}))
+    failing = {"summary": "misses a test", "verdict": "FAIL", "findings": ["add a parser test"]}
+    for lease in work(tenant, "claude"):
+        ok(tenant.lease_call(lease, "complete", evidence=failing))
+    for lease in work(tenant, "codex"):
+        ok(tenant.lease_call(lease, "complete", evidence={"summary": "test added"}))
+    for lease in work(tenant, "claude"):
+        ok(tenant.lease_call(lease, "complete", evidence=REVIEW_EVIDENCE))
+    ship = item_of(tenant.lane(fixed["laneId"]), "SHIP")
+    assert ship["state"] == "AWAITING_APPROVAL"
+    facts = cli_json(
+        system, admin, "item", "approve", ship["itemId"], "--coordinator", cid, "--show"
+    )
+    steps = [(step["kind"], step["evidence"].get("verdict", "")) for step in facts["steps"]]
+    assert steps == [("BUILD", ""), ("REVIEW", "FAIL"), ("FIX", ""), ("REVIEW", "PASS")]
+    assert facts["steps"][1]["evidence"]["findings"] == ["add a parser test"]
+    code, out, _ = cli(
+        system,
+        admin,
+        "item",
+        "approve",
+        ship["itemId"],
+        "--coordinator",
+        cid,
+        "--show",
+        "-o",
+        "table",
+    )
+    assert code == 0 and "finding: add a parser test" in out and "summary: test added" in out
+
 
 def test_item_decisions(system: System, tenant: Tenant) -> None:
     admin, key = system.admin_token, tenant.key["secret"]

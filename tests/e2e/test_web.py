@@ -277,6 +277,18 @@ def test_a_viewer_sees_no_buttons_and_the_api_refuses_them(
         watched.assert_clean()
     finally:
         context.close()
+    # Those who decide read the inputs in the same details.
+    context, watched = open_page(browser)
+    page = watched.page
+    try:
+        sign_in(page, system)
+        page.goto(org_page(system, tenant))
+        page.locator(f"#item-{secret_task['itemId']}").get_by_role("button", name="Why?").click()
+        details = page.locator(f"#why-item-{secret_task['itemId']}")
+        expect(details.locator("pre.inputs")).to_contain_text('"prompt": "viewer-must-not-see"')
+        watched.assert_clean()
+    finally:
+        context.close()
 
 
 def test_deny_retry_resume_resolve_and_the_apis_message(
