@@ -229,18 +229,22 @@ class Explanation(_message.Message):
     def __init__(self, lane_id: _Optional[str] = ..., item_id: _Optional[str] = ..., state: _Optional[str] = ..., next_action: _Optional[str] = ..., gates: _Optional[_Iterable[_Union[Gate, _Mapping]]] = ..., attempts: _Optional[_Iterable[_Union[_lane_pb2.Attempt, _Mapping]]] = ..., events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., items: _Optional[_Iterable[_Union[Explanation, _Mapping]]] = ..., stuck_closures: _Optional[_Iterable[_Union[StuckClosure, _Mapping]]] = ..., deadline: _Optional[_Union[AttemptDeadline, _Mapping]] = ...) -> None: ...
 
 class AttemptDeadline(_message.Message):
-    __slots__ = ("lease_id", "create_time", "start_time", "deadline_time", "remaining")
+    __slots__ = ("lease_id", "create_time", "start_time", "deadline_time", "remaining", "usage", "day_usage")
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_TIME_FIELD_NUMBER: _ClassVar[int]
     REMAINING_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    DAY_USAGE_FIELD_NUMBER: _ClassVar[int]
     lease_id: str
     create_time: _timestamp_pb2.Timestamp
     start_time: _timestamp_pb2.Timestamp
     deadline_time: _timestamp_pb2.Timestamp
     remaining: _duration_pb2.Duration
-    def __init__(self, lease_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., remaining: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    usage: _lane_pb2.UsageTotal
+    day_usage: _lane_pb2.UsageTotal
+    def __init__(self, lease_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., remaining: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., usage: _Optional[_Union[_lane_pb2.UsageTotal, _Mapping]] = ..., day_usage: _Optional[_Union[_lane_pb2.UsageTotal, _Mapping]] = ...) -> None: ...
 
 class StuckClosure(_message.Message):
     __slots__ = ("pending_action", "tracker_connection")
@@ -251,7 +255,7 @@ class StuckClosure(_message.Message):
     def __init__(self, pending_action: _Optional[_Union[PendingAction, _Mapping]] = ..., tracker_connection: _Optional[_Union[_tracker_pb2.TrackerConnection, _Mapping]] = ...) -> None: ...
 
 class View(_message.Message):
-    __slots__ = ("work_coordinator", "revision", "lanes", "workers", "capacity", "pending_actions", "escalations", "next_page_token")
+    __slots__ = ("work_coordinator", "revision", "lanes", "workers", "capacity", "pending_actions", "escalations", "next_page_token", "day_usage", "lane_usage")
     WORK_COORDINATOR_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     LANES_FIELD_NUMBER: _ClassVar[int]
@@ -260,6 +264,8 @@ class View(_message.Message):
     PENDING_ACTIONS_FIELD_NUMBER: _ClassVar[int]
     ESCALATIONS_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    DAY_USAGE_FIELD_NUMBER: _ClassVar[int]
+    LANE_USAGE_FIELD_NUMBER: _ClassVar[int]
     work_coordinator: WorkCoordinator
     revision: int
     lanes: _containers.RepeatedCompositeFieldContainer[_lane_pb2.Lane]
@@ -268,7 +274,9 @@ class View(_message.Message):
     pending_actions: _containers.RepeatedCompositeFieldContainer[PendingAction]
     escalations: _containers.RepeatedCompositeFieldContainer[Escalation]
     next_page_token: str
-    def __init__(self, work_coordinator: _Optional[_Union[WorkCoordinator, _Mapping]] = ..., revision: _Optional[int] = ..., lanes: _Optional[_Iterable[_Union[_lane_pb2.Lane, _Mapping]]] = ..., workers: _Optional[_Iterable[_Union[_worker_pb2.Worker, _Mapping]]] = ..., capacity: _Optional[_Iterable[_Union[ClassUsage, _Mapping]]] = ..., pending_actions: _Optional[_Iterable[_Union[PendingAction, _Mapping]]] = ..., escalations: _Optional[_Iterable[_Union[Escalation, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    day_usage: _lane_pb2.UsageTotal
+    lane_usage: _containers.RepeatedCompositeFieldContainer[_lane_pb2.UsageTotal]
+    def __init__(self, work_coordinator: _Optional[_Union[WorkCoordinator, _Mapping]] = ..., revision: _Optional[int] = ..., lanes: _Optional[_Iterable[_Union[_lane_pb2.Lane, _Mapping]]] = ..., workers: _Optional[_Iterable[_Union[_worker_pb2.Worker, _Mapping]]] = ..., capacity: _Optional[_Iterable[_Union[ClassUsage, _Mapping]]] = ..., pending_actions: _Optional[_Iterable[_Union[PendingAction, _Mapping]]] = ..., escalations: _Optional[_Iterable[_Union[Escalation, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., day_usage: _Optional[_Union[_lane_pb2.UsageTotal, _Mapping]] = ..., lane_usage: _Optional[_Iterable[_Union[_lane_pb2.UsageTotal, _Mapping]]] = ...) -> None: ...
 
 class DigestEntry(_message.Message):
     __slots__ = ("kind", "lane_id", "item_id", "action_id", "reason", "time")
