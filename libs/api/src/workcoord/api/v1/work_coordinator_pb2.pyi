@@ -205,7 +205,7 @@ class Gate(_message.Message):
     def __init__(self, gate: _Optional[_Union[Gate.Kind, str]] = ..., detail: _Optional[str] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_ids: _Optional[_Iterable[str]] = ..., counts_toward_escalation: _Optional[bool] = ...) -> None: ...
 
 class Explanation(_message.Message):
-    __slots__ = ("lane_id", "item_id", "state", "next_action", "gates", "attempts", "events", "items", "stuck_closures", "deadline")
+    __slots__ = ("lane_id", "item_id", "state", "next_action", "gates", "attempts", "events", "items", "stuck_closures", "usage", "day_usage", "deadline")
     LANE_ID_FIELD_NUMBER: _ClassVar[int]
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -215,6 +215,8 @@ class Explanation(_message.Message):
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     STUCK_CLOSURES_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    DAY_USAGE_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_FIELD_NUMBER: _ClassVar[int]
     lane_id: str
     item_id: str
@@ -225,26 +227,24 @@ class Explanation(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[_event_pb2.Event]
     items: _containers.RepeatedCompositeFieldContainer[Explanation]
     stuck_closures: _containers.RepeatedCompositeFieldContainer[StuckClosure]
+    usage: _lane_pb2.UsageTotal
+    day_usage: _lane_pb2.UsageTotal
     deadline: AttemptDeadline
-    def __init__(self, lane_id: _Optional[str] = ..., item_id: _Optional[str] = ..., state: _Optional[str] = ..., next_action: _Optional[str] = ..., gates: _Optional[_Iterable[_Union[Gate, _Mapping]]] = ..., attempts: _Optional[_Iterable[_Union[_lane_pb2.Attempt, _Mapping]]] = ..., events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., items: _Optional[_Iterable[_Union[Explanation, _Mapping]]] = ..., stuck_closures: _Optional[_Iterable[_Union[StuckClosure, _Mapping]]] = ..., deadline: _Optional[_Union[AttemptDeadline, _Mapping]] = ...) -> None: ...
+    def __init__(self, lane_id: _Optional[str] = ..., item_id: _Optional[str] = ..., state: _Optional[str] = ..., next_action: _Optional[str] = ..., gates: _Optional[_Iterable[_Union[Gate, _Mapping]]] = ..., attempts: _Optional[_Iterable[_Union[_lane_pb2.Attempt, _Mapping]]] = ..., events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., items: _Optional[_Iterable[_Union[Explanation, _Mapping]]] = ..., stuck_closures: _Optional[_Iterable[_Union[StuckClosure, _Mapping]]] = ..., usage: _Optional[_Union[_lane_pb2.UsageTotal, _Mapping]] = ..., day_usage: _Optional[_Union[_lane_pb2.UsageTotal, _Mapping]] = ..., deadline: _Optional[_Union[AttemptDeadline, _Mapping]] = ...) -> None: ...
 
 class AttemptDeadline(_message.Message):
-    __slots__ = ("lease_id", "create_time", "start_time", "deadline_time", "remaining", "usage", "day_usage")
+    __slots__ = ("lease_id", "create_time", "start_time", "deadline_time", "remaining")
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_TIME_FIELD_NUMBER: _ClassVar[int]
     REMAINING_FIELD_NUMBER: _ClassVar[int]
-    USAGE_FIELD_NUMBER: _ClassVar[int]
-    DAY_USAGE_FIELD_NUMBER: _ClassVar[int]
     lease_id: str
     create_time: _timestamp_pb2.Timestamp
     start_time: _timestamp_pb2.Timestamp
     deadline_time: _timestamp_pb2.Timestamp
     remaining: _duration_pb2.Duration
-    usage: _lane_pb2.UsageTotal
-    day_usage: _lane_pb2.UsageTotal
-    def __init__(self, lease_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., remaining: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., usage: _Optional[_Union[_lane_pb2.UsageTotal, _Mapping]] = ..., day_usage: _Optional[_Union[_lane_pb2.UsageTotal, _Mapping]] = ...) -> None: ...
+    def __init__(self, lease_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., remaining: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class StuckClosure(_message.Message):
     __slots__ = ("pending_action", "tracker_connection")
