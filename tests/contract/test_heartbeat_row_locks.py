@@ -35,7 +35,7 @@ async def _waits_for_a_row(store: Any) -> None:
             "AND wait_event_type = 'Lock'"
         )
         async with asyncio.timeout(WAIT_SECONDS):
-            while not (await conn.execute(statement)).scalar_one():
+            while not (await conn.execute(statement)).scalar_one():  # noqa: ASYNC110
                 await asyncio.sleep(0.01)  # polling an event PostgreSQL does not announce
 
 

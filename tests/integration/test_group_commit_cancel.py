@@ -1,9 +1,10 @@
 """A worker write whose caller goes away mid-statement never fails the group it shares.
 
 Concurrent worker writes of one work coordinator share one transaction (group commit). Here a
-(retried, so idempotent) Start is cancelled (as a client deadline does) while its statement is running on the shared
-connection — held there, deterministically, by a PostgreSQL advisory lock this test owns — and
-a Complete of another lease has joined the same group behind it. The Complete must succeed.
+(retried, so idempotent) Start is cancelled (as a client deadline does) while its statement is
+running on the shared connection — held there, deterministically, by a PostgreSQL advisory
+lock this test owns — and a Complete of another lease has joined the same group behind it. The
+Complete must succeed.
 Before the fix the cancellation interrupted the statement, the shared connection was left in
 PendingRollbackError and the Complete failed with an internal error.
 """

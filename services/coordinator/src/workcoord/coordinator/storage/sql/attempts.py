@@ -61,7 +61,11 @@ class AttemptsSql(SqlTxBase):
         found: dict[str, tuple[Attempt | None, Item | None]] = {}
         stored = [lease_id for lease_id in lease_ids if lease_id not in self._pending_attempts]
         if stored:
-            read = sql.ATTEMPTS_WITH_ITEMS_FOR_UPDATE if self.lock_attempts else sql.ATTEMPTS_WITH_ITEMS
+            read = (
+                sql.ATTEMPTS_WITH_ITEMS_FOR_UPDATE
+                if self.lock_attempts
+                else sql.ATTEMPTS_WITH_ITEMS
+            )
             for row in await self._rows(read, {"lease_ids": stored}):
                 attempt = ATTEMPTS.load(row)
                 pending = self._pending_items.get(attempt.item_id)

@@ -65,9 +65,7 @@ ATTEMPTS_WITH_ITEMS = (
 
 #: As :data:`ATTEMPTS_WITH_ITEMS`, in a write transaction: ``FOR UPDATE OF attempts``, the
 #: rows taken in lease id order (two batches over the same leases cannot deadlock).
-ATTEMPTS_WITH_ITEMS_FOR_UPDATE = ATTEMPTS_WITH_ITEMS.order_by(_A.c.lease_id).with_for_update(
-    of=_A
-)
+ATTEMPTS_WITH_ITEMS_FOR_UPDATE = ATTEMPTS_WITH_ITEMS.order_by(_A.c.lease_id).with_for_update(of=_A)
 
 #: The attempts of the items ``:item_ids``, by item then attempt number.
 ITEM_ATTEMPTS = (
