@@ -2,7 +2,8 @@
 
 ``--quick`` shortens the pgbench reference to 5 s; ``--no-record`` skips bench/results/;
 ``--deep`` also runs B5 (it bulk-loads a queue of 1,000,000 items first, which takes minutes);
-``--fleet`` also runs B8 (2,000 agents for 5 minutes, about ten minutes in all).
+``--fleet`` also runs B8 (2,000 agents for 5 minutes, about ten minutes in all); ``--cells``
+also runs B11 (two cells against one, each with its own database).
 Other flags are not forwarded: run a single benchmark module to change them.
 """
 
@@ -19,6 +20,7 @@ from bench import (
     b5_deep_queue,
     b6_reads,
     b8_fleet,
+    b11_cells,
 )
 
 
@@ -36,6 +38,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results["b6_reads"] = b6_reads.main(record)
     if "--fleet" in extra:
         results["b8_fleet"] = b8_fleet.main(record)
+    if "--cells" in extra:
+        results["b11_cells"] = b11_cells.main(record)
     print("\nsummary (targets met):")
     for name, figures in results.items():
         print(f"  {name}: {figures['targets_met']}")

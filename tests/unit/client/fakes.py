@@ -148,6 +148,10 @@ class FakeWorkers(worker_pb2_grpc.WorkerServiceServicer):
         self.recorded.add("ForgetWorker", request, context)
         return worker_pb2.ForgetWorkerResponse()
 
+    def ReportWorker(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("ReportWorker", request, context)
+        return worker_pb2.ReportWorkerResponse(worker=request.worker)
+
     def Lease(
         self, request: worker_pb2.LeaseRequest, context: grpc.ServicerContext
     ) -> worker_pb2.LeaseResponse:
@@ -292,6 +296,27 @@ class FakeCoordinators(work_coordinator_pb2_grpc.WorkCoordinatorServiceServicer)
     ) -> work_coordinator_pb2.ExplainResponse:
         self.recorded.add("Explain", request, context)
         return work_coordinator_pb2.ExplainResponse()
+
+    # A parent's calls on a child (``workcoord children …``): recorded, answered empty.
+    def GetChildSummary(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("GetChildSummary", request, context)
+        return work_coordinator_pb2.GetChildSummaryResponse()
+
+    def ListChildEscalations(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("ListChildEscalations", request, context)
+        return work_coordinator_pb2.ListChildEscalationsResponse()
+
+    def AssignChildWork(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("AssignChildWork", request, context)
+        return work_coordinator_pb2.AssignChildWorkResponse()
+
+    def SteerChildWork(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("SteerChildWork", request, context)
+        return work_coordinator_pb2.SteerChildWorkResponse()
+
+    def EscalateChildWork(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.recorded.add("EscalateChildWork", request, context)
+        return work_coordinator_pb2.EscalateChildWorkResponse()
 
 
 class FakeFeed(feed_pb2_grpc.FeedServiceServicer):

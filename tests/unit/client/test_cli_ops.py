@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workcoord.api.v1 import lane_pb2, worker_pb2
+from workcoord.api.v1 import lane_pb2, work_coordinator_pb2, worker_pb2
 from workcoord.cli import dev
 from workcoord.cli.common import CliError
 from workcoord.cli.main import EXIT_BROKEN_PIPE, build_parser, main
@@ -73,7 +73,10 @@ def _reads(node: object, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ..
     for action in node._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, child in action.choices.items():
-                if name in ("list", "get", "view", "why", "events", "digest"):
+                if name in (
+                    *("list", "get", "view", "why", "events", "digest"),
+                    *("summary", "escalations"),
+                ):
                     found.append(((*path, name), child))
                 found.extend(_reads(child, (*path, name)))
     return found
@@ -114,7 +117,10 @@ def test_completion_fish_knows_the_tree(capsys: pytest.CaptureFixture[str]) -> N
     assert "        case 'lane blocker'\n            echo '-h --help add resolve'" in out
 
 
-@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+# CI installs fish (.ci/run) and runs this there; a developer's machine without fish skips it.
+@pytest.mark.skipif(
+    shutil.which("fish") is None and not os.environ.get("CI"), reason="fish is not installed"
+)
 def test_completion_fish_completes_in_fish(tmp_path: Path) -> None:
     script = tmp_path / "workcoord.fish"
     script.write_text(main_output("completion", "fish"), encoding="utf-8")
@@ -205,6 +211,57 @@ def main_output(*argv: str) -> str:
                 ticket=lane_pb2.Ticket(tracker="github", key="acme/p#1"),
             ),
         ),
+        # A parent steering its children (``workcoord children``): --coordinator is the parent.
+        (
+            ["children", "summary", "wc-child", "--coordinator", "wc-1"],
+            "GetChildSummary",
+            work_coordinator_pb2.GetChildSummaryRequest(coordinator_id="wc-1", child_id="wc-child"),
+        ),
+        (
+            ["children", "escalations", "wc-child", "--coordinator", "wc-1"],
+            "ListChildEscalations",
+            work_coordinator_pb2.ListChildEscalationsRequest(
+                coordinator_id="wc-1", child_id="wc-child"
+            ),
+        ),
+        (
+            [
+                *("children", "assign", "wc-child", "--lane", "ln-1", "--item", "it-1"),
+                *("--worker", "w1", "--coordinator", "wc-1"),
+            ],
+            "AssignChildWork",
+            work_coordinator_pb2.AssignChildWorkRequest(
+                coordinator_id="wc-1",
+                child_id="wc-child",
+                lane_id="ln-1",
+                item_id="it-1",
+                worker_id="w1",
+            ),
+        ),
+        (
+            [
+                *("children", "steer", "wc-child", "--lane", "ln-1", "--priority", "90"),
+                *("--coordinator", "wc-1"),
+            ],
+            "SteerChildWork",
+            work_coordinator_pb2.SteerChildWorkRequest(
+                coordinator_id="wc-1", child_id="wc-child", lane_id="ln-1", priority=90
+            ),
+        ),
+        (
+            [
+                *("children", "escalate", "wc-child", "--lane", "ln-1", "--item", "it-1"),
+                *("--reason", "stuck on review", "--coordinator", "wc-1"),
+            ],
+            "EscalateChildWork",
+            work_coordinator_pb2.EscalateChildWorkRequest(
+                coordinator_id="wc-1",
+                child_id="wc-child",
+                lane_id="ln-1",
+                item_id="it-1",
+                reason="stuck on review",
+            ),
+        ),
     ],
 )
 def test_verbs_that_only_rest_had(
@@ -237,6 +294,45 @@ def test_item_create_reads_the_item_file(
         "d",
         "machine",
     )
+
+
+def test_worker_report_reads_the_worker_file(
+    coordinator: FakeCoordinator, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    worker = tmp_path / "worker.json"
+    worker.write_text(
+        '{"workerId": "w9", "workerClass": "machine", "capabilities": ["gpu"], "cpuCount": 8}',
+        encoding="utf-8",
+    )
+    code, out, err = _run(
+        capsys,
+        *("worker", "report", "--file", str(worker), "--coordinator", "wc-1"),
+        *("--address", coordinator.address),
+    )
+    assert code == 0, err
+    request, _ = coordinator.recorded.last("ReportWorker")
+    assert request == worker_pb2.ReportWorkerRequest(
+        coordinator_id="wc-1",
+        worker=worker_pb2.Worker(
+            worker_id="w9", worker_class="machine", capabilities=["gpu"], cpu_count=8
+        ),
+    )
+    assert '"workerId": "w9"' in out
+
+
+def test_worker_report_refuses_a_malformed_file(
+    coordinator: FakeCoordinator, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    worker = tmp_path / "worker.json"
+    worker.write_text('{"workerId": "w9", "noSuchField": 1}', encoding="utf-8")
+    code, _, err = _run(
+        capsys,
+        *("worker", "report", "--file", str(worker), "--coordinator", "wc-1"),
+        *("--address", coordinator.address),
+    )
+    assert code != 0
+    assert "noSuchField" in err
+    assert [call for call in coordinator.recorded.calls if call[0] == "ReportWorker"] == []
 
 
 # --- WORKCOORD_LOG_JSON in workcoord dev ------------------------------------------------------

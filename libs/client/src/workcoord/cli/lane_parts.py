@@ -1,5 +1,5 @@
 """The parts of a lane that REST reached before the CLI did: ``item get|create``,
-``lane blocker add|resolve``, ``lane ticket link`` and ``worker list|forget``."""
+``lane blocker add|resolve``, ``lane ticket link`` and ``worker list|forget|report``."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def register_lane_parts(sub: _SubCommands[argparse.ArgumentParser]) -> None:
 
 
 def register_worker_reads(sub: _SubCommands[argparse.ArgumentParser]) -> None:
-    """Add ``list`` and ``forget`` to the ``worker`` command."""
+    """Add ``list``, ``forget`` and ``report`` to the ``worker`` command."""
     list_ = sub.add_parser("list", help="list the workers a coordinator knows (fences included)")
     add_paging_flags(list_)
     set_call(
@@ -89,7 +89,12 @@ def register_worker_reads(sub: _SubCommands[argparse.ArgumentParser]) -> None:
         request_of(worker_pb2.ForgetWorkerRequest, "coordinator_id", "worker_id"),
         lambda c: c.workers.ForgetWorker,
     )
-    add_client_flags((list_, forget), coordinator=True)
+    report = sub.add_parser(
+        "report", help="register a worker or record a new observation of it, from a JSON file"
+    )
+    report.add_argument("--file", required=True, help="proto3 JSON of the Worker; - reads stdin")
+    set_call(report, _report_worker_request, lambda c: c.workers.ReportWorker)
+    add_client_flags((list_, forget, report), coordinator=True)
 
 
 def _get_item(args: argparse.Namespace) -> int:
@@ -109,6 +114,12 @@ def _create_item_request(args: argparse.Namespace) -> lane_pb2.CreateItemRequest
         lane_id=args.lane_id,
         item=load_message(args.file, lane_pb2.Item()),
         request_id=args.request_id,
+    )
+
+
+def _report_worker_request(args: argparse.Namespace) -> worker_pb2.ReportWorkerRequest:
+    return worker_pb2.ReportWorkerRequest(
+        coordinator_id=args.coordinator_id, worker=load_message(args.file, worker_pb2.Worker())
     )
 
 

@@ -13,6 +13,7 @@ from importlib import metadata
 
 from workcoord.cli import (
     admin,
+    children,
     completion,
     config,
     coordinators,
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         db,
         admin,
         coordinators,
+        children,
         lane,
         items,
         reads,

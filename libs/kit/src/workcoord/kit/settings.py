@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -85,6 +86,27 @@ def _check_origins(values: list[str]) -> list[str]:
             raise ValueError(f"{value!r} is not an origin like https://workcoord.example.com")
         origins.append(f"{parts.scheme}://{parts.netloc}".lower())
     return origins
+
+
+_CELL_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
+
+
+def _check_cells(values: list[str]) -> list[str]:
+    names: set[str] = set()
+    for value in values:
+        name, sep, addresses = value.partition("=")
+        coordinator, slash, recovery = addresses.partition("/")
+        if not sep or not slash or not _CELL_NAME.fullmatch(name):
+            raise ValueError(
+                f"{value!r} is not a cell like a=COORDINATOR_HOST:PORT/RECOVERY_HOST:PORT "
+                "(name: lower-case letters, digits, '-')"
+            )
+        _check_address(coordinator)
+        _check_address(recovery)
+        if name in names:
+            raise ValueError(f"cell {name!r} is named twice")
+        names.add(name)
+    return values
 
 
 ListenAddress = Annotated[str, AfterValidator(_check_address)]
@@ -243,6 +265,24 @@ class GatewaySettings(CommonSettings):
     public_origins: Annotated[
         list[str], NoDecode, BeforeValidator(_split_list), AfterValidator(_check_origins)
     ] = Field(default_factory=list)
+    # Cells (docs/cells.md): ``NAME=COORDINATOR/RECOVERY`` entries (HOST:PORT each), the first
+    # the home cell; with them the gateway routes each request to its work coordinator's cell,
+    # read from the directory table in ``cell_directory_url``. Unset: one cell, the
+    # coordinator_address and recovery_address above.
+    cells: Annotated[
+        list[str], NoDecode, BeforeValidator(_split_list), AfterValidator(_check_cells)
+    ] = Field(default_factory=list)
+    cell_directory_url: Annotated[str | None, _check_url(("postgresql", "postgresql+asyncpg"))] = (
+        None
+    )
+
+    @_model_validator(mode="after")
+    def _cell_directory(self) -> GatewaySettings:
+        if self.cells and self.cell_directory_url is None:
+            raise ValueError(
+                f"{ENV_PREFIX}CELLS needs {ENV_PREFIX}CELL_DIRECTORY_URL (the directory's database)"
+            )
+        return self
 
 
 class SettingsError(Exception):

@@ -27,6 +27,7 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from workcoord.gateway import metrics
+from workcoord.gateway.cells import connect_upstreams
 from workcoord.gateway.errors import (
     error_response,
     json_response,
@@ -110,7 +111,7 @@ class _Gateway:
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         opened: Upstreams | None = None
         if self.upstreams is None:
-            opened = self.upstreams = Upstreams.connect(self.settings)
+            opened = self.upstreams = connect_upstreams(self.settings)
         try:
             yield
         finally:
@@ -304,9 +305,17 @@ class _Gateway:
         if upstreams is None:
             await websocket.close(code=1013)
             return
+        try:
+            # The feed's cell (cells.py; one cell: these upstreams).
+            target = await upstreams.route_to(route, message)
+        except grpc.RpcError:
+            await websocket.accept()
+            reason = "UNAVAILABLE: the cell directory is unavailable"
+            await _close(websocket, _close_code(Code.UNAVAILABLE), reason)
+            return
         await websocket.accept()
         metrics.FEED_SUBSCRIBERS.inc()
-        call = upstreams.stream(route, message, metadata=forwarded(websocket.scope).metadata())
+        call = target.stream(route, message, metadata=forwarded(websocket.scope).metadata())
         # The client sends nothing we use; reading is how its disconnect is noticed.
         watcher = asyncio.create_task(_until_disconnect(websocket, call))
         try:

@@ -210,6 +210,10 @@ class Upstreams:
         """The channel that serves ``route``."""
         return self.recovery if route.upstream == "recovery" else self.coordinator
 
+    async def route_to(self, route: Route, request: _message.Message) -> Upstreams:
+        """The upstreams that answer ``request``: these (one cell; see ``cells.py``)."""
+        return self
+
     def _callable(self, route: Route) -> Any:
         channel = self.channel_for(route)
         key = (id(channel), route.full_method, route.streaming)
