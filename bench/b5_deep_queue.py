@@ -145,7 +145,7 @@ async def explain_claim(database_url: str, coordinator_id: str, batch: int) -> s
             storage = LanesItemsSql(conn, "postgresql", datetime.now(UTC), None)
             scan = max(batch * CLAIM_SCAN_FACTOR, 32)
             await storage.claim_candidates(
-                ClaimScan(coordinator_id, common.WORKER_CLASS, storage.now, None, scan)
+                ClaimScan(coordinator_id, (common.WORKER_CLASS,), storage.now, None, scan)
             )
             statement, parameters = captured[-1]
             result = await conn.exec_driver_sql(

@@ -204,6 +204,23 @@ async def test_a_lease_request_registers_or_touches_its_worker(
     assert (new.capabilities, new.toolchains, new.labels, new.cpu_count) == ([], {}, {}, 0)
 
 
+@pytest.mark.port("upsert_worker", "get_worker", "touch_worker_ask")
+async def test_a_worker_keeps_every_class_it_serves(store: Store) -> None:
+    await seed_coordinator(store)
+    both = replace(worker("w_both"), worker_classes=["machine", "agent"])
+    async with store.write("wc_a") as tx:
+        await tx.upsert_worker(both)
+        await tx.touch_worker_ask("wc_a", "w_asked", "agent", "key_new", ("agent", "person"))
+        await tx.touch_worker_ask("wc_a", "w_one", "agent", "key_new")
+    async with store.read() as reader:
+        assert await reader.get_worker("wc_a", "w_both") == both
+        asked = await reader.get_worker("wc_a", "w_asked")
+        one = await reader.get_worker("wc_a", "w_one")
+    assert asked is not None and one is not None
+    assert (asked.worker_class, asked.classes) == ("agent", ("agent", "person"))
+    assert (one.worker_classes, one.classes) == ([], ("agent",))
+
+
 @pytest.mark.port("evict_workers")
 async def test_eviction_spares_recent_and_busy_workers(store: Store) -> None:
     await _lane_of_three(store)

@@ -50,10 +50,12 @@ async def test_item_scans_see_the_updates_before_them(store: Store) -> None:
         }
         assert [i.item_id for i in await tx.waiting_items("ln_a")] == ["it_b"]
         assert [i.item_id for i in await tx.queued_items("wc_a")] == ["it_c"]
-        assert (await tx.claim_candidates(ClaimScan("wc_a", "codex", at(0), None, 10))).items == []
-        assert not await tx.has_ready("wc_a", "codex", at(0))
+        assert (
+            await tx.claim_candidates(ClaimScan("wc_a", ("codex",), at(0), None, 10))
+        ).items == []
+        assert not await tx.has_ready("wc_a", ("codex",), at(0))
         assert await tx.count_ready("wc_a") == {"person": 1}
-        assert await tx.next_not_before("wc_a", "person", at(0)) == at(30)
+        assert await tx.next_not_before("wc_a", ("person",), at(0)) == at(30)
         # Backing off until 30 s: not ready at 10 s, so not a candidate for escalation.
         assert await tx.escalation_candidates("wc_a", at(10), at(0), 10) == []
 

@@ -252,34 +252,70 @@ async def test_claim_candidates_are_ready_items_by_priority_then_fifo(store: Sto
     async with store.write("wc_a") as tx:
 
         async def ids(after: ClaimCursor | None, limit: int) -> list[str]:
-            found = await tx.claim_candidates(ClaimScan("wc_a", "codex", at(10), after, limit))
+            found = await tx.claim_candidates(ClaimScan("wc_a", ("codex",), at(10), after, limit))
             return [i.item_id for i in found.items]
 
         assert await ids(None, 10) == ["it_high", "it_mid", "it_low_1", "it_low_2", "it_due"]
         assert await ids(None, 2) == ["it_high", "it_mid"]
         assert await ids((5, 0, 4), 10) == ["it_low_1", "it_low_2", "it_due"]
         assert await ids((1, 0, 1), 10) == ["it_low_2", "it_due"]
-        found = await tx.claim_candidates(ClaimScan("wc_a", "codex", at(9), None, 10))
+        found = await tx.claim_candidates(ClaimScan("wc_a", ("codex",), at(9), None, 10))
         assert "it_due" not in [i.item_id for i in found.items]
         assert found.after == (1, 0, 3)
-        person = await tx.claim_candidates(ClaimScan("wc_a", "person", T0, None, 5))
+        person = await tx.claim_candidates(ClaimScan("wc_a", ("person",), T0, None, 5))
         assert [i.item_id for i in person.items] == ["it_person"]
+
+
+@pytest.mark.port("claim_candidates")
+async def test_one_claim_ranks_the_asked_classes_together(store: Store) -> None:
+    await _claimable_world(store)
+    async with store.write("wc_a") as tx:
+
+        async def ids(classes: tuple[str, ...], after: ClaimCursor | None, limit: int) -> list[str]:
+            found = await tx.claim_candidates(ClaimScan("wc_a", classes, at(10), after, limit))
+            return [i.item_id for i in found.items]
+
+        # The person item (priority 9, seq 10) ranks with the codex ones, not after them.
+        both = ("codex", "person")
+        assert await ids(both, None, 10) == [
+            "it_high",
+            "it_person",
+            "it_mid",
+            "it_low_1",
+            "it_low_2",
+            "it_due",
+        ]
+        assert await ids(("person", "codex"), None, 2) == ["it_high", "it_person"]
+        # Pages continue across the classes from the cursor.
+        assert await ids(both, (9, 0, 5), 2) == ["it_person", "it_mid"]
+        # A class nobody has work of adds nothing.
+        assert await ids(("codex", "machine"), None, 10) == await ids(("codex",), None, 10)
+
+
+@pytest.mark.port("has_ready", "next_not_before")
+async def test_readiness_of_several_classes(store: Store) -> None:
+    await _claimable_world(store)
+    async with store.read() as reader:
+        assert await reader.has_ready("wc_a", ("machine", "person"), T0) is True
+        assert await reader.has_ready("wc_a", ("machine", "agent"), T0) is False
+        assert await reader.next_not_before("wc_a", ("person", "codex"), T0) == at(10)
+        assert await reader.next_not_before("wc_a", ("person", "machine"), T0) is None
 
 
 @pytest.mark.port("has_ready", "count_ready", "next_not_before")
 async def test_readiness_per_class(store: Store) -> None:
     await _claimable_world(store)
     async with store.read() as reader:
-        assert await reader.has_ready("wc_a", "codex", T0) is True
-        assert await reader.has_ready("wc_a", "machine", T0) is False
-        assert await reader.has_ready("wc_b", "codex", T0) is True
+        assert await reader.has_ready("wc_a", ("codex",), T0) is True
+        assert await reader.has_ready("wc_a", ("machine",), T0) is False
+        assert await reader.has_ready("wc_b", ("codex",), T0) is True
         # Queued items per class, held and backing-off ones included.
         assert await reader.count_ready("wc_a") == {"codex": 7, "person": 1}
         assert await reader.count_ready("wc_missing") == {}
-        assert await reader.next_not_before("wc_a", "codex", T0) == at(10)
-        assert await reader.next_not_before("wc_a", "codex", at(10)) == at(100)
-        assert await reader.next_not_before("wc_a", "codex", at(100)) is None
-        assert await reader.next_not_before("wc_a", "person", T0) is None
+        assert await reader.next_not_before("wc_a", ("codex",), T0) == at(10)
+        assert await reader.next_not_before("wc_a", ("codex",), at(10)) == at(100)
+        assert await reader.next_not_before("wc_a", ("codex",), at(100)) is None
+        assert await reader.next_not_before("wc_a", ("person",), T0) is None
     await seed_coordinator(store, coordinator("wc_c"))
     await seed_lane(
         store,
@@ -287,7 +323,7 @@ async def test_readiness_per_class(store: Store) -> None:
         record=lane("ln_c", "wc_c"),
     )
     async with store.read() as reader:
-        assert await reader.has_ready("wc_c", "codex", T0) is False
+        assert await reader.has_ready("wc_c", ("codex",), T0) is False
 
 
 @pytest.mark.port("mark_lanes_served", "claim_candidates")
@@ -301,11 +337,11 @@ async def test_within_one_priority_the_lane_served_longest_ago_goes_first(store:
         await tx.mark_lanes_served(["ln_a"], 7)
         await tx.mark_lanes_served(["ln_b"], 5)
         await tx.mark_lanes_served(["ln_gone"], 9)  # no such lane: nothing happens
-        page = await tx.claim_candidates(ClaimScan("wc_a", "codex", T0, None, 10))
+        page = await tx.claim_candidates(ClaimScan("wc_a", ("codex",), T0, None, 10))
         # Never served (turn 0) first, then the lane served at 5, then at 7, FIFO within.
         assert [i.item_id for i in page.items] == ["it_c1", "it_b1", "it_a1", "it_a2"]
         assert page.after == (0, 7, 2)
-        rest = await tx.claim_candidates(ClaimScan("wc_a", "codex", T0, (0, 5, 3), 10))
+        rest = await tx.claim_candidates(ClaimScan("wc_a", ("codex",), T0, (0, 5, 3), 10))
         assert [i.item_id for i in rest.items] == ["it_a1", "it_a2"]
         # A turn is not a change of the lane: its version (etag) stays.
         assert (await tx.get_lane("ln_a")).version == version  # type: ignore[union-attr]

@@ -115,14 +115,16 @@ async def test_stores_select_exactly_the_items_no_store_gate_holds(
     async with store.write(cid) as tx:
         for worker_class in CLASSES:
             wanted = [i.item_id for i in expected if i.worker_class == worker_class]
-            found = await tx.claim_candidates(ClaimScan(cid, worker_class, world.now, None, 100))
+            found = await tx.claim_candidates(ClaimScan(cid, (worker_class,), world.now, None, 100))
             assert [i.item_id for i in found.items] == wanted, worker_class
-            assert await tx.has_ready(cid, worker_class, world.now) == bool(wanted)
+            assert await tx.has_ready(cid, (worker_class,), world.now) == bool(wanted)
             # Page by page (two at a time, after the cursor of the page before): the same.
             paged: list[str] = []
             after: ClaimCursor | None = None
             while (
-                page := await tx.claim_candidates(ClaimScan(cid, worker_class, world.now, after, 2))
+                page := await tx.claim_candidates(
+                    ClaimScan(cid, (worker_class,), world.now, after, 2)
+                )
             ).items:
                 paged.extend(i.item_id for i in page.items)
                 after = page.after

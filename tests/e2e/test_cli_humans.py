@@ -194,8 +194,8 @@ def test_approve_show_prints_the_facts_and_decides_nothing(system: System, tenan
     facts = cli_json(
         system, admin, "item", "approve", ship["itemId"], "--coordinator", cid, "--show"
     )
-    steps = [(step["kind"], step["evidence"].get("verdict", "")) for step in facts["steps"]]
-    assert steps == [("BUILD", ""), ("REVIEW", "FAIL"), ("FIX", ""), ("REVIEW", "PASS")]
+    verdicts = [(step["kind"], step["evidence"].get("verdict", "")) for step in facts["steps"]]
+    assert verdicts == [("BUILD", ""), ("REVIEW", "FAIL"), ("FIX", ""), ("REVIEW", "PASS")]
     assert facts["steps"][1]["evidence"]["findings"] == ["add a parser test"]
     code, out, _ = cli(
         system,

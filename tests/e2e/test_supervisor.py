@@ -1,7 +1,8 @@
 """``workcoord worker run`` as a real process running real commands, against the services on
 PostgreSQL and against ``workcoord dev``: outcomes, the run identity it records, the command's
 environment, lost leases killing the command and its children, SIGTERM releasing, the STANDARD
-workflow through evidence files, and repository roots."""
+workflow through evidence files, repository roots, and one supervisor serving two work
+coordinators and two classes."""
 
 from __future__ import annotations
 
@@ -417,3 +418,137 @@ def test_a_plain_shell_command(target: Target, tenant: Tenant, workdir: tuple[Pa
     done = item_of(tenant, lane, "sh")
     assert (done["state"], done["evidence"]["summary"]) == ("SUCCEEDED", "TASK on fix/parser")
     assert supervisor.kinds()[-2:] == ["completed", "exit"]
+
+
+# --------------------------------------------------------------------------- a machine's scope
+# One ``worker run --coordinator A,B --class machine,agent``: both classes of two work
+# coordinators under one worker id, one loop per coordinator (one's command runs while the
+# other's hangs), each command in its own process group, and the same fencing (a lease lost on
+# one coordinator kills its command and ends the supervisor with exit 3, the other loop's
+# command released without burning an attempt).
+
+CLASSES = "machine,agent"
+
+
+class Scope:
+    """Two work coordinators of one org and one work key on both."""
+
+    def __init__(self, tenant: Tenant) -> None:
+        self.first = tenant
+        second = ok(
+            tenant.admin.post(
+                "/v1/work-coordinators",
+                json={
+                    "scope": "ORG",
+                    "orgSlug": tenant.org_slug,
+                    "displayName": f"{tenant.org_slug} second",
+                    "digestOwner": f"ops@{tenant.org_slug}.test",
+                },
+            )
+        )
+        self.ids = [tenant.coordinator_id, second["coordinatorId"]]
+        key = ok(
+            tenant.admin.post(
+                "/v1/work-keys",
+                json={
+                    "displayName": "fleet-both",
+                    "orgSlug": tenant.org_slug,
+                    "coordinatorIds": self.ids,
+                    "capabilities": ["READ", "LEASE", "WRITE"],
+                },
+            )
+        )
+        self.secret: str = key["secret"]
+        self.second = Tenant(
+            org_slug=tenant.org_slug,
+            coordinator=second,
+            key=key,
+            admin=tenant.admin,
+            worker=rest.rest_client(str(tenant.admin.base_url), self.secret),
+        )
+
+
+def classed(key: str, worker_class: str, **inputs: object) -> JSON:
+    return rest.task(key, worker_class, inputs=inputs)
+
+
+def test_one_supervisor_serves_both_classes_of_two_coordinators(
+    target: Target, tenant: Tenant, workdir: tuple[Path, Path]
+) -> None:
+    checkout, report_dir = workdir
+    scope = Scope(tenant)
+    first, second = scope.first, scope.second
+    lane_a = custom_lane(first, classed("a-m", "machine"), classed("a-a", "agent"))
+    lane_b = custom_lane(
+        second,
+        {**classed("b-m", "machine"), "priority": 5},
+        {**classed("b-a", "agent"), "priority": 5},
+        classed("b-hang", "agent", mode="hang"),  # last: priority 0
+    )
+    supervisor = start_supervisor(
+        target, scope.secret, ",".join(scope.ids), CLASSES, checkout, report_dir
+    )
+    try:
+        hang = wait_for_report(report_dir, item_of(second, lane_b, "b-hang")["itemId"])
+        # The second coordinator's loop is busy with b-hang: the first's still takes new work.
+        late = custom_lane(first, classed("a-late", "machine"))
+        supervisor.wait_for("completed", coordinator=scope.ids[0], item=late["items"][0]["itemId"])
+        assert not gone(hang["pid"])
+        supervisor.process.send_signal(signal.SIGTERM)
+        assert supervisor.wait_exit() == 0, supervisor.output()
+    finally:
+        supervisor.kill()
+
+    ready = supervisor.wait_for("ready")
+    assert (ready["coordinators"], ready["workerClasses"]) == (scope.ids, ["machine", "agent"])
+    done = [
+        *(item_of(first, lane_a, key) for key in ("a-m", "a-a")),
+        *(item_of(second, lane_b, key) for key in ("b-m", "b-a")),
+        item_of(first, late, "a-late"),
+    ]
+    assert [item["state"] for item in done] == ["SUCCEEDED"] * 5
+    attempts = [item["attempts"][0] for item in done]
+    assert {a["workerId"] for a in attempts} == {ready["worker"]}  # one worker id for all
+    assert {int(a["runIdentity"]["pid"]) for a in attempts} == {supervisor.pid}
+    for item, coordinator_id in zip(
+        done, [*scope.ids[:1] * 2, *scope.ids[1:] * 2, scope.ids[0]], strict=True
+    ):
+        report = wait_for_report(report_dir, item["itemId"])
+        assert report["pgid"] == report["pid"]  # each command in its own process group
+        assert report["env"]["WORKCOORD_COORDINATOR_ID"] == coordinator_id
+        assert report["env"]["WORKCOORD_WORKER_CLASS"] == item["workerClass"]
+    # SIGTERM drained the hanging one: forwarded, released, no attempt burned.
+    assert gone(hang["pid"]) and gone(hang["childPid"])
+    released = item_of(second, lane_b, "b-hang")
+    assert released["state"] == "QUEUED"
+    assert released["attempts"][0]["status"] == "RELEASED"
+    assert "wcl_" not in supervisor.output() and scope.secret not in supervisor.output()
+
+
+def test_a_lease_lost_on_one_coordinator_ends_the_supervisor_and_drains_the_other(
+    target: Target, tenant: Tenant, workdir: tuple[Path, Path]
+) -> None:
+    checkout, report_dir = workdir
+    scope = Scope(tenant)
+    first, second = scope.first, scope.second
+    lane_a = custom_lane(first, classed("a-hang", "machine", mode="hang"))
+    lane_b = custom_lane(second, classed("b-hang", "agent", mode="hang"))
+    supervisor = start_supervisor(
+        target, scope.secret, ",".join(scope.ids), CLASSES, checkout, report_dir
+    )
+    try:
+        kept = wait_for_report(report_dir, item_of(first, lane_a, "a-hang")["itemId"])
+        lost = wait_for_report(report_dir, item_of(second, lane_b, "b-hang")["itemId"])
+        cancel(second, lane_b, "b-hang")
+        assert supervisor.wait_exit() == 3, supervisor.output()
+    finally:
+        supervisor.kill()
+    assert supervisor.wait_for("lease_lost", coordinator=scope.ids[1])
+    for report in (kept, lost):
+        assert gone(report["pid"]) and gone(report["childPid"])
+    # The other coordinator's item was handed back, not failed: no attempt burned.
+    after = item_of(first, lane_a, "a-hang")
+    assert after["state"] == "QUEUED"
+    assert after["attempts"][0]["status"] == "RELEASED"
+    assert int(after.get("attemptCount", 0)) == 0
+    assert supervisor.kinds()[-1] == "exit"

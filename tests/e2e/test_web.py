@@ -511,3 +511,68 @@ def test_an_admin_sees_tracker_health_and_why_a_ticket_closure_is_stuck(
         watched.assert_clean()
     finally:
         context.close()
+
+
+def test_an_org_admin_raises_a_lanes_priority_and_the_next_lease_honours_it(
+    system: System, tenant: Tenant, browser: Browser
+) -> None:
+    with admin_client(system) as admin:
+        suffix = unique_slug("adm")
+        user = ok(
+            admin.post(
+                "/v1/users",
+                json={"email": f"{suffix}@example.test", "displayName": f"Admin {suffix}"},
+            )
+        )
+        ok(
+            admin.post(
+                f"/v1/orgs/{tenant.org_slug}/members",
+                json={"userId": user["userId"], "role": "ORG_ADMIN"},
+            )
+        )
+    machine = {"kind": "TASK", "workerClass": "machine"}
+    old = tenant.create_lane(
+        {"title": "Old work", "template": "CUSTOM", "items": [{**machine, "key": "old"}]}
+    )
+    urgent = tenant.create_lane(
+        {"title": "Urgent fix", "template": "CUSTOM", "items": [{**machine, "key": "urgent"}]}
+    )
+    # One worker id serving two classes shows both on the page.
+    ok(
+        tenant.worker.post(
+            f"{tenant.base}/workers",
+            json={
+                "workerId": "w-both",
+                "workerClass": "machine",
+                "workerClasses": ["machine", "agent"],
+            },
+        )
+    )
+    context, watched = open_page(browser)
+    page = watched.page
+    try:
+        sign_in(page, system, user["userId"])
+        page.goto(org_page(system, tenant))
+        both = page.locator(f"#workers-{tenant.coordinator_id} li", has_text="w-both")
+        expect(both.locator(".badge")).to_have_text(["machine", "agent"])
+        card = page.locator(f"#lane-{urgent['laneId']}")
+        # The lane's decisions sit with its explanation.
+        card.get_by_role("button", name="Why this lane?").click()
+        card.locator(f'[data-decision="lane-priority"][data-lane="{urgent["laneId"]}"]').click()
+        dialog = page.locator("dialog.confirm")
+        expect(dialog).to_be_visible()
+        expect(dialog).to_contain_text("Now 0")
+        dialog.locator("textarea").fill("50")
+        dialog.locator('button[type="submit"]').click()
+        expect(dialog).to_be_hidden()
+        expect(page.locator("body")).to_contain_text("Priority 50: Urgent fix")
+        watched.assert_clean()
+    finally:
+        context.close()
+    assert tenant.lane(urgent["laneId"])["priority"] == 50
+    assert int(tenant.lane(old["laneId"]).get("priority", 0)) == 0
+    updated = [e for e in tenant.events() if e["type"] == "LANE_UPDATED"]
+    assert updated and updated[-1]["actor"].endswith(user["userId"]), updated
+    # The lane created later goes first now.
+    (leased,) = tenant.lease("machine", maxItems=1)
+    assert leased["item"]["key"] == "urgent"

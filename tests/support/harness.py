@@ -210,13 +210,21 @@ class Stack:
     # ---------------------------------------------------------------- worker calls
 
     async def workers_report(
-        self, worker_id: str, worker_class: str = "machine", labels: Mapping[str, str] | None = None
+        self,
+        worker_id: str,
+        worker_class: str = "machine",
+        labels: Mapping[str, str] | None = None,
+        *,
+        worker_classes: Sequence[str] = (),
     ) -> worker_pb2.Worker:
         response = await self.worker.workers.ReportWorker(
             worker_pb2.ReportWorkerRequest(
                 coordinator_id=self.cid,
                 worker=worker_pb2.Worker(
-                    worker_id=worker_id, worker_class=worker_class, labels=dict(labels or {})
+                    worker_id=worker_id,
+                    worker_class=worker_class,
+                    labels=dict(labels or {}),
+                    worker_classes=list(worker_classes),
                 ),
             )
         )
@@ -233,12 +241,14 @@ class Stack:
         run_identity: lane_pb2.RunIdentity | None = None,
         client: WorkcoordClient | None = None,
         coordinator_id: str | None = None,
+        worker_classes: Sequence[str] = (),
     ) -> list[worker_pb2.Lease]:
         request = worker_pb2.LeaseRequest(
             coordinator_id=coordinator_id or self.cid,
-            # A worker id is bound to the class it first asked for.
+            # A worker id is bound to the classes it registered (or first asked for).
             worker_id=worker_id or f"{worker_class}-1",
             worker_class=worker_class,
+            worker_classes=list(worker_classes),
             max_items=max_items,
             lease_seconds=lease_seconds,
             wait_seconds=wait_seconds,

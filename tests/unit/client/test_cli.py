@@ -167,6 +167,10 @@ def test_scripted_worker_commands(
     _run(capsys, "worker", "lease", "--class", "machine", "--request-id", "retry-1")
     again, _ = coordinator.recorded.last("Lease")
     assert isinstance(again, worker_pb2.LeaseRequest) and again.request_id == "retry-1"
+    _run(capsys, "worker", "lease", "--class", "machine,agent")
+    both, _ = coordinator.recorded.last("Lease")
+    assert isinstance(both, worker_pb2.LeaseRequest)
+    assert (both.worker_class, list(both.worker_classes)) == ("machine", ["agent"])
 
     code, _, err = _run(capsys, "worker", "heartbeat", "lease-1")
     assert code == 2 and "WORKCOORD_LEASE_TOKEN" in err

@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 
 from workcoord.api.v1 import lane_pb2, worker_pb2
-from workcoord.cli.main import main
+from workcoord.cli.main import build_parser, main
 from workcoord.cli.supervisor import (
     AttemptFiles,
     Reporter,
     attempt_files,
     child_environment,
     command_outcome,
+    config_from_args,
     default_worker_id,
     inputs_document,
 )
@@ -138,6 +139,38 @@ def test_usage_problems_are_refused_before_leasing(
     )  # fmt: skip
     assert code == 2 and message in err
     assert coordinator.recorded.calls == []
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--coordinator", "c1,,c2", "--class", "machine"], "--coordinator 'c1,,c2'"),
+        (["--coordinator", "c1", "--class", "machine,"], "--class 'machine,'"),
+    ],
+)
+def test_an_empty_entry_of_a_list_is_refused_before_leasing(
+    flags: list[str],
+    message: str,
+    labels: None,
+    coordinator: FakeCoordinator,
+    checkout: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = run_cli(capsys, *flags, "--address", coordinator.address, "--", "true")
+    assert code == 2 and message in err and "empty entry" in err
+    assert coordinator.recorded.calls == []
+
+
+def test_lists_of_coordinators_and_classes_are_read_in_order(checkout: Path) -> None:
+    environ = {"WORKCOORD_AGENT_ID": "a", "WORKCOORD_AGENT_ENGINE": "e"}
+    args = build_parser().parse_args(
+        ["worker", "run", "--coordinator", "c1, c2,c1", "--class", "machine,agent",
+         "--account", "fleet", "--agent-id", "a", "--engine", "e", "--", "true"]
+    )  # fmt: skip
+    config = config_from_args(args, environ)
+    assert config.coordinator_ids == ("c1", "c2")
+    assert (config.worker_classes, config.worker_class) == (("machine", "agent"), "machine")
+    assert config.worker_id == default_worker_id("machine-agent", str(checkout))
 
 
 @pytest.mark.parametrize("flag", ["--lease-seconds=4", "--lease-seconds=301", "--wait-seconds=61"])
@@ -353,7 +386,7 @@ class Block:
             raise ImportError("blocked: " + name)
 sys.meta_path.insert(0, Block())
 import workcoord.client, workcoord.client.worker_sync
-from workcoord.cli.main import main
+from workcoord.cli.main import build_parser, main
 sys.exit(main(["worker", "run", "--help"]))
 """
     done = subprocess.run(

@@ -146,10 +146,10 @@ async def test_claim_order_and_expiry_queries(
         ),
     )
     async with store.write(world.cid) as tx:
-        found = await tx.claim_candidates(ClaimScan(world.cid, "codex", tx.now, None, 10))
+        found = await tx.claim_candidates(ClaimScan(world.cid, ("codex",), tx.now, None, 10))
         assert [i.key for i in found.items] == ["b", "a", "c"]
         after = (found.items[0].priority, 0, found.items[0].seq)
-        rest = await tx.claim_candidates(ClaimScan(world.cid, "codex", tx.now, after, 10))
+        rest = await tx.claim_candidates(ClaimScan(world.cid, ("codex",), tx.now, after, 10))
         assert [i.key for i in rest.items] == ["a", "c"]
     granted = await engine.leasing.lease(
         world.worker,

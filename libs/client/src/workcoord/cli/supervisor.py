@@ -1,4 +1,11 @@
-"""``workcoord worker run``: the foreground supervisor, one item at a time.
+"""``workcoord worker run``: the foreground supervisor, one item at a time per work coordinator.
+
+One supervisor serves a machine's whole scope: ``--coordinator A,B`` runs one worker loop per
+work coordinator inside it (each leasing one item at a time, each item's command in its own
+process group), and ``--class a,b`` makes its one worker id serve all those classes (each Lease
+takes the best ready item of any of them; capacity is still the coordinator's per class). A
+lost lease on any coordinator ends the supervisor with exit 3, as with one: the others stop
+taking work and drain like on SIGTERM.
 
 For each item it leases (long-polling) it chooses the worktree (:mod:`.roots`), records the run
 identity from the machine itself — its own pid, the real hostname, the canonical worktree, the
@@ -100,9 +107,9 @@ class SupervisorConfig:
 
     address: str
     token: str | None
-    coordinator_id: str
+    coordinator_ids: tuple[str, ...]
     worker_id: str
-    worker_class: str
+    worker_classes: tuple[str, ...]
     command: tuple[str, ...]
     agent_id: str
     engine: str
@@ -115,6 +122,16 @@ class SupervisorConfig:
     once: bool = False
     kill_grace: float = 10.0
     json_output: bool = False
+
+    @property
+    def coordinator_id(self) -> str:
+        """The first work coordinator served (the only one, usually)."""
+        return self.coordinator_ids[0]
+
+    @property
+    def worker_class(self) -> str:
+        """The first class served: the worker's class as Lease names it."""
+        return self.worker_classes[0]
 
 
 def register_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -129,13 +146,20 @@ def register_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         dest="coordinator_id",
         metavar="ID",
         default=os.environ.get("WORKCOORD_COORDINATOR_ID") or None,
-        help="work coordinator id (env WORKCOORD_COORDINATOR_ID)",
+        help="work coordinator id, or several comma-separated: one worker loop each, in this "
+        "one supervisor (env WORKCOORD_COORDINATOR_ID)",
     )
-    run.add_argument("--class", dest="worker_class", metavar="CLASS", required=True)
+    run.add_argument(
+        "--class",
+        dest="worker_class",
+        metavar="CLASS[,CLASS...]",
+        required=True,
+        help="worker class, or several comma-separated: one worker id serving them all",
+    )
     run.add_argument(
         "--worker-id",
         default=os.environ.get("WORKCOORD_WORKER_ID") or None,
-        help="env WORKCOORD_WORKER_ID; default: host, class and a hash of this directory",
+        help="env WORKCOORD_WORKER_ID; default: host, classes and a hash of this directory",
     )
     run.add_argument("--lease-seconds", type=_bounded(5, 300), default=30, metavar="N")
     run.add_argument("--wait-seconds", type=_bounded(0, 60), default=30, metavar="N")
@@ -204,6 +228,8 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Su
         raise CliError(
             "worker run: --coordinator (or WORKCOORD_COORDINATOR_ID) is required", EXIT_USAGE
         )
+    coordinator_ids = _comma_list(args.coordinator_id, "--coordinator")
+    worker_classes = _comma_list(args.worker_class, "--class")
     require_given(
         "worker run: missing ",
         (
@@ -234,9 +260,9 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Su
     return SupervisorConfig(
         address=args.address,
         token=token_from(args.token, environ),
-        coordinator_id=args.coordinator_id,
-        worker_id=args.worker_id or default_worker_id(args.worker_class, own),
-        worker_class=args.worker_class,
+        coordinator_ids=coordinator_ids,
+        worker_id=args.worker_id or default_worker_id("-".join(worker_classes), own),
+        worker_classes=worker_classes,
         command=tuple(command),
         agent_id=args.agent_id,
         engine=args.engine,
@@ -250,6 +276,14 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Su
         kill_grace=args.kill_grace,
         json_output=args.json_output,
     )
+
+
+def _comma_list(text: str, flag: str) -> tuple[str, ...]:
+    """``a,b`` as ``("a", "b")``, each once, in order; an empty entry is a usage error."""
+    entries = [entry.strip() for entry in text.split(",")]
+    if not all(entries):
+        raise CliError(f"worker run: {flag} {text!r} has an empty entry", EXIT_USAGE)
+    return tuple(dict.fromkeys(entries))
 
 
 def default_worker_id(worker_class: str, directory: str) -> str:
@@ -297,11 +331,12 @@ class Reporter:
             line = " ".join(parts) + (f" — {detail}" if detail else "")
         print(line, flush=True)
 
-    def loop_event(self, event: LoopEvent) -> None:
+    def loop_event(self, event: LoopEvent, coordinator: str = "") -> None:
         item = event.item
         self.emit(
             event.kind,
             event.detail,
+            coordinator=coordinator,
             lease=event.lease_id,
             item=item.item_id if item else "",
             lane=item.lane_id if item else "",
@@ -311,14 +346,16 @@ class Reporter:
 
 
 class Supervisor:
-    """One ``worker run``: the loop, the signals, the command of the current item."""
+    """One ``worker run``: a loop per work coordinator, the signals, the command of each
+    loop's current item."""
 
     def __init__(self, config: SupervisorConfig, reporter: Reporter) -> None:
         self.config = config
         self.reporter = reporter
         self.stop = asyncio.Event()
         self.signals: list[int] = []
-        self.group: ProcessGroup | None = None
+        # The process group of each running command (one per loop at most).
+        self.groups: set[ProcessGroup] = set()
 
     async def main(self) -> int:
         """Run until stopped (or one item with ``--once``); the exit code."""
@@ -334,27 +371,66 @@ class Supervisor:
             # the backstop should it hang.
             drain_seconds=config.kill_grace + 30.0,
         )
+        several = len(config.coordinator_ids) > 1
         self.reporter.emit(
             "ready",
-            coordinator=config.coordinator_id,
+            coordinator=config.coordinator_id if not several else "",
+            coordinators=list(config.coordinator_ids) if several else None,
             worker=config.worker_id,
             workerClass=config.worker_class,
+            workerClasses=list(config.worker_classes) if len(config.worker_classes) > 1 else None,
             directory=config.own_directory,
         )
         try:
             async with WorkcoordClient(config.address, config.token) as client:
-                worker = Worker(
-                    client, config.coordinator_id, config.worker_id, config.worker_class
-                )
-                await worker.run(self.handle, options, stop=self.stop, on_event=self._loop_event)
+                await self._serve_all(client, options)
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
         self.reporter.emit("exit", detail="stopped" if self.signals else "done")
         return EXIT_OK
 
-    def _loop_event(self, event: LoopEvent) -> None:
-        self.reporter.loop_event(event)
+    async def _serve_all(self, client: WorkcoordClient, options: LoopOptions) -> None:
+        """One worker loop per work coordinator, side by side. The first to fail (a lost
+        lease, a refusal) stops the others as a signal would (they drain: no new lease, the
+        running command gets the grace period, its lease is released), then is raised."""
+        config = self.config
+        several = len(config.coordinator_ids) > 1
+        loops = [
+            asyncio.ensure_future(self._serve(client, coordinator_id, options, several))
+            for coordinator_id in config.coordinator_ids
+        ]
+        failure: BaseException | None = None
+        try:
+            for finished in asyncio.as_completed(loops):
+                try:
+                    await finished
+                except Exception as exc:  # raised below, once the others drained
+                    if failure is None:
+                        failure = exc
+                        self.stop.set()
+        finally:
+            for loop in loops:
+                loop.cancel()  # only when cancelled ourselves: the others have ended
+        if failure is not None:
+            raise failure
+
+    async def _serve(
+        self, client: WorkcoordClient, coordinator_id: str, options: LoopOptions, several: bool
+    ) -> None:
+        config = self.config
+        worker = Worker(
+            client, coordinator_id, config.worker_id, config.worker_class, config.worker_classes
+        )
+        shown = coordinator_id if several else ""
+
+        async def handle(assignment: Assignment) -> Outcome:
+            return await self.handle(assignment, coordinator_id)
+
+        def on_event(event: LoopEvent) -> None:
+            self.reporter.loop_event(event, shown)
+
+        await worker.run(handle, options, stop=self.stop, on_event=on_event)
 
     def _on_signal(self, signum: int) -> None:
         self.signals.append(signum)
@@ -362,12 +438,14 @@ class Supervisor:
         if len(self.signals) == 1:
             self.reporter.emit("stopping", detail=f"{name}: finishing the current item")
             self.stop.set()
-        elif self.group is not None:
-            self.reporter.emit("killing", pgid=self.group.pgid, detail=f"second signal {name}")
-            self.group.send(signal.SIGKILL)
+        else:
+            for group in tuple(self.groups):
+                self.reporter.emit("killing", pgid=group.pgid, detail=f"second signal {name}")
+                group.send(signal.SIGKILL)
 
-    async def handle(self, assignment: Assignment) -> Outcome:
-        """Run the command for one item (the handler of :meth:`Worker.run`)."""
+    async def handle(self, assignment: Assignment, coordinator_id: str = "") -> Outcome:
+        """Run the command for one item of ``coordinator_id`` (the handler of
+        :meth:`Worker.run`)."""
         config = self.config
         inputs = inputs_document(assignment.item)
         choice = roots_module.choose_worktree(inputs, config.own_directory, config.roots)
@@ -389,10 +467,17 @@ class Supervisor:
         if assignment.stopping.is_set():
             return Released("worker stopping before the command started")
         with attempt_files(assignment.item) as files:
-            return await self._run_command(assignment, choice.path, branch, files)
+            return await self._run_command(
+                assignment, choice.path, branch, files, coordinator_id or config.coordinator_id
+            )
 
     async def _run_command(
-        self, assignment: Assignment, worktree: str, branch: str, files: AttemptFiles
+        self,
+        assignment: Assignment,
+        worktree: str,
+        branch: str,
+        files: AttemptFiles,
+        coordinator_id: str,
     ) -> Outcome:
         config = self.config
         item = assignment.item
@@ -400,6 +485,8 @@ class Supervisor:
             os.environ,
             config.token,
             {
+                "WORKCOORD_COORDINATOR_ID": coordinator_id,
+                "WORKCOORD_WORKER_CLASS": item.worker_class,
                 "WORKCOORD_LEASE_ID": assignment.lease_id,
                 "WORKCOORD_ITEM_ID": item.item_id,
                 "WORKCOORD_LANE_ID": item.lane_id,
@@ -417,7 +504,7 @@ class Supervisor:
             group = await ProcessGroup.spawn(config.command, cwd=worktree, env=env, stdout=stdout)
         except OSError as exc:
             return Failed(f"cannot start {config.command[0]}: {exc}", error_type="SPAWN")
-        self.group = group
+        self.groups.add(group)
         usage = UsageFile(files.usage)
         assignment.usage_reader = usage.read
         self.reporter.emit(
@@ -431,7 +518,7 @@ class Supervisor:
             self.reporter.emit("killed", lease=assignment.lease_id, pgid=group.pgid, pids=killed)
             raise
         finally:
-            self.group = None
+            self.groups.discard(group)
             # The last totals, read while the file is there: the final write carries them.
             assignment.usage_reader = None
             assignment.usage = usage.read()

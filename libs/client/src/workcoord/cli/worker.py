@@ -38,7 +38,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     sub = add_command_group(commands, "worker_command", "worker", help="scripted worker calls")
 
     lease = sub.add_parser("lease", help="lease ready work (prints the leases, with tokens)")
-    lease.add_argument("--class", dest="worker_class", required=True, metavar="CLASS")
+    lease.add_argument(
+        "--class",
+        dest="worker_class",
+        required=True,
+        metavar="CLASS[,CLASS...]",
+        help="worker class, or several comma-separated (the best ready item of any goes first)",
+    )
     lease.add_argument("--max-items", type=int, default=1)
     lease.add_argument("--lease-seconds", type=int, default=30)
     lease.add_argument("--wait-seconds", type=int, default=0, help="long-poll up to this long")
@@ -183,10 +189,17 @@ def _run_identity(args: argparse.Namespace) -> lane_pb2.RunIdentity:
 
 def _run_worker(args: argparse.Namespace, call: Callable[[Worker], Awaitable[Message]]) -> int:
     """Make one worker call as ``--worker-id`` on ``--coordinator``; print its answer."""
+    classes = tuple(c.strip() for c in getattr(args, "worker_class", "").split(",") if c.strip())
     return run_call(
         args,
         lambda client: call(
-            Worker(client, args.coordinator_id, args.worker_id, getattr(args, "worker_class", ""))
+            Worker(
+                client,
+                args.coordinator_id,
+                args.worker_id,
+                classes[0] if classes else "",
+                classes,
+            )
         ),
     )
 

@@ -124,12 +124,15 @@ def run_identity_here(
 
 @dataclass(eq=False)
 class Worker:
-    """One worker of one class on one work coordinator."""
+    """One worker on one work coordinator, of ``worker_class`` and any ``worker_classes``
+    besides (one worker id serving several classes: its leases take the best ready item of
+    any of them)."""
 
     client: WorkcoordClient
     coordinator_id: str
     worker_id: str
     worker_class: str
+    worker_classes: tuple[str, ...] = ()
 
     async def run(
         self,
@@ -175,6 +178,7 @@ class Worker:
             coordinator_id=self.coordinator_id,
             worker_id=self.worker_id,
             worker_class=self.worker_class,
+            worker_classes=[c for c in self.worker_classes if c != self.worker_class],
             max_items=max_items,
             lease_seconds=lease_seconds,
             wait_seconds=wait_seconds,

@@ -114,13 +114,15 @@ class Subscription(_Listening, Protocol):
 
 
 class ReadySignal(_Listening, Protocol):
-    """The wake-up of one worker class of one work coordinator; use as an async context manager.
+    """The wake-up of one or more worker classes of one work coordinator (one worker serving
+    several classes waits on one signal); use as an async context manager.
 
     Set by every notification published after ``__aenter__`` returned that may have made work
-    of the class ready (:meth:`Notification.may_ready`); never by others. It is debounced: any
-    number of notifications between two waits count as one wake-up, and the first is not
-    delayed. ``generation`` numbers the delivery that last set it: the signals that one
-    notification set share it, so their holders can tell who was woken by the same commit.
+    of any of the classes ready (:meth:`Notification.may_ready`); never by others. It is
+    debounced: any number of notifications between two waits count as one wake-up, and the
+    first is not delayed. ``generation`` numbers the delivery that last set it: the signals
+    that one notification set share it, so their holders can tell who was woken by the same
+    commit.
     """
 
     generation: int
@@ -142,8 +144,9 @@ class NotificationBus(Protocol):
         """A subscription to ``coordinator_id``'s notifications (enter it to start receiving)."""
         ...
 
-    def ready_signal(self, coordinator_id: str, worker_class: str) -> ReadySignal:
-        """``worker_class``'s wake-up in ``coordinator_id`` (enter it to start listening)."""
+    def ready_signal(self, coordinator_id: str, *worker_classes: str) -> ReadySignal:
+        """The wake-up of ``worker_classes`` in ``coordinator_id`` (enter it to start
+        listening): set when work of any of them may be ready."""
         ...
 
     async def close(self) -> None:
@@ -224,11 +227,15 @@ class _LocalSubscription(_LocalListener):
 
 
 class _LocalReadySignal(_LocalListener):
-    """One waiter's wake-up for one class: an event, set by the fan-out, cleared by waiting."""
+    """One waiter's wake-up for its classes: an event, set by the fan-out, cleared by waiting."""
 
-    def __init__(self, fanout: _LocalFanout, coordinator_id: str, worker_class: str) -> None:
+    def __init__(
+        self, fanout: _LocalFanout, coordinator_id: str, worker_classes: tuple[str, ...]
+    ) -> None:
         super().__init__(fanout, coordinator_id)
-        self.worker_class = worker_class
+        if not worker_classes:
+            raise ValueError("a ready signal needs at least one worker class")
+        self.worker_classes = tuple(dict.fromkeys(worker_classes))
         self._set = asyncio.Event()
         self.generation = 0
 
@@ -273,7 +280,8 @@ class _LocalFanout:
             self.subscribers.setdefault(listener.coordinator_id, set()).add(listener)
         elif isinstance(listener, _LocalReadySignal):
             by_class = self.signals.setdefault(listener.coordinator_id, {})
-            by_class.setdefault(listener.worker_class, set()).add(listener)
+            for worker_class in listener.worker_classes:
+                by_class.setdefault(worker_class, set()).add(listener)
 
     async def unregister(self, listener: _LocalListener) -> None:
         coordinator_id = listener.coordinator_id
@@ -286,11 +294,12 @@ class _LocalFanout:
             return
         assert isinstance(listener, _LocalReadySignal)
         by_class = self.signals.get(coordinator_id, {})
-        waiting = by_class.get(listener.worker_class)
-        if waiting is not None:
-            waiting.discard(listener)
-            if not waiting:
-                del by_class[listener.worker_class]
+        for worker_class in listener.worker_classes:
+            waiting = by_class.get(worker_class)
+            if waiting is not None:
+                waiting.discard(listener)
+                if not waiting:
+                    del by_class[worker_class]
         if not by_class:
             self.signals.pop(coordinator_id, None)
 
@@ -321,9 +330,9 @@ class InProcessBus:
         """A subscription to ``coordinator_id`` (enter it to start receiving)."""
         return _LocalSubscription(self._fanout, coordinator_id)
 
-    def ready_signal(self, coordinator_id: str, worker_class: str) -> ReadySignal:
-        """``worker_class``'s wake-up in ``coordinator_id`` (enter it to start listening)."""
-        return _LocalReadySignal(self._fanout, coordinator_id, worker_class)
+    def ready_signal(self, coordinator_id: str, *worker_classes: str) -> ReadySignal:
+        """The wake-up of ``worker_classes`` in ``coordinator_id`` (enter it to listen)."""
+        return _LocalReadySignal(self._fanout, coordinator_id, worker_classes)
 
     async def close(self) -> None:
         """Nothing to release."""
@@ -421,11 +430,11 @@ class RedisStreamBus:
             raise RuntimeError("the bus is closed")
         return _LocalSubscription(self._fanout, coordinator_id)
 
-    def ready_signal(self, coordinator_id: str, worker_class: str) -> ReadySignal:
-        """``worker_class``'s wake-up in ``coordinator_id`` (enter it to start listening)."""
+    def ready_signal(self, coordinator_id: str, *worker_classes: str) -> ReadySignal:
+        """The wake-up of ``worker_classes`` in ``coordinator_id`` (enter it to listen)."""
         if self._closed:
             raise RuntimeError("the bus is closed")
-        return _LocalReadySignal(self._fanout, coordinator_id, worker_class)
+        return _LocalReadySignal(self._fanout, coordinator_id, worker_classes)
 
     async def close(self) -> None:
         """Stop the reader, drop the control stream, close the connections."""

@@ -18,7 +18,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Worker(_message.Message):
-    __slots__ = ("worker_id", "worker_class", "capabilities", "toolchains", "labels", "cpu_count", "memory_bytes", "disk_bytes", "observe_time", "create_time", "principal", "active_leases", "fence")
+    __slots__ = ("worker_id", "worker_class", "capabilities", "toolchains", "labels", "cpu_count", "memory_bytes", "disk_bytes", "observe_time", "create_time", "principal", "active_leases", "fence", "worker_classes")
     class ToolchainsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +46,7 @@ class Worker(_message.Message):
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_LEASES_FIELD_NUMBER: _ClassVar[int]
     FENCE_FIELD_NUMBER: _ClassVar[int]
+    WORKER_CLASSES_FIELD_NUMBER: _ClassVar[int]
     worker_id: str
     worker_class: str
     capabilities: _containers.RepeatedScalarFieldContainer[str]
@@ -59,7 +60,8 @@ class Worker(_message.Message):
     principal: str
     active_leases: int
     fence: WorkerFence
-    def __init__(self, worker_id: _Optional[str] = ..., worker_class: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., toolchains: _Optional[_Mapping[str, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., cpu_count: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., observe_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal: _Optional[str] = ..., active_leases: _Optional[int] = ..., fence: _Optional[_Union[WorkerFence, _Mapping]] = ...) -> None: ...
+    worker_classes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, worker_id: _Optional[str] = ..., worker_class: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., toolchains: _Optional[_Mapping[str, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., cpu_count: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., observe_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal: _Optional[str] = ..., active_leases: _Optional[int] = ..., fence: _Optional[_Union[WorkerFence, _Mapping]] = ..., worker_classes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class WorkerFence(_message.Message):
     __slots__ = ("reason", "lease_id", "item_id", "lane_id", "exclusive", "since", "expire_time")
@@ -172,7 +174,7 @@ class ForgetWorkerResponse(_message.Message):
     def __init__(self, worker: _Optional[_Union[Worker, _Mapping]] = ...) -> None: ...
 
 class LeaseRequest(_message.Message):
-    __slots__ = ("coordinator_id", "worker_id", "worker_class", "max_items", "lease_seconds", "wait_seconds", "run_identity", "request_id")
+    __slots__ = ("coordinator_id", "worker_id", "worker_class", "max_items", "lease_seconds", "wait_seconds", "run_identity", "request_id", "worker_classes")
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     WORKER_CLASS_FIELD_NUMBER: _ClassVar[int]
@@ -181,6 +183,7 @@ class LeaseRequest(_message.Message):
     WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     RUN_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKER_CLASSES_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: str
     worker_id: str
     worker_class: str
@@ -189,7 +192,8 @@ class LeaseRequest(_message.Message):
     wait_seconds: int
     run_identity: _lane_pb2.RunIdentity
     request_id: str
-    def __init__(self, coordinator_id: _Optional[str] = ..., worker_id: _Optional[str] = ..., worker_class: _Optional[str] = ..., max_items: _Optional[int] = ..., lease_seconds: _Optional[int] = ..., wait_seconds: _Optional[int] = ..., run_identity: _Optional[_Union[_lane_pb2.RunIdentity, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
+    worker_classes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, coordinator_id: _Optional[str] = ..., worker_id: _Optional[str] = ..., worker_class: _Optional[str] = ..., max_items: _Optional[int] = ..., lease_seconds: _Optional[int] = ..., wait_seconds: _Optional[int] = ..., run_identity: _Optional[_Union[_lane_pb2.RunIdentity, _Mapping]] = ..., request_id: _Optional[str] = ..., worker_classes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class LeaseResponse(_message.Message):
     __slots__ = ("leases",)

@@ -131,7 +131,7 @@ class WorkerServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Lease(self, request, context):
-        """Leases up to max_items ready items of the worker's class, priority first, then lanes in turn.
+        """Leases up to max_items ready items of the worker's classes, priority first, then lanes in turn.
         With wait_seconds it long-polls and returns as soon as work is ready (no leases: nothing
         was ready in time). Each lease carries its secret lease_token, shown only here: every later
         write of the attempt (start, heartbeat, checkpoint, complete, fail, release) presents it,

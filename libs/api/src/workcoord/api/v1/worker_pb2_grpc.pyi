@@ -44,7 +44,7 @@ class WorkerServiceStub:
     observations and any fence go; the id may register again later as a new worker.
     """
     Lease: _grpc.UnaryUnaryMultiCallable[_worker_pb2.LeaseRequest, _worker_pb2.LeaseResponse]
-    """Leases up to max_items ready items of the worker's class, priority first, then lanes in turn.
+    """Leases up to max_items ready items of the worker's classes, priority first, then lanes in turn.
     With wait_seconds it long-polls and returns as soon as work is ready (no leases: nothing
     was ready in time). Each lease carries its secret lease_token, shown only here: every later
     write of the attempt (start, heartbeat, checkpoint, complete, fail, release) presents it,
@@ -108,7 +108,7 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     observations and any fence go; the id may register again later as a new worker.
     """
     Lease: _aio.UnaryUnaryMultiCallable[_worker_pb2.LeaseRequest, _worker_pb2.LeaseResponse]  # type: ignore[assignment]
-    """Leases up to max_items ready items of the worker's class, priority first, then lanes in turn.
+    """Leases up to max_items ready items of the worker's classes, priority first, then lanes in turn.
     With wait_seconds it long-polls and returns as soon as work is ready (no leases: nothing
     was ready in time). Each lease carries its secret lease_token, shown only here: every later
     write of the attempt (start, heartbeat, checkpoint, complete, fail, release) presents it,
@@ -193,7 +193,7 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _worker_pb2.LeaseRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_worker_pb2.LeaseResponse, _abc.Awaitable[_worker_pb2.LeaseResponse]]:
-        """Leases up to max_items ready items of the worker's class, priority first, then lanes in turn.
+        """Leases up to max_items ready items of the worker's classes, priority first, then lanes in turn.
         With wait_seconds it long-polls and returns as soon as work is ready (no leases: nothing
         was ready in time). Each lease carries its secret lease_token, shown only here: every later
         write of the attempt (start, heartbeat, checkpoint, complete, fail, release) presents it,

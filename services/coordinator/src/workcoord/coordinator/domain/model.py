@@ -9,6 +9,7 @@ generated code.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any, Self
@@ -395,6 +396,11 @@ class UsageTotal:
         return self.input_tokens + self.output_tokens + cached
 
 
+def served_classes(primary: str, others: Sequence[str]) -> tuple[str, ...]:
+    """``primary`` and then ``others``, each class once, in that order."""
+    return tuple(dict.fromkeys((primary, *others)))
+
+
 @dataclass(slots=True)
 class Worker:
     coordinator_id: str
@@ -412,6 +418,13 @@ class Worker:
     last_ask_time: datetime | None = None
     # Set while the worker is fenced (see :class:`WorkerFence`), as its JSON form.
     fence: JsonObject | None = None
+    # Every class it serves, ``worker_class`` first (empty: that class only); see ``classes``.
+    worker_classes: list[str] = field(default_factory=list)
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """The classes the worker serves: ``worker_class``, then the others, each once."""
+        return served_classes(self.worker_class, self.worker_classes)
 
 
 @dataclass(frozen=True, slots=True)

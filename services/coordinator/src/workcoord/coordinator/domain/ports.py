@@ -140,13 +140,13 @@ ClaimCursor = tuple[int, int, int]
 
 @dataclass(frozen=True, slots=True)
 class ClaimScan:
-    """One page of :meth:`Tx.claim_candidates`: the items of ``worker_class`` ready at ``now``
-    in a work coordinator in claim order (highest priority first; within one priority, the
-    lane served longest ago first, its items first in, first out), after ``after``, at most
-    ``limit``."""
+    """One page of :meth:`Tx.claim_candidates`: the items of any of ``worker_classes`` ready at
+    ``now`` in a work coordinator in claim order (highest priority first; within one priority,
+    the lane served longest ago first, its items first in, first out), after ``after``, at most
+    ``limit``. The classes of one worker are ranked together: the best item of any goes first."""
 
     coordinator_id: str
-    worker_class: str
+    worker_classes: tuple[str, ...]
     now: datetime
     after: ClaimCursor | None
     limit: int
@@ -255,9 +255,11 @@ class Reader(Protocol):
         earliest time one of them entered its state (its ``update_time``)."""
         ...
 
-    async def has_ready(self, coordinator_id: str, worker_class: str, now: datetime) -> bool: ...
+    async def has_ready(
+        self, coordinator_id: str, worker_classes: tuple[str, ...], now: datetime
+    ) -> bool: ...
     async def next_not_before(
-        self, coordinator_id: str, worker_class: str, now: datetime
+        self, coordinator_id: str, worker_classes: tuple[str, ...], now: datetime
     ) -> datetime | None: ...
     async def list_events(
         self, coordinator_id: str, since_revision: int, limit: int, lane_id: str, item_id: str
@@ -446,7 +448,12 @@ class Tx(Reader, Protocol):
     async def upsert_worker(self, worker: Worker) -> bool: ...
     async def count_workers(self, coordinator_id: str) -> int: ...
     async def touch_worker_ask(
-        self, coordinator_id: str, worker_id: str, worker_class: str, principal: str
+        self,
+        coordinator_id: str,
+        worker_id: str,
+        worker_class: str,
+        principal: str,
+        worker_classes: Sequence[str] = (),
     ) -> None: ...
     async def set_worker_fence(
         self, coordinator_id: str, worker_id: str, fence: JsonObject | None

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from .documents import Document
-from .model import ItemKind, JsonObject, RetryPolicy, ReviewPolicy, Scope, Template
+from .model import ItemKind, JsonObject, RetryPolicy, ReviewPolicy, Scope, Template, served_classes
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +168,7 @@ USAGE_TOTALS = (
 
 @dataclass(frozen=True, slots=True)
 class LeaseAsk:
-    """A worker asking for work: up to ``max_items`` of its class, each leased for
+    """A worker asking for work: up to ``max_items`` of its classes, each leased for
     ``lease_seconds``, waiting up to ``wait_seconds``; with a run identity the leases start
     at once (RUNNING)."""
 
@@ -180,6 +180,13 @@ class LeaseAsk:
     run_identity: RunIdentity | None = None
     # Makes a retry answer the same leases (scoped to the caller and the worker); "" for none.
     request_id: str = ""
+    # Further classes wanted beside ``worker_class`` (see ``classes``).
+    worker_classes: tuple[str, ...] = ()
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """Every class asked for: ``worker_class`` first, then the others, each once."""
+        return served_classes(self.worker_class, self.worker_classes)
 
 
 class Decision(enum.StrEnum):

@@ -7,7 +7,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from workcoord.coordinator.domain.model import Attempt, Coordinator, Event, NewEvent, Worker
+from workcoord.coordinator.domain.model import (
+    Attempt,
+    Coordinator,
+    Event,
+    NewEvent,
+    Worker,
+    served_classes,
+)
 from workcoord.coordinator.domain.webhooks import Delivery, DeliveryState
 
 __all__ = ["first_sighting", "hold_keys", "numbered_events"]
@@ -47,13 +54,21 @@ def hold_keys(attempt: Attempt) -> list[str]:
 
 
 def first_sighting(
-    coordinator_id: str, worker_id: str, worker_class: str, principal: str, now: datetime
+    coordinator_id: str,
+    worker_id: str,
+    worker_class: str,
+    principal: str,
+    now: datetime,
+    worker_classes: Sequence[str] = (),
 ) -> Worker:
-    """A worker first seen asking for work: registered bare, without its inventory."""
+    """A worker first seen asking for work: registered bare, without its inventory, serving
+    the classes it asked for."""
+    classes = served_classes(worker_class, worker_classes)
     return Worker(
         coordinator_id=coordinator_id,
         worker_id=worker_id,
         worker_class=worker_class,
+        worker_classes=list(classes) if len(classes) > 1 else [],
         create_time=now,
         observe_time=now,
         principal=principal,

@@ -348,6 +348,8 @@ workers = Table(
     Column("last_ask_time", Time),
     # Set while the worker is fenced: why, which attempt, since and until when.
     Column("fence", Json),
+    # Every class it serves, worker_class first ([]: that class only); 0013.
+    Column("worker_classes", Json, nullable=False, server_default=text("'[]'")),
     PrimaryKeyConstraint("coordinator_id", "worker_id"),
     **hot_storage(80),
 )

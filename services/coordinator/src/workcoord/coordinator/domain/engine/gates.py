@@ -76,7 +76,7 @@ def item_gates(ctx: GateContext, item: Item) -> list[GateInfo]:
     askers = [
         Asker.of(w)
         for w in ctx.occupancy.workers
-        if w.worker_class == item.worker_class
+        if item.worker_class in w.classes
         and w.last_ask_time is not None
         and w.last_ask_time >= since
     ]

@@ -58,10 +58,11 @@ class LeasingService(EngineService):
     def __init__(self, core: EngineCore, fences: FenceService) -> None:
         super().__init__(core)
         self.fences = fences
-        # One claim per (work coordinator, class) at a time in this process (see _lease_once).
-        self._claim_locks: dict[tuple[str, str], asyncio.Lock] = {}
-        # Per (coordinator, class): the ready-signal generation whose first waiter claimed.
-        self._woken_claims: dict[tuple[str, str], int] = {}
+        # One claim per (work coordinator, classes asked) at a time in this process (see
+        # _lease_once).
+        self._claim_locks: dict[tuple[str, tuple[str, ...]], asyncio.Lock] = {}
+        # Per (coordinator, classes): the ready-signal generation whose first waiter claimed.
+        self._woken_claims: dict[tuple[str, tuple[str, ...]], int] = {}
 
     async def report_worker(self, principal: Principal, input: ReportWorkerInput) -> Worker:
         """Register a worker, or refresh what it reports (labels, capacity, toolchains)."""
@@ -71,10 +72,17 @@ class LeasingService(EngineService):
             coordinator,
             effects,
         ):
-            if worker.worker_class not in coordinator.config.class_capacity:
-                raise InvalidArgument.single(
-                    "worker.worker_class", f"unknown worker class {worker.worker_class!r}"
-                )
+            classes = worker.classes
+            for worker_class in classes:
+                if worker_class not in coordinator.config.class_capacity:
+                    field = (
+                        "worker.worker_class"
+                        if worker_class == worker.worker_class
+                        else "worker.worker_classes"
+                    )
+                    raise InvalidArgument.single(field, f"unknown worker class {worker_class!r}")
+            # Stored in full, worker_class first; [] for a worker of one class.
+            worker.worker_classes = list(classes) if len(classes) > 1 else []
             existing = await tx.get_worker(coordinator_id, worker.worker_id)
             await self._check_pool(tx, coordinator_id, existing)
             worker.coordinator_id = coordinator_id
@@ -85,13 +93,16 @@ class LeasingService(EngineService):
             worker.fence = existing.fence if existing else None  # reports never lift a fence
             await tx.upsert_worker(worker)
             if existing is None:
-                registered = NewEvent(
-                    EventType.WORKER_REGISTERED,
-                    data={"workerId": worker.worker_id, "workerClass": worker.worker_class},
-                )
+                data: dict[str, object] = {
+                    "workerId": worker.worker_id,
+                    "workerClass": worker.worker_class,
+                }
+                if worker.worker_classes:
+                    data["workerClasses"] = list(worker.worker_classes)
+                registered = NewEvent(EventType.WORKER_REGISTERED, data=data)
                 await self.core.append_events(tx, coordinator, [registered], principal.name)
             # New labels may satisfy a placement: let waiting workers look again.
-            effects.ready_classes.add(worker.worker_class)
+            effects.ready_classes.update(classes)
             return worker
 
     async def list_workers(self, principal: Principal, input: ListWorkersInput) -> Page[Worker]:
@@ -137,8 +148,8 @@ class LeasingService(EngineService):
         # The long-poll is bounded in real time (it is about the call, not domain time).
         loop = asyncio.get_running_loop()
         deadline = loop.time() + ask.wait_seconds
-        key = (coordinator_id, ask.worker_class)
-        async with self.core.bus.ready_signal(coordinator_id, ask.worker_class) as ready:
+        key = (coordinator_id, ask.classes)
+        async with self.core.bus.ready_signal(coordinator_id, *ask.classes) as ready:
             # Look again after listening: work committed in between.
             claim_at_once = False
             check: CallerCheck | None = None
@@ -159,7 +170,7 @@ class LeasingService(EngineService):
                 remaining = deadline - loop.time()
                 if granted or remaining <= 0:
                     return granted
-                woken = await self._wait_for_work(ready, coordinator_id, ask.worker_class, deadline)
+                woken = await self._wait_for_work(ready, coordinator_id, ask.classes, deadline)
                 # Of the waiters in this process that one commit woke, the first claims at once;
                 # the others look first, as usual.
                 first = woken and self._woken_claims.get(key) != ready.generation
@@ -200,19 +211,23 @@ class LeasingService(EngineService):
         return principal
 
     async def _wait_for_work(
-        self, ready: ReadySignal, coordinator_id: str, worker_class: str, deadline: float
+        self,
+        ready: ReadySignal,
+        coordinator_id: str,
+        worker_classes: tuple[str, ...],
+        deadline: float,
     ) -> bool:
-        """Sleep until new work of this class is announced (True), a retry backoff runs out,
-        the backstop poll, or the deadline, whichever comes first (False).
+        """Sleep until new work of these classes is announced (True), a retry backoff runs
+        out, the backstop poll, or the deadline, whichever comes first (False).
 
-        The signal is this class's only (commits that ready other classes, or none, do not wake
-        us) and debounced: announcements during the last look wake us once, at once."""
+        The signal is these classes' only (commits that ready other classes, or none, do not
+        wake us) and debounced: announcements during the last look wake us once, at once."""
         loop = asyncio.get_running_loop()
         until = deadline - loop.time()
         # One statement: no snapshot (and no BEGIN/COMMIT round trips) needed.
         async with self.core.store.read(snapshot=False) as reader:
             next_time = await reader.next_not_before(
-                coordinator_id, worker_class, self.core.clock.now()
+                coordinator_id, worker_classes, self.core.clock.now()
             )
         if next_time is not None:
             until = min(until, (next_time - self.core.clock.now()).total_seconds() + 0.001)
@@ -232,7 +247,7 @@ class LeasingService(EngineService):
         the others from all queueing on the coordinator's row lock. ``_claim`` decides, under
         that lock, exactly as on the usual path. ``check`` confirms the caller under that lock
         (else :class:`_CallerNotCached`, and nothing is written)."""
-        lock = self._claim_locks.setdefault((coordinator_id, ask.worker_class), asyncio.Lock())
+        lock = self._claim_locks.setdefault((coordinator_id, ask.classes), asyncio.Lock())
         async with lock:
             return await self._claim_write(
                 principal, coordinator_id, ask, None, looked=False, check=check
@@ -241,12 +256,12 @@ class LeasingService(EngineService):
     async def _lease_once(
         self, principal: Principal, coordinator_id: str, ask: LeaseAsk
     ) -> list[GrantedLease]:
-        # One claim per (work coordinator, class) at a time in this process. When a slot frees,
-        # every waiter of the class wakes; looking one after another, the second already reads
-        # the class as full and skips the write, instead of all of them queueing on the
-        # coordinator's row lock (which also delays the Start/Complete calls behind them).
-        # Other processes still race; _claim's locking keeps that safe.
-        lock = self._claim_locks.setdefault((coordinator_id, ask.worker_class), asyncio.Lock())
+        # One claim per (work coordinator, classes asked) at a time in this process. When a
+        # slot frees, every waiter of the class wakes; looking one after another, the second
+        # already reads the class as full and skips the write, instead of all of them queueing
+        # on the coordinator's row lock (which also delays the Start/Complete calls behind
+        # them). Other processes still race; _claim's locking keeps that safe.
+        lock = self._claim_locks.setdefault((coordinator_id, ask.classes), asyncio.Lock())
         async with lock:
             return await self._lease_once_unlocked(principal, coordinator_id, ask)
 
@@ -254,13 +269,13 @@ class LeasingService(EngineService):
         self, principal: Principal, coordinator_id: str, ask: LeaseAsk
     ) -> list[GrantedLease]:
         now = self.core.clock.now()
-        worker_class = ask.worker_class
+        classes = ask.classes
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
         async with self.core.store.read() as reader:
             coordinator = await self.core.coordinator_for(
                 reader, principal, coordinator_id, access=Access.LEASE
             )
-            _check_class_known(coordinator, worker_class)
+            _check_classes_known(coordinator, ask)
             if request_key:
                 # A retry of a call whose leases are all still live: the same answer, no write.
                 previous = await reader.lease_request_attempts(coordinator_id, request_key)
@@ -270,14 +285,22 @@ class LeasingService(EngineService):
                 if replayed is not None:
                     return replayed
             worker = await reader.get_worker(coordinator_id, ask.worker_id)
-            ready = await reader.has_ready(coordinator_id, worker_class, now)
+            ready = await reader.has_ready(coordinator_id, classes, now)
             if ready:
                 # A full class cannot grant anything: skip the write transaction (and its wait
                 # for the coordinator's row lock). Otherwise every waiter woken by a notification
                 # queues on that lock only to find no free slot (a thundering herd). _claim
                 # re-counts under the lock, so this early answer is only ever an optimisation.
-                live = await reader.count_live_attempts(coordinator_id, worker_class)
-                ready = live < coordinator.config.class_capacity[worker_class]
+                capacity = coordinator.config.class_capacity
+                free = tuple(
+                    [
+                        c
+                        for c in classes
+                        if await reader.count_live_attempts(coordinator_id, c) < capacity[c]
+                    ]
+                )
+                if free != classes:  # some are full: is any of the others' work ready?
+                    ready = bool(free) and await reader.has_ready(coordinator_id, free, now)
         _check_worker_class(worker, ask)
         fenced = worker is not None and worker.fence is not None
         if not ready and not fenced:
@@ -310,7 +333,7 @@ class LeasingService(EngineService):
                 if check is not None and not check(tx.locked_credentials_epoch):
                     raise _CallerNotCached
                 if not looked:
-                    _check_class_known(coordinator, ask.worker_class)
+                    _check_classes_known(coordinator, ask)
                     worker = await tx.get_worker(coordinator_id, ask.worker_id)
                     _check_worker_class(worker, ask)
                 if request_key:
@@ -344,7 +367,9 @@ class LeasingService(EngineService):
         worker: Worker | None,
     ) -> None:
         await self._check_pool(tx, coordinator_id, worker)
-        await tx.touch_worker_ask(coordinator_id, ask.worker_id, ask.worker_class, principal.name)
+        await tx.touch_worker_ask(
+            coordinator_id, ask.worker_id, ask.worker_class, principal.name, ask.classes
+        )
 
     async def _claim(
         self,
@@ -356,17 +381,26 @@ class LeasingService(EngineService):
         effects: Effects,
     ) -> list[GrantedLease]:
         cid = coordinator.coordinator_id
-        capacity = coordinator.config.class_capacity[ask.worker_class]
-        live = await tx.live_attempts(cid, ask.worker_class)
+        classes = ask.classes
+        if len(classes) == 1:
+            live = await tx.live_attempts(cid, classes[0])
+        else:
+            live = [a for a in await tx.live_attempts(cid, None) if a.worker_class in classes]
         stored_fence = worker.fence if worker is not None else None
         if stored_fence is not None or any(a.worker_id == ask.worker_id for a in live):
             await self.fences.check_fence(
                 tx, coordinator, principal, ask.worker_id, stored_fence, live
             )
-        wanted = min(ask.max_items, capacity - len(live))
+        # Capacity is counted per class: each class's (live attempts, capacity).
+        loads = {
+            c: (sum(1 for a in live if a.worker_class == c), coordinator.config.class_capacity[c])
+            for c in classes
+        }
+        open_classes = tuple(c for c in classes if loads[c][0] < loads[c][1])
+        wanted = min(ask.max_items, sum(cap - used for used, cap in loads.values() if cap > used))
         if wanted <= 0:
             return []
-        chosen = await self._choose(tx, cid, ask, worker, wanted, (len(live), capacity))
+        chosen = await self._choose(tx, cid, ask, worker, wanted, loads, open_classes)
         if not chosen:
             return []
         events: list[NewEvent] = []
@@ -399,7 +433,7 @@ class LeasingService(EngineService):
                 status=AttemptStatus.RUNNING if started else AttemptStatus.LEASED,
                 token_hash=hash_secret(token),
                 worker_id=ask.worker_id,
-                worker_class=ask.worker_class,
+                worker_class=item.worker_class,  # its capacity is the item's class's
                 principal=principal.name,
                 lease_seconds=ask.lease_seconds,
                 lease_expire_time=rules.lease_expiry(tx.now, ask.lease_seconds),
@@ -445,23 +479,25 @@ class LeasingService(EngineService):
         ask: LeaseAsk,
         worker: Worker | None,
         wanted: int,
-        class_load: tuple[int, int],
+        loads: dict[str, tuple[int, int]],
+        open_classes: tuple[str, ...],
     ) -> list[Item]:
-        """Up to ``wanted`` ready items of the class, best first, that no gate holds for the
-        asking worker (:func:`~..leasability.holding_gates`). The store returned only items
-        its filter found ready (queued, not held, not backing off); capacity, exclusive keys
-        and placement are decided here, counting what the items chosen before took (the
-        class's slots, their keys), so one call never grants two items sharing a key.
-        ``class_load``: the class's (live attempts, capacity)."""
+        """Up to ``wanted`` ready items of the asked classes, best first across all of them,
+        that no gate holds for the asking worker (:func:`~..leasability.holding_gates`). The
+        store returned only items its filter found ready (queued, not held, not backing off)
+        of the classes with a free slot (``open_classes``); capacity, exclusive keys and
+        placement are decided here, counting what the items chosen before took (their class's
+        slots, their keys), so one call never grants two items sharing a key nor more than a
+        class's capacity. ``loads``: each class's (live attempts, capacity)."""
         chosen: list[Item] = []
         taken_keys: dict[str, str] = {}  # key -> the item chosen here that will hold it
+        taken_slots = dict.fromkeys(loads, 0)  # class -> items of it chosen here
         # check_fence refused a fenced worker, or lifted its fence: it is not fenced now.
         askers = [Asker(ask.worker_id, worker, fenced=False)]
-        used, capacity = class_load
         cursor: ClaimCursor | None = None
         scan = max(wanted * CLAIM_SCAN_FACTOR, 32)
         while len(chosen) < wanted:
-            page = await tx.claim_candidates(ClaimScan(cid, ask.worker_class, tx.now, cursor, scan))
+            page = await tx.claim_candidates(ClaimScan(cid, open_classes, tx.now, cursor, scan))
             candidates = taking_turns(page.items)
             if not candidates:
                 break
@@ -473,7 +509,7 @@ class LeasingService(EngineService):
                 # The command refused the call while coordination is off: the switch is on.
                 around = Surroundings(
                     now=tx.now,
-                    capacity={ask.worker_class: (used + len(chosen), capacity)},
+                    capacity={c: (used + taken_slots[c], cap) for c, (used, cap) in loads.items()},
                     key_holders={**held, **taken_keys},
                 )
                 # Items held by a gate are skipped: no head-of-line blocking, later items still
@@ -481,6 +517,7 @@ class LeasingService(EngineService):
                 if holding_gates(item, LaneHold.mirrored(item), around, askers):
                     continue
                 chosen.append(item)
+                taken_slots[item.worker_class] += 1
                 taken_keys.update(dict.fromkeys(rules.exclusive_keys(item), item.item_id))
                 if len(chosen) == wanted:
                     break
@@ -504,17 +541,29 @@ def taking_turns(candidates: list[Item]) -> list[Item]:
     return [item for *_, item in ranked]
 
 
-def _check_class_known(coordinator: Coordinator, worker_class: str) -> None:
-    if worker_class not in coordinator.config.class_capacity:
-        raise InvalidArgument.single("worker_class", f"unknown worker class {worker_class!r}")
+def _check_classes_known(coordinator: Coordinator, ask: LeaseAsk) -> None:
+    for worker_class in ask.classes:
+        if worker_class not in coordinator.config.class_capacity:
+            field = "worker_class" if worker_class == ask.worker_class else "worker_classes"
+            raise InvalidArgument.single(field, f"unknown worker class {worker_class!r}")
 
 
 def _check_worker_class(worker: Worker | None, ask: LeaseAsk) -> None:
-    if worker is not None and worker.worker_class != ask.worker_class:
-        raise InvalidArgument.single(
-            "worker_class",
-            f"worker {ask.worker_id} is registered with class {worker.worker_class!r}",
-        )
+    """A registered worker leases only the classes it serves (ReportWorker adds classes)."""
+    if worker is None:
+        return
+    served = worker.classes
+    for worker_class in ask.classes:
+        if worker_class not in served:
+            field = "worker_class" if worker_class == ask.worker_class else "worker_classes"
+            shown = (
+                f"class {served[0]!r}"
+                if len(served) == 1
+                else "classes " + ", ".join(repr(c) for c in served)
+            )
+            raise InvalidArgument.single(
+                field, f"worker {ask.worker_id} is registered with {shown}"
+            )
 
 
 def _same_caller(cached_caller: CachedCaller | None, principal: Principal) -> CallerCheck:

@@ -177,7 +177,7 @@ class LanesItemsMemory(MemoryTxBase):
         found = [
             ((-i.priority, turns.get(i.lane_id, 0), i.seq), i)
             for i in self.tables.items.values()
-            if ready(i, scan.coordinator_id, scan.now) and i.worker_class == scan.worker_class
+            if ready(i, scan.coordinator_id, scan.now) and i.worker_class in scan.worker_classes
         ]
         if after is not None:
             cursor = (-after[0], after[1], after[2])
@@ -195,9 +195,11 @@ class LanesItemsMemory(MemoryTxBase):
             if lane_id in self.tables.lanes:
                 turns[lane_id] = turn
 
-    async def has_ready(self, coordinator_id: str, worker_class: str, now: datetime) -> bool:
+    async def has_ready(
+        self, coordinator_id: str, worker_classes: tuple[str, ...], now: datetime
+    ) -> bool:
         return any(
-            ready(i, coordinator_id, now) and i.worker_class == worker_class
+            ready(i, coordinator_id, now) and i.worker_class in worker_classes
             for i in self.tables.items.values()
         )
 
@@ -222,14 +224,14 @@ class LanesItemsMemory(MemoryTxBase):
         return found
 
     async def next_not_before(
-        self, coordinator_id: str, worker_class: str, now: datetime
+        self, coordinator_id: str, worker_classes: tuple[str, ...], now: datetime
     ) -> datetime | None:
-        """When the next queued item of the class stops backing off (None: none is)."""
+        """When the next queued item of the classes stops backing off (None: none is)."""
         times = [
             i.not_before
             for i in self.tables.items.values()
             if i.coordinator_id == coordinator_id
-            and i.worker_class == worker_class
+            and i.worker_class in worker_classes
             and i.state == ItemState.QUEUED
             and i.not_before is not None
             and i.not_before > now

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 
 from workcoord.coordinator.domain.model import LIVE_ATTEMPT_STATUSES, JsonObject, Worker
@@ -40,15 +41,21 @@ class WorkersMemory(MemoryTxBase):
         return existing is None
 
     async def touch_worker_ask(
-        self, coordinator_id: str, worker_id: str, worker_class: str, principal: str
+        self,
+        coordinator_id: str,
+        worker_id: str,
+        worker_class: str,
+        principal: str,
+        worker_classes: Sequence[str] = (),
     ) -> None:
-        """Note a lease request: a worker seen for the first time is registered bare."""
+        """Note a lease request: a worker seen for the first time is registered bare (serving
+        the classes it asked for)."""
         workers = self._w().workers
         key = (coordinator_id, worker_id)
         existing = workers.get(key)
         if existing is None:
             workers[key] = first_sighting(
-                coordinator_id, worker_id, worker_class, principal, self.now
+                coordinator_id, worker_id, worker_class, principal, self.now, worker_classes
             )
         else:
             workers[key] = dataclasses.replace(

@@ -143,14 +143,14 @@ class LanesItemsSql(SqlTxBase):
                 del self._lane_counts[item.lane_id]  # another item of the lane changed
 
     async def claim_candidates(self, scan: ClaimScan) -> ClaimPage:
-        """Ready items of one class in claim order (highest priority first; within one, the
+        """Ready items of the asked classes in claim order (highest priority first; within one, the
         lane served longest ago first; then FIFO), after the cursor ``scan.after``
         (``CLAIM_CANDIDATES``, ``CLAIM_CANDIDATES_AFTER``). On PostgreSQL they are locked,
         skipping rows another claim holds."""
         await self.write_held_back()
         params = {
             "coordinator_id": scan.coordinator_id,
-            "worker_class": scan.worker_class,
+            "worker_classes": list(scan.worker_classes),
             "now": scan.now,
             "limit": scan.limit,
         }
@@ -172,9 +172,15 @@ class LanesItemsSql(SqlTxBase):
             params = {"lane_ids": list(lane_ids), "turn": turn}
             await self.conn.execute(sql.MARK_LANES_SERVED, params)
 
-    async def has_ready(self, coordinator_id: str, worker_class: str, now: datetime) -> bool:
+    async def has_ready(
+        self, coordinator_id: str, worker_classes: tuple[str, ...], now: datetime
+    ) -> bool:
         await self.write_held_back()
-        params = {"coordinator_id": coordinator_id, "worker_class": worker_class, "now": now}
+        params = {
+            "coordinator_id": coordinator_id,
+            "worker_classes": list(worker_classes),
+            "now": now,
+        }
         return await self._one(item_sql.HAS_READY, params) is not None
 
     async def count_ready(self, coordinator_id: str) -> dict[str, int]:
@@ -191,10 +197,14 @@ class LanesItemsSql(SqlTxBase):
         return {str(r.state): (int(r.n), r.since) for r in rows}
 
     async def next_not_before(
-        self, coordinator_id: str, worker_class: str, now: datetime
+        self, coordinator_id: str, worker_classes: tuple[str, ...], now: datetime
     ) -> datetime | None:
-        """When the next queued item of the class stops backing off (None: none is)."""
+        """When the next queued item of the classes stops backing off (None: none is)."""
         await self.write_held_back()
-        params = {"coordinator_id": coordinator_id, "worker_class": worker_class, "now": now}
+        params = {
+            "coordinator_id": coordinator_id,
+            "worker_classes": list(worker_classes),
+            "now": now,
+        }
         row = await self._one(item_sql.NEXT_NOT_BEFORE, params)
         return row[0] if row is not None else None

@@ -4,6 +4,7 @@ Statements: :mod:`.statements.workers`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from workcoord.coordinator.domain.model import JsonObject, Worker
@@ -34,10 +35,18 @@ class WorkersSql(SqlTxBase):
         return not existed
 
     async def touch_worker_ask(
-        self, coordinator_id: str, worker_id: str, worker_class: str, principal: str
+        self,
+        coordinator_id: str,
+        worker_id: str,
+        worker_class: str,
+        principal: str,
+        worker_classes: Sequence[str] = (),
     ) -> None:
-        """Note a lease request: a worker seen for the first time is registered bare."""
-        bare = first_sighting(coordinator_id, worker_id, worker_class, principal, self.now)
+        """Note a lease request: a worker seen for the first time is registered bare (serving
+        the classes it asked for)."""
+        bare = first_sighting(
+            coordinator_id, worker_id, worker_class, principal, self.now, worker_classes
+        )
         await self.conn.execute(sql.TOUCH_WORKER_ASK.of(self.dialect), WORKERS.values(bare))
 
     async def set_worker_fence(

@@ -109,6 +109,7 @@ def lease_ask_from_pb(request: worker_pb2.LeaseRequest) -> LeaseAsk:
     identity = request.run_identity
     return LeaseAsk(
         **copied(request, _LEASE_ASK),
+        worker_classes=tuple(request.worker_classes),
         run_identity=run_identity_from_pb(identity) if request.HasField("run_identity") else None,
     )
 

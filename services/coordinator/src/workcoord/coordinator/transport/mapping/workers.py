@@ -22,7 +22,7 @@ from .scalars import placement_to_pb, set_message, struct, ts
 _DESCRIBED = ("worker_id", "worker_class", "cpu_count", "memory_bytes", "disk_bytes")
 _WORKER = ToPb(
     worker_pb2.Worker,
-    plain=(*_DESCRIBED, "capabilities", "toolchains", "labels", "principal"),
+    plain=(*_DESCRIBED, "capabilities", "toolchains", "labels", "principal", "worker_classes"),
     times=("observe_time", "create_time"),
 )
 # What a leased item shows the worker holding it, besides the inputs (of the lane and the item).
@@ -45,6 +45,7 @@ def worker_from_pb(w: worker_pb2.Worker, now: datetime) -> Worker:
         capabilities=list(w.capabilities),
         toolchains=dict(w.toolchains),
         labels=dict(w.labels),
+        worker_classes=list(w.worker_classes),
     )
 
 

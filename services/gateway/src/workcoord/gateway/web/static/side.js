@@ -83,7 +83,10 @@ export function renderWorkers(ctx, view) {
                 "div",
                 { class: "row" },
                 h("strong", {}, worker.workerId),
-                badge("neutral", worker.workerClass),
+                // One badge per class served (a worker id may serve several).
+                (worker.workerClasses?.length ? worker.workerClasses : [worker.workerClass]).map((workerClass) =>
+                  badge("neutral", workerClass),
+                ),
                 worker.fence ? badge("bad", "fenced") : null,
               ),
               worker.fence

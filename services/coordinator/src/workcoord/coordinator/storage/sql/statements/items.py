@@ -71,10 +71,9 @@ QUEUED_ITEMS = (
     .order_by(_I.c.seq, _I.c.item_id)
 )
 
-_READY_OF_CLASS = [
-    *ready_filter(bindparam("coordinator_id"), bindparam("now")),
-    _I.c.worker_class == bindparam("worker_class"),
-]
+# The classes a worker asked for (one or several): ``:worker_classes``.
+_OF_CLASSES = _I.c.worker_class.in_(bindparam("worker_classes", expanding=True))
+_READY_OF_CLASS = [*ready_filter(bindparam("coordinator_id"), bindparam("now")), _OF_CLASSES]
 _TURN = _L.c.served_turn
 _CANDIDATE_ORDER = (_I.c.priority.desc(), _TURN, _I.c.seq)
 _P = bindparam("after_priority", type_=Integer)
@@ -86,11 +85,12 @@ _AFTER = or_(
 )
 _CANDIDATES = select(_I, _TURN).join_from(_I, _L, _L.c.lane_id == _I.c.lane_id)
 
-#: THE CLAIM: up to ``:limit`` items of ``:worker_class`` ready at ``:now``, with their lane's
-#: turn, in claim order: highest priority first; within one priority the lane served longest
-#: ago first (its ``served_turn``), then FIFO. Locked with ``FOR UPDATE OF items SKIP LOCKED``
-#: on PostgreSQL (rows another claim holds are skipped; the lanes are not locked); SQLite
-#: renders no lock: its write transaction holds the whole database.
+#: THE CLAIM: up to ``:limit`` items of any of ``:worker_classes`` ready at ``:now``, with their
+#: lane's turn, in claim order (the classes ranked together): highest priority first; within
+#: one priority the lane served longest ago first (its ``served_turn``), then FIFO. Locked
+#: with ``FOR UPDATE OF items SKIP LOCKED`` on PostgreSQL (rows another claim holds are
+#: skipped; the lanes are not locked); SQLite renders no lock: its write transaction holds the
+#: whole database.
 CLAIM_CANDIDATES = (
     _CANDIDATES.where(*_READY_OF_CLASS)
     .order_by(*_CANDIDATE_ORDER)
@@ -107,7 +107,7 @@ CLAIM_CANDIDATES_AFTER = (
     .with_for_update(skip_locked=True, of=_I)
 )
 
-#: One ready item of ``:worker_class`` at ``:now``, if any (the look before a claim).
+#: One ready item of any of ``:worker_classes`` at ``:now``, if any (the look before a claim).
 HAS_READY = select(_I.c.item_id).where(*_READY_OF_CLASS).limit(1)
 
 #: How many items of each class are QUEUED (held or backing off included).
@@ -128,10 +128,10 @@ COUNT_AWAITING_HUMAN = (
     .group_by(_I.c.state)
 )
 
-#: When the first QUEUED item of ``:worker_class`` backing off after ``:now`` may run.
+#: When the first QUEUED item of any of ``:worker_classes`` backing off after ``:now`` may run.
 NEXT_NOT_BEFORE = select(func.min(_I.c.not_before)).where(
     _I.c.coordinator_id == bindparam("coordinator_id"),
-    _I.c.worker_class == bindparam("worker_class"),
+    _OF_CLASSES,
     _I.c.state == _QUEUED,
     _I.c.not_before > bindparam("now"),
 )
