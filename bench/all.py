@@ -1,4 +1,4 @@
-"""Run B1, B2, B3, B4 and B6 in turn with their defaults: ``uv run python -m bench.all``.
+"""Run B1, B2, B3, B4, B6 and B9 in turn with their defaults: ``uv run python -m bench.all``.
 
 ``--quick`` shortens the pgbench reference to 5 s; ``--no-record`` skips bench/results/;
 ``--deep`` also runs B5 (it bulk-loads a queue of 1,000,000 items first, which takes minutes);
@@ -20,6 +20,7 @@ from bench import (
     b5_deep_queue,
     b6_reads,
     b8_fleet,
+    b9_webhook,
     b11_cells,
 )
 
@@ -36,6 +37,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if "--deep" in extra:
         results["b5_deep_queue"] = b5_deep_queue.main(record)
     results["b6_reads"] = b6_reads.main(record)
+    results["b9_webhook"] = b9_webhook.main(record)
     if "--fleet" in extra:
         results["b8_fleet"] = b8_fleet.main(record)
     if "--cells" in extra:

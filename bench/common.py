@@ -396,7 +396,9 @@ async def _wait_ready(coordinator: CoordinatorProcess, token: str, timeout: floa
 
 
 @contextlib.asynccontextmanager
-async def cluster(replicas: int = 1, *, clock: bool = False) -> AsyncIterator[Cluster]:
+async def cluster(
+    replicas: int = 1, *, clock: bool = False, extra_env: Mapping[str, str] | None = None
+) -> AsyncIterator[Cluster]:
     """A migrated scratch database with ``replicas`` coordinator processes on it; with
     ``clock``, their clock reads an offset from a file (:meth:`Cluster.set_clock_offset`).
     Only a bench that moves the clock asks for it: the server then reads the file on every
@@ -417,7 +419,7 @@ async def cluster(replicas: int = 1, *, clock: bool = False) -> AsyncIterator[Cl
             )
             try:
                 for _ in range(replicas):
-                    await running.start_coordinator()
+                    await running.start_coordinator(extra_env=extra_env)
                 yield running
             except BaseException:
                 for index, coordinator in enumerate(running.coordinators):

@@ -22,6 +22,7 @@ from workcoord.api.v1 import (
     feed_pb2,
     lane_pb2,
     maintenance_pb2,
+    notification_pb2,
     session_pb2,
     tracker_pb2,
     work_coordinator_pb2,
@@ -36,6 +37,7 @@ K = worker_pb2
 M = maintenance_pb2
 S = session_pb2
 T = tracker_pb2
+NT = notification_pb2
 Cap = A.WorkKey.Capability
 Role = A.OrgMember.Role
 Perm = W.Grant.Permission
@@ -409,6 +411,9 @@ BUILDERS: dict[str, Builder] = {
     "MaintenanceService/MarkMailSent": _static(
         lambda w, c: M.MarkMailSentRequest(coordinator_id=w.child)
     ),
+    "MaintenanceService/DeliverWebhooks": _static(
+        lambda w, c: M.DeliverWebhooksRequest(wait_seconds=0)
+    ),
     "MaintenanceService/ReleaseLeadership": _static(
         lambda w, c: M.ReleaseLeadershipRequest(name="matrix", holder_id=f"h-{ord(c)}")
     ),
@@ -440,6 +445,32 @@ BUILDERS: dict[str, Builder] = {
             coordinator_id=w.cid_for(c),
             tracker_id="trk_missing",
             tracker_connection=T.TrackerConnection(credential="glpat-rotated"),
+        )
+    ),
+    # NotificationService
+    "NotificationService/CreateWebhook": _static(
+        lambda w, c: NT.CreateWebhookRequest(
+            coordinator_id=w.cid_for(c),
+            webhook=NT.Webhook(url="https://hooks.example.com/m", event_types=["HUMAN_NEEDED"]),
+        )
+    ),
+    "NotificationService/ListWebhooks": _static(
+        lambda w, c: NT.ListWebhooksRequest(coordinator_id=w.cid_for(c))
+    ),
+    "NotificationService/UpdateWebhook": _static(
+        lambda w, c: NT.UpdateWebhookRequest(
+            coordinator_id=w.cid_for(c), webhook_id="wh_missing", webhook=NT.Webhook(enabled=True)
+        )
+    ),
+    "NotificationService/DeleteWebhook": _static(
+        lambda w, c: NT.DeleteWebhookRequest(coordinator_id=w.cid_for(c), webhook_id="wh_missing")
+    ),
+    "NotificationService/ListDeliveries": _static(
+        lambda w, c: NT.ListDeliveriesRequest(coordinator_id=w.cid_for(c), webhook_id="wh_missing")
+    ),
+    "NotificationService/Redeliver": _static(
+        lambda w, c: NT.RedeliverRequest(
+            coordinator_id=w.cid_for(c), webhook_id="wh_missing", delivery_id="dl_missing"
         )
     ),
     "TrackerService/DeleteTrackerConnection": _static(

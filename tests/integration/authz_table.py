@@ -10,8 +10,8 @@ column. A regression prints the exact cells that changed, e.g.
 ``LaneService/CreateLane x key_read: expected D, got A``.
 
 Letters: ``A`` allowed · ``U`` UNAUTHENTICATED · ``D`` PERMISSION_DENIED · ``N`` NOT_FOUND ·
-``n`` NOT_FOUND of a made-up pending action or tracker connection, after authorization passed ·
-``F`` FAILED_PRECONDITION after authorization passed (the record is in the wrong state).
+``n`` NOT_FOUND of a made-up pending action, tracker connection or webhook, after authorization
+passed · ``F`` FAILED_PRECONDITION after authorization passed (the record is in the wrong state).
 
 Columns (credential kinds):
 ``P`` verified platform admin (also the GLOBAL parent's admin) · ``A`` admin of the child's org
@@ -34,6 +34,7 @@ from workcoord.api.v1 import (
     feed_pb2,
     lane_pb2,
     maintenance_pb2,
+    notification_pb2,
     recovery_pb2,
     session_pb2,
     tracker_pb2,
@@ -156,6 +157,7 @@ EXPECTED: dict[str, str] = {
     "MaintenanceService/ReleaseLeadership": SERVICE,
     "MaintenanceService/GetMailDue": SERVICE,
     "MaintenanceService/MarkMailSent": SERVICE,
+    "MaintenanceService/DeliverWebhooks": SERVICE,
     # --------------------------------------------------------------- SessionService
     "SessionService/CreateLoginCode": PLATFORM,
     # Needs no credential: the one-time code is the credential (whatever else is sent).
@@ -172,6 +174,14 @@ EXPECTED: dict[str, str] = {
     "TrackerService/ListTrackerConnections": CONFIGURE,
     "TrackerService/UpdateTrackerConnection": "nnNDDDDNUUNNDU",
     "TrackerService/DeleteTrackerConnection": "nnNDDDDNUUNNDU",
+    # --------------------------------------------------------------- NotificationService
+    # Org admins and platform admins; never work keys (a secret comes out once, on creation).
+    "NotificationService/CreateWebhook": CONFIGURE,
+    "NotificationService/ListWebhooks": CONFIGURE,
+    "NotificationService/UpdateWebhook": "nnNDDDDNUUNNDU",
+    "NotificationService/DeleteWebhook": "nnNDDDDNUUNNDU",
+    "NotificationService/ListDeliveries": "nnNDDDDNUUNNDU",
+    "NotificationService/Redeliver": "nnNDDDDNUUNNDU",
 }
 
 # Services answered by another process: RecoveryService runs in the recovery service, which
@@ -184,6 +194,7 @@ API_MODULES = (
     feed_pb2,
     lane_pb2,
     maintenance_pb2,
+    notification_pb2,
     recovery_pb2,
     session_pb2,
     tracker_pb2,
@@ -228,7 +239,9 @@ def outcome(error: WorkcoordError | None) -> str:
         return "D"
     if reason == "NOT_FOUND":
         # ``n``: authorization passed and the made-up record itself was not found.
-        made_up = "pending action" in error.message or "tracker connection" in error.message
+        made_up = any(
+            what in error.message for what in ("pending action", "tracker connection", "webhook")
+        )
         return "n" if made_up else "N"
     if error.code.name == "FAILED_PRECONDITION":
         return "F"

@@ -208,7 +208,9 @@ def classify(response: httpx.Response) -> tuple[str, str]:
     elif reason == "PERMISSION_DENIED":
         letter = "D"
     elif reason == "NOT_FOUND":
-        made_up = "pending action" in message or "tracker connection" in message
+        made_up = any(
+            what in message for what in ("pending action", "tracker connection", "webhook")
+        )
         letter = "n" if made_up else "N"
     elif code == 9:  # FAILED_PRECONDITION
         letter = "F"

@@ -118,12 +118,20 @@ async def test_no_input_token_or_checkpoint_body_leaves(stack: Stack) -> None:
 
     for event in await stack.events():
         scan(f"event {event.revision}", event)
-    got = await stack.admin.lanes.GetLane(
+    # Admins may read a lane's inputs and checkpoints (GetLane/GetItem); a work key may not.
+    key_reader = stack.client(stack.key_secret)
+    got = await key_reader.lanes.GetLane(
         lane_pb2.GetLaneRequest(coordinator_id=stack.cid, lane_id=lane.lane_id)
     )
-    scan("GetLane", got)
+    scan("GetLane (work key)", got)
+    assert got.lane.inputs_redacted
     for item in lane.items:
-        scan(f"GetItem {item.key}", await stack.get_item(item))
+        read = await key_reader.lanes.GetItem(
+            lane_pb2.GetItemRequest(
+                coordinator_id=stack.cid, lane_id=item.lane_id, item_id=item.item_id
+            )
+        )
+        scan(f"GetItem {item.key} (work key)", read)
         scan(f"Explain {item.key}", await stack.explain(item.item_id))
     lane_why = await stack.admin.coordinators.Explain(
         work_coordinator_pb2.ExplainRequest(coordinator_id=stack.cid, lane_id=lane.lane_id)

@@ -27,6 +27,7 @@ from workcoord.cli import (
     serve,
     trackers,
     watch,
+    webhooks,
     worker,
 )
 from workcoord.cli.common import EXIT_ERROR, EXIT_USAGE, CliError, Handler, print_error
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         worker,
         mcp,
         trackers,
+        webhooks,
         completion,
         config,
     ):

@@ -348,6 +348,55 @@ def _tracker_connections(doc: dict[str, Any]) -> list[str]:
     return _with_next_page(format_table(headers, rows), doc)
 
 
+def _webhook_rows(webhooks: list[dict[str, Any]]) -> list[list[Any]]:
+    return [
+        [
+            w.get("webhookId"),
+            w.get("format", "STANDARD"),
+            "yes" if w.get("enabled") else "no",
+            ",".join(w.get("eventTypes", [])),
+            w.get("url"),
+            w.get("failingSince", "-"),
+        ]
+        for w in webhooks
+    ]
+
+
+_WEBHOOK_HEADERS = ["WEBHOOK", "FORMAT", "ENABLED", "EVENTS", "URL", "FAILING SINCE"]
+
+
+@_renders("ListWebhooksResponse")
+def _webhooks(doc: dict[str, Any]) -> list[str]:
+    table = format_table(_WEBHOOK_HEADERS, _webhook_rows(doc.get("webhooks", [])))
+    return _with_next_page(table, doc)
+
+
+@_renders("CreateWebhookResponse")
+def _created_webhook(doc: dict[str, Any]) -> list[str]:
+    webhook = doc.get("webhook", {})
+    lines = format_table(_WEBHOOK_HEADERS, _webhook_rows([webhook]))
+    return [*lines, f"secret: {webhook.get('secret', '')}  (shown once: keep it now)"]
+
+
+@_renders("ListDeliveriesResponse")
+def _deliveries(doc: dict[str, Any]) -> list[str]:
+    rows = [
+        [
+            d.get("deliveryId"),
+            d.get("eventId"),
+            d.get("eventType"),
+            d.get("state"),
+            d.get("attempt", 0),
+            d.get("responseCode", "-"),
+            d.get("nextAttemptTime", "-"),
+            d.get("error", ""),
+        ]
+        for d in doc.get("deliveries", [])
+    ]
+    headers = ["DELIVERY", "EVENT", "TYPE", "STATE", "TRIES", "HTTP", "NEXT TRY", "ERROR"]
+    return _with_next_page(format_table(headers, rows), doc)
+
+
 @_renders("ListEventsResponse")
 def _events(doc: dict[str, Any]) -> list[str]:
     return _with_next_page(_event_table(doc.get("events", [])), doc)

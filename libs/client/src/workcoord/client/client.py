@@ -13,6 +13,7 @@ from workcoord.api.v1 import (
     feed_pb2_grpc,
     lane_pb2_grpc,
     maintenance_pb2_grpc,
+    notification_pb2_grpc,
     recovery_pb2_grpc,
     tracker_pb2_grpc,
     work_coordinator_pb2_grpc,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from workcoord.api.v1.feed_pb2_grpc import FeedServiceAsyncStub
     from workcoord.api.v1.lane_pb2_grpc import LaneServiceAsyncStub
     from workcoord.api.v1.maintenance_pb2_grpc import MaintenanceServiceAsyncStub
+    from workcoord.api.v1.notification_pb2_grpc import NotificationServiceAsyncStub
     from workcoord.api.v1.recovery_pb2_grpc import RecoveryServiceAsyncStub
     from workcoord.api.v1.tracker_pb2_grpc import TrackerServiceAsyncStub
     from workcoord.api.v1.work_coordinator_pb2_grpc import WorkCoordinatorServiceAsyncStub
@@ -79,6 +81,9 @@ class WorkcoordClient:
             self._channel
         )
         self.trackers: TrackerServiceAsyncStub = tracker_pb2_grpc.TrackerServiceStub(self._channel)
+        self.notifications: NotificationServiceAsyncStub = (
+            notification_pb2_grpc.NotificationServiceStub(self._channel)
+        )
 
     @property
     def recovery(self) -> RecoveryServiceAsyncStub:

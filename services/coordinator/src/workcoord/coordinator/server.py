@@ -35,6 +35,7 @@ from workcoord.coordinator.trackers import adapter_factory, trackers_from_settin
 from workcoord.coordinator.transport.gate import CallGate
 from workcoord.coordinator.transport.servicers import SERVICES, build_servicer
 from workcoord.coordinator.transport.view_wire import ViewWireInterceptor
+from workcoord.coordinator.webhooks.sender import make_sender
 from workcoord.kit.bus import NotificationBus, bus_from_url
 from workcoord.kit.clock import Clock, clock_from_env
 from workcoord.kit.errors import AlreadyExists
@@ -132,6 +133,7 @@ async def start_coordinator(
         outbound_allowed_hosts=settings.webhook_allowed_hosts,
         access_tokens=oidc,
     )
+    engine.webhooks.make_sender = make_sender
     try:
         await _install_page_token_key(store)
         await engine.load_lease_token_key()

@@ -45,6 +45,7 @@ from workcoord.recovery import metrics
 if TYPE_CHECKING:
     from workcoord.api.v1.maintenance_pb2_grpc import MaintenanceServiceAsyncStub
     from workcoord.recovery.mailer import Mailer
+    from workcoord.recovery.webhook_sender import WebhookSender
 
 __all__ = [
     "DEFAULT_LEADERSHIP_SECONDS",
@@ -118,6 +119,7 @@ class Recoverer:
         rpc_timeout_seconds: float = 60.0,
         leadership_seconds: int = DEFAULT_LEADERSHIP_SECONDS,
         mailer: Mailer | None = None,
+        webhook_sender: WebhookSender | None = None,
     ) -> None:
         if interval_seconds <= 0:
             raise ValueError("interval_seconds must be positive")
@@ -150,6 +152,8 @@ class Recoverer:
         self._pass_lock = asyncio.Lock()
         # Mail to the digest owners (None: no SMTP configured), on its own clock while leading.
         self._mailer = mailer
+        # Webhook deliveries (long-polling the coordinator), back to back while leading.
+        self._webhook_sender = webhook_sender
 
     @property
     def replica_id(self) -> str:
@@ -197,6 +201,27 @@ class Recoverer:
                     ),
                     name="workcoord-recovery-mail",
                 )
+            if self._webhook_sender is not None:
+                loops.create_task(self._send_webhooks(), name="workcoord-recovery-webhooks")
+
+    async def _send_webhooks(self) -> None:
+        """Call ``DeliverWebhooks`` back to back while leading (each call waits on the
+        coordinator for work); a second's pause after an error. Not on ``sleep``: a parked
+        loop (tests) still delivers."""
+        sender = self._webhook_sender
+        assert sender is not None
+        while True:
+            await self._leading.wait()
+            try:
+                await sender.run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                _log.exception("webhook deliveries failed")
+                self._record_error(f"internal error: {exc}")
+                sender.pause_seconds = 1.0
+            if sender.pause_seconds:
+                await asyncio.sleep(sender.pause_seconds)
 
     async def _keep_leadership(self) -> None:
         """Renew (as the leader) or ask again when the holder's lease runs out (a standby)."""

@@ -38,6 +38,7 @@ from workcoord.kit.telemetry import configure_tracing
 from workcoord.recovery.mailer import Mailer, SmtpConfig, SmtpSender
 from workcoord.recovery.recoverer import Recoverer, SleepFunction
 from workcoord.recovery.servicer import RecoveryServicer
+from workcoord.recovery.webhook_sender import WebhookSender
 
 __all__ = ["RunningRecovery", "main", "serve", "start_recovery"]
 
@@ -120,6 +121,11 @@ async def start_recovery(
         clock=clock or clock_from_env(),
         sleep=sleep,
         mailer=mailer,
+        webhook_sender=WebhookSender(
+            maintenance,
+            service_key=settings.service_key.get_secret_value(),
+            public_url=settings.public_url,
+        ),
     )
     servicer = RecoveryServicer(recoverer, maintenance, admin)
     try:

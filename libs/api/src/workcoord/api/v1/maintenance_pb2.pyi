@@ -142,3 +142,17 @@ class MarkMailSentResponse(_message.Message):
     MOVED_FIELD_NUMBER: _ClassVar[int]
     moved: bool
     def __init__(self, moved: _Optional[bool] = ...) -> None: ...
+
+class DeliverWebhooksRequest(_message.Message):
+    __slots__ = ("wait_seconds", "public_url")
+    WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PUBLIC_URL_FIELD_NUMBER: _ClassVar[int]
+    wait_seconds: float
+    public_url: str
+    def __init__(self, wait_seconds: _Optional[float] = ..., public_url: _Optional[str] = ...) -> None: ...
+
+class DeliverWebhooksResponse(_message.Message):
+    __slots__ = ("tried",)
+    TRIED_FIELD_NUMBER: _ClassVar[int]
+    tried: int
+    def __init__(self, tried: _Optional[int] = ...) -> None: ...

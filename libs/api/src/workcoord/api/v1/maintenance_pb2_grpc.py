@@ -62,6 +62,11 @@ class MaintenanceServiceStub:
                 request_serializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.MarkMailSentRequest.SerializeToString,
                 response_deserializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.MarkMailSentResponse.FromString,
                 _registered_method=True)
+        self.DeliverWebhooks = channel.unary_unary(
+                '/workcoord.api.v1.MaintenanceService/DeliverWebhooks',
+                request_serializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.DeliverWebhooksRequest.SerializeToString,
+                response_deserializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.DeliverWebhooksResponse.FromString,
+                _registered_method=True)
         self.ReleaseLeadership = channel.unary_unary(
                 '/workcoord.api.v1.MaintenanceService/ReleaseLeadership',
                 request_serializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.ReleaseLeadershipRequest.SerializeToString,
@@ -112,6 +117,14 @@ class MaintenanceServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeliverWebhooks(self, request, context):
+        """Sends the webhook deliveries that are due (the recovery leader calls it in a loop): with
+        none due, waits up to wait_seconds for one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ReleaseLeadership(self, request, context):
         """Gives a leadership lease up (clean shutdown).
         """
@@ -146,6 +159,11 @@ def add_MaintenanceServiceServicer_to_server(servicer, server):
                     servicer.MarkMailSent,
                     request_deserializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.MarkMailSentRequest.FromString,
                     response_serializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.MarkMailSentResponse.SerializeToString,
+            ),
+            'DeliverWebhooks': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeliverWebhooks,
+                    request_deserializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.DeliverWebhooksRequest.FromString,
+                    response_serializer=workcoord_dot_api_dot_v1_dot_maintenance__pb2.DeliverWebhooksResponse.SerializeToString,
             ),
             'ReleaseLeadership': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleaseLeadership,
@@ -291,6 +309,33 @@ class MaintenanceService:
             '/workcoord.api.v1.MaintenanceService/MarkMailSent',
             workcoord_dot_api_dot_v1_dot_maintenance__pb2.MarkMailSentRequest.SerializeToString,
             workcoord_dot_api_dot_v1_dot_maintenance__pb2.MarkMailSentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeliverWebhooks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workcoord.api.v1.MaintenanceService/DeliverWebhooks',
+            workcoord_dot_api_dot_v1_dot_maintenance__pb2.DeliverWebhooksRequest.SerializeToString,
+            workcoord_dot_api_dot_v1_dot_maintenance__pb2.DeliverWebhooksResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -50,6 +50,10 @@ class MaintenanceServiceStub:
     """
     MarkMailSent: _grpc.UnaryUnaryMultiCallable[_maintenance_pb2.MarkMailSentRequest, _maintenance_pb2.MarkMailSentResponse]
     """Records mail that went out: the marks only move forward, so a repeat is harmless."""
+    DeliverWebhooks: _grpc.UnaryUnaryMultiCallable[_maintenance_pb2.DeliverWebhooksRequest, _maintenance_pb2.DeliverWebhooksResponse]
+    """Sends the webhook deliveries that are due (the recovery leader calls it in a loop): with
+    none due, waits up to wait_seconds for one.
+    """
     ReleaseLeadership: _grpc.UnaryUnaryMultiCallable[_maintenance_pb2.ReleaseLeadershipRequest, _maintenance_pb2.ReleaseLeadershipResponse]
     """Gives a leadership lease up (clean shutdown)."""
 
@@ -75,6 +79,10 @@ class MaintenanceServiceAsyncStub(MaintenanceServiceStub):
     """
     MarkMailSent: _aio.UnaryUnaryMultiCallable[_maintenance_pb2.MarkMailSentRequest, _maintenance_pb2.MarkMailSentResponse]  # type: ignore[assignment]
     """Records mail that went out: the marks only move forward, so a repeat is harmless."""
+    DeliverWebhooks: _aio.UnaryUnaryMultiCallable[_maintenance_pb2.DeliverWebhooksRequest, _maintenance_pb2.DeliverWebhooksResponse]  # type: ignore[assignment]
+    """Sends the webhook deliveries that are due (the recovery leader calls it in a loop): with
+    none due, waits up to wait_seconds for one.
+    """
     ReleaseLeadership: _aio.UnaryUnaryMultiCallable[_maintenance_pb2.ReleaseLeadershipRequest, _maintenance_pb2.ReleaseLeadershipResponse]  # type: ignore[assignment]
     """Gives a leadership lease up (clean shutdown)."""
 
@@ -127,6 +135,16 @@ class MaintenanceServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_maintenance_pb2.MarkMailSentResponse, _abc.Awaitable[_maintenance_pb2.MarkMailSentResponse]]:
         """Records mail that went out: the marks only move forward, so a repeat is harmless."""
+
+    @_abc_1.abstractmethod
+    def DeliverWebhooks(
+        self,
+        request: _maintenance_pb2.DeliverWebhooksRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_maintenance_pb2.DeliverWebhooksResponse, _abc.Awaitable[_maintenance_pb2.DeliverWebhooksResponse]]:
+        """Sends the webhook deliveries that are due (the recovery leader calls it in a loop): with
+        none due, waits up to wait_seconds for one.
+        """
 
     @_abc_1.abstractmethod
     def ReleaseLeadership(

@@ -91,8 +91,10 @@ class PendingAction(_message.Message):
         __slots__ = ()
         KIND_UNSPECIFIED: _ClassVar[PendingAction.Kind]
         CLOSE_TICKET: _ClassVar[PendingAction.Kind]
+        REDELIVER_WEBHOOK: _ClassVar[PendingAction.Kind]
     KIND_UNSPECIFIED: PendingAction.Kind
     CLOSE_TICKET: PendingAction.Kind
+    REDELIVER_WEBHOOK: PendingAction.Kind
     class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         STATE_UNSPECIFIED: _ClassVar[PendingAction.State]

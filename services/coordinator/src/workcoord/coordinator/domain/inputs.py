@@ -537,3 +537,54 @@ class UpdateTrackerConnectionInput:
 class DeleteTrackerConnectionInput:
     coordinator_id: str
     tracker_id: str
+
+
+# --- webhooks ---
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateWebhookInput:
+    """A webhook of ``coordinator_id``: ``event_types`` (names or groups) POSTed to ``url``."""
+
+    coordinator_id: str
+    url: str
+    event_types: tuple[str, ...]
+    format: str = ""
+    enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ListWebhooksInput:
+    coordinator_id: str
+    page_size: int = 0
+    page_token: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateWebhookInput:
+    """Change the fields ``update_mask`` names (url, event_types, format, enabled)."""
+
+    coordinator_id: str
+    webhook_id: str
+    update_mask: tuple[str, ...]
+    url: str = ""
+    event_types: tuple[str, ...] = ()
+    format: str = ""
+    enabled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookRef:
+    """One webhook (DeleteWebhook) or, with ``delivery_id``, one delivery (Redeliver)."""
+
+    coordinator_id: str
+    webhook_id: str
+    delivery_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ListDeliveriesInput:
+    coordinator_id: str
+    webhook_id: str
+    page_size: int = 0
+    page_token: str = ""

@@ -85,6 +85,14 @@ class MaintenanceServicer(EngineServicer, maintenance_pb2_grpc.MaintenanceServic
         moved = await self.engine.mail.mark_mail_sent(caller().principal, command)
         return maintenance_pb2.MarkMailSentResponse(moved=moved)
 
+    async def DeliverWebhooks(
+        self, request: maintenance_pb2.DeliverWebhooksRequest, context: Context
+    ) -> maintenance_pb2.DeliverWebhooksResponse:
+        tried = await self.engine.webhooks.deliver(
+            caller().principal, request.wait_seconds, request.public_url
+        )
+        return maintenance_pb2.DeliverWebhooksResponse(tried=tried)
+
     async def ReleaseLeadership(
         self, request: maintenance_pb2.ReleaseLeadershipRequest, context: Context
     ) -> maintenance_pb2.ReleaseLeadershipResponse:

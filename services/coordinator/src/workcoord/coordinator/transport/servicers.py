@@ -11,6 +11,7 @@ from workcoord.api.v1 import (
     feed_pb2_grpc,
     lane_pb2_grpc,
     maintenance_pb2_grpc,
+    notification_pb2_grpc,
     session_pb2_grpc,
     tracker_pb2_grpc,
     work_coordinator_pb2_grpc,
@@ -24,6 +25,7 @@ from .admin import AdminServicer
 from .feed import FeedServicer, feed_options
 from .lanes import LaneServicer
 from .maintenance import MaintenanceServicer
+from .notifications import NotificationServicer
 from .sessions import SessionServicer
 from .trackers import TrackerServicer
 from .work_coordinators import WorkCoordinatorServicer
@@ -35,6 +37,7 @@ __all__ = [
     "FeedServicer",
     "LaneServicer",
     "MaintenanceServicer",
+    "NotificationServicer",
     "SessionServicer",
     "TrackerServicer",
     "WorkCoordinatorServicer",
@@ -59,6 +62,11 @@ SERVICES = (
     ),
     (session_pb2_grpc.add_SessionServiceServicer_to_server, SessionServicer, "SessionService"),
     (tracker_pb2_grpc.add_TrackerServiceServicer_to_server, TrackerServicer, "TrackerService"),
+    (
+        notification_pb2_grpc.add_NotificationServiceServicer_to_server,
+        NotificationServicer,
+        "NotificationService",
+    ),
 )
 
 

@@ -8,19 +8,16 @@ in revision order and never one behind an earlier undelivered one, and keeps wha
 mid-delivery (cancelled, killed) sends that delivery again when it restarts: receivers see
 the same ``webhook-id`` twice, and lose nothing.
 
-Known gap: the stores keep the outbox (``undone_deliveries``, ``update_deliveries``, rows
-written by the flush with the events), but no adapter turns them into an :class:`Outbox` yet,
-and no service runs a :class:`Sender` (the leader-elected loop in the recovery service and the
-``NotificationService`` that sets webhooks are still to be built).
+The engine's outbox adapter (``engine.webhooks``) is the :class:`Outbox` of the stores; the
+engine gets :func:`make_sender` from the server (the domain imports no metrics), and runs it
+behind ``MaintenanceService/DeliverWebhooks``, which the recovery leader calls.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
 import httpx
 
@@ -29,43 +26,9 @@ from workcoord.coordinator.metrics import WEBHOOK_DELIVERIES, WEBHOOK_LAG
 from workcoord.kit.clock import Clock
 
 from . import outbound, payloads, schedule, signing
+from .delivery import DeliveryResult, DueDelivery, Outbox
 
-
-@dataclass(frozen=True, slots=True)
-class DueDelivery:
-    """One delivery to try now: the webhook's target and secret, and the event it carries.
-    ``attempt`` is how many tries it had before this one."""
-
-    delivery_id: str
-    webhook_id: str
-    url: str
-    secret: str
-    format: str
-    attempt: int
-    facts: payloads.EventFacts
-
-
-@dataclass(frozen=True, slots=True)
-class DeliveryResult:
-    """What one try leaves: the delivery's new state, its tries so far, the answer and when
-    to try again (FAILED only)."""
-
-    state: DeliveryState
-    attempt: int
-    response_code: int = 0
-    error: str = ""
-    next_attempt_time: datetime | None = None
-
-
-class Outbox(Protocol):
-    async def due(self, now: datetime, limit: int) -> list[DueDelivery]:
-        """At most ``limit`` deliveries due at ``now`` of enabled webhooks, in revision order
-        per webhook, none behind an earlier delivery of its webhook that is not done."""
-        ...
-
-    async def record(self, delivery: DueDelivery, result: DeliveryResult) -> None:
-        """Keep the outcome of one try of ``delivery``."""
-        ...
+__all__ = ["DeliveryResult", "DueDelivery", "Outbox", "Sender", "make_sender", "result_of"]
 
 
 def result_of(delivery: DueDelivery, outcome: outbound.Outcome, now: datetime) -> DeliveryResult:
@@ -145,3 +108,14 @@ class Sender:
         if result.state == DeliveryState.SUCCEEDED:
             WEBHOOK_LAG.observe(max((now - delivery.facts.time).total_seconds(), 0.0))
         return result
+
+
+def make_sender(
+    outbox: Outbox,
+    client: httpx.AsyncClient,
+    clock: Clock,
+    allowed_hosts: Iterable[str],
+    public_url: str,
+) -> Sender:
+    """A :class:`Sender` (what the engine is given to build one per ``DeliverWebhooks``)."""
+    return Sender(outbox, client, clock, allowed_hosts=allowed_hosts, public_url=public_url)

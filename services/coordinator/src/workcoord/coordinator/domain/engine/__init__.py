@@ -61,6 +61,7 @@ from .sessions import Sessions
 from .spend import UsageService
 from .tracker_connections import TrackerConnections, TrackerFactory
 from .transitions import CLOSE_TICKET, TICKET_CLOSED
+from .webhooks import WebhookService
 
 __all__ = [
     "BACKSTOP_POLL_SECONDS",
@@ -88,6 +89,7 @@ __all__ = [
     "ReadService",
     "TrackerConnections",
     "UsageService",
+    "WebhookService",
     "decode_page_token",
     "encode_page_token",
     "new_id",
@@ -135,6 +137,7 @@ class Engine(EngineCore):
         self.attempts = AttemptService(self)
         self.tracker_connections = TrackerConnections(self)
         self.follow_ups = FollowUpService(self, self.tracker_connections)
+        self.webhooks = WebhookService(self, self.tracker_connections)
         self.maintenance = MaintenanceService(self, self.fences, self.follow_ups)
         self.reads = ReadService(self)
         self.usage = UsageService(self)

@@ -186,8 +186,18 @@ class EngineCore(ABC):
                     log_only=not effects.ready_classes,
                 )
             )
+        if coordinator.webhook_filters:
+            # The flush may have written outbox rows: wake a sender waiting on this replica
+            # (a spurious wake costs one read of the outbox).
+            self.outbox_written()
         if effects.close_tickets:
             self.spawn(self.run_pending_actions(RECOVERY, coordinator.coordinator_id))
+
+    def outbox_written(self) -> None:
+        """Wake a waiting webhook sender (``engine.webhooks``), if there is one."""
+        webhooks = getattr(self, "webhooks", None)
+        if webhooks is not None:
+            webhooks.written.set()
 
     async def append_events(
         self, tx: Tx, coordinator: Coordinator, events: Sequence[NewEvent], actor: str

@@ -32,7 +32,7 @@ from ..tickets import TicketTracker, TrackerError, TrackerRateLimited
 from ._base import EngineCore, EngineService
 from .paging import PageRequest
 from .tracker_connections import TrackerConnections, TrackerResolver, resolver
-from .transitions import TICKET_CLOSED
+from .transitions import CLOSE_TICKET, TICKET_CLOSED
 
 _log = logging.getLogger("workcoord.coordinator.engine")
 
@@ -63,6 +63,9 @@ class FollowUpService(EngineService):
         again in the same pass."""
         async with self.core.store.read() as reader:
             due = await reader.due_pending_actions(coordinator_id, self.core.clock.now(), 100)
+            # Only ticket closures are retried here (a DEAD webhook delivery's action waits
+            # for a human: redeliver or resolve).
+            due = [action for action in due if action.kind == CLOSE_TICKET]
             resolve = await resolver(self.connections, reader, coordinator_id) if due else None
         trackers = await resolve() if resolve is not None else None
         attempted = succeeded = failed = 0
