@@ -158,3 +158,47 @@ async def test_get_usage_answers_the_roll_ups_by_lane_class_model_and_day(stack:
         InvalidArgument,
     )
     assert violated_fields(err) == {"group_by"}
+
+
+async def test_the_view_and_why_show_the_days_spend_and_each_lanes_cost(stack: Stack) -> None:
+    W = work_coordinator_pb2
+    coordinators = stack.admin.coordinators
+    costs = {}
+    for cost in (250_000, 700_000):
+        await stack.create_lane(task("a"))
+        if not costs:
+            # Nothing spent yet: the view carries no totals.
+            view = (await coordinators.GetView(W.GetViewRequest(coordinator_id=stack.cid))).view
+            assert not view.HasField("day_usage") and list(view.lane_usage) == []
+        lease = await stack.lease_and_start()
+        spent = Usage(input_tokens=40, output_tokens=2, cost_micros=cost, model="m")
+        await stack.worker.workers.Heartbeat(
+            worker_pb2.HeartbeatRequest(**_fence(stack, lease), usage=spent)
+        )
+        leased = await stack.get_item(lease.item)
+        costs[leased.lane_id] = (cost, leased.item_id)
+    idle = await stack.create_lane(task("idle"))
+    today = stack.clock.now().date().isoformat()
+    view = (await coordinators.GetView(W.GetViewRequest(coordinator_id=stack.cid))).view
+    assert (view.day_usage.key, view.day_usage.cost_micros, view.day_usage.tokens) == (
+        today,
+        950_000,
+        84,
+    )
+    # Each lane of the page that spent, the costliest first; the idle lane is absent.
+    assert [(u.key, u.cost_micros) for u in view.lane_usage] == sorted(
+        ((lane_id, cost) for lane_id, (cost, _) in costs.items()), key=lambda kv: -kv[1]
+    )
+    assert idle.lane_id not in {u.key for u in view.lane_usage}
+    for lane_id, (cost, item_id) in costs.items():
+        why = (
+            await coordinators.Explain(W.ExplainRequest(coordinator_id=stack.cid, lane_id=lane_id))
+        ).explanation
+        assert (why.usage.key, why.usage.cost_micros) == ("", cost)
+        assert (why.day_usage.key, why.day_usage.cost_micros) == (today, 950_000)
+        of_item = await stack.explain(item_id)
+        assert (of_item.usage.cost_micros, of_item.day_usage.cost_micros) == (cost, 950_000)
+    quiet = (
+        await coordinators.Explain(W.ExplainRequest(coordinator_id=stack.cid, lane_id=idle.lane_id))
+    ).explanation
+    assert not quiet.HasField("usage") and quiet.day_usage.cost_micros == 950_000

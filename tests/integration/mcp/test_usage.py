@@ -33,6 +33,15 @@ async def test_an_agent_reports_usage_with_heartbeat_and_complete(
         assert violated(refused) == {"usage.output_tokens"}
         done = await agent.ok("complete_work", fenced(stack, lease, evidence=EVIDENCE, usage=FINAL))
         assert done["attempt"]["usage"] == FINAL
+        # The view and why show what the lane spent and the work coordinator's day spend.
+        lane_id = lease["item"]["laneId"]
+        view = (await agent.ok("view", {"coordinatorId": stack.cid}))["view"]
+        (spent,) = [u for u in view["laneUsage"] if u["key"] == lane_id]
+        assert spent["costMicros"] == FINAL["costMicros"]
+        assert int(view["dayUsage"]["costMicros"]) >= int(FINAL["costMicros"])
+        why = await agent.ok("why", {"coordinatorId": stack.cid, "laneId": lane_id})
+        assert why["explanation"]["usage"]["costMicros"] == FINAL["costMicros"]
+        assert why["explanation"]["dayUsage"]["key"] == view["dayUsage"]["key"]
 
 
 async def test_rest_worker_writes_carry_usage(world: McpWorld) -> None:
@@ -91,5 +100,15 @@ async def test_rest_worker_writes_carry_usage(world: McpWorld) -> None:
         body = spent.json()
         assert body["total"]["costMicros"] == "950000"
         assert [g["key"] for g in body["groups"]] == [lease["item"]["laneId"]]
+        view = await rest.get(f"{base}/view")
+        assert view.status_code == 200, view.text
+        shown = view.json()  # the response body is the view
+        assert shown["dayUsage"]["costMicros"] == "950000"
+        assert shown["laneUsage"] == [body["groups"][0]]
+        why = await rest.get(f"{base}/why", params={"itemId": lease["item"]["itemId"]})
+        assert why.status_code == 200, why.text
+        explained = why.json()  # the response body is the explanation
+        assert explained["usage"]["costMicros"] == "950000"
+        assert explained["dayUsage"]["costMicros"] == "950000"
         bad = await rest.get(f"{base}/usage", params={"day": "yesterday"})
         assert bad.status_code == 400, bad.text

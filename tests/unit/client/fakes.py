@@ -34,6 +34,10 @@ from workcoord.kit.status import to_grpc_status, to_rpc_status
 
 GOOD_TOKEN = "wck_good"
 FLEET_CLASS = "fleet"
+#: Every heartbeat of a lease of this class answers BUDGET_EXHAUSTED; of the next,
+#: DEADLINE_EXCEEDED.
+SPENT_CLASS = "spent"
+LATE_CLASS = "late"
 STALE_LEASE = "lease-stale"
 
 
@@ -132,6 +136,7 @@ class FakeAdmin(admin_pb2_grpc.AdminServiceServicer):
 class FakeWorkers(worker_pb2_grpc.WorkerServiceServicer):
     def __init__(self, recorded: Recorded) -> None:
         self.recorded = recorded
+        self.classes: dict[str, str] = {}
 
     def _fenced(self, method: str, request: Any, context: grpc.ServicerContext) -> None:
         self.recorded.add(method, request, context)
@@ -167,6 +172,8 @@ class FakeWorkers(worker_pb2_grpc.WorkerServiceServicer):
             )
             for n in range(1, count + 1)
         ]
+        for lease in leases:
+            self.classes[lease.lease_id] = request.worker_class
         return worker_pb2.LeaseResponse(leases=leases[: request.max_items])
 
     def Start(
@@ -181,6 +188,13 @@ class FakeWorkers(worker_pb2_grpc.WorkerServiceServicer):
         self._fenced("Heartbeat", request, context)
         response = worker_pb2.HeartbeatResponse()
         response.lease_expire_time.FromJsonString("2026-01-01T00:00:30Z")
+        reason = {
+            SPENT_CLASS: worker_pb2.Stop.BUDGET_EXHAUSTED,
+            LATE_CLASS: worker_pb2.Stop.DEADLINE_EXCEEDED,
+        }.get(self.classes.get(request.lease_id, ""))
+        if reason is not None:
+            response.stop.reason = reason
+            response.stop.message = "the lane's budget is spent: stop now"
         return response
 
     def Complete(

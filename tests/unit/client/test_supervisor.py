@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +30,7 @@ from workcoord.cli.supervisor import (
 )
 from workcoord.client.worker_loop import Checkpointed, Completed, Failed, Released
 
-from .fakes import GOOD_TOKEN, FakeCoordinator
+from .fakes import GOOD_TOKEN, LATE_CLASS, SPENT_CLASS, FakeCoordinator
 
 ROOT = Path(__file__).resolve().parents[3]
 WORKER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
@@ -218,6 +219,68 @@ def test_one_item_against_the_fake_coordinator(
     assert isinstance(complete, worker_pb2.CompleteRequest)
     assert complete.evidence.summary == str(checkout)  # ran there, without the credential
     assert "wcl_token" not in out
+
+
+@pytest.mark.parametrize("told", [SPENT_CLASS, LATE_CLASS])
+def test_a_heartbeats_stop_ends_the_process_group_and_reports_the_final_usage(
+    told: str,
+    labels: None,
+    coordinator: FakeCoordinator,
+    checkout: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """Told to stop, worker run sends SIGTERM to the whole group (a child that ignores it is
+    killed after the grace), then sends the final usage: on a heartbeat before the release
+    for a spent budget, on the (retryable) fail for a deadline."""
+    monkeypatch.setenv("WORKCOORD_TOKEN", GOOD_TOKEN)
+    pids = tmp_path / "pids"
+    script = (
+        'echo \'{"costMicros": "400000"}\' > "$WORKCOORD_USAGE_FILE"; '
+        "sh -c 'trap \"\" TERM; while :; do sleep 1; done' & echo $! > " + str(pids) + "; "
+        'echo \'{"costMicros": "1200000"}\' > "$WORKCOORD_USAGE_FILE"; '
+        "while :; do sleep 1; done"
+    )
+    code, out, _ = run_cli(
+        capsys, "--coordinator", "c1", "--class", told, "--address", coordinator.address,
+        "--once", "--json", "--lease-seconds", "5", "--kill-grace", "1", "--", "sh", "-c", script,
+    )  # fmt: skip
+    assert code == 0, out
+    events = [json.loads(line) for line in out.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert "stop_told" in kinds and "forwarded" in kinds, out
+    forwarded = next(e for e in events if e["event"] == "forwarded")
+    assert forwarded["signal"] == "SIGTERM"
+    # The child that ignored SIGTERM is gone too (at most a zombie nobody reaped yet).
+    # SIGKILL was sent; the kernel may take a moment to tear the process down.
+    child = int(pids.read_text())
+    deadline = time.monotonic() + 30
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(child), Path(f"/proc/{child}/stat").read_text()
+    if told == SPENT_CLASS:
+        release, _ = coordinator.recorded.last("Release")
+        assert isinstance(release, worker_pb2.ReleaseRequest)
+        assert "BUDGET_EXHAUSTED" in release.reason
+        beat, _ = coordinator.recorded.last("Heartbeat")
+        assert isinstance(beat, worker_pb2.HeartbeatRequest)
+        assert beat.usage.cost_micros == 1_200_000
+        methods = [m for m, *_ in coordinator.recorded.calls]
+        assert methods.index("Release") > max(i for i, m in enumerate(methods) if m == "Heartbeat")
+    else:
+        fail, _ = coordinator.recorded.last("Fail")
+        assert isinstance(fail, worker_pb2.FailRequest)
+        assert fail.error.type == "DEADLINE_EXCEEDED" and fail.error.retryable
+        assert fail.usage.cost_micros == 1_200_000
+
+
+def _gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 # --------------------------------------------------------------------------- pieces

@@ -244,10 +244,19 @@ def _item(doc: dict[str, Any]) -> list[str]:
 @_renders("View")
 def _view(doc: dict[str, Any]) -> list[str]:
     lines = [f"revision {doc.get('revision', '0')}", ""]
+    cost = {u.get("key"): _dollars(u) for u in doc.get("laneUsage", [])}
     rows: list[list[Any]] = []
     for lane in doc.get("lanes", []):
+        lane_id = lane.get("laneId")
         rows.append(
-            [lane.get("laneId"), lane.get("state"), "", lane.get("nextAction"), lane.get("title")]
+            [
+                lane_id,
+                lane.get("state"),
+                "",
+                lane.get("nextAction"),
+                cost.get(lane_id, "-"),
+                lane.get("title"),
+            ]
         )
         for item in lane.get("items", []):
             name = item.get("key") or item.get("kind")
@@ -258,9 +267,10 @@ def _view(doc: dict[str, Any]) -> list[str]:
                     name,
                     item.get("nextAction"),
                     "",
+                    "",
                 ]
             )
-    lines += format_table(["LANE / ITEM", "STATE", "KEY", "NEXT", "TITLE"], rows)
+    lines += format_table(["LANE / ITEM", "STATE", "KEY", "NEXT", "COST", "TITLE"], rows)
     capacity = [
         f"{c.get('workerClass')} {c.get('inUse', 0)}/{c.get('capacity', 0)}"
         for c in doc.get("capacity", [])
@@ -271,13 +281,29 @@ def _view(doc: dict[str, Any]) -> list[str]:
     pending = [a for a in doc.get("pendingActions", []) if a.get("state") == "OPEN"]
     escalations = [e for e in doc.get("escalations", []) if e.get("open")]
     lines.append(f"open pending actions: {len(pending)}  open escalations: {len(escalations)}")
+    lines.append("spent today: " + _spend(doc.get("dayUsage")))
     return _with_next_page(lines, doc)
+
+
+def _dollars(total: dict[str, Any]) -> str:
+    """A usage total's cost in dollars (cost_micros are millionths of a dollar)."""
+    return f"${int(total.get('costMicros', 0)) / 1_000_000:,.2f}"
+
+
+def _spend(total: dict[str, Any] | None) -> str:
+    """A usage total as ``$cost (N tokens)``; nothing spent when there is none."""
+    if not total:
+        return "$0.00 (0 tokens)"
+    return f"{_dollars(total)} ({int(total.get('tokens', 0)):,} tokens)"
 
 
 @_renders("Explanation")
 def _explanation(doc: dict[str, Any]) -> list[str]:
     target = f"item {doc['itemId']}" if doc.get("itemId") else f"lane {doc.get('laneId', '-')}"
     lines = [f"{target}: {doc.get('state', '-')}  → {doc.get('nextAction', '-')}"]
+    lines.append(
+        f"spent: {_spend(doc.get('usage'))}  work coordinator today: {_spend(doc.get('dayUsage'))}"
+    )
     gates = [[g.get("gate"), g.get("since"), g.get("detail")] for g in doc.get("gates", [])]
     if gates:
         lines += ["", *format_table(["GATE", "SINCE", "DETAIL"], gates)]

@@ -23,7 +23,10 @@ totals) and writes the outcome (with them too):
 ``LEASE_LOST`` of any cause: SIGTERM to the group, SIGKILL after ``--kill-grace``, nothing more
 written, exit 3. SIGINT/SIGTERM: forwarded to the group; a command still running after the
 grace period is killed and its lease released (no attempt burned); a second signal kills at
-once. Exit codes: 0 stopped or done, 1 the coordinator refused, 2 usage, 3 lease lost.
+once. A heartbeat's ``stop``: SIGTERM to the group, SIGKILL after the grace, as on
+LEASE_LOST, then the final usage goes out: DEADLINE_EXCEEDED fails the attempt (retryable, the
+usage on the fail), any other reason heartbeats the usage once more and releases.
+Exit codes: 0 stopped or done, 1 the coordinator refused, 2 usage, 3 lease lost.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workcoord.api.v1 import lane_pb2
+from workcoord.api.v1 import lane_pb2, worker_pb2
 from workcoord.cli import roots as roots_module
 from workcoord.cli.attempt_files import (
     AttemptFiles,
@@ -525,20 +528,43 @@ class Supervisor:
         leftovers = await group.stop(config.kill_grace) if group.members() else []
         if leftovers:
             self.reporter.emit("killed", lease=assignment.lease_id, pids=leftovers)
+        if assignment.told_stop is not None:
+            return await self._told_outcome(assignment)
         return command_outcome(Path(config.command[0]).name, status, stopped_by, files)
+
+    async def _told_outcome(self, assignment: Assignment) -> Outcome:
+        """The ending write of an attempt a heartbeat told to stop, its command gone: a
+        deadline fails it (retryable, the usage on the fail); any other reason releases it,
+        after a heartbeat carries the final usage (a release carries none)."""
+        told = assignment.told_stop
+        assert told is not None
+        reason = worker_pb2.Stop.Reason.Name(told.reason)
+        detail = f"stopped by the coordinator: {reason}" + (
+            f": {told.message}" if told.message else ""
+        )
+        if told.reason == worker_pb2.Stop.DEADLINE_EXCEEDED:
+            return Failed(detail[:1024], error_type=reason, retryable=True)
+        if assignment.current_usage() is not None:
+            await assignment.report_usage()
+        return Released(detail[:1024])
 
     async def _supervise(self, group: ProcessGroup, assignment: Assignment) -> tuple[int, int]:
         """Wait for the command; on a drain forward the signal, then kill after the grace.
         (exit status, the forwarded signal or 0)."""
         exited = asyncio.ensure_future(group.wait())
         stopping = asyncio.ensure_future(assignment.stopping.wait())
+        told = asyncio.ensure_future(assignment.told_to_stop.wait())
         try:
-            await asyncio.wait({exited, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({exited, stopping, told}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopping.cancel()
+            told.cancel()
         if exited.done():
             return exited.result(), 0
-        forwarded = self.signals[0] if self.signals else signal.SIGTERM
+        # A drain forwards the signal received; a heartbeat's stop sends SIGTERM, as a lost
+        # lease does, and SIGKILL after the grace.
+        told_now = assignment.told_to_stop.is_set() and not assignment.stopping.is_set()
+        forwarded = signal.SIGTERM if told_now or not self.signals else self.signals[0]
         group.send(forwarded)
         self.reporter.emit(
             "forwarded", lease=assignment.lease_id, pgid=group.pgid, signal=signal_name(forwarded)

@@ -7,7 +7,10 @@ lease while the handler works, and writes the handler's :data:`Outcome`. When th
 would have run out by this machine's own clock) it cancels the handler, writes nothing more and
 raises the loss: expiry is never permission to keep working. Setting ``stop`` drains: no new
 lease, the handler sees ``assignment.stopping`` and has ``drain_seconds`` to finish before it is
-cancelled and its lease released (a release burns no attempt).
+cancelled and its lease released (a release burns no attempt). A heartbeat answered with
+``stop`` (budget spent, deadline passed, policy narrowed, cancelled) sets
+``assignment.told_stop`` and ``assignment.told_to_stop``: the handler winds down and chooses
+its outcome (``worker run`` stops its command; the batched heartbeat does not read ``stop`` yet).
 
 Every call retries transient answers with backoff and jitter (:mod:`.retries`); ``Lease``
 always carries a request id, the same on every retry, so a reply lost on the way is answered
@@ -138,6 +141,10 @@ class Assignment(LeaseFacts):
         """Asked before each heartbeat and the final write for newer totals (None: none)."""
         self.lost: WorkcoordError | None = None
         """Why the lease was lost, once it was (the handler is then cancelled)."""
+        self.told_stop: worker_pb2.Stop | None = None
+        """The ``stop`` a heartbeat answered (budget spent, deadline passed, policy narrowed,
+        cancelled), once one did: wind down; ``told_to_stop`` is set then."""
+        self.told_to_stop = asyncio.Event()
         self.started = False
 
     @property
@@ -161,6 +168,28 @@ class Assignment(LeaseFacts):
             if read is not None:
                 self.usage = read
         return self.usage
+
+    async def report_usage(self) -> None:
+        """Send the current totals on a heartbeat now (before an ending write that carries
+        none, such as a release)."""
+        await self._loop.call_on_lease(
+            self,
+            lambda: self._worker.heartbeat(
+                self._lease, self.progress[:1024], usage=self.current_usage()
+            ),
+        )
+
+    def _told(self, answer: object) -> None:
+        """Keep the first ``stop`` a heartbeat answered and set ``told_to_stop``."""
+        if self.told_stop is not None or not isinstance(answer, worker_pb2.HeartbeatResponse):
+            return
+        if not answer.HasField("stop") or not answer.stop.reason:
+            return
+        self.told_stop = answer.stop
+        reason = worker_pb2.Stop.Reason.Name(answer.stop.reason)
+        detail = f"{reason}: {answer.stop.message}" if answer.stop.message else reason
+        self._loop.emit(LoopEvent("stop_told", self.lease_id, self.item, self.attempt, detail))
+        self.told_to_stop.set()
 
     def _lose(self, err: WorkcoordError) -> None:
         if self.lost is None:
@@ -408,15 +437,17 @@ class WorkerLoop:
             else:
                 await clock.sleep(every)
             sent_at = clock.monotonic()
-            try:
-                await self.call_on_lease(
-                    assignment,
-                    lambda: self.worker.heartbeat(
-                        assignment.lease,
-                        assignment.progress[:1024],
-                        usage=assignment.current_usage(),
-                    ),
+
+            async def beat() -> None:
+                answer = await self.worker.heartbeat(
+                    assignment.lease,
+                    assignment.progress[:1024],
+                    usage=assignment.current_usage(),
                 )
+                assignment._told(answer)
+
+            try:
+                await self.call_on_lease(assignment, beat)
             except WorkcoordError as err:
                 assignment._lose(err)
                 handler_task.cancel()

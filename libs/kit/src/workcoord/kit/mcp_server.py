@@ -39,7 +39,8 @@ INSTRUCTIONS = (
     "may read) → lease_work (workerId, workerClass; keep leaseId and the secret leaseToken) → "
     "start_work with the run identity BEFORE running anything → heartbeat well before "
     "leaseExpireTime → complete_work with evidence (or checkpoint_work, fail_work, "
-    "release_work). Every write presents the lease token; LEASE_LOST means stop working. "
+    "release_work). Every write presents the lease token; LEASE_LOST means stop working, and "
+    "so does a heartbeat answer with stop (its first text says what to do next). "
     "view and why show the queue and what holds an item. Errors are google.rpc.Status JSON "
     "whose ErrorInfo reason is the same as over REST."
 )
@@ -125,8 +126,42 @@ def _listed(tool: McpTool) -> types.Tool:
     )
 
 
+#: What an agent told ``stop`` by a heartbeat does next, per reason.
+STOP_WORDS = {
+    "BUDGET_EXHAUSTED": (
+        "a budget covering this work is spent. Stop working now, send your final usage with "
+        "one more heartbeat, then release_work; the item waits until a human raises the budget"
+    ),
+    "DEADLINE_EXCEEDED": (
+        "this attempt ran past its max_run_duration. Stop working now and fail_work "
+        "(retryable) with your final usage; the lease is lost one lease period after the "
+        "deadline and the item is retried"
+    ),
+    "POLICY_CHANGED": (
+        "the work coordinator's policy no longer allows this work. Stop working now and "
+        "release_work"
+    ),
+    "CANCELLED": "the work was cancelled. Stop working now and release_work",
+}
+
+
+def stop_words(body: dict[str, Any]) -> str | None:
+    """The sentence for a heartbeat answer's ``stop`` (None: no stop in ``body``)."""
+    stop = body.get("stop")
+    if not isinstance(stop, dict) or not stop.get("reason"):
+        return None
+    reason = str(stop["reason"])
+    words = STOP_WORDS.get(reason, "the coordinator told this attempt to stop. Stop working now")
+    said = f" (the coordinator says: {stop['message']})" if stop.get("message") else ""
+    return f"STOP {reason}: {words}.{said}"
+
+
 def _result(body: dict[str, Any]) -> types.CallToolResult:
-    return types.CallToolResult(content=[_text(body)], structured_content=body)
+    words = stop_words(body)
+    content: list[types.ContentBlock] = [_text(body)]
+    if words is not None:
+        content.insert(0, types.TextContent(text=words))
+    return types.CallToolResult(content=content, structured_content=body)
 
 
 def _error_result(err: WorkcoordError) -> types.CallToolResult:

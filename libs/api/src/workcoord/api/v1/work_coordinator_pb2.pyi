@@ -194,7 +194,7 @@ class Gate(_message.Message):
     def __init__(self, gate: _Optional[_Union[Gate.Kind, str]] = ..., detail: _Optional[str] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_ids: _Optional[_Iterable[str]] = ..., counts_toward_escalation: _Optional[bool] = ...) -> None: ...
 
 class Explanation(_message.Message):
-    __slots__ = ("lane_id", "item_id", "state", "next_action", "gates", "attempts", "events", "items", "stuck_closures")
+    __slots__ = ("lane_id", "item_id", "state", "next_action", "gates", "attempts", "events", "items", "stuck_closures", "usage", "day_usage")
     LANE_ID_FIELD_NUMBER: _ClassVar[int]
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -204,6 +204,8 @@ class Explanation(_message.Message):
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     STUCK_CLOSURES_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    DAY_USAGE_FIELD_NUMBER: _ClassVar[int]
     lane_id: str
     item_id: str
     state: str
@@ -213,7 +215,9 @@ class Explanation(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[_event_pb2.Event]
     items: _containers.RepeatedCompositeFieldContainer[Explanation]
     stuck_closures: _containers.RepeatedCompositeFieldContainer[StuckClosure]
-    def __init__(self, lane_id: _Optional[str] = ..., item_id: _Optional[str] = ..., state: _Optional[str] = ..., next_action: _Optional[str] = ..., gates: _Optional[_Iterable[_Union[Gate, _Mapping]]] = ..., attempts: _Optional[_Iterable[_Union[_lane_pb2.Attempt, _Mapping]]] = ..., events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., items: _Optional[_Iterable[_Union[Explanation, _Mapping]]] = ..., stuck_closures: _Optional[_Iterable[_Union[StuckClosure, _Mapping]]] = ...) -> None: ...
+    usage: _lane_pb2.UsageTotal
+    day_usage: _lane_pb2.UsageTotal
+    def __init__(self, lane_id: _Optional[str] = ..., item_id: _Optional[str] = ..., state: _Optional[str] = ..., next_action: _Optional[str] = ..., gates: _Optional[_Iterable[_Union[Gate, _Mapping]]] = ..., attempts: _Optional[_Iterable[_Union[_lane_pb2.Attempt, _Mapping]]] = ..., events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., items: _Optional[_Iterable[_Union[Explanation, _Mapping]]] = ..., stuck_closures: _Optional[_Iterable[_Union[StuckClosure, _Mapping]]] = ..., usage: _Optional[_Union[_lane_pb2.UsageTotal, _Mapping]] = ..., day_usage: _Optional[_Union[_lane_pb2.UsageTotal, _Mapping]] = ...) -> None: ...
 
 class StuckClosure(_message.Message):
     __slots__ = ("pending_action", "tracker_connection")
@@ -224,7 +228,7 @@ class StuckClosure(_message.Message):
     def __init__(self, pending_action: _Optional[_Union[PendingAction, _Mapping]] = ..., tracker_connection: _Optional[_Union[_tracker_pb2.TrackerConnection, _Mapping]] = ...) -> None: ...
 
 class View(_message.Message):
-    __slots__ = ("work_coordinator", "revision", "lanes", "workers", "capacity", "pending_actions", "escalations", "next_page_token")
+    __slots__ = ("work_coordinator", "revision", "lanes", "workers", "capacity", "pending_actions", "escalations", "next_page_token", "day_usage", "lane_usage")
     WORK_COORDINATOR_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     LANES_FIELD_NUMBER: _ClassVar[int]
@@ -233,6 +237,8 @@ class View(_message.Message):
     PENDING_ACTIONS_FIELD_NUMBER: _ClassVar[int]
     ESCALATIONS_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    DAY_USAGE_FIELD_NUMBER: _ClassVar[int]
+    LANE_USAGE_FIELD_NUMBER: _ClassVar[int]
     work_coordinator: WorkCoordinator
     revision: int
     lanes: _containers.RepeatedCompositeFieldContainer[_lane_pb2.Lane]
@@ -241,7 +247,9 @@ class View(_message.Message):
     pending_actions: _containers.RepeatedCompositeFieldContainer[PendingAction]
     escalations: _containers.RepeatedCompositeFieldContainer[Escalation]
     next_page_token: str
-    def __init__(self, work_coordinator: _Optional[_Union[WorkCoordinator, _Mapping]] = ..., revision: _Optional[int] = ..., lanes: _Optional[_Iterable[_Union[_lane_pb2.Lane, _Mapping]]] = ..., workers: _Optional[_Iterable[_Union[_worker_pb2.Worker, _Mapping]]] = ..., capacity: _Optional[_Iterable[_Union[ClassUsage, _Mapping]]] = ..., pending_actions: _Optional[_Iterable[_Union[PendingAction, _Mapping]]] = ..., escalations: _Optional[_Iterable[_Union[Escalation, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    day_usage: _lane_pb2.UsageTotal
+    lane_usage: _containers.RepeatedCompositeFieldContainer[_lane_pb2.UsageTotal]
+    def __init__(self, work_coordinator: _Optional[_Union[WorkCoordinator, _Mapping]] = ..., revision: _Optional[int] = ..., lanes: _Optional[_Iterable[_Union[_lane_pb2.Lane, _Mapping]]] = ..., workers: _Optional[_Iterable[_Union[_worker_pb2.Worker, _Mapping]]] = ..., capacity: _Optional[_Iterable[_Union[ClassUsage, _Mapping]]] = ..., pending_actions: _Optional[_Iterable[_Union[PendingAction, _Mapping]]] = ..., escalations: _Optional[_Iterable[_Union[Escalation, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., day_usage: _Optional[_Union[_lane_pb2.UsageTotal, _Mapping]] = ..., lane_usage: _Optional[_Iterable[_Union[_lane_pb2.UsageTotal, _Mapping]]] = ...) -> None: ...
 
 class DigestEntry(_message.Message):
     __slots__ = ("kind", "lane_id", "item_id", "action_id", "reason", "time")

@@ -96,6 +96,10 @@ class Explanation:
     events: list[Event] = field(default_factory=list)
     items: list[Explanation] = field(default_factory=list)
     stuck_closures: list[StuckClosure] = field(default_factory=list)
+    #: What the lane (or the item) spent, all time; None when nothing yet.
+    usage: UsageTotal | None = None
+    #: What the work coordinator spent today (UTC); None when nothing yet.
+    day_usage: UsageTotal | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +175,10 @@ class CoordinatorView:
     pending_actions: list[PendingAction] = field(default_factory=list)
     escalations: list[Escalation] = field(default_factory=list)
     next_page_token: str = ""
+    #: What the work coordinator spent today (UTC); None when nothing yet.
+    day_usage: UsageTotal | None = None
+    #: What the page's lanes spent, all time, the costliest first.
+    lane_usage: list[UsageTotal] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,3 +97,20 @@ async def lane_usage(reader: Reader, lane: Lane, items: Sequence[Item]) -> dict[
     item_ids = [i.item_id for i in items]
     found.update((u.key, u) for u in await reader.usage_totals(cid, UsageScope.ITEM, "", item_ids))
     return found
+
+
+async def day_spend(reader: Reader, coordinator_id: str, now: datetime) -> UsageTotal | None:
+    """What the work coordinator spent on the UTC day of ``now``: one look-up (None: nothing)."""
+    found = await reader.usage_totals(coordinator_id, UsageScope.COORDINATOR, day_of(now), [""])
+    return found[0] if found else None
+
+
+async def lanes_spend(
+    reader: Reader, coordinator_id: str, lane_ids: Sequence[str]
+) -> list[UsageTotal]:
+    """What the lanes of ``lane_ids`` spent, all time, the costliest first: one look-up by key
+    (lanes that spent nothing are absent)."""
+    if not lane_ids:
+        return []
+    found = await reader.usage_totals(coordinator_id, UsageScope.LANE, "", list(lane_ids))
+    return sorted(found, key=lambda u: (-u.cost_micros, u.key))

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from workcoord.kit.errors import FieldViolation, InvalidArgument, NotFound
 
-from .. import rules
+from .. import rules, usage
 from ..auth import Principal
 from ..inputs import ExplainInput, GetViewInput, ListEventsInput
 from ..leasability import Surroundings, key_holders
@@ -85,6 +85,8 @@ class ReadService(EngineService):
                 coordinator_id, 0, 200, lane.lane_id if not item_id else "", item_id
             )
             stuck = [] if item_id else await _stuck_closures(reader, coordinator_id, lane.lane_id)
+            spent = await usage.lane_usage(reader, lane, detail.items)
+            day_spent = await usage.day_spend(reader, coordinator_id, now)
         context = GateContext(
             coordinator, platform_on, lane, detail.blockers, detail.items, occupancy, now
         )
@@ -105,6 +107,8 @@ class ReadService(EngineService):
             target = next(i for i in detail.items if i.item_id == item_id)
             result = explain_item(target)
             result.events = events
+            result.usage = spent.get(item_id)
+            result.day_usage = day_spent
             return result
         return Explanation(
             lane_id=lane.lane_id,
@@ -115,6 +119,8 @@ class ReadService(EngineService):
             events=events,
             items=[explain_item(i) for i in detail.items],
             stuck_closures=stuck,
+            usage=spent.get(lane.lane_id),
+            day_usage=day_spent,
         )
 
     async def view(self, principal: Principal, input: GetViewInput) -> CoordinatorView:
@@ -140,9 +146,13 @@ class ReadService(EngineService):
                 coordinator_id, PendingActionState.OPEN, "", 1000
             )
             escalations = await reader.open_escalations(coordinator_id)
+            day_spent = await usage.day_spend(reader, coordinator_id, self.core.clock.now())
+            lanes_spent = await usage.lanes_spend(
+                reader, coordinator_id, [stamp.lane_id for stamp in page.items]
+            )
         capacity, holding = rules.class_usage(live, coordinator.config.class_capacity)
         around = Surroundings(self.core.clock.now(), capacity, key_holders(live))
-        usage = [
+        class_usage = [
             ClassUsage(cls, used, cap, holding.get(cls, []), queued.get(cls, 0))
             for cls, (used, cap) in sorted(capacity.items())
         ]
@@ -154,11 +164,13 @@ class ReadService(EngineService):
             revision=coordinator.revision,
             lanes=[replace(d, surroundings=around) for d in details],
             workers=workers,
-            capacity=usage,
+            capacity=class_usage,
             worker_leases=worker_leases,
             pending_actions=pending,
             escalations=escalations,
             next_page_token=page.next_page_token,
+            day_usage=day_spent,
+            lane_usage=lanes_spent,
         )
 
     async def _view_lanes(

@@ -12,6 +12,7 @@ from workcoord.coordinator.domain.model import (
     Escalation,
     Event,
     PendingAction,
+    UsageTotal,
 )
 from workcoord.coordinator.domain.results import (
     CoordinatorView,
@@ -92,7 +93,18 @@ def explanation_to_pb(x: Explanation) -> work_coordinator_pb2.Explanation:
             )
             for c in x.stuck_closures
         ],
+        usage=_spend(x.usage, ""),
+        day_usage=_spend(x.day_usage, x.day_usage.day if x.day_usage else ""),
     )
+
+
+def _spend(total: UsageTotal | None, key: str) -> lane_pb2.UsageTotal | None:
+    """``total`` as a message keyed ``key`` (None when there is no total)."""
+    if total is None:
+        return None
+    out = usage_total_to_pb(total)
+    out.key = key
+    return out
 
 
 def view_to_pb(view: CoordinatorView) -> work_coordinator_pb2.View:
@@ -115,6 +127,10 @@ def view_head_to_pb(view: CoordinatorView, out: work_coordinator_pb2.View) -> No
     out.pending_actions.extend([pending_action_to_pb(a) for a in view.pending_actions])
     out.escalations.extend([escalation_to_pb(e) for e in view.escalations])
     out.next_page_token = view.next_page_token
+    if view.day_usage is not None:
+        out.day_usage.CopyFrom(usage_total_to_pb(view.day_usage))
+        out.day_usage.key = view.day_usage.day
+    out.lane_usage.extend(usage_total_to_pb(lane) for lane in view.lane_usage)
 
 
 def view_response(view: CoordinatorView) -> work_coordinator_pb2.GetViewResponse:
