@@ -1,9 +1,10 @@
 """A worker write whose caller goes away mid-statement never fails the group it shares.
 
 Concurrent worker writes of one work coordinator share one transaction (group commit). Here a
-Heartbeat is cancelled (as a client deadline does) while its statement is running on the shared
-connection — held there, deterministically, by a PostgreSQL advisory lock this test owns — and
-a Complete of another lease has joined the same group behind it. The Complete must succeed.
+(retried, so idempotent) Start is cancelled (as a client deadline does) while its statement is
+running on the shared connection — held there, deterministically, by a PostgreSQL advisory
+lock this test owns — and a Complete of another lease has joined the same group behind it. The
+Complete must succeed.
 Before the fix the cancellation interrupted the statement, the shared connection was left in
 PendingRollbackError and the Complete failed with an internal error.
 """
@@ -23,9 +24,9 @@ from sqlalchemy.engine import make_url
 from tests.support.databases import delete_redis_keys
 from tests.support.harness import Stack, identity, start_stack, task
 from workcoord.api.v1 import lane_pb2
-from workcoord.coordinator.domain.inputs import CompleteInput, HeartbeatInput
+from workcoord.coordinator.domain.inputs import CompleteInput, HeartbeatInput, StartInput
 from workcoord.coordinator.domain.model import AttemptStatus
-from workcoord.coordinator.domain.specs import Evidence
+from workcoord.coordinator.domain.specs import Evidence, RunIdentity
 from workcoord.coordinator.storage.sql.store import SqlTx
 
 pytestmark = [pytest.mark.pg, pytest.mark.redis]
@@ -85,15 +86,23 @@ async def test_a_cancelled_member_never_fails_the_others(
             )
             return bool(waiting)
 
-        heartbeat = asyncio.create_task(
-            engine.attempts.heartbeat(
+        # A Heartbeat takes no part in the group commit (its own transaction, no coordinator
+        # lock): the cancelled member is a retried Start, a worker write that joins the group.
+        async with engine.store.read() as reader:
+            stored = await reader.get_attempt(held.lease_id)
+        assert stored is not None and stored.run_identity
+        started = asyncio.create_task(
+            engine.attempts.start(
                 principal,
-                HeartbeatInput(
-                    coordinator_id=stack.cid, lease_id=held.lease_id, lease_token=held.lease_token
+                StartInput(
+                    coordinator_id=stack.cid,
+                    lease_id=held.lease_id,
+                    lease_token=held.lease_token,
+                    run_identity=RunIdentity.from_json(stored.run_identity),
                 ),
             )
         )
-        await _until(statement_waiting, "the Heartbeat's statement to wait on the lock")
+        await _until(statement_waiting, "the Start's statement to wait on the lock")
         complete = asyncio.create_task(
             engine.attempts.complete(
                 principal,
@@ -110,10 +119,10 @@ async def test_a_cancelled_member_never_fails_the_others(
             group = engine.worker_writes._open.get(stack.cid)
             return group is not None and group.joined == 2
 
-        await _until(joined, "the Complete to join the Heartbeat's group")
-        heartbeat.cancel()
+        await _until(joined, "the Complete to join the Start's group")
+        started.cancel()
         with pytest.raises(asyncio.CancelledError):
-            await heartbeat
+            await started
         await locker.execute("SELECT pg_advisory_unlock($1)", LOCK_KEY)
         attempt = await complete
     finally:
@@ -122,7 +131,7 @@ async def test_a_cancelled_member_never_fails_the_others(
     assert attempt.status == AttemptStatus.COMPLETED
     item = await stack.get_item(other.item)
     assert item.state == lane_pb2.Item.SUCCEEDED
-    # The cancelled Heartbeat's lease is intact: the worker can go on with it.
+    # The cancelled Start's lease is intact: the worker can go on with it.
     await engine.drain()
     assert await engine.attempts.heartbeat(
         principal,

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from workcoord.kit.errors import IllegalTransition, WorkcoordError
+from workcoord.kit.errors import IllegalTransition, NotFound, WorkcoordError
 
 from .. import rules, stops, usage
 from ..auth import Access, Principal, authorize
@@ -85,6 +85,29 @@ class AttemptService(Transitions):
             await self.core.require_enabled(tx, principal, coordinator, Access.LEASE)
             yield tx, coordinator, effects
 
+    @asynccontextmanager
+    async def _heartbeat_write(
+        self, principal: Principal, coordinator_id: str
+    ) -> AsyncIterator[tuple[Tx, Coordinator]]:
+        """A heartbeat's own transaction, authorized and held to the switch, WITHOUT the
+        coordinator's lock: a heartbeat appends no event and takes no revision, so it does not
+        queue behind the coordinator's writers. What it extends is held instead by the row
+        lock its fence read takes on each attempt (``FOR UPDATE`` on PostgreSQL; the memory and
+        SQLite stores serialize their writers): recovery and every other write of an attempt
+        read it under that lock too, so none works on a stale copy of a heartbeated lease."""
+        async with self.core.store.write() as tx:
+            coordinator = await tx.get_coordinator(coordinator_id)
+            if coordinator is None:
+                raise NotFound(f"work coordinator {coordinator_id} not found")
+            authorize(principal, coordinator, Access.LEASE)
+            await self.core.require_enabled(tx, principal, coordinator, Access.LEASE)
+            yield tx, coordinator
+
+    def _locked_now(self, tx: Tx) -> None:
+        """The time is the attempt lock holder's: a heartbeat that waited for an attempt's row
+        fences and extends it at the time it got it, not when it began."""
+        tx.now = self.core.clock.now()
+
     @staticmethod
     async def _fence(
         tx: Tx, lease: OnLeaseInput, found: tuple[Attempt | None, Item | None] | None = None
@@ -138,10 +161,15 @@ class AttemptService(Transitions):
     async def heartbeat(self, principal: Principal, input: HeartbeatInput) -> HeartbeatAnswer:
         """Extend the lease by its duration from now (never past its deadline plus one lease
         period); returns the new expiry and the stop the worker must heed, if any."""
-        async with self.fenced(principal, input) as write:
+        async with self._heartbeat_write(principal, input.coordinator_id) as (tx, coordinator):
+            found = await tx.attempt_with_item(input.lease_id)  # the attempt's row, locked
+            self._locked_now(tx)
+            attempt, item = await self._fence(tx, input, found)
+            write = FencedWrite(tx, coordinator, Effects(), attempt, item)
             spent, answer = self._extend(write, input)
-            await write.tx.update_attempts([write.attempt])
-            await write.tx.add_usage(usage.rollups(write.attempt, spent, write.tx.now))
+            await tx.update_attempts([attempt])
+            # Last: the day's roll-up rows (ON CONFLICT increments) are held until commit.
+            await tx.add_usage(usage.rollups(attempt, spent, tx.now))
             return answer
 
     @staticmethod
@@ -262,11 +290,14 @@ class AttemptService(Transitions):
     ) -> list[EntryResult[HeartbeatAnswer]]:
         """Heartbeat many leases; each entry answered on its own (its expiry and stop, or its
         error)."""
-        async with self._worker_write(principal, input.coordinator_id) as (tx, coordinator, fx):
+        async with self._heartbeat_write(principal, input.coordinator_id) as (tx, coordinator):
+            fx = Effects()  # a heartbeat wakes no one
             results: list[EntryResult[HeartbeatAnswer]] = []
             extended: list[Attempt] = []
             spent: list[UsageTotal] = []
+            # The attempts' rows, locked in lease id order.
             found = await tx.attempts_with_items([e.lease_id for e in input.entries])
+            self._locked_now(tx)
             for entry in input.entries:
                 try:
                     attempt, item = await self._fence(tx, entry, found[entry.lease_id])

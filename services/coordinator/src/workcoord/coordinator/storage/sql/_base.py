@@ -51,6 +51,9 @@ class SqlTxBase:
         self.dialect = dialect
         self.now = now
         self.coordinator = coordinator
+        # A write transaction reads attempts ``FOR UPDATE`` (see statements.attempts
+        # GET_ATTEMPT_FOR_UPDATE): Heartbeats extend leases without the coordinator's lock.
+        self.lock_attempts = False
         # Appended events and the revisions they move, written together at the end.
         self._events: list[Event] = []
         self._revisions: dict[str, int] = {}

@@ -20,7 +20,8 @@ from .statements import items as item_sql
 class AttemptsSql(SqlTxBase):
     async def get_attempt(self, lease_id: str) -> Attempt | None:
         held_back = self._pending_attempts
-        return await self._held_back_or_stored(held_back, ATTEMPTS, sql.GET_ATTEMPT, lease_id)
+        by_id = sql.GET_ATTEMPT_FOR_UPDATE if self.lock_attempts else sql.GET_ATTEMPT
+        return await self._held_back_or_stored(held_back, ATTEMPTS, by_id, lease_id)
 
     async def attempt_with_item(self, lease_id: str) -> tuple[Attempt | None, Item | None]:
         """One round trip (``ATTEMPT_WITH_LANE``), unless held-back updates already hold the
@@ -32,7 +33,8 @@ class AttemptsSql(SqlTxBase):
             )
             return copy.copy(attempt), item
         # With the item's lane and its other items' states: a Complete needs them next.
-        row = await self._one(sql.ATTEMPT_WITH_LANE.of(self.dialect), {"lease_id": lease_id})
+        read = sql.ATTEMPT_WITH_LANE_FOR_UPDATE if self.lock_attempts else sql.ATTEMPT_WITH_LANE
+        row = await self._one(read.of(self.dialect), {"lease_id": lease_id})
         if row is None:
             return None, None
         found = ATTEMPTS.load(row)
@@ -59,7 +61,12 @@ class AttemptsSql(SqlTxBase):
         found: dict[str, tuple[Attempt | None, Item | None]] = {}
         stored = [lease_id for lease_id in lease_ids if lease_id not in self._pending_attempts]
         if stored:
-            for row in await self._rows(sql.ATTEMPTS_WITH_ITEMS, {"lease_ids": stored}):
+            read = (
+                sql.ATTEMPTS_WITH_ITEMS_FOR_UPDATE
+                if self.lock_attempts
+                else sql.ATTEMPTS_WITH_ITEMS
+            )
+            for row in await self._rows(read, {"lease_ids": stored}):
                 attempt = ATTEMPTS.load(row)
                 pending = self._pending_items.get(attempt.item_id)
                 if pending is not None:
@@ -108,7 +115,12 @@ class AttemptsSql(SqlTxBase):
             return []
         await self.write_held_back()
         params = {"coordinator_id": coordinator_id, "lease_request": lease_request}
-        return await self._list(ATTEMPTS, sql.LEASE_REQUEST_ATTEMPTS, params)
+        read = (
+            sql.LEASE_REQUEST_ATTEMPTS_FOR_UPDATE
+            if self.lock_attempts
+            else sql.LEASE_REQUEST_ATTEMPTS
+        )
+        return await self._list(ATTEMPTS, read, params)
 
     async def insert_attempts(self, attempts: Sequence[Attempt]) -> None:
         """Insert the attempts and their holds (``INSERT_HOLDS``): a key held twice breaks the

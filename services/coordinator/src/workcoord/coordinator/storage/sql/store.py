@@ -86,6 +86,7 @@ class SqlStore:
                 async with conn.begin():
                     tx = SqlTx(conn, self.dialect, self.clock.now(), None)
                     tx.known_event_times = self._event_times
+                    tx.lock_attempts = True
                     if coordinator_id is not None:
                         tx.coordinator = await tx.lock_coordinator(coordinator_id)
                         # The time is the lock holder's: read before the lock, a writer that

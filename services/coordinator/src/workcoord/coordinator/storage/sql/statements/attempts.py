@@ -22,6 +22,12 @@ _OTHER = t.items.alias("other_items")
 #: The attempt with lease id ``:id``.
 GET_ATTEMPT = select(_A).where(_A.c.lease_id == bindparam("id"))
 
+#: As :data:`GET_ATTEMPT`, in a write transaction: ``FOR UPDATE`` of the attempt's row on
+#: PostgreSQL (SQLite renders no lock: ``BEGIN IMMEDIATE`` holds the database). Heartbeats
+#: extend leases without the coordinator's lock, so every write that reads an attempt to
+#: write it back holds its row (no lost update either way).
+GET_ATTEMPT_FOR_UPDATE = GET_ATTEMPT.with_for_update(of=_A)
+
 
 def _with_lane(states: Any) -> Any:
     others = (
@@ -44,12 +50,22 @@ def _with_lane(states: Any) -> Any:
 #: the lane's other items (one comma-separated text) in one row.
 ATTEMPT_WITH_LANE = ByDialect(_with_lane(func.string_agg), _with_lane(func.group_concat))
 
+#: As :data:`ATTEMPT_WITH_LANE`, in a write transaction: ``FOR UPDATE OF attempts``.
+ATTEMPT_WITH_LANE_FOR_UPDATE = ByDialect(
+    _with_lane(func.string_agg).with_for_update(of=_A),
+    _with_lane(func.group_concat).with_for_update(of=_A),
+)
+
 #: THE BATCHED FENCE'S READ: the attempts ``:lease_ids``, each with its item.
 ATTEMPTS_WITH_ITEMS = (
     select(_A, _I)
     .select_from(_A.outerjoin(_I, _I.c.item_id == _A.c.item_id))
     .where(_A.c.lease_id.in_(bindparam("lease_ids", expanding=True)))
 )
+
+#: As :data:`ATTEMPTS_WITH_ITEMS`, in a write transaction: ``FOR UPDATE OF attempts``, the
+#: rows taken in lease id order (two batches over the same leases cannot deadlock).
+ATTEMPTS_WITH_ITEMS_FOR_UPDATE = ATTEMPTS_WITH_ITEMS.order_by(_A.c.lease_id).with_for_update(of=_A)
 
 #: The attempts of the items ``:item_ids``, by item then attempt number.
 ITEM_ATTEMPTS = (
@@ -86,6 +102,9 @@ LEASE_REQUEST_ATTEMPTS = (
     .order_by(_A.c.lease_id)
 )
 
+#: As :data:`LEASE_REQUEST_ATTEMPTS`, in a write transaction: ``FOR UPDATE``.
+LEASE_REQUEST_ATTEMPTS_FOR_UPDATE = LEASE_REQUEST_ATTEMPTS.with_for_update(of=_A)
+
 #: Hold an exclusive key (one row per key; its primary key allows one live holder).
 INSERT_HOLDS = _H.insert()
 
@@ -105,9 +124,17 @@ _DUE = (
 
 #: RECOVERY: end (DEAD at ``:now``) up to ``:limit`` live attempts of ``:b_coordinator_id``
 #: expired by ``:now``, earliest expiry first, returning them.
+#: The due rows are checked again on the row itself (not only by the subquery's snapshot):
+#: a Heartbeat takes no coordinator lock, so a lease it extended and committed while this
+#: statement waited for the row is skipped (PostgreSQL re-evaluates these conditions on the
+#: row's new version), never ended on a stale read.
 END_EXPIRED_LEASES = (
     update(_A)
-    .where(_A.c.lease_id.in_(_DUE.scalar_subquery()))
+    .where(
+        _A.c.lease_id.in_(_DUE.scalar_subquery()),
+        _A.c.status.in_(LIVE),
+        _A.c.lease_expire_time <= bindparam("now"),
+    )
     .values(status=AttemptStatus.DEAD.value, end_time=bindparam("now"))
     .returning(*_A.c)
 )

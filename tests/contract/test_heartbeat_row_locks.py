@@ -1,0 +1,96 @@
+"""A Heartbeat extends a lease in a write transaction WITHOUT the work coordinator's lock
+(``store.write()``, no coordinator). What keeps it exact is the attempt's row: every write
+transaction reads an attempt to write it under that row's lock (``FOR UPDATE`` on
+PostgreSQL), and recovery re-checks expiry on the row itself. The memory and SQLite stores
+serialize all writers, so there the cases run one transaction after the other; on PostgreSQL
+the second transaction is proven to wait for the first (``pg_stat_activity``) before the
+first commits, so the race is the one a fleet meets."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from workcoord.coordinator.domain.model import AttemptStatus
+from workcoord.coordinator.domain.ports import Store
+
+from .records import at, attempt, item, seed_coordinator, seed_lane
+
+IT_A = item("it_a", "ln_a", seq=1)
+# Generous: only ends a hang (a loaded machine makes the wait longer, never failing).
+WAIT_SECONDS = 60.0
+
+
+async def _waits_for_a_row(store: Any) -> None:
+    """Return once a session of this PostgreSQL database waits for a lock (a row lock)."""
+    engine = store.inner.engine
+    async with engine.connect() as conn:
+        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        statement = text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock'"
+        )
+        async with asyncio.timeout(WAIT_SECONDS):
+            while not (await conn.execute(statement)).scalar_one():  # noqa: ASYNC110
+                await asyncio.sleep(0.01)  # polling an event PostgreSQL does not announce
+
+
+async def _seed(store: Store) -> None:
+    await seed_coordinator(store)
+    await seed_lane(store, IT_A)
+    async with store.write("wc_a") as tx:
+        await tx.insert_attempts([attempt("ls_a", IT_A, expire_time=at(10))])
+
+
+@pytest.mark.port("attempt_with_item", "update_attempts", "end_expired_leases")
+async def test_a_sweep_behind_a_heartbeat_does_not_end_the_extended_lease(
+    store: Store, store_kind: str
+) -> None:
+    await _seed(store)
+
+    async def sweep() -> list[str]:
+        async with store.write("wc_a") as tx:
+            return [e.attempt.lease_id for e in await tx.end_expired_leases("wc_a", at(20), 100)]
+
+    swept: asyncio.Task[list[str]] | None = None
+    async with store.write() as tx:  # the heartbeat's transaction: no coordinator lock
+        found, _ = await tx.attempt_with_item("ls_a")
+        assert found is not None and found.live
+        await tx.update_attempts([replace(found, lease_expire_time=at(600))])
+        if store_kind == "postgres":
+            # The sweep's subquery sees the lease expired at 20 s; it must wait for the row.
+            swept = asyncio.create_task(sweep())
+            await _waits_for_a_row(store)
+    ended = await swept if swept is not None else await sweep()
+    assert ended == []
+    async with store.read() as reader:
+        stored = await reader.get_attempt("ls_a")
+    assert stored is not None and stored.live and stored.lease_expire_time == at(600)
+
+
+@pytest.mark.port("get_attempt", "attempt_with_item", "update_attempts")
+async def test_a_heartbeat_behind_a_release_reads_the_ended_attempt(
+    store: Store, store_kind: str
+) -> None:
+    await _seed(store)
+
+    async def heartbeat_read() -> AttemptStatus | None:
+        async with store.write() as tx:
+            found, _ = await tx.attempt_with_item("ls_a")
+            return None if found is None else found.status
+
+    read: asyncio.Task[AttemptStatus | None] | None = None
+    async with store.write("wc_a") as tx:  # a cancel: reads the attempt to end it
+        live = await tx.get_attempt("ls_a")
+        assert live is not None and live.live
+        ended = replace(live, status=AttemptStatus.RELEASED, end_time=at(5))
+        await tx.update_attempts([ended])
+        if store_kind == "postgres":
+            read = asyncio.create_task(heartbeat_read())
+            await _waits_for_a_row(store)
+    status = await read if read is not None else await heartbeat_read()
+    assert status == AttemptStatus.RELEASED
