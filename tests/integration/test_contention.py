@@ -232,7 +232,7 @@ async def handle_batched(
         else:
             evidence = lane_pb2.Evidence(summary="ok")
             completes.append(worker_pb2.CompleteRequest(**ref, evidence=evidence))
-    beating = [*completes, *fails]
+    beating: list[worker_pb2.CompleteRequest | worker_pb2.FailRequest] = [*completes, *fails]
     if beating:
         # A heartbeat of every lease about to end, in one BatchHeartbeat: heartbeats take no
         # coordinator lock, so they race the other workers' writes on the attempts' rows.

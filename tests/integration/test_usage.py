@@ -163,7 +163,7 @@ async def test_get_usage_answers_the_roll_ups_by_lane_class_model_and_day(stack:
 async def test_the_view_and_why_show_the_days_spend_and_each_lanes_cost(stack: Stack) -> None:
     W = work_coordinator_pb2
     coordinators = stack.admin.coordinators
-    costs = {}
+    costs: dict[str, tuple[int, str]] = {}
     for cost in (250_000, 700_000):
         await stack.create_lane(task("a"))
         if not costs:

@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.pg, pytest.mark.redis]
 
 async def create_webhook(system: LaneSystem, **webhook: object) -> JSON:
     created: JSON = ok(await system.admin.post(f"{system.base}/webhooks", json=webhook))
-    return created["webhook"]
+    webhook_made: JSON = created["webhook"]
+    return webhook_made
 
 
 async def deliveries(system: LaneSystem, webhook_id: str) -> list[JSON]:

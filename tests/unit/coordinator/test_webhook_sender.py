@@ -14,8 +14,10 @@ from datetime import datetime, timedelta
 
 import httpx
 import pytest
+from prometheus_client import REGISTRY
 
 from workcoord.coordinator.domain.webhooks import DeliveryState
+from workcoord.coordinator.metrics import DELIVERY_OUTCOMES
 from workcoord.coordinator.webhooks import payloads, signing
 from workcoord.coordinator.webhooks.sender import (
     DeliveryResult,
@@ -164,6 +166,8 @@ async def test_an_approval_posts_a_signed_standard_webhook_and_a_slack_message(
 async def test_a_failing_receiver_gets_retries_with_the_same_id_in_order_then_dead(
     receivers: list[Receiver], clock: ManualClock, client: httpx.AsyncClient
 ) -> None:
+    before = _delivery_counts()
+    lag_before = _lag_count()
     receiver = receivers[0]
     receiver.status = 500
     secret = signing.new_secret()
@@ -193,6 +197,24 @@ async def test_a_failing_receiver_gets_retries_with_the_same_id_in_order_then_de
     clock.advance(timedelta(hours=24))
     await sender.send_due()
     assert outbox.results["dlv_wh_3"].state == DeliveryState.DEAD
+    counted = {k: v - before[k] for k, v in _delivery_counts().items()}
+    assert counted == {"succeeded": 2, "failed": 3, "dead": 1, "refused": 0}
+    assert _lag_count() - lag_before == 2  # lag is observed for the 2xx answers only
+
+
+def _delivery_counts() -> dict[str, float]:
+    """``workcoord_webhook_deliveries_total`` by outcome, as /metrics would show it."""
+    return {
+        outcome: REGISTRY.get_sample_value(
+            "workcoord_webhook_deliveries_total", {"outcome": outcome}
+        )
+        or 0.0
+        for outcome in DELIVERY_OUTCOMES
+    }
+
+
+def _lag_count() -> float:
+    return REGISTRY.get_sample_value("workcoord_webhook_delivery_lag_seconds_count") or 0.0
 
 
 async def test_a_sender_cancelled_mid_delivery_loses_nothing(

@@ -214,9 +214,10 @@ class FakeCoordinator:
     def __init__(self, state: FakeCoordinatorState) -> None:
         self.state = state
         self.server = grpc.aio.server(interceptors=[ErrorInterceptor()])
-        maintenance_pb2_grpc.add_MaintenanceServiceServicer_to_server(
-            FakeMaintenance(state), self.server
-        )
+        # DeliverWebhooks is not served: the recovery's webhook sender gets UNIMPLEMENTED and
+        # pauses, as it would against a coordinator without webhooks support.
+        maintenance = FakeMaintenance(state)  # type: ignore[abstract]
+        maintenance_pb2_grpc.add_MaintenanceServiceServicer_to_server(maintenance, self.server)
         # Only GetCurrentPrincipal is served; the generated stubs declare the rest abstract.
         admin = FakeAdmin(state)  # type: ignore[abstract]
         admin_pb2_grpc.add_AdminServiceServicer_to_server(admin, self.server)
