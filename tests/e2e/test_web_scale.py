@@ -386,3 +386,40 @@ def test_a_link_opened_before_signing_in_is_where_the_person_lands(
         watched.assert_clean()
     finally:
         context.close()
+
+
+def test_a_decision_link_lands_on_the_decision_after_sign_in(
+    system: System, tenant: Tenant, browser: Browser
+) -> None:
+    # The link a webhook or an e-mail sends: the org page with the lane and item in its
+    # fragment, which the server never sees, so the sign-in page carries it along itself.
+    awaiting = lane_awaiting_ship(tenant, "Ship the linked decision")
+    ship = item_of(awaiting, "SHIP")
+    path = f"/o/{tenant.org_slug}/work-coordinator"
+    fragment = f"#c={tenant.coordinator_id}&lane={awaiting['laneId']}&item={ship['itemId']}"
+    context, watched = open_page(browser)
+    page = watched.page
+    try:
+        page.goto(f"{system.gateway_url}{path}{fragment}")
+        expect(page).to_have_url(
+            f"{system.gateway_url}/sign-in?next={quote(path, safe='')}{fragment}"
+        )
+        expect(page.locator('input[name="next"]')).to_have_value(f"{path}{fragment}")
+        page.get_by_label("One-time code").fill(login_url(system).split("code=", 1)[1])
+        page.get_by_role("button", name="Sign in").click()
+        expect(page).to_have_url(re.compile(re.escape(f"{system.gateway_url}{path}#c=")))
+        card = page.locator(f"#lane-{awaiting['laneId']}")
+        approve = card.locator(f'[data-decision="approve"][data-item="{ship["itemId"]}"]')
+        expect(approve).to_be_focused()
+        expect(approve).to_be_in_viewport()
+        # Enter on the focused decision opens its dialog, with the evidence to decide on.
+        page.keyboard.press("Enter")
+        dialog = page.locator("dialog.confirm")
+        expect(dialog).to_be_visible()
+        expect(dialog).to_contain_text("Ship the linked decision")
+        page.keyboard.press("Escape")
+        expect(dialog).to_be_hidden()
+        assert tenant.item(awaiting["laneId"], ship["itemId"])["state"] == "AWAITING_APPROVAL"
+        watched.assert_clean()
+    finally:
+        context.close()

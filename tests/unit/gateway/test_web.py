@@ -97,7 +97,7 @@ async def test_pages_carry_a_strict_policy_and_are_never_cached(
 @pytest.mark.parametrize(
     ("path", "who", "title", "script"),
     [
-        ("/sign-in", "", "Sign in · workcoord", None),
+        ("/sign-in", "", "Sign in · workcoord", "sign-in.js"),
         ("/o/acme/work-coordinator", "member-of:acme", "Work coordinators · workcoord", "org.js"),
         ("/admin/work-coordinator", "platform-admin", "Platform admin · workcoord", "admin.js"),
     ],

@@ -162,6 +162,7 @@ class WebPages:
         return self.assets.page(
             "sign-in.html",
             "Sign in · workcoord",
+            "sign-in.js",
             fields={"notice": notice, "oidc": oidc, "next": carried},
         )
 

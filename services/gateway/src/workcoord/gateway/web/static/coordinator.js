@@ -12,7 +12,7 @@ import { api, coordinatorPath } from "./api.js";
 import { indexLeases, itemName, lanesSummary, renderAttention, renderLanes } from "./board.js";
 import { badge, fill, h, toast, utcDay } from "./dom.js";
 import { follow } from "./feed.js";
-import { filterLanes, filtersHash, initialFilters, laneToolbar, lanesWaitingOnHuman, PAGE_SIZE } from "./lanes.js";
+import { decisionTarget, filterLanes, filtersHash, initialFilters, laneToolbar, lanesWaitingOnHuman, PAGE_SIZE } from "./lanes.js";
 import { renderCapacity, renderDigest, renderWorkers } from "./side.js";
 import { renderTrackers } from "./trackers.js";
 import { readChanges, readWholeView } from "./view-reads.js";
@@ -64,6 +64,9 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
     followLane,
   };
   let followed = null;
+  // A link to a decision: follow its lane and, once drawn, put the focus on the decision.
+  let landing = decisionTarget(hash);
+  if (landing) followLane(landing.laneId);
   let closed = false;
   let reading = null;
   let again = false;
@@ -362,6 +365,24 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
     ctx.flash.clear();
     keepFollowedInView();
     if (focusKey) host.querySelector(`[data-key="${CSS.escape(focusKey)}"]`)?.focus();
+    if (landing && ctx.view) landOnDecision();
+  }
+
+  /** Scroll to the linked lane and focus the linked item's first decision (its Approve), else
+   * the item, else the lane; once, on the first drawing that has the view. */
+  function landOnDecision() {
+    const { laneId, itemId } = landing;
+    landing = null;
+    const card = document.getElementById(`lane-${laneId}`);
+    if (!card) return;
+    const item = itemId ? CSS.escape(itemId) : "";
+    const target =
+      (item && card.querySelector(`[data-decision][data-item="${item}"]`)) ||
+      (item && card.querySelector(`#item-${item}`)) ||
+      card;
+    if (!target.matches("button, a, [tabindex]")) target.setAttribute("tabindex", "-1");
+    card.scrollIntoView({ block: "start" });
+    target.focus({ preventScroll: true });
   }
 
   /** A lane a person follows stays on the page of cards (if the filters keep it). */

@@ -43,6 +43,14 @@ export function initialFilters(hash = "") {
   };
 }
 
+/** The lane (and item) a link to a decision names (``#c=…&lane=…&item=…``, as webhooks and
+ * e-mails send it), or null. */
+export function decisionTarget(hash = "") {
+  const params = new URLSearchParams(hash.replace(/^#/, ""));
+  const laneId = params.get("lane");
+  return laneId ? { laneId, itemId: params.get("item") || "" } : null;
+}
+
 /** ``filters`` as address parameters (only those set), to follow ``c=…``. */
 export function filtersHash(filters) {
   const params = new URLSearchParams();
