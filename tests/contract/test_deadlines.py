@@ -45,9 +45,9 @@ async def test_an_items_bound_and_its_attempts_deadline_are_kept(store: Store) -
         assert found is not None
         found.lease_expire_time = stops.capped_expiry(at(500), found)
         await tx.update_attempts([found])
+        [other] = await tx.items_by_ids(["it_inh"])
     async with store.read() as reader:
         stored = await reader.get_attempt("ls_own")
-        [other] = [i for i in await reader.items_by_ids(["it_inh"])]
     assert stored is not None
     assert stored.lease_expire_time == at(90 + 60)
     assert other.max_run_seconds is None

@@ -9,7 +9,7 @@ nothing. Items of classes still allowed are untouched. Both backends.
 
 from __future__ import annotations
 
-from google.protobuf import field_mask_pb2
+from google.protobuf import field_mask_pb2, json_format
 
 from tests.support.harness import Stack, expect_error, task
 from workcoord.api.v1 import lane_pb2, policy_pb2, work_coordinator_pb2, worker_pb2
@@ -59,11 +59,11 @@ async def test_narrowing_stops_a_live_attempt_and_gates_queued_items(stack: Stac
     await _allow(stack, ["repo_inspect", "local_checks", "state_updates"])
 
     [event] = [e for e in await stack.events() if e.type == e.POLICY_NARROWED]
-    data = dict(event.data)
-    assert list(data["removed"]) == ["repo_edit"]
-    assert list(data["stopping"]) == [lease.lease_id]
+    data = json_format.MessageToDict(event.data)
+    assert data["removed"] == ["repo_edit"]
+    assert data["stopping"] == [lease.lease_id]
     items = {i.key: i for i in lane.items}
-    assert list(data["held"]) == [items["queued"].item_id]
+    assert data["held"] == [items["queued"].item_id]
 
     stack.clock.advance(5)
     answer = await _heartbeat(stack, lease)

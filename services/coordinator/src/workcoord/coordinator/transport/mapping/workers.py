@@ -4,6 +4,7 @@ leaves the coordinator: to the worker that was just granted it)."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
 from workcoord.api.v1 import worker_pb2
 from workcoord.coordinator.domain.documents import UnreadableDocument
@@ -24,9 +25,8 @@ def stop_to_pb(stop: Stop | None) -> worker_pb2.Stop | None:
     """A heartbeat's stop (None: go on, the field stays unset)."""
     if stop is None:
         return None
-    return worker_pb2.Stop(
-        reason=worker_pb2.Stop.Reason.Value(stop.reason.value), message=stop.message
-    )
+    reason = cast("worker_pb2.Stop.Reason", worker_pb2.Stop.Reason.Value(stop.reason.value))
+    return worker_pb2.Stop(reason=reason, message=stop.message)
 
 
 # Fields a worker describes itself with, of one name and type in the message and the record.
