@@ -10,9 +10,9 @@ import redis.asyncio as aioredis
 from workcoord.kit.bus import (
     InProcessBus,
     Notification,
-    RedisStreamBus,
     bus_from_url,
 )
+from workcoord.kit.bus_redis import RedisStreamBus
 
 REDIS_URL = "redis://127.0.0.1:6379/15"
 
