@@ -3,7 +3,8 @@
 ``--quick`` shortens the pgbench reference to 5 s; ``--no-record`` skips bench/results/;
 ``--deep`` also runs B5 (it bulk-loads a queue of 1,000,000 items first, which takes minutes);
 ``--fleet`` also runs B8 (2,000 agents for 5 minutes, about ten minutes in all); ``--cells``
-also runs B11 (two cells against one, each with its own database).
+also runs B11 (two cells against one, each with its own database), in its isolated mode (each
+cell its own PostgreSQL server and CPU) when ``--isolated`` is given too.
 Other flags are not forwarded: run a single benchmark module to change them.
 """
 
@@ -41,7 +42,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if "--fleet" in extra:
         results["b8_fleet"] = b8_fleet.main(record)
     if "--cells" in extra:
-        results["b11_cells"] = b11_cells.main(record)
+        isolated = ["--isolated"] if "--isolated" in extra else []
+        results["b11_cells"] = b11_cells.main([*record, *isolated])
     print("\nsummary (targets met):")
     for name, figures in results.items():
         print(f"  {name}: {figures['targets_met']}")

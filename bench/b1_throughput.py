@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,7 @@ class Repetition:
     empty_leases: int
     cpu_seconds: float = 0.0  # the coordinator's, over the window
     client_cpu_seconds: float = 0.0  # the workers' (this process), over the window
+    began: float = 0.0  # time.monotonic() at the first Lease (B11 lines up several processes)
 
     @property
     def client_cpu_ms_per_item(self) -> float:
@@ -131,9 +133,16 @@ async def run_workers(
 
 
 async def run_sdk_workers(
-    address: str, tenant: common.Tenant, items: int, workers: int, batch: int
+    address: str,
+    tenant: common.Tenant,
+    items: int,
+    workers: int,
+    batch: int,
+    ready: Callable[[], Awaitable[object]] | None = None,
 ) -> Repetition:
-    """Drain ``items`` with ``workers`` SDK worker loops holding up to ``batch`` leases each."""
+    """Drain ``items`` with ``workers`` SDK worker loops holding up to ``batch`` leases each;
+    ``ready``, if given, is awaited once every channel is connected, just before the loops
+    start (B11 starts two cells' drains together with it)."""
     clients = [common.client(address, tenant.key_secret) for _ in range(workers)]
     options = LoopOptions(
         concurrency=batch, lease_seconds=300, wait_seconds=1, run_identity=common.run_identity()
@@ -146,7 +155,7 @@ async def run_sdk_workers(
         if event.kind == "completed":
             state["completed"] += 1
             if state["completed"] >= items and not stop.is_set():
-                finished_at[0] = time.perf_counter()
+                finished_at[0] = time.monotonic()
                 stop.set()
 
     async def no_op(assignment: Assignment) -> Completed:
@@ -154,18 +163,20 @@ async def run_sdk_workers(
 
     try:
         await asyncio.gather(*(c.channel.channel_ready() for c in clients))
+        if ready is not None:
+            await ready()
         loops = [
             Worker(c, tenant.coordinator_id, f"bench-w{i}", common.WORKER_CLASS)
             for i, c in enumerate(clients)
         ]
-        began = time.perf_counter()
+        began = time.monotonic()
         reports = await asyncio.gather(
             *(w.run(no_op, options, stop=stop, on_event=on_event) for w in loops)
         )
     finally:
         await asyncio.gather(*(c.close() for c in clients))
     assert sum(r.handled for r in reports) >= items
-    return Repetition(items, finished_at[0] - began, lease_calls=0, empty_leases=0)
+    return Repetition(items, finished_at[0] - began, 0, 0, began=began)
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:

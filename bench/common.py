@@ -176,24 +176,22 @@ def record(bench: str, figures: Mapping[str, Any], results_dir: Path | None = No
 # ---------------------------------------------------------------------------- PostgreSQL
 
 
-def _db_url(name: str) -> str:
-    base, _sep, _db = ADMIN_URL.rpartition("/")
-    return f"{base}/{name}"
-
-
 @contextlib.asynccontextmanager
-async def scratch_database(prefix: str = "workcoord_bench") -> AsyncIterator[str]:
-    """A fresh database ``<prefix>_<random>``; its URL; dropped (forcibly) afterwards."""
+async def scratch_database(
+    prefix: str = "workcoord_bench", admin_url: str = ADMIN_URL
+) -> AsyncIterator[str]:
+    """A fresh database ``<prefix>_<random>`` on the server of ``admin_url``; its URL; dropped
+    (forcibly) afterwards."""
     name = f"{prefix}_{suffix()}"
-    admin = await asyncpg.connect(ADMIN_URL)
+    admin = await asyncpg.connect(admin_url)
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')
     finally:
         await admin.close()
     try:
-        yield _db_url(name)
+        yield f"{admin_url.rpartition('/')[0]}/{name}"
     finally:
-        admin = await asyncpg.connect(ADMIN_URL)
+        admin = await asyncpg.connect(admin_url)
         try:
             await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         finally:
@@ -325,6 +323,7 @@ class Cluster:
     service_key: str
     workdir: Path
     clock_file: Path | None  # only when asked for (B3): reading it costs every call CPU
+    cpus: str | None = None  # coordinators pinned to these CPUs (``taskset --cpu-list``; B11)
     coordinators: list[CoordinatorProcess] = field(default_factory=list)
 
     @property
@@ -357,9 +356,10 @@ class Cluster:
         if extra_env:
             env.update(extra_env)
         log_path = self.workdir / f"coordinator-{len(self.coordinators)}.log"
+        pinned = ["taskset", "--cpu-list", self.cpus] if self.cpus is not None else []
         with log_path.open("wb") as log:
             process = subprocess.Popen(  # noqa: ASYNC220  # started once, not awaited
-                [*workcoord_command(), "serve", "coordinator"],
+                [*pinned, *workcoord_command(), "serve", "coordinator"],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -397,13 +397,19 @@ async def _wait_ready(coordinator: CoordinatorProcess, token: str, timeout: floa
 
 @contextlib.asynccontextmanager
 async def cluster(
-    replicas: int = 1, *, clock: bool = False, extra_env: Mapping[str, str] | None = None
+    replicas: int = 1,
+    *,
+    clock: bool = False,
+    extra_env: Mapping[str, str] | None = None,
+    admin_url: str = ADMIN_URL,
+    cpus: str | None = None,
 ) -> AsyncIterator[Cluster]:
-    """A migrated scratch database with ``replicas`` coordinator processes on it; with
-    ``clock``, their clock reads an offset from a file (:meth:`Cluster.set_clock_offset`).
-    Only a bench that moves the clock asks for it: the server then reads the file on every
-    ``now()``, which is CPU the other benches should not measure."""
-    async with scratch_database() as url:
+    """A migrated scratch database (on the server of ``admin_url``) with ``replicas``
+    coordinator processes on it, pinned to ``cpus`` if given; with ``clock``, their clock reads
+    an offset from a file (:meth:`Cluster.set_clock_offset`). Only a bench that moves the clock
+    asks for it: the server then reads the file on every ``now()``, which is CPU the other
+    benches should not measure."""
+    async with scratch_database(admin_url=admin_url) as url:
         await asyncio.to_thread(migrate, url)
         with tempfile.TemporaryDirectory(prefix="workcoord-bench-") as tmp:
             workdir = Path(tmp)
@@ -416,6 +422,7 @@ async def cluster(
                 service_key=new_secret(SERVICE_KEY_PREFIX),
                 workdir=workdir,
                 clock_file=clock_file,
+                cpus=cpus,
             )
             try:
                 for _ in range(replicas):
