@@ -207,14 +207,14 @@ async def _cpu_by_pid(cells: list[Cell]) -> dict[int, float]:
     return readings
 
 
-def _cores_used(before: dict[int, float], seconds: float) -> float:
-    """The cores the cells' own processes used over a window of ``seconds``: the processes of
-    ``before`` still running (PostgreSQL backends are pooled, so they last)."""
+def _cpu_used(before: dict[int, float]) -> float:
+    """CPU seconds the cells' own processes used since ``before``: the processes of ``before``
+    still running (PostgreSQL backends are pooled, so they last)."""
     after = {}
     for pid in before:
         with contextlib.suppress(OSError):
             after[pid] = common.cpu_seconds(pid)
-    return sum(after[p] - before[p] for p in before if p in after) / seconds
+    return sum(after[p] - before[p] for p in before if p in after)
 
 
 async def _prepare(cell: Cell, items: int) -> common.Tenant:
@@ -236,7 +236,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     load_before = os.getloadavg()
     one: list[float] = []
     two: list[float] = []
-    busy: dict[str, list[float]] = {"one": [], "two": [], "cells one": [], "cells two": []}
+    busy: dict[str, list[float]] = {
+        key: [] for key in ("one", "two", "cells one", "cells two", "ms one", "ms two")
+    }
     pinning: dict[str, Any] = {}
     loop = asyncio.get_running_loop()
     spawn = multiprocessing.get_context("spawn")
@@ -259,7 +261,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 cell_a.pool, drain_in_process, cell_a.cluster.address, alone, *params
             )
             busy["one"].append(_busy_cores(host, _host_busy()))
-            busy["cells one"].append(_cores_used(cpu, time.monotonic() - clock))
+            used = _cpu_used(cpu)
+            busy["cells one"].append(used / (time.monotonic() - clock))
+            busy["ms one"].append(1000 * used / items)
             one.append(items / (ended - began))
             cpu = await _cpu_by_pid(cells)
             host, clock = _host_busy(), time.monotonic()
@@ -273,7 +277,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 )
             )
             busy["two"].append(_busy_cores(host, _host_busy()))
-            busy["cells two"].append(_cores_used(cpu, time.monotonic() - clock))
+            used = _cpu_used(cpu)
+            busy["cells two"].append(used / (time.monotonic() - clock))
+            busy["ms two"].append(1000 * used / (2 * items))
             span = max(end for _, end in spans) - min(start for start, _ in spans)
             two.append(2 * items / span)
             print(
@@ -281,7 +287,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"{two[-1]:,.0f} items/s ({two[-1] / one[-1]:.2f}x); host busy "
                 f"{busy['one'][-1]:.2f} / {busy['two'][-1]:.2f} of {os.cpu_count()} cores "
                 f"(the cells' own processes {busy['cells one'][-1]:.2f} / "
-                f"{busy['cells two'][-1]:.2f}); load average {os.getloadavg()[0]:.1f}",
+                f"{busy['cells two'][-1]:.2f}, {busy['ms one'][-1]:.2f} / "
+                f"{busy['ms two'][-1]:.2f} CPU ms per item); load average "
+                f"{os.getloadavg()[0]:.1f}",
                 flush=True,
             )
     load_after = os.getloadavg()
@@ -320,6 +328,8 @@ def _report(
             ["host cores busy, two cells (median)", common.median(busy["two"]), "", ""],
             ["cells' own processes, cores, one cell", common.median(busy["cells one"]), "", ""],
             ["cells' own processes, cores, two cells", common.median(busy["cells two"]), "", ""],
+            ["cells' CPU ms per item, one cell", common.median(busy["ms one"]), "", ""],
+            ["cells' CPU ms per item, two cells", common.median(busy["ms two"]), "", ""],
             ["load average before (1/5/15 min)", _loads(load_before), "", ""],
             ["load average after (1/5/15 min)", _loads(load_after), "", ""],
         ],
@@ -337,6 +347,8 @@ def _report(
         "host_cores_busy_two_cells": [round(x, 2) for x in busy["two"]],
         "cells_cores_used_one_cell": [round(x, 2) for x in busy["cells one"]],
         "cells_cores_used_two_cells": [round(x, 2) for x in busy["cells two"]],
+        "cells_cpu_ms_per_item_one_cell": [round(x, 3) for x in busy["ms one"]],
+        "cells_cpu_ms_per_item_two_cells": [round(x, 3) for x in busy["ms two"]],
         "cores": os.cpu_count(),
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in load_after],
