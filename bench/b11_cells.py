@@ -82,8 +82,12 @@ def cpu_set(cpu_list: str) -> set[int]:
 
 def cpus_allowed(pid: int) -> set[str]:
     """The distinct ``Cpus_allowed_list`` of every thread of ``pid`` (Linux /proc)."""
-    found = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
+    found: set[str] = set()
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found  # the process ended meanwhile (a backend that closed)
+    for task in tasks:
         with contextlib.suppress(OSError):  # a thread that ended meanwhile
             for line in (task / "status").read_text().splitlines():
                 if line.startswith("Cpus_allowed_list:"):
