@@ -176,7 +176,7 @@ async def run_sdk_workers(
     finally:
         await asyncio.gather(*(c.close() for c in clients))
     assert sum(r.handled for r in reports) >= items
-    return Repetition(items, finished_at[0] - began, 0, 0, began=began)
+    return Repetition(items, finished_at[0] - began, lease_calls=0, empty_leases=0, began=began)
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
