@@ -195,3 +195,54 @@ async def test_turning_it_on_when_it_is_already_on_stops_nothing(stack: Stack) -
     await _ship_approval(stack, False)  # no change
     assert not [e for e in await stack.events() if e.type == e.POLICY_NARROWED]
     assert (await _item(stack, ship)).state == State.QUEUED
+
+
+async def test_a_waiting_ship_asks_for_approval_when_it_becomes_ready(stack: Stack) -> None:
+    # Review passes on to INTEGRATE, then SHIP: the SHIP waits behind the integration.
+    await stack.admin.coordinators.UpdateWorkCoordinator(
+        WC.UpdateWorkCoordinatorRequest(
+            coordinator_id=stack.cid,
+            work_coordinator=WC.WorkCoordinator(
+                scope=WC.WorkCoordinator.ORG,
+                review_policy=policy_pb2.ReviewPolicy(
+                    ship_requires_approval=False,
+                    on_pass=policy_pb2.ReviewPolicy.INTEGRATE_THEN_SHIP,
+                ),
+            ),
+            update_mask=field_mask_pb2.FieldMask(paths=["review_policy"]),
+        )
+    )
+    created = (
+        await stack.worker.lanes.CreateLane(
+            lane_pb2.CreateLaneRequest(
+                coordinator_id=stack.cid,
+                lane=lane_pb2.Lane(title="Integrate first", template=lane_pb2.Lane.STANDARD),
+            )
+        )
+    ).lane
+    await stack.complete(await stack.lease_and_start("codex"))
+    review = await stack.lease_and_start("claude")
+    await stack.worker.workers.Complete(
+        worker_pb2.CompleteRequest(
+            coordinator_id=stack.cid,
+            lease_id=review.lease_id,
+            lease_token=review.lease_token,
+            evidence=lane_pb2.Evidence(summary="good", verdict=lane_pb2.Evidence.PASS),
+        )
+    )
+    got = await stack.admin.lanes.GetLane(
+        lane_pb2.GetLaneRequest(coordinator_id=stack.cid, lane_id=created.lane_id)
+    )
+    (ship,) = [i for i in got.lane.items if i.kind == lane_pb2.Item.SHIP]
+    assert ship.state == State.WAITING and not ship.requires_approval
+
+    await _ship_approval(stack, True)
+    [event] = [e for e in await stack.events() if e.type == e.POLICY_NARROWED]
+    data = json_format.MessageToDict(event.data)
+    assert data["stopping"] == [] and data["held"] == []  # nothing live or queued yet
+    assert (await _item(stack, ship)).requires_approval
+
+    await stack.complete(await stack.lease_and_start("machine"))  # the integration
+    ready = await _item(stack, ship)
+    assert ready.state == State.AWAITING_APPROVAL
+    assert await stack.lease("machine") == []
