@@ -6,12 +6,18 @@ remaining. Both backends, through gRPC."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import timedelta
 
+import pytest
 from google.protobuf import duration_pb2, field_mask_pb2
 
-from tests.support.harness import Stack, expect_error, task, violated_fields
+from tests.support.harness import Stack, expect_error, identity, task, violated_fields
 from workcoord.api.v1 import lane_pb2, work_coordinator_pb2, worker_pb2
+from workcoord.client import LoopEvent, LoopOptions, Released, Worker
+from workcoord.client.retries import RetryClock
+from workcoord.client.worker_loop import Assignment
 from workcoord.kit.errors import InvalidArgument, LeaseLost
 
 WC = work_coordinator_pb2
@@ -144,3 +150,60 @@ async def test_a_class_without_a_deadline_is_never_stopped(stack: Stack) -> None
         assert not (await _heartbeat(stack, lease)).HasField("stop")
     why = await stack.explain(lease.item.item_id)
     assert not why.HasField("deadline")
+
+
+# The loop's own clock, fifty times faster than real time: a 300 s lease is heartbeated every
+# 2 real seconds, while the server's clock moves only when the test advances it.
+_FAST = 50.0
+_FAST_CLOCK = RetryClock(
+    monotonic=lambda: time.monotonic() * _FAST, sleep=lambda s: asyncio.sleep(s / _FAST)
+)
+
+
+@pytest.mark.timeout(120)
+async def test_a_deadline_past_reaches_every_lease_of_a_batched_heartbeat_loop(
+    stack: Stack,
+) -> None:
+    # Two items, each bounded to a minute, leased together by one loop holding two leases:
+    # its heartbeats go out as one BatchHeartbeat, whose per-entry stop must reach each
+    # assignment as the plain Heartbeat's does.
+    items = []
+    for key in ("a", "b"):
+        item = task(key)
+        item.max_run_duration.FromSeconds(60)
+        items.append(item)
+    await stack.create_lane(*items)
+    worker = Worker(stack.worker, stack.cid, "w-batched", "machine")
+    held: list[Assignment] = []
+    both = asyncio.Event()
+    events: list[LoopEvent] = []
+
+    async def handler(assignment: Assignment) -> Released:
+        held.append(assignment)
+        if len(held) == 2:
+            both.set()
+        await assignment.told_to_stop.wait()
+        return Released("told to stop")
+
+    async def pass_the_deadline() -> None:
+        await both.wait()
+        stack.clock.advance(61)  # the server's clock: both attempts are past their deadline
+
+    options = LoopOptions(
+        concurrency=2,
+        lease_seconds=300,
+        wait_seconds=0,
+        once=True,
+        run_identity=identity(stack.clock),
+        clock=_FAST_CLOCK,
+    )
+    mover = asyncio.create_task(pass_the_deadline())
+    report = await worker.run(handler, options, on_event=events.append)
+    await mover
+    assert report.outcomes == {"released": 2}
+    for assignment in held:
+        assert assignment.told_stop is not None
+        assert assignment.told_stop.reason == STOP.DEADLINE_EXCEEDED
+    told = [e for e in events if e.kind == "stop_told"]
+    assert sorted(e.lease_id for e in told) == sorted(a.lease_id for a in held)
+    assert all(e.detail.startswith("DEADLINE_EXCEEDED") for e in told)

@@ -137,6 +137,18 @@ class FakeWorkers(worker_pb2_grpc.WorkerServiceServicer):
     def __init__(self, recorded: Recorded) -> None:
         self.recorded = recorded
         self.classes: dict[str, str] = {}
+        #: Leases whose every heartbeat (plain or batched) answers this stop.
+        self.told: dict[str, int] = {}
+
+    def _stop(self, lease_id: str) -> worker_pb2.Stop | None:
+        reason = self.told.get(lease_id) or {
+            SPENT_CLASS: worker_pb2.Stop.BUDGET_EXHAUSTED,
+            LATE_CLASS: worker_pb2.Stop.DEADLINE_EXCEEDED,
+        }.get(self.classes.get(lease_id, ""))
+        if reason is None:
+            return None
+        message = "the lane's budget is spent: stop now"
+        return worker_pb2.Stop(reason=reason, message=message)  # type: ignore[arg-type]
 
     def _fenced(self, method: str, request: Any, context: grpc.ServicerContext) -> None:
         self.recorded.add(method, request, context)
@@ -188,13 +200,9 @@ class FakeWorkers(worker_pb2_grpc.WorkerServiceServicer):
         self._fenced("Heartbeat", request, context)
         response = worker_pb2.HeartbeatResponse()
         response.lease_expire_time.FromJsonString("2026-01-01T00:00:30Z")
-        reason = {
-            SPENT_CLASS: worker_pb2.Stop.BUDGET_EXHAUSTED,
-            LATE_CLASS: worker_pb2.Stop.DEADLINE_EXCEEDED,
-        }.get(self.classes.get(request.lease_id, ""))
-        if reason is not None:
-            response.stop.reason = reason
-            response.stop.message = "the lane's budget is spent: stop now"
+        stop = self._stop(request.lease_id)
+        if stop is not None:
+            response.stop.CopyFrom(stop)
         return response
 
     def Complete(
@@ -224,7 +232,9 @@ class FakeWorkers(worker_pb2_grpc.WorkerServiceServicer):
         statuses = self._statuses("BatchHeartbeat", request, context)
         return worker_pb2.BatchHeartbeatResponse(
             results=[
-                worker_pb2.BatchHeartbeatResult(lease_id=e.lease_id, status=s)
+                worker_pb2.BatchHeartbeatResult(
+                    lease_id=e.lease_id, status=s, stop=self._stop(e.lease_id)
+                )
                 for e, s in zip(request.requests, statuses, strict=True)
             ]
         )
@@ -355,10 +365,8 @@ class FakeCoordinator:
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         # Only the methods the tests use are served; the generated stubs declare all abstract.
         admin_pb2_grpc.add_AdminServiceServicer_to_server(self.admin, self.server)
-        worker_pb2_grpc.add_WorkerServiceServicer_to_server(
-            FakeWorkers(self.recorded),  # type: ignore[abstract]
-            self.server,
-        )
+        self.workers = FakeWorkers(self.recorded)  # type: ignore[abstract]
+        worker_pb2_grpc.add_WorkerServiceServicer_to_server(self.workers, self.server)
         lane_pb2_grpc.add_LaneServiceServicer_to_server(
             FakeLanes(self.recorded),  # type: ignore[abstract]
             self.server,

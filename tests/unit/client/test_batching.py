@@ -10,7 +10,7 @@ from google.rpc import status_pb2
 
 from tests.unit.client.fakes import FLEET_CLASS, GOOD_TOKEN, FakeCoordinator
 from workcoord.api.v1 import lane_pb2, worker_pb2
-from workcoord.client import Completed, LoopOptions, WorkcoordClient, Worker
+from workcoord.client import Completed, LoopOptions, Released, WorkcoordClient, Worker
 from workcoord.client.batching import Coalescer
 from workcoord.client.worker_loop import Assignment
 from workcoord.kit.errors import LeaseLost
@@ -25,15 +25,16 @@ class Calls:
         self.batches: list[list[str]] = []
         self.down = False
 
-    async def one(self, request: str) -> None:
+    async def one(self, request: str) -> str:
         self.ones.append(request)
+        return f"{request}!"
 
-    async def many(self, requests: list[str]) -> list[status_pb2.Status]:
+    async def many(self, requests: list[str]) -> list[tuple[status_pb2.Status, str]]:
         if self.down:
             raise ConnectionError("down")
         self.batches.append(list(requests))
         return [
-            to_rpc_status(LeaseLost("expired")) if r == "lost" else status_pb2.Status()
+            (to_rpc_status(LeaseLost("expired")) if r == "lost" else status_pb2.Status(), f"{r}!")
             for r in requests
         ]
 
@@ -45,13 +46,13 @@ async def test_writes_ready_together_go_out_as_one_batch() -> None:
         *(coalescer.submit(r) for r in ["a", "lost", "b"]), return_exceptions=True
     )
     assert calls.batches == [["a", "lost", "b"]] and calls.ones == []
-    assert answers[0] is None and answers[2] is None
+    assert answers[0] == "a!" and answers[2] == "b!"  # each caller gets its own answer
     assert isinstance(answers[1], LeaseLost)  # only its own caller hears of it
 
 
 async def test_a_lone_write_keeps_the_plain_call() -> None:
     calls = Calls()
-    await Coalescer(calls.one, calls.many).submit("a")
+    assert await Coalescer(calls.one, calls.many).submit("a") == "a!"
     assert calls.ones == ["a"] and calls.batches == []
 
 
@@ -120,3 +121,39 @@ async def test_a_loop_holding_many_leases_batches_heartbeats_and_completes_with_
         "lease-2": 200,
         "lease-3": 300,
     }
+
+
+@pytest.mark.timeout(60)
+async def test_each_batched_heartbeat_entrys_stop_reaches_its_own_assignment(
+    coordinator: FakeCoordinator,
+) -> None:
+    # lease-2's heartbeats answer DEADLINE_EXCEEDED; the others' answer no stop.
+    coordinator.workers.told["lease-2"] = worker_pb2.Stop.DEADLINE_EXCEEDED
+    client = WorkcoordClient(coordinator.address, GOOD_TOKEN)
+    worker = Worker(client, "wc-1", "w-1", FLEET_CLASS)
+    seen: dict[str, Assignment] = {}
+    told = asyncio.Event()
+
+    async def handler(assignment: Assignment) -> Completed | Released:
+        seen[assignment.lease_id] = assignment
+        if assignment.lease_id == "lease-2":
+            await assignment.told_to_stop.wait()  # only the batched heartbeat can set it
+            told.set()
+            return Released("told to stop")
+        await told.wait()
+        return Completed(lane_pb2.Evidence(summary="ok"))
+
+    options = LoopOptions(
+        concurrency=3, lease_seconds=5, once=True, run_identity=lane_pb2.RunIdentity(pid=1)
+    )
+    try:
+        report = await worker.run(handler, options)
+    finally:
+        await client.close()
+    assert report.outcomes == {"completed": 2, "released": 1}
+    names = [name for name, _, _ in coordinator.recorded.calls]
+    assert "BatchHeartbeat" in names and "Heartbeat" not in names, names
+    stop = seen["lease-2"].told_stop
+    assert stop is not None and stop.reason == worker_pb2.Stop.DEADLINE_EXCEEDED
+    assert seen["lease-1"].told_stop is None and seen["lease-3"].told_stop is None
+    assert not seen["lease-1"].told_to_stop.is_set()

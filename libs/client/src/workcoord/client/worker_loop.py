@@ -10,7 +10,8 @@ lease, the handler sees ``assignment.stopping`` and has ``drain_seconds`` to fin
 cancelled and its lease released (a release burns no attempt). A heartbeat answered with
 ``stop`` (budget spent, deadline passed, policy narrowed, cancelled) sets
 ``assignment.told_stop`` and ``assignment.told_to_stop``: the handler winds down and chooses
-its outcome (``worker run`` stops its command; the batched heartbeat does not read ``stop`` yet).
+its outcome (``worker run`` stops its command). A loop holding several leases heartbeats them
+in one batched call, and each entry's ``stop`` reaches its own assignment the same way.
 
 Every call retries transient answers with backoff and jitter (:mod:`.retries`); ``Lease``
 always carries a request id, the same on every retry, so a reply lost on the way is answered

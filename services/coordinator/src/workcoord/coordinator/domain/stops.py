@@ -12,7 +12,10 @@ configuration and the time):
 - ``POLICY_CHANGED``: the work coordinator's policy no longer allows what the attempt's item
   declared (an action class no longer allowed). Such an item's next lease is held by the
   ``policy`` gate (``leasability.holding_gates``), so a queued one waits and a live one is told
-  to stop; widening a policy never stops live work.
+  to stop; widening a policy never stops live work. Likewise when shipping now needs a human's
+  approval that a live SHIP attempt never had (:func:`approval_withdrawn`): the review policy's
+  ``ship_requires_approval`` was turned on under it. Its item awaits the approval once the
+  attempt ends (``Transitions._queue``).
 
 ``BUDGET_EXHAUSTED`` (a spent budget) is decided by the budget helper through this same module.
 """
@@ -29,9 +32,11 @@ from workcoord.kit.errors import LeaseLost
 from .model import Attempt, CoordinatorConfig, Item
 
 __all__ = [
+    "APPROVAL_NOW_REQUIRED",
     "DeadlineInfo",
     "Stop",
     "StopReason",
+    "approval_withdrawn",
     "attempt_deadline",
     "capped_expiry",
     "deadline_of",
@@ -41,6 +46,11 @@ __all__ = [
     "require_allowed",
     "stop_for",
 ]
+
+
+#: A live SHIP item's ``stop_reason`` (with ``requires_approval`` set) when the review policy
+#: began to require an approval to ship after it was leased without one; Approve clears it.
+APPROVAL_NOW_REQUIRED = "the review policy now requires a human's approval to ship"
 
 
 class StopReason(enum.StrEnum):
@@ -112,6 +122,18 @@ def require_allowed(item: Item, config: CoordinatorConfig, action: str) -> None:
             f"lease lost: cannot {action}: the action classes {', '.join(narrowed)} are no "
             "longer allowed; release the item",
         )
+    if approval_withdrawn(item):
+        raise LeaseLost(
+            "policy",
+            f"lease lost: cannot {action}: {APPROVAL_NOW_REQUIRED}; release the item",
+        )
+
+
+def approval_withdrawn(item: Item) -> bool:
+    """Whether ``item`` (live, or just ended) was leased without the approval its review
+    policy now requires: it must not finish, and it awaits a human's approval when it is
+    given back."""
+    return item.requires_approval and item.stop_reason == APPROVAL_NOW_REQUIRED
 
 
 def disallowed_action_classes(item: Item, config: CoordinatorConfig) -> list[str]:
@@ -137,6 +159,11 @@ def stop_for(attempt: Attempt, item: Item, config: CoordinatorConfig, now: datet
             StopReason.POLICY_CHANGED,
             "the work coordinator no longer allows the action classes "
             f"{', '.join(narrowed)}: stop now and release the item",
+        )
+    if approval_withdrawn(item):
+        return Stop(
+            StopReason.POLICY_CHANGED,
+            f"{APPROVAL_NOW_REQUIRED}: stop now and release the item; it waits for approval",
         )
     return None
 

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from workcoord.kit.errors import AlreadyExists, EtagMismatch, InvalidArgument
 
-from .. import requests, rules
+from .. import requests, rules, stops
 from ..auth import Access, Principal, may, require_org_admin, require_platform_admin
 from ..inputs import CreateCoordinatorInput, ListCoordinatorsInput, UpdateCoordinatorInput
 from ..model import (
+    DEFAULT_REVIEW_POLICY,
     Coordinator,
     CoordinatorConfig,
     EventType,
+    Item,
+    ItemKind,
+    ItemState,
+    Lane,
+    LaneState,
     NewEvent,
     Scope,
+    Template,
 )
-from ..ports import Reader, Tx
+from ..ports import LaneCursor, Reader, Tx
 from ..results import Page
 from ._base import new_id
 from .paging import PageRequest
@@ -144,6 +151,7 @@ class CoordinatorService(Transitions):
             removed = set(coordinator.config.allowed_action_classes) - set(
                 config.allowed_action_classes
             )
+            approval_added = _ship_approval(config) and not _ship_approval(coordinator.config)
             changed = sorted(spec.changes)
             if spec.enabled is not None and spec.enabled != coordinator.enabled:
                 coordinator.enabled = spec.enabled
@@ -158,6 +166,8 @@ class CoordinatorService(Transitions):
             events = [NewEvent(EventType.COORDINATOR_UPDATED, data={"fields": changed})]
             if removed:
                 events.append(await self._narrowed(tx, coordinator, removed))
+            if approval_added:
+                await self._approval_required(tx, coordinator, events)
             await self.core.append_events(tx, coordinator, events, principal.name)
             effects.changed = True
             # Capacity or the switch may have changed: wake every waiting worker.
@@ -190,3 +200,80 @@ class CoordinatorService(Transitions):
             "held": held,
         }
         return NewEvent(EventType.POLICY_NARROWED, data=data)
+
+    async def _approval_required(
+        self, tx: Tx, coordinator: Coordinator, events: list[NewEvent]
+    ) -> None:
+        """Shipping now needs a human's approval (the coordinator's review policy turned
+        ``ship_requires_approval`` on): every unfinished SHIP item of a STANDARD lane that
+        inherits the setting and was made without an approval now requires one. A queued one
+        awaits it at once (``APPROVAL_REQUESTED``); a waiting one will when it is ready; a live
+        one's attempt is told ``stop POLICY_CHANGED`` by its next heartbeat, may not complete
+        or checkpoint, and its item awaits the approval once the attempt ends
+        (``stops.approval_withdrawn``). One ``POLICY_NARROWED`` event names them
+        (``data.stopping``: the live leases, ``data.held``: the items now awaiting approval),
+        before the items' own events."""
+        affected = await _unapproved_ships(tx, coordinator.coordinator_id)
+        live = {
+            a.item_id: a.lease_id for a in await tx.live_attempts(coordinator.coordinator_id, None)
+        }
+        stopping: list[str] = []
+        held: list[str] = []
+        item_events: list[NewEvent] = []
+        for item in affected:
+            item.requires_approval = True
+            item.update_time = tx.now
+            if item.state == ItemState.QUEUED:
+                self._await_approval(tx, item, item_events)
+                held.append(item.item_id)
+            elif item.state in (ItemState.LEASED, ItemState.RUNNING):
+                item.stop_reason = stops.APPROVAL_NOW_REQUIRED
+                if item.item_id in live:
+                    stopping.append(live[item.item_id])
+        await tx.update_items(affected)
+        data = {
+            "fields": ["review_policy.ship_requires_approval"],
+            "stopping": sorted(stopping),
+            "held": sorted(held),
+        }
+        events.append(NewEvent(EventType.POLICY_NARROWED, data=data))
+        events.extend(item_events)
+
+
+def _ship_approval(config: CoordinatorConfig) -> bool:
+    """Whether the coordinator's review policy (over the defaults) requires shipping to be
+    approved."""
+    return bool(config.review_policy.over(DEFAULT_REVIEW_POLICY).ship_requires_approval)
+
+
+async def _unapproved_ships(tx: Tx, coordinator_id: str) -> list[Item]:
+    """The unfinished SHIP items made without an approval in the coordinator's ACTIVE
+    STANDARD lanes that inherit ``ship_requires_approval`` (a lane's own value is fixed)."""
+    lanes: list[Lane] = []
+    after: LaneCursor | None = None
+    while True:
+        page = await tx.list_lanes(coordinator_id, LaneState.ACTIVE, after, _LANE_PAGE)
+        lanes.extend(
+            lane
+            for lane in page
+            if lane.template == Template.STANDARD
+            and lane.review_policy.ship_requires_approval is None
+        )
+        if len(page) < _LANE_PAGE:
+            break
+        after = (page[-1].create_time, page[-1].lane_id)
+    if not lanes:
+        return []
+    return [
+        item
+        for item in await tx.lane_items([lane.lane_id for lane in lanes])
+        if item.kind == ItemKind.SHIP
+        and not item.requires_approval
+        and item.state in _UNAPPROVED_STATES
+    ]
+
+
+_LANE_PAGE = 500
+_UNAPPROVED_STATES = frozenset(
+    {ItemState.WAITING, ItemState.QUEUED, ItemState.LEASED, ItemState.RUNNING}
+)

@@ -417,6 +417,7 @@ class LaneService(Transitions):
             match decision:
                 case Decision.APPROVE:
                     _require_state(item, ItemState.AWAITING_APPROVAL)
+                    item.stop_reason = ""  # approved: whatever policy change asked for it
                     self._queue(tx, item, events, effects, None, EventType.ITEM_APPROVED, data)
                 case Decision.DENY:
                     _require_state(item, ItemState.AWAITING_APPROVAL)

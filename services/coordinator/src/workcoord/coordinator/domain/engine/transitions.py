@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from .. import rules, workflow
+from .. import rules, stops, workflow
 from ..model import (
     TERMINAL_ITEM_STATES,
     Attempt,
@@ -109,6 +109,15 @@ class Transitions(EngineService):
             return
         self._queue(tx, item, events, effects, not_before=None)
 
+    @staticmethod
+    def _await_approval(tx: Tx, item: Item, events: list[NewEvent]) -> None:
+        """Hold an item that was ready (or live) for a human's approval."""
+        item.state = ItemState.AWAITING_APPROVAL
+        item.not_before = None
+        item.current_lease_id = ""
+        item.update_time = tx.now
+        events.append(NewEvent.for_item(EventType.APPROVAL_REQUESTED, item))
+
     def _stop(self, item: Item, reason: str, events: list[NewEvent], effects: Effects) -> None:
         """Stop an item for a human, with its reason, an event and a digest line."""
         item.state = ItemState.STOPPED
@@ -127,6 +136,10 @@ class Transitions(EngineService):
         event: EventType = EventType.ITEM_QUEUED,
         data: JsonObject | None = None,
     ) -> None:
+        if stops.approval_withdrawn(item):
+            # Leased before shipping needed an approval: it is given back to a human instead.
+            self._await_approval(tx, item, events)
+            return
         item.state = ItemState.QUEUED
         item.not_before = not_before
         item.current_lease_id = ""

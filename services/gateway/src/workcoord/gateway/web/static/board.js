@@ -5,6 +5,7 @@ import { approvalHint, itemBodies } from "./approval.js";
 import { itemButton, itemDecisions, laneButton, laneDecisions, priorityButton, resolveButton } from "./decisions.js";
 import { badge, count, h, relative, safeUrl, section, when, words } from "./dom.js";
 import { HUMAN_STATES, PAGE_SIZE } from "./lanes.js";
+import { laneCostNode } from "./spend.js";
 import { renderWhy } from "./why.js";
 
 // "Waiting on you" shows this many asks until the person asks for all of them.
@@ -254,8 +255,10 @@ function itemRow(ctx, lane, item) {
   );
 }
 
-function laneMeta(lane) {
+function laneMeta(lane, spend) {
   const parts = [words(lane.template), `priority ${lane.priority || 0}`];
+  const cost = laneCostNode(spend, lane.laneId);
+  if (cost) parts.push(cost);
   for (const ticket of lane.tickets || []) {
     const url = safeUrl(ticket.url || "");
     const text = `${ticket.key}${ticket.state ? ` (${words(ticket.state)})` : ""}`;
@@ -302,7 +305,7 @@ function laneCard(ctx, lane) {
         lane.paused ? badge("warn", "paused") : null,
       ),
       lane.nextAction && !SETTLED_LANES.has(lane.state) ? h("div", { class: "next" }, lane.nextAction) : null,
-      laneMeta(lane),
+      laneMeta(lane, ctx.spend),
     ),
     h("ol", { class: "items", "aria-label": `Items of ${lane.title}` }, (lane.items || []).map((item) => itemRow(ctx, lane, item))),
     h("div", { class: "lane-actions actions" }, whyToggle(ctx, key, "Why this lane?", titleId)),

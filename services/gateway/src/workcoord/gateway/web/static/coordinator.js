@@ -14,6 +14,7 @@ import { badge, fill, h, toast, utcDay } from "./dom.js";
 import { follow } from "./feed.js";
 import { decisionTarget, filterLanes, filtersHash, initialFilters, laneToolbar, lanesWaitingOnHuman, PAGE_SIZE } from "./lanes.js";
 import { renderCapacity, renderDigest, renderWorkers } from "./side.js";
+import { laneSpend, readSpendDays, renderSpend, spendDay } from "./spend.js";
 import { renderTrackers } from "./trackers.js";
 import { readChanges, readWholeView } from "./view-reads.js";
 
@@ -54,6 +55,10 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
     digestError: "",
     trackers: null,
     trackersError: "",
+    spend: new Map(),
+    spendDays: null,
+    spendDaysFor: "",
+    spendDaysError: "",
     lanes: new Map(),
     itemNames: new Map(),
     index: { leases: new Map(), items: new Map() },
@@ -90,6 +95,7 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
     ctx.coordinator = view.workCoordinator || ctx.coordinator;
     ctx.lanes = new Map((view.lanes || []).map((lane) => [lane.laneId, lane]));
     ctx.index = indexLeases(view);
+    ctx.spend = laneSpend(view);
     ctx.itemNames = new Map([...ctx.index.items.values()].map(({ item }) => [item.itemId, itemName(item)]));
     return true;
   }
@@ -117,7 +123,7 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
         again = false;
         await readView();
       } while (again && !closed);
-      await Promise.all([refreshWhys(), ctx.digestDay === utcDay() ? readDigest() : null, readTrackers()]);
+      await Promise.all([refreshWhys(), ctx.digestDay === utcDay() ? readDigest() : null, readTrackers(), readSpend()]);
       render();
       announce();
     })().finally(() => {
@@ -193,6 +199,22 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
     } catch (error) {
       ctx.trackers = null;
       ctx.trackersError = error.status === 403 ? "" : error.message;
+    }
+  }
+
+  /** The 14 days' spend, read again only when the server's day moved (today's bar follows
+   * the view's dayUsage, which every read of the view brings). */
+  async function readSpend() {
+    if (!ctx.view) return;
+    const day = spendDay(ctx.view);
+    if (ctx.spendDaysFor === day && !ctx.spendDaysError) return;
+    try {
+      const days = await readSpendDays(cid, day);
+      ctx.spendDays = days;
+      ctx.spendDaysFor = day;
+      ctx.spendDaysError = "";
+    } catch (error) {
+      ctx.spendDaysError = error.message;
     }
   }
 
@@ -359,7 +381,15 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
       fill(slots.lanes, renderLanes(ctx, matching, lanes.length, ctx.filters, { onMore: showMore }));
       swap(
         "side",
-        h("div", { class: "board-side" }, renderCapacity(ctx, view), renderWorkers(ctx, view), renderDigest(ctx), renderTrackers(ctx)),
+        h(
+          "div",
+          { class: "board-side" },
+          renderCapacity(ctx, view),
+          renderSpend(ctx, view),
+          renderWorkers(ctx, view),
+          renderDigest(ctx),
+          renderTrackers(ctx),
+        ),
       );
     }
     ctx.flash.clear();
@@ -398,7 +428,7 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
 
   let feed = null;
   render();
-  Promise.all([readView(), readDigest(), readTrackers()]).then(() => {
+  Promise.all([readView().then(readSpend), readDigest(), readTrackers()]).then(() => {
     render();
     if (closed) return;
     feed = follow(cid, { since: () => ctx.revision, onFrame, onStatus });

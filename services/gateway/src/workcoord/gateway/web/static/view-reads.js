@@ -26,12 +26,25 @@ export async function readWholeView(cid) {
   const first = await viewPage(cid, VIEW_PAGE, "");
   const byId = new Map((first.lanes || []).map((lane) => [lane.laneId, lane]));
   let token = first.nextPageToken || "";
+  let laneUsage = first.laneUsage || [];
   while (token && byId.size < MAX_LANES) {
     const page = await viewPage(cid, VIEW_PAGE, token);
     for (const lane of page.lanes || []) if (!byId.has(lane.laneId)) byId.set(lane.laneId, lane);
+    laneUsage = mergeLaneUsage(laneUsage, page.laneUsage);
     token = page.nextPageToken || "";
   }
-  return { ...first, lanes: [...byId.values()], nextPageToken: token };
+  return { ...first, lanes: [...byId.values()], laneUsage, nextPageToken: token };
+}
+
+/** Each page's ``laneUsage`` covers only its own lanes: keep every lane's, the larger figure
+ * when two reads name one (spend only grows). */
+export function mergeLaneUsage(older, newer) {
+  const byLane = new Map((older || []).map((total) => [total.key, total]));
+  for (const total of newer || []) {
+    const kept = byLane.get(total.key);
+    if (!kept || Number(total.costMicros || 0) >= Number(kept.costMicros || 0)) byLane.set(total.key, total);
+  }
+  return [...byLane.values()];
 }
 
 function capacityKey(view) {
@@ -65,6 +78,7 @@ export async function readChanges(cid, current, touched) {
   return {
     ...head,
     lanes: [...headLanes, ...known.values()],
+    laneUsage: mergeLaneUsage(current.laneUsage, head.laneUsage),
     nextPageToken: current.nextPageToken,
   };
 }
