@@ -16,6 +16,7 @@ import { decisionTarget, filterLanes, filtersHash, initialFilters, laneToolbar, 
 import { renderCapacity, renderDigest, renderWorkers } from "./side.js";
 import { renderTrackers } from "./trackers.js";
 import { readChanges, readWholeView } from "./view-reads.js";
+import { mountWebhooks } from "./webhooks.js";
 
 const CLOCK_TICK_MS = 30000;
 const LIVE_WORDS = {
@@ -63,6 +64,9 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
     showDigest,
     followLane,
   };
+  // The webhooks card, for those who may manage them: built once, kept in place (its form
+  // survives live renders), read again with the view.
+  const webhooks = canDecide ? mountWebhooks(cid) : null;
   let followed = null;
   // A link to a decision: follow its lane and, once drawn, put the focus on the decision.
   let landing = decisionTarget(hash);
@@ -117,7 +121,12 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
         again = false;
         await readView();
       } while (again && !closed);
-      await Promise.all([refreshWhys(), ctx.digestDay === utcDay() ? readDigest() : null, readTrackers()]);
+      await Promise.all([
+        refreshWhys(),
+        ctx.digestDay === utcDay() ? readDigest() : null,
+        readTrackers(),
+        webhooks?.refresh(),
+      ]);
       render();
       announce();
     })().finally(() => {
@@ -322,7 +331,7 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
           slots.lanes,
         ),
       ),
-      slots.side,
+      h("div", { class: "board-side" }, slots.side, webhooks?.element),
     );
     fill(host, slots.head, slots.banner, slots.loading, board);
   }
@@ -398,7 +407,7 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
 
   let feed = null;
   render();
-  Promise.all([readView(), readDigest(), readTrackers()]).then(() => {
+  Promise.all([readView(), readDigest(), readTrackers(), webhooks?.refresh()]).then(() => {
     render();
     if (closed) return;
     feed = follow(cid, { since: () => ctx.revision, onFrame, onStatus });
@@ -409,6 +418,7 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
       closed = true;
       clearInterval(ticker);
       feed?.close();
+      webhooks?.close();
     },
     refresh,
   };
