@@ -128,6 +128,11 @@ async def test_500_receiver_gets_retries_with_the_same_webhook_id(system: LaneSy
         dead = await _wait_state(system, hook["webhookId"], "DEAD", receiver)
         hooks = ok(await system.admin.get(f"{system.base}/webhooks"))["webhooks"]
         assert hooks[0]["enabled"] is False and hooks[0]["failingSince"]
+        # Its owner is told in the digest: which webhook, its last answer, never its URL.
+        entries = (await system.digest()).get("entries", [])
+        [told] = [e for e in entries if e["kind"] == "WEBHOOK_DISABLED"]
+        assert hook["webhookId"] in told["reason"] and "HTTP 500" in told["reason"], told
+        assert receiver.url not in json.dumps(entries)
         actions = [a for a in await system.pending_actions() if a["kind"] == "REDELIVER_WEBHOOK"]
         assert len(actions) == 1, actions
         types = await system.event_types()

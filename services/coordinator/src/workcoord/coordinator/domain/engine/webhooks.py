@@ -38,7 +38,15 @@ from ..inputs import (
     UpdateWebhookInput,
     WebhookRef,
 )
-from ..model import Coordinator, EventType, NewEvent, PendingAction, PendingActionState
+from ..model import (
+    Coordinator,
+    DigestEntry,
+    DigestKind,
+    EventType,
+    NewEvent,
+    PendingAction,
+    PendingActionState,
+)
 from ..notifications import event_id, expand_event_types, is_subscribable
 from ..ports import Reader, Tx
 from ..results import Page
@@ -357,6 +365,10 @@ class _Outbox:
                     filters.pop(webhook.webhook_id, None)
                     coordinator.webhook_filters = filters
                     await tx.update_coordinator(coordinator)
+                    # Its owner is told in the digest (and the day's mail).
+                    await tx.insert_digest_entries(
+                        [_disabled_entry(tx, coordinator, webhook, result)]
+                    )
                     events.append(
                         NewEvent(
                             EventType.COORDINATOR_UPDATED,
@@ -374,6 +386,26 @@ class _Outbox:
                 events.extend(await _open_dead_action(tx, coordinator, stored, delivery))
             if events:
                 await core.append_events(tx, coordinator, events, "recovery")
+
+
+def _disabled_entry(
+    tx: Tx, coordinator: Coordinator, webhook: Webhook, result: DeliveryResult
+) -> DigestEntry:
+    """The digest line of a webhook disabled after 24 h of failures. It names the webhook and
+    the last answer, never the URL (a Slack URL is itself a credential) nor the error text."""
+    answer = f"HTTP {result.response_code}" if result.response_code else "no answer"
+    return DigestEntry(
+        entry_id=new_id("dg"),
+        coordinator_id=coordinator.coordinator_id,
+        day=tx.now.date().isoformat(),
+        owner=coordinator.config.digest_owner,
+        kind=DigestKind.WEBHOOK_DISABLED,
+        time=tx.now,
+        reason=(
+            f"webhook {webhook.webhook_id} disabled after failing for 24 hours "
+            f"(last: {answer}); enable it again once its receiver answers"
+        ),
+    )
 
 
 async def _open_dead_action(
