@@ -52,6 +52,7 @@ from ..ports import Reader, Tx
 from ..results import Page
 from ..webhooks import Delivery, DeliveryState, Webhook
 from ._base import EngineCore, EngineService, new_id
+from .outbox_wake import OutboxWake
 from .paging import PageRequest
 from .tracker_connections import TrackerConnections
 
@@ -91,6 +92,11 @@ class WebhookService(EngineService):
         super().__init__(core)
         self.connections = connections
         self.written = asyncio.Event()
+        # A commit of another replica wakes a waiting sender too (over the bus).
+        self.wake = OutboxWake(core, self.written)
+        # With nothing due and no wake-up, the outbox is looked at this often (retries falling
+        # due, and coordinators past the watched ones).
+        self.look_seconds = 1.0
         self._client: httpx.AsyncClient | None = None
         # Set by the server (``webhooks.sender.make_sender``); None: this engine sends nothing.
         self.make_sender: MakeSender | None = None
@@ -127,6 +133,8 @@ class WebhookService(EngineService):
             await tx.insert_webhook(webhook)
             await self._changed(tx, coordinator, webhook, "CREATED", principal.name)
             effects.changed = True
+        # Before the woken sender looks again (no await since the commit's wake-up).
+        self.wake.forget()
         return CreatedWebhook(webhook, secret)
 
     async def list_webhooks(self, principal: Principal, input: ListWebhooksInput) -> Page[Webhook]:
@@ -171,6 +179,7 @@ class WebhookService(EngineService):
             await tx.update_webhook(webhook)
             await self._changed(tx, coordinator, webhook, "UPDATED", principal.name)
             effects.changed = True
+        self.wake.forget()
         return webhook
 
     async def delete(self, principal: Principal, input: WebhookRef) -> None:
@@ -184,6 +193,7 @@ class WebhookService(EngineService):
             webhook.enabled = False
             await self._changed(tx, coordinator, webhook, "DELETED", principal.name)
             effects.changed = True
+        self.wake.forget()
 
     async def list_deliveries(
         self, principal: Principal, input: ListDeliveriesInput
@@ -222,8 +232,10 @@ class WebhookService(EngineService):
 
     async def deliver(self, principal: Principal, wait_seconds: float, public_url: str) -> int:
         """Send every due delivery once (the recovery leader calls this in a loop); with
-        nothing due, wait up to ``wait_seconds`` for an outbox row (a commit of this replica
-        or a redelivery) or a retry falling due (looked at every second). How many were tried."""
+        nothing due, wait up to ``wait_seconds`` for an outbox row (a commit of this replica, a
+        bus notification of another replica's commit on a coordinator with webhooks, or a
+        redelivery) or a retry falling due (looked at every ``look_seconds``). How many were
+        tried."""
         if principal.kind != PrincipalKind.SERVICE:
             raise PermissionDenied("only the recovery service sends webhook deliveries")
         if self.make_sender is None:
@@ -239,14 +251,26 @@ class WebhookService(EngineService):
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, min(wait_seconds, 60.0))
-        while True:
-            self.written.clear()
-            tried = await sender.send_due()
-            remaining = deadline - loop.time()
-            if tried or remaining <= 0:
-                return tried
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.written.wait(), timeout=min(remaining, 1.0))
+        self.written.clear()
+        tried = await sender.send_due()
+        if tried or deadline <= loop.time():
+            return tried
+        # Nothing due: wait, woken by commits of any replica (a commit between the round above
+        # and the subscriptions is found at the next look).
+        async with self.wake.watching() as watch:
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return 0
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        self.written.wait(), timeout=min(remaining, self.look_seconds)
+                    )
+                self.written.clear()
+                await watch.sync()
+                tried = await sender.send_due()
+                if tried:
+                    return tried
 
     async def aclose(self) -> None:
         if self._client is not None:
