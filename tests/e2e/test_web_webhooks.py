@@ -261,3 +261,41 @@ def test_an_org_viewer_gets_no_webhooks_card_and_cannot_create_one(
     finally:
         context.close()
     assert webhooks_of(tenant) == []
+
+
+def test_a_platform_admin_gets_the_webhooks_card_on_the_admin_page(
+    system: System, tenant: Tenant, browser: Browser
+) -> None:
+    made = ok(
+        tenant.admin.post(
+            f"{tenant.base}/webhooks",
+            json={"url": "https://hooks.example.com/ops", "eventTypes": ["LANE_OUTCOMES"]},
+        )
+    )["webhook"]
+    context, watched = open_page(browser)
+    page = watched.page
+    try:
+        sign_in(page, system)
+        expect(page).to_have_url(f"{system.gateway_url}/admin/work-coordinator")
+        tile = page.locator(f'[data-coordinator="{tenant.coordinator_id}"]')
+        tile.get_by_role("button", name="Open here").click()
+        card = page.locator(f"#webhooks-{tenant.coordinator_id}")
+        row = card.locator(f'[data-webhook="{made["webhookId"]}"]')
+        expect(row).to_contain_text("https://hooks.example.com/ops")
+        expect(row).to_contain_text("LANE_OUTCOMES")
+        expect(row).to_contain_text("Nothing delivered yet.")
+        # Keyboard: the form opens on Enter with the focus in its first field, and closes.
+        card.get_by_role("button", name="Add a webhook").focus()
+        page.keyboard.press("Enter")
+        expect(card.get_by_label("Receiver URL")).to_be_focused()
+        card.get_by_role("button", name="Cancel").click()
+        expect(card.get_by_role("button", name="Add a webhook")).to_be_focused()
+        # Delete, confirmed from the admin page too.
+        row.get_by_role("button", name="Delete…").click()
+        expect(confirm(page, "cannot be undone")).to_be_hidden()
+        expect(row).to_have_count(0)
+        expect(card).to_contain_text("No webhook")
+        watched.assert_clean()
+    finally:
+        context.close()
+    assert webhooks_of(tenant) == []
