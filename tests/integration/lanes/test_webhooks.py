@@ -236,13 +236,27 @@ async def test_a_commit_on_another_replica_wakes_the_waiting_sender(
                 timeout=30.0,
             ) as through_b,
         ):
-            hook = await create_webhook(system, url=receiver.url, eventTypes=["LANE_CREATED"])
+            hook = await create_webhook(system, url=receiver.url, eventTypes=["APPROVAL_REQUESTED"])
             sending = asyncio.create_task(webhooks.deliver(RECOVERY, 60.0, ""))
             deadline = time.monotonic() + 60
             while system.cid not in webhooks.wake.watched:
                 assert time.monotonic() < deadline and not sending.done(), "never watched"
                 await asyncio.sleep(0.01)
-            lane = await system.create_lane(standard_lane("Made on B"), client=through_b)
+            # A lane whose only item waits for approval: a commit that readies no work (it is
+            # published for the webhooks all the same).
+            approval_only = {
+                "title": "Made on B",
+                "template": "CUSTOM",
+                "items": [
+                    {
+                        "key": "ship",
+                        "kind": "TASK",
+                        "workerClass": "machine",
+                        "requiresApproval": True,
+                    }
+                ],
+            }
+            lane = await system.create_lane(approval_only, client=through_b)
             tried = await asyncio.wait_for(sending, 30)
             assert tried == 1
             [receipt] = receiver.receipts

@@ -2,10 +2,10 @@
 
 A commit that writes outbox rows sets the sender's ``written`` event on the replica that made
 it (``EngineCore.announce``). A sender waiting on another replica would only find the rows at
-its next look; instead, while it waits (:meth:`OutboxWake.watching`), it subscribes to the bus
-notifications of the work coordinators that have enabled webhooks — the notification every
-commit already publishes for the feed and waiting workers; nothing more is published — and
-any of them sets ``written`` too (a commit that wrote no outbox row costs one read of it).
+its next look; instead, the replica the sender calls (:meth:`OutboxWake.sync`) subscribes to
+the bus notifications of the work coordinators that have enabled webhooks — the notification
+every commit already publishes for the feed and waiting workers; nothing more is published —
+and any of them sets ``written`` too (a commit that wrote no outbox row costs one read of it).
 
 Which coordinators have webhooks is read at most every :data:`REFRESH_SECONDS` (at once after
 a webhook change on this replica, :meth:`OutboxWake.forget`); until then a coordinator that got
@@ -15,9 +15,7 @@ its first webhook on another replica is found at the sender's next look, as befo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -25,12 +23,14 @@ if TYPE_CHECKING:
 
     from ._base import EngineCore
 
-__all__ = ["MAX_WATCHED", "REFRESH_SECONDS", "OutboxWake"]
+__all__ = ["IDLE_SECONDS", "MAX_WATCHED", "REFRESH_SECONDS", "OutboxWake"]
 
 # How long the list of coordinators with webhooks is kept before it is read again.
 REFRESH_SECONDS = 10.0
 # At most this many coordinators are watched (the rest are found at the sender's next look).
 MAX_WATCHED = 200
+# The subscriptions are closed after this long without a DeliverWebhooks call.
+IDLE_SECONDS = 60.0
 # A subscription's read timeout: it only bounds one wait, the relay reads again at once.
 _RELAY_TIMEOUT_SECONDS = 3600.0
 
@@ -65,23 +65,30 @@ class _Watch:
 
 
 class OutboxWake:
-    """Sets ``written`` on a bus notification of a work coordinator with enabled webhooks,
-    while a sender waits (:meth:`watching`)."""
+    """Sets ``written`` on a bus notification of a work coordinator with enabled webhooks.
+
+    The subscriptions are opened by the first :meth:`sync` (each ``DeliverWebhooks`` call makes
+    one before its first look, so a commit from then on wakes it) and kept across calls, so a
+    commit between two calls is not missed; they are closed after :data:`IDLE_SECONDS` without
+    a call (the recovery leader now calls another replica) and by :meth:`close`."""
 
     def __init__(self, core: EngineCore, written: asyncio.Event) -> None:
         self.core = core
         self._written = written
         self._ids: list[str] = []
         self._listed_at: float | None = None
-        self._watches: set[_Watch] = set()
+        self._watch: _Watch | None = None
+        self._used = 0.0
+        self._reaper: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
 
     @property
     def watched(self) -> frozenset[str]:
-        """The coordinators some waiting sender watches now."""
-        return frozenset(c for watch in self._watches for c in watch.relays)
+        """The coordinators watched now."""
+        return frozenset(self._watch.relays) if self._watch is not None else frozenset()
 
     def forget(self) -> None:
-        """Read the coordinators with webhooks again at the next look (a webhook changed)."""
+        """Read the coordinators with webhooks again at the next sync (a webhook changed)."""
         self._listed_at = None
 
     async def coordinator_ids(self) -> list[str]:
@@ -94,18 +101,38 @@ class OutboxWake:
             self._listed_at = now
         return self._ids
 
-    @contextlib.asynccontextmanager
-    async def watching(self) -> AsyncIterator[_Watch]:
-        """Relay the notifications of the coordinators with webhooks to ``written`` until the
-        block ends; call the watch's ``sync()`` after each look to follow webhook changes."""
-        watch = _Watch(self)
-        self._watches.add(watch)
-        try:
-            await watch.sync()
-            yield watch
-        finally:
-            self._watches.discard(watch)
+    async def sync(self) -> None:
+        """Watch the coordinators that have webhooks now (opening the watch if it is closed)
+        and no others."""
+        async with self._lock:
+            self._used = time.monotonic()
+            if self._watch is None:
+                self._watch = _Watch(self)
+                self._reaper = asyncio.create_task(self._reap())
+            await self._watch.sync()
+
+    async def close(self) -> None:
+        """Stop watching (clean shutdown)."""
+        async with self._lock:
+            reaper, self._reaper = self._reaper, None
+            watch, self._watch = self._watch, None
+        if reaper is not None:
+            reaper.cancel()
+            await asyncio.gather(reaper, return_exceptions=True)
+        if watch is not None:
             await watch.close()
+
+    async def _reap(self) -> None:
+        while True:
+            await asyncio.sleep(IDLE_SECONDS)
+            async with self._lock:
+                if time.monotonic() - self._used < IDLE_SECONDS:
+                    continue
+                watch, self._watch = self._watch, None
+                self._reaper = None
+                if watch is not None:
+                    await watch.close()
+                return
 
     async def relay(self, subscription: Subscription) -> None:
         while True:

@@ -249,30 +249,24 @@ class WebhookService(EngineService):
             self.core.outbound_allowed_hosts,
             public_url,
         )
+        # Subscribed before the first look: a commit of any replica from here on wakes us.
+        await self.wake.sync()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, min(wait_seconds, 60.0))
-        self.written.clear()
-        tried = await sender.send_due()
-        if tried or deadline <= loop.time():
-            return tried
-        # Nothing due: wait, woken by commits of any replica (a commit between the round above
-        # and the subscriptions is found at the next look).
-        async with self.wake.watching() as watch:
-            while True:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    return 0
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(
-                        self.written.wait(), timeout=min(remaining, self.look_seconds)
-                    )
-                self.written.clear()
-                await watch.sync()
-                tried = await sender.send_due()
-                if tried:
-                    return tried
+        while True:
+            self.written.clear()
+            tried = await sender.send_due()
+            remaining = deadline - loop.time()
+            if tried or remaining <= 0:
+                return tried
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self.written.wait(), timeout=min(remaining, self.look_seconds)
+                )
+            await self.wake.sync()
 
     async def aclose(self) -> None:
+        await self.wake.close()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
