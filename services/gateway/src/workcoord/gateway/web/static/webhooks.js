@@ -16,7 +16,7 @@ import { confirmAction } from "./dialog.js";
 import { badge, fill, h, when } from "./dom.js";
 
 const GROUPS = [
-  ["HUMAN_NEEDED", "Human needed (approvals, stops, dead letters, close-outs, pending actions, escalations)"],
+  ["HUMAN_NEEDED", "Human needed (everything that waits on a person: approvals, stops, dead letters…)"],
   ["LANE_OUTCOMES", "Lane outcomes (live, done, closed out, cancelled)"],
 ];
 const DELIVERY_TONE = { SUCCEEDED: "SUCCEEDED", PENDING: "neutral", FAILED: "warn", DEAD: "bad" };
