@@ -74,6 +74,8 @@ def _run_system(directory: Path, database_url: str) -> Generator[System, None, N
         "WORKCOORD_RECOVERY_ADDRESS": recovery_address,
         "WORKCOORD_RECOVERY_INTERVAL_SECONDS": "3600",
         "WORKCOORD_LOG_LEVEL": "INFO",
+        # The webhook tests post to receivers on the loopback.
+        "WORKCOORD_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
     }
     clocked = {**common, "WORKCOORD_TEST_CLOCK_FILE": str(clock_file)}
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Self
 
-__all__ = ["Receipt", "WebhookReceiver"]
+__all__ = ["Receipt", "ThreadedReceiver", "WebhookReceiver"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,3 +83,59 @@ class WebhookReceiver:
             return
         finally:
             writer.close()
+
+
+class ThreadedReceiver:
+    """A :class:`WebhookReceiver` on its own event loop in a thread, for synchronous tests (the
+    browser tests): ``with ThreadedReceiver(answer) as receiver: receiver.url …``."""
+
+    def __init__(self, answer: Callable[[int], int | None] = lambda _n: 200) -> None:
+        self._answer = answer
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._receiver: WebhookReceiver | None = None
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+
+        async def start() -> WebhookReceiver:
+            receiver = WebhookReceiver(self._answer)
+            await receiver.__aenter__()
+            return receiver
+
+        self._receiver = asyncio.run_coroutine_threadsafe(start(), self._loop).result(30)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        receiver = self._receiver
+
+        async def stop() -> None:
+            if receiver is not None:
+                await receiver.__aexit__()
+            # Connections still open (kept alive) end here, not with the loop closed under them.
+            current = asyncio.current_task()
+            tasks = [task for task in asyncio.all_tasks() if task is not current]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(30)
+        self._loop.close()
+
+    @property
+    def url(self) -> str:
+        assert self._receiver is not None
+        return self._receiver.url
+
+    @property
+    def receipts(self) -> list[Receipt]:
+        assert self._receiver is not None
+        return list(self._receiver.receipts)
+
+    def wait_for(self, count: int, timeout: float = 60.0) -> list[Receipt]:
+        """The first ``count`` receipts, once they have arrived (generous timeout)."""
+        assert self._receiver is not None
+        waiting = self._receiver.wait_for(count, timeout)
+        return asyncio.run_coroutine_threadsafe(waiting, self._loop).result(timeout + 5)

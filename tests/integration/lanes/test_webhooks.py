@@ -6,13 +6,18 @@ restart; the SSRF rules refuse private targets; work keys are refused."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from datetime import timedelta
 
+import httpx
 import pytest
 
+from tests.support.harness import start_coordinator_for, start_gateway_for
 from tests.support.rest import JSON, expect_status, ok
 from tests.support.webhook_receiver import WebhookReceiver
+from workcoord.coordinator.domain.auth import RECOVERY
 from workcoord.coordinator.webhooks import signing
 from workcoord.kit.settings import RecoverySettings
 from workcoord.recovery.server import start_recovery
@@ -128,6 +133,11 @@ async def test_500_receiver_gets_retries_with_the_same_webhook_id(system: LaneSy
         dead = await _wait_state(system, hook["webhookId"], "DEAD", receiver)
         hooks = ok(await system.admin.get(f"{system.base}/webhooks"))["webhooks"]
         assert hooks[0]["enabled"] is False and hooks[0]["failingSince"]
+        # Its owner is told in the digest: which webhook, its last answer, never its URL.
+        entries = (await system.digest()).get("entries", [])
+        [told] = [e for e in entries if e["kind"] == "WEBHOOK_DISABLED"]
+        assert hook["webhookId"] in told["reason"] and "HTTP 500" in told["reason"], told
+        assert receiver.url not in json.dumps(entries)
         actions = [a for a in await system.pending_actions() if a["kind"] == "REDELIVER_WEBHOOK"]
         assert len(actions) == 1, actions
         types = await system.event_types()
@@ -197,6 +207,64 @@ async def test_sender_stopped_mid_delivery_sends_again(system: LaneSystem) -> No
         assert again.headers["webhook-id"] == held.headers["webhook-id"]
         delivered = await _wait_state(system, hook["webhookId"], "SUCCEEDED", receiver)
         assert delivered["eventId"] == held.headers["webhook-id"]
+
+
+async def test_a_commit_on_another_replica_wakes_the_waiting_sender(
+    system: LaneSystem, pg_url: str, redis: str
+) -> None:
+    # The test is the recovery leader: it calls the sender of replica A and waits; the lane is
+    # created through replica B (its own gateway). A looks at the outbox only when woken (no
+    # periodic look within the call), so without the bus the call would end empty at its end.
+    await system.recovery.stop(0)
+    other = await start_coordinator_for(
+        pg_url,
+        redis,
+        system.clock,
+        system.admin_token,
+        system.service_key,
+        webhook_allowed_hosts=["127.0.0.1"],
+    )
+    other_gateway = await start_gateway_for(other.address)
+    webhooks = system.coordinator.engine.webhooks
+    webhooks.look_seconds = 3600.0
+    try:
+        async with (
+            WebhookReceiver() as receiver,
+            httpx.AsyncClient(
+                base_url=f"http://{other_gateway.address}",
+                headers={"Authorization": system.worker.headers["authorization"]},
+                timeout=30.0,
+            ) as through_b,
+        ):
+            hook = await create_webhook(system, url=receiver.url, eventTypes=["APPROVAL_REQUESTED"])
+            sending = asyncio.create_task(webhooks.deliver(RECOVERY, 60.0, ""))
+            deadline = time.monotonic() + 60
+            while system.cid not in webhooks.wake.watched:
+                assert time.monotonic() < deadline and not sending.done(), "never watched"
+                await asyncio.sleep(0.01)
+            # A lane whose only item waits for approval: a commit that readies no work (it is
+            # published for the webhooks all the same).
+            approval_only = {
+                "title": "Made on B",
+                "template": "CUSTOM",
+                "items": [
+                    {
+                        "key": "ship",
+                        "kind": "TASK",
+                        "workerClass": "machine",
+                        "requiresApproval": True,
+                    }
+                ],
+            }
+            lane = await system.create_lane(approval_only, client=through_b)
+            tried = await asyncio.wait_for(sending, 30)
+            assert tried == 1
+            [receipt] = receiver.receipts
+            signing.verify(hook["secret"], receipt.headers, receipt.body, stamp(system))
+            assert body_of(receipt.body)["data"]["laneId"] == lane["laneId"]
+    finally:
+        await other_gateway.stop()
+        await other.stop()
 
 
 async def test_ssrf_rules_and_bad_input_at_set_time(system: LaneSystem) -> None:

@@ -89,6 +89,8 @@ class RunningCoordinator:
         if self.sampler is not None:
             await self.sampler.stop()
         await self.engine.drain()
+        # The webhook sender's bus subscriptions and HTTP client, before the bus closes.
+        await self.engine.webhooks.aclose()
         for tracker in self.engine.trackers.values():
             close = getattr(tracker, "aclose", None)
             if close is not None:

@@ -290,6 +290,7 @@ class DigestEntry(_message.Message):
         STOPPED: _ClassVar[DigestEntry.Kind]
         ESCALATED: _ClassVar[DigestEntry.Kind]
         MAINTENANCE_STEP_FAILED: _ClassVar[DigestEntry.Kind]
+        WEBHOOK_DISABLED: _ClassVar[DigestEntry.Kind]
     KIND_UNSPECIFIED: DigestEntry.Kind
     DEAD_LETTERED: DigestEntry.Kind
     CLOSED_OUT: DigestEntry.Kind
@@ -298,6 +299,7 @@ class DigestEntry(_message.Message):
     STOPPED: DigestEntry.Kind
     ESCALATED: DigestEntry.Kind
     MAINTENANCE_STEP_FAILED: DigestEntry.Kind
+    WEBHOOK_DISABLED: DigestEntry.Kind
     KIND_FIELD_NUMBER: _ClassVar[int]
     LANE_ID_FIELD_NUMBER: _ClassVar[int]
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]

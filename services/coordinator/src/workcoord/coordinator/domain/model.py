@@ -482,6 +482,7 @@ class DigestKind(enum.StrEnum):
     STOPPED = "STOPPED"
     ESCALATED = "ESCALATED"
     MAINTENANCE_STEP_FAILED = "MAINTENANCE_STEP_FAILED"
+    WEBHOOK_DISABLED = "WEBHOOK_DISABLED"
 
 
 @dataclass(frozen=True, slots=True)

@@ -136,6 +136,8 @@ class EngineCore(ABC):
         # The view's lanes per work coordinator, between calls (see view_cache).
         self.view_cache = ViewCache()
         self._background: set[asyncio.Task[Any]] = set()
+        # The revision last announced per coordinator with webhooks (see announce).
+        self._announced: dict[str, int] = {}
         self.worker_writes: GroupCommitter[Effects] = GroupCommitter(
             Effects, self.write_digest, self.announce
         )
@@ -176,7 +178,11 @@ class EngineCore(ABC):
 
     async def announce(self, coordinator: Coordinator, effects: Effects) -> None:
         """After commit: wake waiting workers and feeds, start ticket closures."""
-        if effects.changed or effects.ready_classes:
+        # A commit that appended events to a coordinator with webhooks may have written outbox
+        # rows: it is published even with nothing else to say, so that a sender waiting on
+        # another replica wakes (engine/outbox_wake.py).
+        outbox = bool(coordinator.webhook_filters) and self._revision_moved(coordinator)
+        if effects.changed or effects.ready_classes or outbox:
             # No ready class: the feed reads the new events, waiting workers sleep on.
             await self.bus.publish(
                 Notification(
@@ -192,6 +198,13 @@ class EngineCore(ABC):
             self.outbox_written()
         if effects.close_tickets:
             self.spawn(self.run_pending_actions(RECOVERY, coordinator.coordinator_id))
+
+    def _revision_moved(self, coordinator: Coordinator) -> bool:
+        """Whether ``coordinator``'s revision moved since this replica last announced it."""
+        coordinator_id = coordinator.coordinator_id
+        moved = self._announced.get(coordinator_id) != coordinator.revision
+        self._announced[coordinator_id] = coordinator.revision
+        return moved
 
     def outbox_written(self) -> None:
         """Wake a waiting webhook sender (``engine.webhooks``), if there is one."""

@@ -38,12 +38,21 @@ from ..inputs import (
     UpdateWebhookInput,
     WebhookRef,
 )
-from ..model import Coordinator, EventType, NewEvent, PendingAction, PendingActionState
+from ..model import (
+    Coordinator,
+    DigestEntry,
+    DigestKind,
+    EventType,
+    NewEvent,
+    PendingAction,
+    PendingActionState,
+)
 from ..notifications import event_id, expand_event_types, is_subscribable
 from ..ports import Reader, Tx
 from ..results import Page
 from ..webhooks import Delivery, DeliveryState, Webhook
 from ._base import EngineCore, EngineService, new_id
+from .outbox_wake import OutboxWake
 from .paging import PageRequest
 from .tracker_connections import TrackerConnections
 
@@ -83,6 +92,11 @@ class WebhookService(EngineService):
         super().__init__(core)
         self.connections = connections
         self.written = asyncio.Event()
+        # A commit of another replica wakes a waiting sender too (over the bus).
+        self.wake = OutboxWake(core, self.written)
+        # With nothing due and no wake-up, the outbox is looked at this often (retries falling
+        # due, and coordinators past the watched ones).
+        self.look_seconds = 1.0
         self._client: httpx.AsyncClient | None = None
         # Set by the server (``webhooks.sender.make_sender``); None: this engine sends nothing.
         self.make_sender: MakeSender | None = None
@@ -119,6 +133,8 @@ class WebhookService(EngineService):
             await tx.insert_webhook(webhook)
             await self._changed(tx, coordinator, webhook, "CREATED", principal.name)
             effects.changed = True
+        # Before the woken sender looks again (no await since the commit's wake-up).
+        self.wake.forget()
         return CreatedWebhook(webhook, secret)
 
     async def list_webhooks(self, principal: Principal, input: ListWebhooksInput) -> Page[Webhook]:
@@ -163,6 +179,7 @@ class WebhookService(EngineService):
             await tx.update_webhook(webhook)
             await self._changed(tx, coordinator, webhook, "UPDATED", principal.name)
             effects.changed = True
+        self.wake.forget()
         return webhook
 
     async def delete(self, principal: Principal, input: WebhookRef) -> None:
@@ -176,6 +193,7 @@ class WebhookService(EngineService):
             webhook.enabled = False
             await self._changed(tx, coordinator, webhook, "DELETED", principal.name)
             effects.changed = True
+        self.wake.forget()
 
     async def list_deliveries(
         self, principal: Principal, input: ListDeliveriesInput
@@ -214,8 +232,10 @@ class WebhookService(EngineService):
 
     async def deliver(self, principal: Principal, wait_seconds: float, public_url: str) -> int:
         """Send every due delivery once (the recovery leader calls this in a loop); with
-        nothing due, wait up to ``wait_seconds`` for an outbox row (a commit of this replica
-        or a redelivery) or a retry falling due (looked at every second). How many were tried."""
+        nothing due, wait up to ``wait_seconds`` for an outbox row (a commit of this replica, a
+        bus notification of another replica's commit on a coordinator with webhooks, or a
+        redelivery) or a retry falling due (looked at every ``look_seconds``). How many were
+        tried."""
         if principal.kind != PrincipalKind.SERVICE:
             raise PermissionDenied("only the recovery service sends webhook deliveries")
         if self.make_sender is None:
@@ -229,6 +249,8 @@ class WebhookService(EngineService):
             self.core.outbound_allowed_hosts,
             public_url,
         )
+        # Subscribed before the first look: a commit of any replica from here on wakes us.
+        await self.wake.sync()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, min(wait_seconds, 60.0))
         while True:
@@ -238,9 +260,13 @@ class WebhookService(EngineService):
             if tried or remaining <= 0:
                 return tried
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.written.wait(), timeout=min(remaining, 1.0))
+                await asyncio.wait_for(
+                    self.written.wait(), timeout=min(remaining, self.look_seconds)
+                )
+            await self.wake.sync()
 
     async def aclose(self) -> None:
+        await self.wake.close()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -357,6 +383,10 @@ class _Outbox:
                     filters.pop(webhook.webhook_id, None)
                     coordinator.webhook_filters = filters
                     await tx.update_coordinator(coordinator)
+                    # Its owner is told in the digest (and the day's mail).
+                    await tx.insert_digest_entries(
+                        [_disabled_entry(tx, coordinator, webhook, result)]
+                    )
                     events.append(
                         NewEvent(
                             EventType.COORDINATOR_UPDATED,
@@ -374,6 +404,26 @@ class _Outbox:
                 events.extend(await _open_dead_action(tx, coordinator, stored, delivery))
             if events:
                 await core.append_events(tx, coordinator, events, "recovery")
+
+
+def _disabled_entry(
+    tx: Tx, coordinator: Coordinator, webhook: Webhook, result: DeliveryResult
+) -> DigestEntry:
+    """The digest line of a webhook disabled after 24 h of failures. It names the webhook and
+    the last answer, never the URL (a Slack URL is itself a credential) nor the error text."""
+    answer = f"HTTP {result.response_code}" if result.response_code else "no answer"
+    return DigestEntry(
+        entry_id=new_id("dg"),
+        coordinator_id=coordinator.coordinator_id,
+        day=tx.now.date().isoformat(),
+        owner=coordinator.config.digest_owner,
+        kind=DigestKind.WEBHOOK_DISABLED,
+        time=tx.now,
+        reason=(
+            f"webhook {webhook.webhook_id} disabled after failing for 24 hours "
+            f"(last: {answer}); enable it again once its receiver answers"
+        ),
+    )
 
 
 async def _open_dead_action(

@@ -17,6 +17,7 @@ import { renderCapacity, renderDigest, renderWorkers } from "./side.js";
 import { laneSpend, readSpendDays, renderSpend, spendDay } from "./spend.js";
 import { renderTrackers } from "./trackers.js";
 import { readChanges, readWholeView } from "./view-reads.js";
+import { mountWebhooks } from "./webhooks.js";
 
 const CLOCK_TICK_MS = 30000;
 const LIVE_WORDS = {
@@ -68,6 +69,9 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
     showDigest,
     followLane,
   };
+  // The webhooks card, for those who may manage them: built once, kept in place (its form
+  // survives live renders), read again with the view.
+  const webhooks = canDecide ? mountWebhooks(cid) : null;
   let followed = null;
   // A link to a decision: follow its lane and, once drawn, put the focus on the decision.
   let landing = decisionTarget(hash);
@@ -123,7 +127,13 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
         again = false;
         await readView();
       } while (again && !closed);
-      await Promise.all([refreshWhys(), ctx.digestDay === utcDay() ? readDigest() : null, readTrackers(), readSpend()]);
+      await Promise.all([
+        refreshWhys(),
+        ctx.digestDay === utcDay() ? readDigest() : null,
+        readTrackers(),
+        readSpend(),
+        webhooks?.refresh(),
+      ]);
       render();
       announce();
     })().finally(() => {
@@ -344,7 +354,7 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
           slots.lanes,
         ),
       ),
-      slots.side,
+      h("div", { class: "board-side" }, slots.side, webhooks?.element),
     );
     fill(host, slots.head, slots.banner, slots.loading, board);
   }
@@ -428,7 +438,7 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
 
   let feed = null;
   render();
-  Promise.all([readView().then(readSpend), readDigest(), readTrackers()]).then(() => {
+  Promise.all([readView().then(readSpend), readDigest(), readTrackers(), webhooks?.refresh()]).then(() => {
     render();
     if (closed) return;
     feed = follow(cid, { since: () => ctx.revision, onFrame, onStatus });
@@ -439,6 +449,7 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
       closed = true;
       clearInterval(ticker);
       feed?.close();
+      webhooks?.close();
     },
     refresh,
   };
