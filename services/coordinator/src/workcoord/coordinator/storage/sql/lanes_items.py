@@ -168,9 +168,10 @@ class LanesItemsSql(SqlTxBase):
         return ClaimPage(items, (last.priority, int(rows[-1][ITEMS.width]), last.seq))
 
     async def mark_lanes_served(self, lane_ids: Sequence[str], turn: int) -> None:
-        if lane_ids:
-            params = {"lane_ids": list(lane_ids), "turn": turn}
-            await self.conn.execute(sql.MARK_LANES_SERVED, params)
+        """Held back (see :class:`SqlTxBase`): written by the next ``write_held_back`` (the
+        claim's scan calls it) or with the flush."""
+        for lane_id in lane_ids:
+            self._pending_turns[lane_id] = turn
 
     async def has_ready(
         self, coordinator_id: str, worker_classes: tuple[str, ...], now: datetime
