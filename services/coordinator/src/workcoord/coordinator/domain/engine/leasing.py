@@ -407,7 +407,13 @@ class LeasingService(EngineService):
         events: list[NewEvent] = []
         attempts: list[Attempt] = []
         granted: list[GrantedLease] = []
-        lanes: dict[str, Lane] = {}
+        # The chosen items' lanes in one read (a lease of a hundred items spans a few lanes).
+        lane_ids = sorted({i.lane_id for i in chosen})
+        if len(lane_ids) == 1:
+            found = await tx.get_lane(lane_ids[0])
+            lanes: dict[str, Lane] = {found.lane_id: found} if found is not None else {}
+        else:
+            lanes = {lane.lane_id: lane for lane in await tx.get_lanes(lane_ids)}
         checkpoints: dict[str, Checkpoint | None] = {}
         for lease_id in [i.continues_lease_id for i in chosen if i.continues_lease_id]:
             previous = await tx.get_attempt(lease_id)
@@ -416,10 +422,7 @@ class LeasingService(EngineService):
         started = ask.run_identity is not None
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
         for item in chosen:
-            if item.lane_id not in lanes:
-                lane = await tx.get_lane(item.lane_id)
-                assert lane is not None
-                lanes[item.lane_id] = lane
+            assert item.lane_id in lanes  # an item's lane outlives it
             lease_id = new_id("ls")
             nonce = self.core.tokens.token_urlsafe(16)
             token = derive_lease_token(self.core.lease_key, lease_id, nonce)
