@@ -5,7 +5,9 @@ attempt updates it holds back, and the helpers that run the named statements of
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+import dataclasses
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -25,6 +27,30 @@ from .statements import lanes as lane_sql
 
 _R = TypeVar("_R")
 _Params = Mapping[str, Any] | None
+
+# Per record class, how to copy one: its constructor over all its fields, read at once.
+_COPIERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def copied(record: _R) -> _R:
+    """A shallow copy of ``record``, as ``copy.copy`` makes it (several times faster for a
+    dataclass whose fields all go through ``__init__``, which the held-back item and attempt
+    updates copy once per row)."""
+    cls = type(record)
+    copier = _COPIERS.get(cls)
+    if copier is None:
+        fields = dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
+        plain = len(fields) > 1 and all(f.init for f in fields)
+        copier = copy.copy
+        if plain and not hasattr(cls, "__post_init__"):
+            read = operator.attrgetter(*(f.name for f in fields))
+
+            def by_fields(r: Any, cls: Any = cls, read: Any = read) -> Any:
+                return cls(*read(r))
+
+            copier = by_fields
+        _COPIERS[cls] = copier
+    return copier(record)  # type: ignore[no-any-return]
 
 
 class SqlTxBase:
@@ -140,7 +166,7 @@ class SqlTxBase:
         the held-back changes are not written first."""
         pending = held_back.get(record_id)
         if pending is not None:
-            return copy.copy(pending)
+            return copied(pending)
         return await self._get(rows, by_id, {"id": record_id})
 
     async def _release_holds(self, ended: Sequence[Attempt]) -> None:
