@@ -559,3 +559,27 @@ async def test_a_lease_over_several_lanes_reads_their_lanes_once(
         **{i.item_id: second.lane.lane_id for i in second.items},
     }
     assert lanes == expected
+
+
+async def test_a_claim_that_filled_its_ask_lets_the_next_skip_the_look_first(
+    engine: Engine, world: World, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While claims grant all they ask, the next goes straight to the write (no read
+    transaction first); one that grants less ends that, and the look-first read is back."""
+    await new_lane(engine, world, task("a"), task("b"), task("c"))
+    reads: list[bool] = []
+    real_read = store.read
+
+    def counted_read(**kwargs: bool) -> object:
+        reads.append(True)
+        return real_read(**kwargs)
+
+    monkeypatch.setattr(store, "read", counted_read)
+    first = await lease_items(engine, world, max_items=2)
+    assert len(first) == 2 and len(reads) == 1  # looked first
+    second = await lease_items(engine, world, max_items=2)
+    assert len(second) == 1 and len(reads) == 1  # straight to the write; granted less
+    assert await lease_items(engine, world, max_items=2) == []
+    assert len(reads) == 2  # looked first again
+    leased = {g.item.item_id for g in [*first, *second]}
+    assert len(leased) == 3

@@ -63,6 +63,9 @@ class LeasingService(EngineService):
         self._claim_locks: dict[tuple[str, tuple[str, ...]], asyncio.Lock] = {}
         # Per (coordinator, classes): the ready-signal generation whose first waiter claimed.
         self._woken_claims: dict[tuple[str, tuple[str, ...]], int] = {}
+        # (coordinator, classes) whose last claim here granted all it was asked for: the next
+        # claim skips the look-first read until one grants less (_lease_once_unlocked).
+        self._plenty: set[tuple[str, tuple[str, ...]]] = set()
 
     async def report_worker(self, principal: Principal, input: ReportWorkerInput) -> Worker:
         """Register a worker, or refresh what it reports (labels, capacity, toolchains)."""
@@ -266,6 +269,22 @@ class LeasingService(EngineService):
             return await self._lease_once_unlocked(principal, coordinator_id, ask)
 
     async def _lease_once_unlocked(
+        self, principal: Principal, coordinator_id: str, ask: LeaseAsk
+    ) -> list[GrantedLease]:
+        key = (coordinator_id, ask.classes)
+        if key in self._plenty:
+            # The last claim filled its ask: straight to the write, which authorizes, reads the
+            # worker and decides exactly as after a look (as a woken waiter's claim does).
+            granted = await self._claim_write(principal, coordinator_id, ask, None, looked=False)
+            if len(granted) < ask.max_items:
+                self._plenty.discard(key)
+            return granted
+        granted = await self._look_then_claim(principal, coordinator_id, ask)
+        if granted and len(granted) >= ask.max_items:
+            self._plenty.add(key)
+        return granted
+
+    async def _look_then_claim(
         self, principal: Principal, coordinator_id: str, ask: LeaseAsk
     ) -> list[GrantedLease]:
         now = self.core.clock.now()
