@@ -112,7 +112,7 @@ def drain_in_process(
 
     rep = asyncio.run(
         b1_throughput.run_sdk_workers(
-            address, tenant, items, workers, batch, together if barrier is not None else None
+            [address], tenant, items, workers, batch, together if barrier is not None else None
         )
     )
     return rep.began, rep.began + rep.seconds

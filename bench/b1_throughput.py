@@ -64,15 +64,18 @@ class Repetition:
 
 
 async def run_workers(
-    address: str,
+    addresses: list[str],
     tenant: common.Tenant,
     items: int,
     workers: int,
     batch: int,
     inflight: int,
 ) -> Repetition:
-    """Lease and complete ``items`` items with ``workers`` concurrent workers; the timing."""
-    clients = [common.client(address, tenant.key_secret) for _ in range(workers)]
+    """Lease and complete ``items`` items with ``workers`` concurrent workers (worker i on
+    coordinator ``addresses[i % len(addresses)]``); the timing."""
+    clients = [
+        common.client(addresses[i % len(addresses)], tenant.key_secret) for i in range(workers)
+    ]
     identity = common.run_identity()
     state = {"leased": 0, "completed": 0, "lease_calls": 0, "empty": 0}
     done = asyncio.Event()
@@ -133,17 +136,20 @@ async def run_workers(
 
 
 async def run_sdk_workers(
-    address: str,
+    addresses: list[str],
     tenant: common.Tenant,
     items: int,
     workers: int,
     batch: int,
     ready: Callable[[], Awaitable[object]] | None = None,
 ) -> Repetition:
-    """Drain ``items`` with ``workers`` SDK worker loops holding up to ``batch`` leases each;
-    ``ready``, if given, is awaited once every channel is connected, just before the loops
-    start (B11 starts two cells' drains together with it)."""
-    clients = [common.client(address, tenant.key_secret) for _ in range(workers)]
+    """Drain ``items`` with ``workers`` SDK worker loops holding up to ``batch`` leases each
+    (worker i on coordinator ``addresses[i % len(addresses)]``); ``ready``, if given, is awaited
+    once every channel is connected, just before the loops start (B11 starts two cells' drains
+    together with it)."""
+    clients = [
+        common.client(addresses[i % len(addresses)], tenant.key_secret) for i in range(workers)
+    ]
     options = LoopOptions(
         concurrency=batch, lease_seconds=300, wait_seconds=1, run_identity=common.run_identity()
     )
@@ -193,32 +199,33 @@ async def run_variant(args: argparse.Namespace, variant: str) -> dict[str, Any]:
     pgbench = await common.run_pgbench(seconds=args.pgbench_seconds)
     common.print_pgbench(pgbench)
     reps: list[Repetition] = []
-    async with common.cluster() as cluster:
+    async with common.cluster(replicas=args.coordinators) as cluster:
+        addresses = [c.address for c in cluster.coordinators]
+        pids = [c.process.pid for c in cluster.coordinators]
         for rep in range(args.reps):
             tenant = await common.create_tenant(
                 cluster.address, cluster.admin_token, {common.WORKER_CLASS: 10000}
             )
             async with common.client(cluster.address, tenant.key_secret) as creator:
                 await common.create_items(creator, tenant.coordinator_id, args.items)
-            pid = cluster.coordinators[0].process.pid
-            cpu_before = common.cpu_seconds(pid)
+            cpu_before = sum(common.cpu_seconds(pid) for pid in pids)
             client_before = time.process_time()
             profile = f"{args.profile}.{variant}" if args.profile else None
-            with common.profiled(pid, profile):
+            with common.profiled(pids[0], profile):
                 if variant == "sdk":
                     result = await run_sdk_workers(
-                        cluster.address, tenant, args.items, args.workers, args.batch
+                        addresses, tenant, args.items, args.workers, args.batch
                     )
                 else:
                     result = await run_workers(
-                        cluster.address,
+                        addresses,
                         tenant,
                         args.items,
                         args.workers,
                         args.batch,
                         args.inflight,
                     )
-            result.cpu_seconds = common.cpu_seconds(pid) - cpu_before
+            result.cpu_seconds = sum(common.cpu_seconds(pid) for pid in pids) - cpu_before
             result.client_cpu_seconds = time.process_time() - client_before
             reps.append(result)
             print(
@@ -238,6 +245,7 @@ async def run_variant(args: argparse.Namespace, variant: str) -> dict[str, Any]:
     common.print_table(
         f"B1 throughput ({variant}): {args.items:,} items, {args.workers} workers, "
         f"batch {args.batch}"
+        + (f", {args.coordinators} coordinator processes" if args.coordinators > 1 else "")
         + (f", {args.inflight} complete(s) in flight per worker" if variant != "sdk" else ""),
         ["figure", "value", "target", "met"],
         [
@@ -274,6 +282,7 @@ async def run_variant(args: argparse.Namespace, variant: str) -> dict[str, Any]:
             "batch": args.batch,
             "inflight": args.inflight,
             "reps": args.reps,
+            "coordinators": args.coordinators,
         },
         "items_per_second": [round(r, 1) for r in rates],
         "median_items_per_second": round(best, 1),
@@ -302,6 +311,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=100, help="max_items per Lease (1..100)")
     p.add_argument("--inflight", type=int, default=1, help="Complete calls in flight per worker")
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument(
+        "--coordinators",
+        type=int,
+        default=1,
+        help="coordinator processes on the one database (replicas; worker i uses process "
+        "i mod N); CPU per item is their sum, the profile and B7 the first's",
+    )
     p.add_argument(
         "--variant",
         choices=["both", "sdk", "unbatched"],

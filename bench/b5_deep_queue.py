@@ -180,7 +180,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ):
                 count = min(args.measure, args.shallow) if label == "shallow" else args.measure
                 result = await run_workers(
-                    address, tenant, count, args.workers, args.batch, args.inflight
+                    [address], tenant, count, args.workers, args.batch, args.inflight
                 )
                 rates.append(result.items_per_second)
                 print(

@@ -247,3 +247,26 @@ async def test_escalation_candidates_are_ready_items_waiting_too_long(store: Sto
     async with store.read() as reader:
         found = await reader.escalation_candidates("wc_a", at(60), at(1), 10)
         assert [i.item_id for i in found] == ["it_0", "it_escalated"]
+
+
+@pytest.mark.port("resolve_escalations", "open_escalations", "insert_escalations")
+async def test_a_resolution_is_seen_in_its_transaction_and_closes_only_what_was_open(
+    store: Store,
+) -> None:
+    """The SQL store holds resolutions back (a claim writes them with its flush): a read in the
+    same transaction still sees them, and an escalation inserted after a resolution of its
+    item stays open, as if the resolution had been written at once."""
+    async with store.write() as tx:
+        await tx.insert_escalations([escalation("es_1", "it_1", at(1))])
+    async with store.write() as tx:
+        await tx.resolve_escalations("wc_a", ["it_1"], at(5))
+        assert await tx.open_escalations("wc_a") == []
+        await tx.insert_escalations([escalation("es_2", "it_1", at(6))])
+        assert [e.escalation_id for e in await tx.open_escalations("wc_a")] == ["es_2"]
+        await tx.resolve_escalations("wc_a", ["it_9"], at(7))  # none open: nothing happens
+    async with store.read() as reader:
+        assert [e.escalation_id for e in await reader.open_escalations("wc_a")] == ["es_2"]
+    async with store.write() as tx:
+        await tx.resolve_escalations("wc_a", ["it_1"], at(8))  # written by the flush alone
+    async with store.read() as reader:
+        assert await reader.open_escalations("wc_a") == []

@@ -8,11 +8,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from sqlalchemy import event
 
 from workcoord.coordinator.domain.model import AttemptStatus, ItemState
 from workcoord.coordinator.domain.ports import ClaimScan, Store
+from workcoord.coordinator.storage.sql import SqlStore
 
-from .records import at, attempt, item, seed_coordinator, seed_lane, worker
+from .records import at, attempt, item, lane, seed_coordinator, seed_lane, worker
 
 IT_A = item("it_a", "ln_a", seq=1)
 IT_B = item("it_b", "ln_a", seq=2)
@@ -91,3 +93,39 @@ async def test_attempt_scans_and_set_writes_see_the_updates_before_them(store: S
         assert await tx.end_expired_leases("wc_a", at(100), 10) == []
     async with store.read() as reader:
         assert await reader.get_attempt("ls_b") == extended
+
+
+@pytest.mark.port("mark_lanes_served", "resolve_escalations", "update_items", "claim_candidates")
+async def test_a_claims_turns_and_resolutions_ride_in_the_flush(store: Store) -> None:
+    """The claim's last writes — the lanes' turns and the escalations it resolves — are held
+    back with the item updates: on PostgreSQL the flush writes all of them (and the items) in
+    ONE statement; on every store a later transaction sees them written."""
+    await seed_coordinator(store)
+    await seed_lane(store, IT_A, IT_B)
+    await seed_lane(store, item("it_b1", "ln_b", seq=3), record=lane("ln_b"))
+    inner = getattr(store, "inner", None)
+    statements: list[str] = []
+    engine = inner.engine.sync_engine if isinstance(inner, SqlStore) else None
+
+    def note(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    async with store.write("wc_a") as tx:
+        if engine is not None:
+            event.listen(engine, "before_cursor_execute", note)
+        try:
+            await tx.update_items([replace(IT_A, state=ItemState.LEASED)])
+            await tx.mark_lanes_served(["ln_a"], 4)
+            await tx.resolve_escalations("wc_a", ["it_a"], at(3))
+            assert statements == []  # nothing written yet
+        finally:
+            flushed_at = len(statements)
+    if engine is not None:
+        event.remove(engine, "before_cursor_execute", note)
+        written = [s for s in statements[flushed_at:] if not s.startswith(("COMMIT", "ROLLBACK"))]
+        if inner is not None and inner.dialect == "postgresql":
+            assert len(written) == 1, written
+    async with store.write("wc_a") as tx:
+        page = await tx.claim_candidates(ClaimScan("wc_a", ("codex",), at(0), None, 10))
+        # ln_b was never served (turn 0): it goes before ln_a, served at 4.
+        assert [i.item_id for i in page.items] == ["it_b1", "it_b"]

@@ -529,3 +529,57 @@ async def test_a_blocked_checkpoint_stops_the_item(
     assert item.state == ItemState.STOPPED
     assert item.stop_reason == "checkpoint blocked: secret"
     assert await lease_items(engine, world) == []
+
+
+async def test_a_lease_over_several_lanes_reads_their_lanes_once(
+    engine: Engine, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chosen items' lanes are read in one ``get_lanes``, not one ``get_lane`` per lane,
+    and every granted lease carries its own item's lane."""
+    from workcoord.coordinator.storage.memory.store import MemoryTx
+
+    first = await new_lane(engine, world, task("a"), task("b"))
+    second = await new_lane(engine, world, task("c"))
+    reads: list[str] = []
+    for name in ("get_lane", "get_lanes"):
+        real = getattr(MemoryTx, name)
+
+        async def counted(  # type: ignore[no-untyped-def]
+            self: MemoryTx, *args: object, _real: object = real, _n: str = name
+        ):
+            reads.append(_n)
+            return await _real(self, *args)  # type: ignore[operator]
+
+        monkeypatch.setattr(MemoryTx, name, counted)
+    granted = await lease_items(engine, world, max_items=3)
+    assert reads == ["get_lanes"]
+    lanes = {g.item.item_id: g.lane.lane_id for g in granted}
+    expected = {
+        **{i.item_id: first.lane.lane_id for i in first.items},
+        **{i.item_id: second.lane.lane_id for i in second.items},
+    }
+    assert lanes == expected
+
+
+async def test_a_claim_that_filled_its_ask_lets_the_next_skip_the_look_first(
+    engine: Engine, world: World, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While claims grant all they ask, the next goes straight to the write (no read
+    transaction first); one that grants less ends that, and the look-first read is back."""
+    await new_lane(engine, world, task("a"), task("b"), task("c"))
+    reads: list[bool] = []
+    real_read = store.read
+
+    def counted_read(**kwargs: bool) -> object:
+        reads.append(True)
+        return real_read(**kwargs)
+
+    monkeypatch.setattr(store, "read", counted_read)
+    first = await lease_items(engine, world, max_items=2)
+    assert len(first) == 2 and len(reads) == 1  # looked first
+    second = await lease_items(engine, world, max_items=2)
+    assert len(second) == 1 and len(reads) == 1  # straight to the write; granted less
+    assert await lease_items(engine, world, max_items=2) == []
+    assert len(reads) == 2  # looked first again
+    leased = {g.item.item_id for g in [*first, *second]}
+    assert len(leased) == 3

@@ -298,3 +298,32 @@ def test_review_and_ship_evidence_rules() -> None:
         with pytest.raises(InvalidArgument, match="receipt"):
             rules.check_evidence(ItemKind.SHIP, Evidence(receipt=receipt))
     rules.check_evidence(ItemKind.SHIP, Evidence(receipt=Receipt("prod", "1.0")))
+
+
+# ------------------------------------------------------------------ a batch's run identities
+
+
+def test_a_run_identity_shared_by_many_attempts_is_converted_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker loop's leases share one run identity: a batch's answer converts it once, and
+    each attempt still gets its own copy (changing one leaves the others alone)."""
+    reads: list[object] = []
+    real = RunIdentity.from_json.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[RunIdentity], data: Any) -> RunIdentity:
+        reads.append(data)
+        return real(cls, data)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(RunIdentity, "from_json", classmethod(counting))
+    stored = {"pid": 4242, "agent_id": "batch-shared-identity", "hostname": "h1"}
+    lease = replace(attempt("ls_a", item("it_a", "ln_a")), run_identity=stored)
+    first, second = (m.attempt_to_pb(replace(lease, lease_id=f"ls_{n}")) for n in (1, 2))
+    assert len(reads) == 1
+    assert first.run_identity == second.run_identity
+    assert first.run_identity.agent_id == "batch-shared-identity"
+    first.run_identity.agent_id = "changed"
+    assert m.attempt_to_pb(lease).run_identity.agent_id == "batch-shared-identity"
+    # Another document (the same values but another type) is read on its own.
+    m.attempt_to_pb(replace(lease, run_identity={**stored, "pid": "4242"}))
+    assert len(reads) == 2

@@ -25,7 +25,12 @@ END = "<!-- sql-index:end -->"
 HELPERS = {
     "_insert": {"bulk:insert_rows", "bulk:unnest_insert"},
     "_update_each": {"bulk:update_by_key", "bulk:unnest_update"},
-    "_write_together": {"bulk:unnest_update", "bulk:unnest_insert", "bulk:set_revision"},
+    "_write_together": {
+        "bulk:unnest_update",
+        "bulk:unnest_insert",
+        "bulk:unnest_resolve_escalations",
+        "bulk:set_revision",
+    },
     "_release_holds": {"attempts:RELEASE_HOLDS"},
 }
 HELD_BACK = "write_held_back"
@@ -33,7 +38,12 @@ HELD_BACK = "write_held_back"
 # write takes first (SqlStore.write) and the flush before commit.
 STORE_METHODS = ("lock_coordinator", "flush")
 # The updates a method holds back (written later by write_held_back or flush).
-HOLDS_BACK = {"update_items": "items", "update_attempts": "attempts"}
+HOLDS_BACK = {
+    "update_items": "items",
+    "update_attempts": "attempts",
+    "mark_lanes_served": "lane turns",
+    "resolve_escalations": "resolutions",
+}
 
 
 def _methods() -> dict[str, tuple[set[str], set[str]]]:

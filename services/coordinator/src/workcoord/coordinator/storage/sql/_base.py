@@ -5,7 +5,9 @@ attempt updates it holds back, and the helpers that run the named statements of
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+import dataclasses
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -16,12 +18,39 @@ from sqlalchemy.sql.base import Executable
 
 from workcoord.coordinator.domain.model import Attempt, Coordinator, Event, Item, ItemState, Lane
 
+from .. import schema as t
 from .rows import ATTEMPTS, EVENTS, ITEMS, RowMap
 from .statements import attempts as attempt_sql
 from .statements import bulk
+from .statements import follow_ups as follow_up_sql
+from .statements import lanes as lane_sql
 
 _R = TypeVar("_R")
 _Params = Mapping[str, Any] | None
+
+# Per record class, how to copy one: its constructor over all its fields, read at once.
+_COPIERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def copied(record: _R) -> _R:
+    """A shallow copy of ``record``, as ``copy.copy`` makes it (several times faster for a
+    dataclass whose fields all go through ``__init__``, which the held-back item and attempt
+    updates copy once per row)."""
+    cls = type(record)
+    copier = _COPIERS.get(cls)
+    if copier is None:
+        fields = dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
+        plain = len(fields) > 1 and all(f.init for f in fields)
+        copier = copy.copy
+        if plain and not hasattr(cls, "__post_init__"):
+            read = operator.attrgetter(*(f.name for f in fields))
+
+            def by_fields(r: Any, cls: Any = cls, read: Any = read) -> Any:
+                return cls(*read(r))
+
+            copier = by_fields
+        _COPIERS[cls] = copier
+    return copier(record)  # type: ignore[no-any-return]
 
 
 class SqlTxBase:
@@ -30,12 +59,16 @@ class SqlTxBase:
     Item and attempt updates (``update_items``, ``update_attempts``) are held back and
     written together, one statement per table: a group of worker writes sharing the
     transaction (group commit) then updates all its items and attempts at once, not once per
-    member. They are written at two named points only, never behind a statement's back:
+    member. So are two writes of every claim that nothing in the transaction reads back: the
+    lanes' turns (``mark_lanes_served``) and the escalations a claim resolves
+    (``resolve_escalations``); on PostgreSQL they ride in the flush's one statement. Held-back
+    writes happen at two named points only, never behind a statement's back:
 
     * :meth:`write_held_back`, which the parts call first wherever a statement must see them:
-      every read that scans item or attempt rows (anything but a lookup by id), recovery's set
-      statements over them, and ``insert_attempts`` (an item has one live attempt at most, and
-      a held-back update may end it);
+      every read that scans item or attempt rows (anything but a lookup by id; the claim's
+      scan also orders by the lanes' turns), recovery's set statements over them,
+      ``insert_attempts`` (an item has one live attempt at most, and a held-back update may end
+      it), and every read or insert of escalations;
     * :meth:`~.coordinators.CoordinatorsSql.flush`, at the end of the transaction, with the
       events and the revision.
 
@@ -66,6 +99,10 @@ class SqlTxBase:
         # Held-back updates by id (the latest record of each), written by write_held_back.
         self._pending_items: dict[str, Item] = {}
         self._pending_attempts: dict[str, Attempt] = {}
+        # Held-back lane turns (lane id -> turn) and escalation resolutions ((coordinator id,
+        # item id) -> when), written by write_held_back or with the flush.
+        self._pending_turns: dict[str, int] = {}
+        self._pending_resolutions: dict[tuple[str, str], datetime] = {}
         # The platform switch as read with the coordinator's lock (None: not read yet).
         self._platform_switch: bool | None = None
         self.locked_credentials_epoch: int | None = None
@@ -83,6 +120,22 @@ class SqlTxBase:
         if self._pending_attempts:
             attempts, self._pending_attempts = list(self._pending_attempts.values()), {}
             await self._update_each(ATTEMPTS, "lease_id", attempts)
+        if self._pending_turns:
+            turns, self._pending_turns = self._pending_turns, {}
+            by_turn: dict[int, list[str]] = {}
+            for lane_id, turn in sorted(turns.items()):
+                by_turn.setdefault(turn, []).append(lane_id)
+            for turn, lane_ids in by_turn.items():
+                params = {"lane_ids": lane_ids, "turn": turn}
+                await self.conn.execute(lane_sql.MARK_LANES_SERVED, params)
+        if self._pending_resolutions:
+            resolutions, self._pending_resolutions = self._pending_resolutions, {}
+            by_when: dict[tuple[str, datetime], list[str]] = {}
+            for (coordinator_id, item_id), when in sorted(resolutions.items()):
+                by_when.setdefault((coordinator_id, when), []).append(item_id)
+            for (coordinator_id, when), item_ids in by_when.items():
+                params = {"b_coordinator_id": coordinator_id, "item_ids": item_ids, "when": when}
+                await self.conn.execute(follow_up_sql.RESOLVE_ESCALATIONS, params)
 
     async def _rows(self, stmt: Executable, params: _Params = None) -> Sequence[Row[Any]]:
         """The rows ``stmt`` returns with ``params``."""
@@ -113,7 +166,7 @@ class SqlTxBase:
         the held-back changes are not written first."""
         pending = held_back.get(record_id)
         if pending is not None:
-            return copy.copy(pending)
+            return copied(pending)
         return await self._get(rows, by_id, {"id": record_id})
 
     async def _release_holds(self, ended: Sequence[Attempt]) -> None:
@@ -158,10 +211,10 @@ class SqlTxBase:
     async def _write_together(
         self, events: Sequence[Event], revision: tuple[str, int] | None
     ) -> None:
-        """PostgreSQL: the held-back item and attempt updates, ``events`` and the coordinator's
-        new ``revision`` in ONE statement (one round trip): each an ``unnest`` in a ``WITH``
-        of the revision's ``UPDATE`` (``bulk.with_all``). Parts with nothing to write are left
-        out."""
+        """PostgreSQL: the held-back item and attempt updates, lane turns and escalation
+        resolutions, ``events`` and the coordinator's new ``revision`` in ONE statement (one
+        round trip): each an ``unnest`` in a ``WITH`` of the revision's ``UPDATE``
+        (``bulk.with_all``). Parts with nothing to write are left out."""
         dialect = self.conn.dialect
         parts: list[tuple[bulk.Unnest, list[dict[str, Any]]]] = []
         start = 1
@@ -174,10 +227,23 @@ class SqlTxBase:
             updates.append(
                 (ATTEMPTS.table, "lease_id", _keyed_params(ATTEMPTS, "lease_id", attempts))
             )
+        turns, self._pending_turns = self._pending_turns, {}
+        if turns:
+            served = [{"b_lane_id": i, "served_turn": n} for i, n in sorted(turns.items())]
+            updates.append((t.lanes, "lane_id", served))
         for table, key, params in updates:
             columns = tuple(name for name in params[0] if name != f"b_{key}")
             part = bulk.unnest_update(table, key, columns, dialect, start)
             parts.append((part, params))
+            start += len(part[1])
+        resolutions, self._pending_resolutions = self._pending_resolutions, {}
+        if resolutions:
+            resolved = [
+                {"b_coordinator_id": c, "b_item_id": i, "resolve_time": when}
+                for (c, i), when in sorted(resolutions.items())
+            ]
+            part = bulk.unnest_resolve_escalations(t.escalations, dialect, start)
+            parts.append((part, resolved))
             start += len(part[1])
         if events:
             params = [EVENTS.values(e) for e in events]

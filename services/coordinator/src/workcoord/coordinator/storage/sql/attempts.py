@@ -4,14 +4,13 @@ Statements: :mod:`.statements.attempts`."""
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Sequence
 
 from workcoord.coordinator.domain.model import Attempt, Item, ItemState
 
 from ..records import hold_keys
-from ._base import SqlTxBase
+from ._base import SqlTxBase, copied
 from .rows import ATTEMPTS, ITEMS, LANES
 from .statements import attempts as sql
 from .statements import items as item_sql
@@ -31,7 +30,7 @@ class AttemptsSql(SqlTxBase):
             item = await self._held_back_or_stored(
                 self._pending_items, ITEMS, item_sql.GET_ITEM, attempt.item_id
             )
-            return copy.copy(attempt), item
+            return copied(attempt), item
         # With the item's lane and its other items' states: a Complete needs them next.
         read = sql.ATTEMPT_WITH_LANE_FOR_UPDATE if self.lock_attempts else sql.ATTEMPT_WITH_LANE
         row = await self._one(read.of(self.dialect), {"lease_id": lease_id})
@@ -40,7 +39,7 @@ class AttemptsSql(SqlTxBase):
         found = ATTEMPTS.load(row)
         pending = self._pending_items.get(found.item_id)
         if pending is not None:
-            return found, copy.copy(pending)
+            return found, copied(pending)
         if row[ATTEMPTS.width] is None:  # no item row (its first column, the item id)
             return found, None
         item = ITEMS.load(row, ATTEMPTS.width)
@@ -70,7 +69,7 @@ class AttemptsSql(SqlTxBase):
                 attempt = ATTEMPTS.load(row)
                 pending = self._pending_items.get(attempt.item_id)
                 if pending is not None:
-                    item: Item | None = copy.copy(pending)
+                    item: Item | None = copied(pending)
                 elif row[ATTEMPTS.width] is None:  # no item row
                     item = None
                 else:
@@ -144,5 +143,5 @@ class AttemptsSql(SqlTxBase):
         release their holds at once (``RELEASE_HOLDS``)."""
         for attempt in attempts:
             # A copy: the record as it is now is what gets written (see write_held_back).
-            self._pending_attempts[attempt.lease_id] = copy.copy(attempt)
+            self._pending_attempts[attempt.lease_id] = copied(attempt)
         await self._release_holds([a for a in attempts if a.status.value not in sql.LIVE])

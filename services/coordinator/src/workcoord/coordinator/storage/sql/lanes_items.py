@@ -5,14 +5,13 @@ Statements: :mod:`.statements.lanes` and :mod:`.statements.items`."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from datetime import datetime
 
 from workcoord.coordinator.domain.model import Blocker, Item, ItemState, Lane, LaneState, Ticket
 from workcoord.coordinator.domain.ports import ClaimPage, ClaimScan, LaneCursor
 
-from ._base import SqlTxBase
+from ._base import SqlTxBase, copied
 from .rows import BLOCKERS, ITEMS, LANES, TICKETS
 from .statements import items as item_sql
 from .statements import lanes as sql
@@ -102,7 +101,7 @@ class LanesItemsSql(SqlTxBase):
             # Read with the attempt (attempt_with_item), and only that item changed since.
             lane, others, item_id = read
             state = pending[item_id].state
-            return copy.copy(lane), {**others, state: others.get(state, 0) + 1}
+            return copied(lane), {**others, state: others.get(state, 0) + 1}
         params = {"lane_id": lane_id, "pending": list(pending)}
         rows = await self._rows(sql.LANE_WITH_STATE_COUNTS, params)
         if not rows:
@@ -137,7 +136,7 @@ class LanesItemsSql(SqlTxBase):
         """Hold the items' updates back (see :class:`SqlTxBase`)."""
         for item in items:
             # A copy: the record as it is now is what gets written (see write_held_back).
-            self._pending_items[item.item_id] = copy.copy(item)
+            self._pending_items[item.item_id] = copied(item)
             read = self._lane_counts.get(item.lane_id)
             if read is not None and read[2] != item.item_id:
                 del self._lane_counts[item.lane_id]  # another item of the lane changed
@@ -168,9 +167,10 @@ class LanesItemsSql(SqlTxBase):
         return ClaimPage(items, (last.priority, int(rows[-1][ITEMS.width]), last.seq))
 
     async def mark_lanes_served(self, lane_ids: Sequence[str], turn: int) -> None:
-        if lane_ids:
-            params = {"lane_ids": list(lane_ids), "turn": turn}
-            await self.conn.execute(sql.MARK_LANES_SERVED, params)
+        """Held back (see :class:`SqlTxBase`): written by the next ``write_held_back`` (the
+        claim's scan calls it) or with the flush."""
+        for lane_id in lane_ids:
+            self._pending_turns[lane_id] = turn
 
     async def has_ready(
         self, coordinator_id: str, worker_classes: tuple[str, ...], now: datetime

@@ -167,6 +167,7 @@ class _JsonObject:
     def __init__(self, record: type[Any]) -> None:
         self.record = record
         self.codecs = tuple(_field_codecs(record).items())
+        self.known = frozenset(name for name, _ in self.codecs)
 
     def encode(self, value: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -178,7 +179,8 @@ class _JsonObject:
 
     def decode(self, data: Mapping[str, Any] | None) -> Any:
         data = data or {}
-        _refuse_unknown(self.record.__name__, data, {name for name, _ in self.codecs})
+        if not self.known.issuperset(data):  # checked once per row read: keep it cheap
+            _refuse_unknown(self.record.__name__, data, set(self.known))
         return self.record(
             **{name: _decode(codec, data[name]) for name, codec in self.codecs if name in data}
         )
@@ -219,6 +221,7 @@ class RowMap(Generic[_R]):
             (column, tuple((name, codecs[name]) for name in names))
             for column, names in packed.items()
         )
+        self._pack_names = {column: frozenset(names) for column, names in packed.items()}
         self._column_names = tuple(table.c.keys())
         self._codecs = {n: c for n, c in columns}
         self._store_columns = tuple(store_columns)
@@ -267,7 +270,9 @@ class RowMap(Generic[_R]):
             kwargs[name] = decode(kwargs[name])
         for column, members in self._packs:
             data = kwargs.pop(column) or {}
-            _refuse_unknown(f"{self.table.name}.{column}", data, {name for name, _ in members})
+            known = self._pack_names[column]
+            if not known.issuperset(data):
+                _refuse_unknown(f"{self.table.name}.{column}", data, set(known))
             for name, codec in members:
                 if name in data:
                     kwargs[name] = _decode(codec, data[name])

@@ -4,7 +4,7 @@ Inputs and checkpoints are private and never leave through here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from google.protobuf import json_format
@@ -198,15 +198,35 @@ def lane_edit_from_pb(lane: lane_pb2.Lane, paths: Sequence[str]) -> LaneEdit:
     return LaneEdit(**values)
 
 
+# Run identities already converted, by their stored document's (sorted, typed) items: a worker
+# loop's leases share one, and a batch's answer would otherwise convert it once per entry.
+_RUN_IDENTITIES: dict[tuple[tuple[str, type, Any], ...], lane_pb2.RunIdentity] = {}
+_RUN_IDENTITIES_MAX = 1024
+
+
+def _run_identity_pb(stored: Mapping[str, Any]) -> lane_pb2.RunIdentity:
+    """The message of a stored run identity; converted once per distinct document (the
+    message is only ever copied into the attempt's, never changed)."""
+    key = tuple(sorted((name, type(value), value) for name, value in stored.items()))
+    try:
+        found = _RUN_IDENTITIES.get(key)
+    except TypeError:  # a value that is not hashable: not a valid run identity anyway
+        return run_identity_to_pb(RunIdentity.from_json(stored))
+    if found is None:
+        found = run_identity_to_pb(RunIdentity.from_json(stored))  # an unreadable one raises
+        if len(_RUN_IDENTITIES) >= _RUN_IDENTITIES_MAX:
+            _RUN_IDENTITIES.clear()
+        _RUN_IDENTITIES[key] = found
+    return found
+
+
 def attempt_to_pb(a: Attempt, bodies: bool | None = None) -> lane_pb2.Attempt:
     """An attempt as readers see it: never its token; its checkpoint body only when
     ``bodies`` (``auth.may_read_bodies``), a marker that there is one when ``bodies`` is False,
     neither when it is None (views)."""
     out = _ATTEMPT(
         a,
-        run_identity=run_identity_to_pb(RunIdentity.from_json(a.run_identity))
-        if a.run_identity
-        else None,
+        run_identity=_run_identity_pb(a.run_identity) if a.run_identity else None,
         error=failure_to_pb(Failure.from_json(a.error)) if a.error else None,
         usage=usage_to_pb(Usage.from_json(a.usage)) if a.usage else None,
     )

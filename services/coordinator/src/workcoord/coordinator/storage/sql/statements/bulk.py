@@ -90,6 +90,25 @@ def unnest_insert(table: Table, columns: tuple[str, ...], dialect: Dialect, star
     return found
 
 
+def unnest_resolve_escalations(table: Table, dialect: Dialect, start: int) -> Unnest:
+    """``UPDATE escalations … FROM unnest(…)``: close the open escalations of the (coordinator,
+    item) pairs in the arrays ``b_coordinator_id`` and ``b_item_id``, each at its
+    ``resolve_time`` (what ``follow_ups:RESOLVE_ESCALATIONS`` does for one coordinator)."""
+    memo = ("resolve", table.name, (), start)
+    found = _UNNESTS.get(memo)
+    if found is None:
+        names = ("b_coordinator_id", "b_item_id", "resolve_time")
+        columns = ("coordinator_id", "item_id", "resolve_time")
+        source, processors = _arrays(table, names, columns, dialect, start)
+        sql = (
+            f'UPDATE {table.name} AS t SET "open" = false, "resolve_time" = u."resolve_time" '  # noqa: S608
+            f'FROM {source} WHERE t."coordinator_id" = u."b_coordinator_id" '
+            'AND t."item_id" = u."b_item_id" AND t."open" IS true'
+        )
+        found = _UNNESTS[memo] = (sql, processors)
+    return found
+
+
 def set_revision(start: int) -> str:
     """``UPDATE work_coordinators SET revision``, its two parameters numbered from ``start``
     (the new revision, the coordinator id): the last part of a flush's ``WITH``."""
