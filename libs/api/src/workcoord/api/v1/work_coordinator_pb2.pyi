@@ -182,6 +182,7 @@ class Gate(_message.Message):
         STOPPED: _ClassVar[Gate.Kind]
         FENCED: _ClassVar[Gate.Kind]
         POLICY: _ClassVar[Gate.Kind]
+        BUDGET: _ClassVar[Gate.Kind]
     KIND_UNSPECIFIED: Gate.Kind
     DISABLED: Gate.Kind
     PAUSED: Gate.Kind
@@ -196,6 +197,7 @@ class Gate(_message.Message):
     STOPPED: Gate.Kind
     FENCED: Gate.Kind
     POLICY: Gate.Kind
+    BUDGET: Gate.Kind
     GATE_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     SINCE_FIELD_NUMBER: _ClassVar[int]
