@@ -23,7 +23,11 @@ DOLLAR = 1_000_000
 
 
 def _fence(stack: Stack, lease: worker_pb2.Lease) -> dict[str, Any]:
-    return {"coordinator_id": stack.cid, "lease_id": lease.lease_id, "lease_token": lease.lease_token}
+    return {
+        "coordinator_id": stack.cid,
+        "lease_id": lease.lease_id,
+        "lease_token": lease.lease_token,
+    }
 
 
 async def _beat(stack: Stack, lease: worker_pb2.Lease, cost: int) -> worker_pb2.HeartbeatResponse:
