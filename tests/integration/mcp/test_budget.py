@@ -8,6 +8,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.support.harness import Stack
 from tests.support.mcp_agents import HTTP, STDIO
 
 from .conftest import McpWorld
@@ -78,9 +79,9 @@ async def test_an_agent_is_stopped_by_its_lanes_budget_and_reads_it(
         assert again["leases"][0]["item"]["laneId"] == lane_id
 
 
-def _ask(stack: object, transport: str) -> dict[str, object]:
+def _ask(stack: Stack, transport: str) -> dict[str, object]:
     return {
-        "coordinatorId": getattr(stack, "cid"),
+        "coordinatorId": stack.cid,
         "workerId": f"agent-budget-{transport}",
         "workerClass": "machine",
         "maxItems": 1,
