@@ -39,8 +39,8 @@ async def test_an_agent_is_stopped_by_its_lanes_budget_and_reads_it(
             "BUDGET_EXHAUSTED",
         ]
         # An answer with a stop starts with words saying what to do.
-        again = await agent.call("heartbeat", fenced(stack, lease))
-        assert getattr(again.content[0], "text", "").startswith("STOP BUDGET_EXHAUSTED")
+        stopped = await agent.call("heartbeat", fenced(stack, lease))
+        assert getattr(stopped.content[0], "text", "").startswith("STOP BUDGET_EXHAUSTED")
         budget = await agent.ok("budget", {"coordinatorId": stack.cid, "laneId": lane_id})
         assert budget["lane"]["spent"] is True
         assert budget["lane"]["costUsedMicros"] == "1200000"
