@@ -9,17 +9,29 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from google.protobuf import field_mask_pb2
 
 from tests.support.harness import Stack, event_type, expect_error, task
+from tests.support.invariants import check_invariants
 from workcoord.api.v1 import lane_pb2, work_coordinator_pb2, worker_pb2
 from workcoord.kit.errors import PermissionDenied
 
 WC = work_coordinator_pb2
 STOP = worker_pb2.Stop
 DOLLAR = 1_000_000
+
+
+@pytest.fixture(autouse=True)
+async def _invariants_hold(stack: Stack) -> AsyncIterator[None]:
+    """After every test: the stored invariants hold, (7) included: nothing of a spent budget's
+    work was leased after the spend was committed."""
+    yield
+    async with stack.running.store.read() as reader:
+        assert await check_invariants(reader, stack.cid) == []
 
 
 def _fence(stack: Stack, lease: worker_pb2.Lease) -> dict[str, Any]:
@@ -183,3 +195,33 @@ async def test_the_day_budget_holds_all_work_and_get_budget_reads_used_and_left(
         )
     )
     assert len(await stack.lease(worker_id="machine-2")) == 1
+
+
+async def test_leases_racing_the_spend_never_take_a_spent_budgets_work(stack: Stack) -> None:
+    """Heartbeats that spend the lane's budget and claims of its other items, concurrently:
+    whichever commits first, no claim after the spend's commit grants its work (invariant 7,
+    checked after the test)."""
+    lane = lane_pb2.Lane(
+        title="race", template=lane_pb2.Lane.CUSTOM, items=[task(f"i{n}") for n in range(8)]
+    )
+    lane.budget.cost_micros = DOLLAR
+    await stack.worker.lanes.CreateLane(
+        lane_pb2.CreateLaneRequest(coordinator_id=stack.cid, lane=lane)
+    )
+    first = await stack.lease_and_start(worker_id="machine-0")
+
+    async def spend() -> None:
+        for cost in range(200_000, 1_400_001, 200_000):
+            await _beat(stack, first, cost)
+
+    async def claim(n: int) -> int:
+        granted = 0
+        for _ in range(4):
+            granted += len(await stack.lease(worker_id=f"machine-{n}"))
+        return granted
+
+    results = await asyncio.gather(spend(), *(claim(n) for n in range(1, 4)))
+    assert sum(r for r in results if isinstance(r, int)) <= 1  # capacity 2: one more at most
+    answer = await _beat(stack, first, 1_400_000)
+    assert answer.stop.reason == STOP.BUDGET_EXHAUSTED
+    assert await stack.lease(worker_id="machine-9") == []
