@@ -225,3 +225,21 @@ async def test_leases_racing_the_spend_never_take_a_spent_budgets_work(stack: St
     answer = await _beat(stack, first, 1_400_000)
     assert answer.stop.reason == STOP.BUDGET_EXHAUSTED
     assert await stack.lease(worker_id="machine-9") == []
+
+
+async def test_a_stopped_attempt_that_never_comes_back_ends_released_by_recovery(
+    stack: Stack,
+) -> None:
+    await _budget_lane(stack, DOLLAR)
+    lease = await stack.lease_and_start(lease_seconds=30)
+    stopped = await _beat(stack, lease, DOLLAR)
+    assert stopped.stop.reason == STOP.BUDGET_EXHAUSTED
+    stack.clock.advance(31)  # the worker never releases: its lease runs out
+    report = await stack.maintain()
+    assert report.report.expired_attempts == 1
+    item = await stack.get_item(lease.item)
+    assert item.state == lane_pb2.Item.QUEUED and item.attempt_count == 0
+    assert not item.HasField("not_before")  # no backoff: it waits behind the budget gate
+    [ended] = item.attempts
+    assert ended.status == lane_pb2.Attempt.RELEASED and not ended.counted
+    assert await stack.lease() == []
