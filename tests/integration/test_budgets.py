@@ -243,3 +243,62 @@ async def test_a_stopped_attempt_that_never_comes_back_ends_released_by_recovery
     [ended] = item.attempts
     assert ended.status == lane_pb2.Attempt.RELEASED and not ended.counted
     assert await stack.lease() == []
+
+
+async def test_a_batched_heartbeat_and_a_complete_count_the_spend_too(stack: Stack) -> None:
+    """Two attempts of one budgeted lane, heartbeated in one BatchHeartbeat: the spend of both
+    entries is counted together (0.60 $ + 0.60 $ spends the dollar), each entry keeps its own
+    stop; a Complete that carries the final usage raises no second exhaustion."""
+    lane = lane_pb2.Lane(title="batch", template=lane_pb2.Lane.CUSTOM, items=[task("a"), task("b")])
+    lane.budget.cost_micros = DOLLAR
+    await stack.worker.lanes.CreateLane(
+        lane_pb2.CreateLaneRequest(coordinator_id=stack.cid, lane=lane)
+    )
+    one, two = await stack.lease(max_items=2)
+    for lease in (one, two):
+        await stack.start(lease)
+    answer = await stack.worker.workers.BatchHeartbeat(
+        worker_pb2.BatchHeartbeatRequest(
+            coordinator_id=stack.cid,
+            requests=[
+                worker_pb2.HeartbeatRequest(
+                    **_fence(stack, lease), usage=lane_pb2.Usage(cost_micros=600_000)
+                )
+                for lease in (one, two)
+            ],
+        )
+    )
+    first, second = answer.results
+    assert not first.HasField("stop")  # 0.60 $: the warning, not yet spent
+    assert second.stop.reason == STOP.BUDGET_EXHAUSTED  # 1.20 $
+    types = [event_type(e) for e in await stack.events()]
+    assert types.count("BUDGET_WARNING") == 1 and types.count("BUDGET_EXHAUSTED") == 1
+    done = await stack.worker.workers.Complete(
+        worker_pb2.CompleteRequest(
+            **_fence(stack, one),
+            evidence=lane_pb2.Evidence(summary="ok"),
+            usage=lane_pb2.Usage(cost_micros=700_000),
+        )
+    )
+    assert done.attempt.status == lane_pb2.Attempt.COMPLETED
+    types = [event_type(e) for e in await stack.events()]
+    assert types.count("BUDGET_EXHAUSTED") == 1
+    budget = await stack.worker.coordinators.GetBudget(
+        WC.GetBudgetRequest(coordinator_id=stack.cid, lane_id=one.item.lane_id)
+    )
+    assert budget.lane.cost_used_micros == 1_300_000 and budget.lane.spent
+
+
+async def test_a_complete_that_spends_the_budget_raises_the_exhaustion(stack: Stack) -> None:
+    await _budget_lane(stack, DOLLAR)
+    lease = await stack.lease_and_start()
+    await stack.worker.workers.Complete(
+        worker_pb2.CompleteRequest(
+            **_fence(stack, lease),
+            evidence=lane_pb2.Evidence(summary="ok"),
+            usage=lane_pb2.Usage(cost_micros=DOLLAR),
+        )
+    )
+    types = [event_type(e) for e in await stack.events()]
+    assert "BUDGET_WARNING" in types and "BUDGET_EXHAUSTED" in types
+    assert len(await _actions(stack)) == 1
