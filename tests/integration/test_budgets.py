@@ -108,6 +108,11 @@ async def test_a_spent_lane_budget_stops_the_attempt_and_raising_it_lets_the_nex
     assert released.status == lane_pb2.Attempt.RELEASED and not released.counted
     item = await stack.get_item(lease.item)
     assert item.state == lane_pb2.Item.QUEUED and item.attempt_count == 0
+    assert item.next_action == "wait: budget"  # the label reads the gate too
+    got = await stack.admin.lanes.GetLane(
+        lane_pb2.GetLaneRequest(coordinator_id=stack.cid, lane_id=lane.lane_id)
+    )
+    assert got.lane.items[0].next_action == "wait: budget"
 
     # Held by the budget gate: no lease, and why says which budget, used / limit.
     assert await stack.lease() == []

@@ -11,7 +11,7 @@ after the spend was committed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from .. import usage
@@ -24,6 +24,7 @@ from ..budgets import (
     spent,
     warnings_crossed,
 )
+from ..leasability import Surroundings
 from ..model import (
     Coordinator,
     EventType,
@@ -45,6 +46,7 @@ __all__ = [
     "read_book",
     "resolve_raised",
     "spend_of",
+    "with_budget",
 ]
 
 #: The pending action a spent budget opens for the digest owner.
@@ -228,3 +230,18 @@ async def limit_changed(
     if reopened:
         await resolve_raised(tx, cid, lane_id)
     return events, reopened
+
+
+async def with_budget(
+    reader: Reader, coordinator: Coordinator, around: Surroundings, lane_ids: Iterable[str]
+) -> dict[str, Surroundings]:
+    """``around`` per lane with the budget gate read (a spent budget closes it), for the
+    next-action labels; ``around`` itself for every lane when no budget is in force."""
+    wanted = sorted(set(lane_ids))
+    if not in_force(coordinator):
+        return dict.fromkeys(wanted, around)
+    book = await read_book(reader, coordinator, wanted, around.now)
+    return {
+        lane_id: replace(around, budget_spent=book.spent_for(lane_id) is not None)
+        for lane_id in wanted
+    }

@@ -204,7 +204,9 @@ class LaneService(Transitions):
             coordinator = await self.core.coordinator_for(reader, principal, coordinator_id)
             lane = await self.core.lane_in(reader, coordinator_id, lane_id)
             detail = await self.core.lane_detail(reader, lane, with_attempts=True)
-            detail.surroundings = await self.core.surroundings(reader, coordinator)
+            around = await self.core.surroundings(reader, coordinator)
+            labels = await budgeting.with_budget(reader, coordinator, around, [lane_id])
+            detail.surroundings = labels[lane_id]
             detail.usage = await usage.lane_usage(reader, lane, detail.items)
             detail.bodies = auth.may_read_bodies(principal, coordinator)
             return detail
@@ -219,8 +221,10 @@ class LaneService(Transitions):
             coordinator = await self.core.coordinator_for(reader, principal, coordinator_id)
             page = await self.core.lane_page(reader, coordinator_id, state, request, after)
             around = await self.core.surroundings(reader, coordinator)
+            lane_ids = [d.lane.lane_id for d in page.items]
+            labels = await budgeting.with_budget(reader, coordinator, around, lane_ids)
         for detail in page.items:
-            detail.surroundings = around
+            detail.surroundings = labels[detail.lane.lane_id]
         return page
 
     async def get_item(self, principal: Principal, input: GetItemInput) -> ItemDetail:
@@ -234,10 +238,12 @@ class LaneService(Transitions):
             spent = await reader.usage_totals(
                 input.coordinator_id, UsageScope.ITEM, "", [input.item_id]
             )
+            around = await self.core.surroundings(reader, coordinator)
+            labels = await budgeting.with_budget(reader, coordinator, around, [item.lane_id])
             return ItemDetail(
                 item=item,
                 attempts=attempts,
-                surroundings=await self.core.surroundings(reader, coordinator),
+                surroundings=labels[item.lane_id],
                 usage=spent[0] if spent else None,
                 bodies=auth.may_read_bodies(principal, coordinator),
             )
