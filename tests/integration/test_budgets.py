@@ -170,6 +170,15 @@ async def test_the_day_budget_holds_all_work_and_get_budget_reads_used_and_left(
     assert answer.stop.reason == STOP.BUDGET_EXHAUSTED
     assert "work coordinator's day budget is spent" in answer.stop.message
     assert await stack.lease() == []  # the other item waits too
+    # The day budget's action belongs to no lane: the reads that list actions still answer.
+    [action] = await _actions(stack)
+    assert action.lane_id == ""
+    day = stack.clock.now().date().isoformat()
+    digest = await stack.admin.coordinators.GetDigest(
+        WC.GetDigestRequest(coordinator_id=stack.cid, day=day)
+    )
+    assert digest.digest.day == day
+    await stack.admin.coordinators.GetView(WC.GetViewRequest(coordinator_id=stack.cid))
 
     budget = await stack.worker.coordinators.GetBudget(
         WC.GetBudgetRequest(coordinator_id=stack.cid, lane_id=lease.item.lane_id)
