@@ -173,11 +173,11 @@ async def test_the_day_budget_holds_all_work_and_get_budget_reads_used_and_left(
     # The day budget's action belongs to no lane: the reads that list actions still answer.
     [action] = await _actions(stack)
     assert action.lane_id == ""
-    day = stack.clock.now().date().isoformat()
+    today = stack.clock.now().date().isoformat()
     digest = await stack.admin.coordinators.GetDigest(
-        WC.GetDigestRequest(coordinator_id=stack.cid, day=day)
+        WC.GetDigestRequest(coordinator_id=stack.cid, day=today)
     )
-    assert digest.digest.day == day
+    assert digest.digest.day == today
     await stack.admin.coordinators.GetView(WC.GetViewRequest(coordinator_id=stack.cid))
 
     budget = await stack.worker.coordinators.GetBudget(
