@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from google.protobuf import field_mask_pb2
 
-from tests.support.harness import Stack, event_type, expect_error, task
+from tests.support.harness import Stack, event_type, expect_error, task, violated_fields
 from tests.support.invariants import check_invariants
 from workcoord.api.v1 import lane_pb2, work_coordinator_pb2, worker_pb2
-from workcoord.kit.errors import PermissionDenied
+from workcoord.kit.errors import InvalidArgument, PermissionDenied
 
 WC = work_coordinator_pb2
 STOP = worker_pb2.Stop
@@ -316,3 +316,28 @@ async def test_a_complete_that_spends_the_budget_raises_the_exhaustion(stack: St
     types = [event_type(e) for e in await stack.events()]
     assert "BUDGET_WARNING" in types and "BUDGET_EXHAUSTED" in types
     assert len(await _actions(stack)) == 1
+
+
+async def test_a_bad_budget_is_an_invalid_argument_naming_the_field(stack: Stack) -> None:
+    lane = lane_pb2.Lane(title="bad", template=lane_pb2.Lane.CUSTOM, items=[task("a")])
+    lane.budget.cost_micros = -1
+    error = await expect_error(
+        stack.worker.lanes.CreateLane(
+            lane_pb2.CreateLaneRequest(coordinator_id=stack.cid, lane=lane)
+        ),
+        InvalidArgument,
+    )
+    assert violated_fields(error) == {"lane.budget.cost_micros"}
+    error = await expect_error(
+        stack.admin.coordinators.UpdateWorkCoordinator(
+            WC.UpdateWorkCoordinatorRequest(
+                coordinator_id=stack.cid,
+                work_coordinator=WC.WorkCoordinator(budget=lane_pb2.DayBudget(daily_tokens=10**13)),
+                update_mask=field_mask_pb2.FieldMask(paths=["budget.daily_tokens"]),
+            )
+        ),
+        InvalidArgument,
+    )
+    assert violated_fields(error) == {"work_coordinator.budget.daily_tokens"}
+    lanes = await stack.admin.lanes.ListLanes(lane_pb2.ListLanesRequest(coordinator_id=stack.cid))
+    assert list(lanes.lanes) == []  # nothing was written
