@@ -253,6 +253,9 @@ BUILDERS: dict[str, Builder] = {
     "WorkCoordinatorService/ListEvents": _static(
         lambda w, c: W.ListEventsRequest(coordinator_id=w.child)
     ),
+    "WorkCoordinatorService/GetBudget": _static(
+        lambda w, c: W.GetBudgetRequest(coordinator_id=w.child)
+    ),
     "WorkCoordinatorService/GetUsage": _static(
         lambda w, c: W.GetUsageRequest(coordinator_id=w.child, group_by=W.GetUsageRequest.LANE)
     ),

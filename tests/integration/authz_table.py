@@ -105,6 +105,7 @@ EXPECTED: dict[str, str] = {
     "WorkCoordinatorService/ListEvents": READ,
     "WorkCoordinatorService/GetDigest": READ,
     "WorkCoordinatorService/GetUsage": READ,
+    "WorkCoordinatorService/GetBudget": READ,
     "WorkCoordinatorService/ListPendingActions": READ,
     "WorkCoordinatorService/ResolvePendingAction": "nnNDDDDNUUNNDU",
     "WorkCoordinatorService/CreateGrant": CONFIGURE,

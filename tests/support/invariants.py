@@ -17,7 +17,11 @@ The invariants, numbered as in the comments below:
 4. every item is terminal or held in a named state, its ``current_lease_id`` matches its live
    attempt, a WAITING item has an unmet dependency, and lane states agree with items;
 5. revisions are gap-free from 1 and end at the coordinator's revision;
-6. events never carry lease token hashes or the given private values.
+6. events never carry lease token hashes or the given private values;
+7. no attempt of a spent budget was leased after the spend was committed: after a
+   BUDGET_EXHAUSTED event no ITEM_LEASED of the work it covers (the lane's; for the day
+   budget every lane's, that UTC day) until a human changes that budget (replayed from the
+   event log by :func:`replay_budgets`).
 
 Also checked: ``attempt_count`` equals the attempts that count against the retry budget.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC
 from typing import Any
 
 from workcoord.coordinator.domain.model import (
@@ -45,6 +50,7 @@ __all__ = [
     "CapacitySchedule",
     "check_invariants",
     "load_events",
+    "replay_budgets",
     "replay_capacity",
 ]
 
@@ -173,6 +179,8 @@ async def check_invariants(
             out.append(f"class {cls!r} has {len(held)} live attempts, capacity {cap}")
     schedule = capacity_history if capacity_history is not None else [(last_change, capacities)]
     out.extend(replay_capacity(events, schedule))
+    # (7) budgets: nothing leased of a spent budget's work until it is changed.
+    out.extend(replay_budgets(events))
 
     # (4) items: terminal or in a named state, consistent with their attempts.
     attempts_by_item: dict[str, list[Attempt]] = {}
@@ -325,6 +333,44 @@ def replay_capacity(
         elif e.type == EventType.ITEM_CANCELLED and e.item_id in item_lease:
             end(item_lease[e.item_id])
     return out
+
+
+def replay_budgets(events: Sequence[Event]) -> list[str]:
+    """Every ITEM_LEASED of work a spent budget covered when it was committed: a lane's after
+    its BUDGET_EXHAUSTED (until a LANE_UPDATED changes its budget), any lane's after the day
+    budget's BUDGET_EXHAUSTED on the same UTC day (until a COORDINATOR_UPDATED changes it).
+    A change that leaves a budget spent emits no new exhaustion, so it is taken as a reopening:
+    the replay never reports a lease it cannot prove wrong."""
+    out: list[str] = []
+    spent_lanes: dict[str, int] = {}  # lane -> revision of its BUDGET_EXHAUSTED
+    spent_day: tuple[int, str] | None = None  # (revision, UTC day) of the day budget's
+    for e in events:
+        changed = e.data.get("fields", []) if isinstance(e.data, dict) else []
+        if e.type == EventType.BUDGET_EXHAUSTED:
+            if e.lane_id:
+                spent_lanes[e.lane_id] = e.revision
+            else:
+                spent_day = (e.revision, _day(e))
+        elif e.type == EventType.LANE_UPDATED and "budget" in changed:
+            spent_lanes.pop(e.lane_id, None)
+        elif e.type == EventType.COORDINATOR_UPDATED and "budget" in changed:
+            spent_day = None
+        elif e.type == EventType.ITEM_LEASED:
+            if e.lane_id in spent_lanes:
+                out.append(
+                    f"lease {e.lease_id} at revision {e.revision} of lane {e.lane_id}, whose "
+                    f"budget was spent at revision {spent_lanes[e.lane_id]}"
+                )
+            if spent_day is not None and _day(e) == spent_day[1]:
+                out.append(
+                    f"lease {e.lease_id} at revision {e.revision} after the day budget was "
+                    f"spent at revision {spent_day[0]}"
+                )
+    return out
+
+
+def _day(event: Event) -> str:
+    return event.time.astimezone(UTC).date().isoformat()
 
 
 def _first(entry: tuple[int, Mapping[str, int]]) -> int:

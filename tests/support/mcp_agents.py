@@ -93,7 +93,8 @@ class Agent:
 
 
 def _text(result: CallToolResult) -> str:
-    (content,) = result.content
+    """The JSON text block: the only one, or the last after a stop's words (``STOP …``)."""
+    content = result.content[-1]
     text = getattr(content, "text", None)
     assert isinstance(text, str)
     return text

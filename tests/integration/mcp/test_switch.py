@@ -50,6 +50,7 @@ ARGUMENTS: dict[str, Arguments] = {
         "coordinatorId": stack.cid,
         "lane": one_task_lane("while off"),
     },
+    "budget": lambda stack, lease: {"coordinatorId": stack.cid, "laneId": lease["item"]["laneId"]},
 }
 
 

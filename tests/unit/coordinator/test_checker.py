@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from tests.support.invariants import check_invariants, replay_capacity
+from tests.support.invariants import check_invariants, replay_budgets, replay_capacity
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.inputs import CreateLaneInput, LeaseInput
 from workcoord.coordinator.domain.model import (
@@ -161,3 +161,19 @@ def test_replay_capacity_reports_overflow_and_double_leases() -> None:
         _event(5, EventType.ITEM_LEASED, "i1", "l9"),
     ]
     assert replay_capacity(cancelled, {"codex": 1}) == []
+
+
+def test_replay_budgets_reports_a_lease_of_a_spent_budgets_work() -> None:
+    exhausted = _event(2, EventType.BUDGET_EXHAUSTED, scope="lane")
+    leased = _event(3, EventType.ITEM_LEASED, "it_a", "ls_b")
+    [violation] = replay_budgets([exhausted, leased])
+    assert "ls_b" in violation and "revision 2" in violation
+    raised = _event(3, EventType.LANE_UPDATED, fields=["budget"])
+    after = _event(4, EventType.ITEM_LEASED, "it_a", "ls_c")
+    assert replay_budgets([exhausted, raised, after]) == []
+    # The day budget: every lane's work, that UTC day.
+    day = Event("wc", 2, EventType.BUDGET_EXHAUSTED, T0, "", "", "", "test", {})
+    other = Event("wc", 3, EventType.ITEM_LEASED, T0, "ln_other", "it_b", "ls_d", "test", {})
+    assert len(replay_budgets([day, other])) == 1
+    tomorrow = replace(other, time=T0 + timedelta(days=1))
+    assert replay_budgets([day, tomorrow]) == []

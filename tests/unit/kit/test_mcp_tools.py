@@ -40,6 +40,7 @@ def test_the_tools_are_the_contracts_names() -> None:
         "view",
         "why",
         "create_lane",
+        "budget",
     ]
 
 

@@ -10,6 +10,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, TextIO, TypedDict, TypeVar
 
@@ -314,3 +315,19 @@ def parse_bool(text: str) -> bool:
     if lowered in ("false", "no", "off", "0"):
         return False
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def parse_limit(value: str, *, dollars: bool) -> int | None:
+    """A budget limit flag: ``none`` (no limit), dollars (``1.50``, as micro-dollars) or a
+    count of tokens."""
+    if value.strip().lower() == "none":
+        return None
+    try:
+        amount = Decimal(value)
+    except InvalidOperation:
+        raise CliError(f"{value!r}: expected a number or none", EXIT_USAGE) from None
+    scaled = amount * 1_000_000 if dollars else amount
+    if scaled < 0 or scaled != scaled.to_integral_value():
+        unit = "dollars with at most 6 decimals" if dollars else "a whole number of tokens"
+        raise CliError(f"{value!r}: expected {unit}, or none", EXIT_USAGE)
+    return int(scaled)

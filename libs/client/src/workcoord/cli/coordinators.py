@@ -18,6 +18,7 @@ from workcoord.cli.common import (
     enum_names,
     load_message,
     parse_bool,
+    parse_limit,
     request_of,
     set_call,
 )
@@ -129,6 +130,18 @@ def _add_settable(parser: argparse.ArgumentParser) -> None:
         help="a worker class's capacity (repeat for several; on update it replaces the map)",
     )
     parser.add_argument("--parent", dest="parent_id", default=None, help="parent (GLOBAL) id")
+    parser.add_argument(
+        "--daily-cost",
+        default=None,
+        metavar="DOLLARS",
+        help="the day budget's cost limit per UTC day, in dollars (none: no limit)",
+    )
+    parser.add_argument(
+        "--daily-tokens",
+        default=None,
+        metavar="N",
+        help="the day budget's token limit per UTC day (none: no limit)",
+    )
 
 
 def _capacity(pairs: list[str]) -> dict[str, int]:
@@ -157,6 +170,16 @@ def _apply(args: argparse.Namespace, coordinator: WorkCoordinator) -> list[str]:
     if args.parent_id is not None:
         coordinator.parent_coordinator_id = args.parent_id
         changed.append("parent_coordinator_id")
+    if args.daily_cost is not None:
+        cost = parse_limit(args.daily_cost, dollars=True)
+        if cost is not None:
+            coordinator.budget.daily_cost_micros = cost
+        changed.append("budget.daily_cost_micros")
+    if args.daily_tokens is not None:
+        tokens = parse_limit(args.daily_tokens, dollars=False)
+        if tokens is not None:
+            coordinator.budget.daily_tokens = tokens
+        changed.append("budget.daily_tokens")
     if getattr(args, "enabled", None) is not None:
         coordinator.enabled = args.enabled
         changed.append("enabled")

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import argparse
 
+from google.protobuf import field_mask_pb2
+
 from workcoord.api.v1 import lane_pb2
 from workcoord.cli.common import (
+    EXIT_USAGE,
+    CliError,
     add_client_flags,
     add_command_group,
     add_paging_flags,
     enum_names,
     load_message,
+    parse_limit,
     request_of,
     set_call,
 )
@@ -54,9 +59,31 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         lambda c: c.lanes.ListLanes,
     )
 
-    for parser in (create, get, list_):
+    update = sub.add_parser(
+        "update", help="edit a lane: its title, priority or budget (the budget: humans only)"
+    )
+    update.add_argument("lane_id", metavar="LANE_ID")
+    update.add_argument("--title", default=None)
+    update.add_argument("--priority", type=int, default=None)
+    update.add_argument(
+        "--budget-cost",
+        default=None,
+        metavar="DOLLARS",
+        help="the lane's lifetime cost limit in dollars (none: no limit; the budget flags set "
+        "the whole budget)",
+    )
+    update.add_argument(
+        "--budget-tokens",
+        default=None,
+        metavar="N",
+        help="the lane's lifetime token limit (none: no limit)",
+    )
+    update.add_argument("--etag", default="", help="refuse the change if the lane moved since")
+    set_call(update, _update_request, lambda c: c.lanes.UpdateLane)
+
+    for parser in (create, get, list_, update):
         add_output_flag(parser)
-    add_client_flags((create, get, list_), coordinator=True)
+    add_client_flags((create, get, list_, update), coordinator=True)
     register_lane_decisions(sub)
     register_lane_parts(sub)
 
@@ -66,4 +93,35 @@ def _create_request(args: argparse.Namespace) -> lane_pb2.CreateLaneRequest:
         coordinator_id=args.coordinator_id,
         lane=load_message(args.file, lane_pb2.Lane()),
         request_id=args.request_id,
+    )
+
+
+def _update_request(args: argparse.Namespace) -> lane_pb2.UpdateLaneRequest:
+    """The fields given, and an update mask naming them. The budget flags set the lane's whole
+    budget: a limit whose flag is not given is none (give both to keep both)."""
+    lane = lane_pb2.Lane(etag=args.etag)
+    changed: list[str] = []
+    if args.title is not None:
+        lane.title = args.title
+        changed.append("title")
+    if args.priority is not None:
+        lane.priority = args.priority
+        changed.append("priority")
+    if args.budget_cost is not None or args.budget_tokens is not None:
+        for flag, field, dollars in (
+            (args.budget_cost, "cost_micros", True),
+            (args.budget_tokens, "tokens", False),
+        ):
+            value = parse_limit(flag, dollars=dollars) if flag is not None else None
+            if value is not None:
+                setattr(lane.budget, field, value)
+        lane.budget.SetInParent()
+        changed.append("budget")
+    if not changed:
+        raise CliError("nothing to change: give at least one field flag", EXIT_USAGE)
+    return lane_pb2.UpdateLaneRequest(
+        coordinator_id=args.coordinator_id,
+        lane_id=args.lane_id,
+        lane=lane,
+        update_mask=field_mask_pb2.FieldMask(paths=changed),
     )

@@ -1,4 +1,5 @@
-"""``workcoord view``, ``why``, ``events`` and ``usage``: reading a work coordinator."""
+"""``workcoord view``, ``why``, ``events``, ``usage`` and ``budget``: reading a work
+coordinator."""
 
 from __future__ import annotations
 
@@ -58,9 +59,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     set_call(usage, _usage_request, lambda c: c.coordinators.GetUsage)
 
-    for parser in (view, why, events, usage):
+    budget = commands.add_parser(
+        "budget", help="the day budget (and a lane's budget): limits, used, left, whether spent"
+    )
+    budget.add_argument("--lane", dest="lane_id", default="", metavar="LANE_ID")
+    set_call(
+        budget,
+        request_of(work_coordinator_pb2.GetBudgetRequest, "coordinator_id", "lane_id"),
+        lambda c: c.coordinators.GetBudget,
+    )
+
+    for parser in (view, why, events, usage, budget):
         add_output_flag(parser)
-    add_client_flags((view, why, events, usage), coordinator=True)
+    add_client_flags((view, why, events, usage, budget), coordinator=True)
 
 
 def _explain_request(args: argparse.Namespace) -> work_coordinator_pb2.ExplainRequest:

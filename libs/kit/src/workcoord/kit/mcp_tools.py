@@ -61,6 +61,7 @@ TOOL_RPCS: dict[str, str] = {
     "view": f"{API_PACKAGE}.WorkCoordinatorService.GetView",
     "why": f"{API_PACKAGE}.WorkCoordinatorService.Explain",
     "create_lane": f"{API_PACKAGE}.LaneService.CreateLane",
+    "budget": f"{API_PACKAGE}.WorkCoordinatorService.GetBudget",
 }
 
 _DEFS = "#/$defs/"

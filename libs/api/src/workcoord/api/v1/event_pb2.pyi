@@ -64,6 +64,8 @@ class Event(_message.Message):
         POLICY_WEAKENED: _ClassVar[Event.Type]
         LANE_UPDATED: _ClassVar[Event.Type]
         POLICY_NARROWED: _ClassVar[Event.Type]
+        BUDGET_WARNING: _ClassVar[Event.Type]
+        BUDGET_EXHAUSTED: _ClassVar[Event.Type]
     TYPE_UNSPECIFIED: Event.Type
     COORDINATOR_CREATED: Event.Type
     COORDINATOR_UPDATED: Event.Type
@@ -114,6 +116,8 @@ class Event(_message.Message):
     POLICY_WEAKENED: Event.Type
     LANE_UPDATED: Event.Type
     POLICY_NARROWED: Event.Type
+    BUDGET_WARNING: Event.Type
+    BUDGET_EXHAUSTED: Event.Type
     REVISION_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]

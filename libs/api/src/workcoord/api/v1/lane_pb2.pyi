@@ -18,7 +18,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Lane(_message.Message):
-    __slots__ = ("lane_id", "coordinator_id", "title", "template", "priority", "inputs", "state", "next_action", "items", "tickets", "blockers", "paused", "worker_classes", "retry_policy", "review_policy", "placement", "brief", "fail_rounds", "close_reason", "receipt", "create_time", "update_time", "etag", "usage", "inputs_redacted")
+    __slots__ = ("lane_id", "coordinator_id", "title", "template", "priority", "inputs", "state", "next_action", "items", "tickets", "blockers", "paused", "worker_classes", "retry_policy", "review_policy", "placement", "brief", "fail_rounds", "close_reason", "receipt", "create_time", "update_time", "etag", "usage", "budget", "inputs_redacted")
     class Template(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         TEMPLATE_UNSPECIFIED: _ClassVar[Lane.Template]
@@ -78,6 +78,7 @@ class Lane(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     ETAG_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
     INPUTS_REDACTED_FIELD_NUMBER: _ClassVar[int]
     lane_id: str
     coordinator_id: str
@@ -103,8 +104,9 @@ class Lane(_message.Message):
     update_time: _timestamp_pb2.Timestamp
     etag: str
     usage: UsageTotal
+    budget: LaneBudget
     inputs_redacted: bool
-    def __init__(self, lane_id: _Optional[str] = ..., coordinator_id: _Optional[str] = ..., title: _Optional[str] = ..., template: _Optional[_Union[Lane.Template, str]] = ..., priority: _Optional[int] = ..., inputs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., state: _Optional[_Union[Lane.State, str]] = ..., next_action: _Optional[str] = ..., items: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., tickets: _Optional[_Iterable[_Union[Ticket, _Mapping]]] = ..., blockers: _Optional[_Iterable[_Union[Blocker, _Mapping]]] = ..., paused: _Optional[bool] = ..., worker_classes: _Optional[_Union[Lane.WorkerClasses, _Mapping]] = ..., retry_policy: _Optional[_Union[_policy_pb2.RetryPolicy, _Mapping]] = ..., review_policy: _Optional[_Union[_policy_pb2.ReviewPolicy, _Mapping]] = ..., placement: _Optional[_Union[_policy_pb2.Placement, _Mapping]] = ..., brief: _Optional[str] = ..., fail_rounds: _Optional[int] = ..., close_reason: _Optional[str] = ..., receipt: _Optional[_Union[Receipt, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., etag: _Optional[str] = ..., usage: _Optional[_Union[UsageTotal, _Mapping]] = ..., inputs_redacted: _Optional[bool] = ...) -> None: ...
+    def __init__(self, lane_id: _Optional[str] = ..., coordinator_id: _Optional[str] = ..., title: _Optional[str] = ..., template: _Optional[_Union[Lane.Template, str]] = ..., priority: _Optional[int] = ..., inputs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., state: _Optional[_Union[Lane.State, str]] = ..., next_action: _Optional[str] = ..., items: _Optional[_Iterable[_Union[Item, _Mapping]]] = ..., tickets: _Optional[_Iterable[_Union[Ticket, _Mapping]]] = ..., blockers: _Optional[_Iterable[_Union[Blocker, _Mapping]]] = ..., paused: _Optional[bool] = ..., worker_classes: _Optional[_Union[Lane.WorkerClasses, _Mapping]] = ..., retry_policy: _Optional[_Union[_policy_pb2.RetryPolicy, _Mapping]] = ..., review_policy: _Optional[_Union[_policy_pb2.ReviewPolicy, _Mapping]] = ..., placement: _Optional[_Union[_policy_pb2.Placement, _Mapping]] = ..., brief: _Optional[str] = ..., fail_rounds: _Optional[int] = ..., close_reason: _Optional[str] = ..., receipt: _Optional[_Union[Receipt, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., etag: _Optional[str] = ..., usage: _Optional[_Union[UsageTotal, _Mapping]] = ..., budget: _Optional[_Union[LaneBudget, _Mapping]] = ..., inputs_redacted: _Optional[bool] = ...) -> None: ...
 
 class Item(_message.Message):
     __slots__ = ("item_id", "lane_id", "key", "kind", "worker_class", "title", "brief", "depends_on", "inputs", "placement", "exclusive_key", "priority", "retry_policy", "action_classes", "needs_human", "requires_approval", "state", "attempt_count", "not_before", "dead_letter_reason", "stop_reason", "evidence", "attempts", "next_action", "current_lease_id", "last_error", "create_time", "update_time", "usage", "max_run_duration", "inputs_redacted")
@@ -301,6 +303,48 @@ class Attempt(_message.Message):
     checkpoint: Checkpoint
     checkpoint_redacted: bool
     def __init__(self, lease_id: _Optional[str] = ..., item_id: _Optional[str] = ..., attempt: _Optional[int] = ..., status: _Optional[_Union[Attempt.Status, str]] = ..., run_identity: _Optional[_Union[RunIdentity, _Mapping]] = ..., worker_id: _Optional[str] = ..., principal: _Optional[str] = ..., lease_seconds: _Optional[int] = ..., lease_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., progress: _Optional[str] = ..., error: _Optional[_Union[ErrorInfo, _Mapping]] = ..., continues_lease_id: _Optional[str] = ..., counted: _Optional[bool] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., deadline_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., checkpoint_redacted: _Optional[bool] = ...) -> None: ...
+
+class LaneBudget(_message.Message):
+    __slots__ = ("cost_micros", "tokens")
+    COST_MICROS_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    cost_micros: int
+    tokens: int
+    def __init__(self, cost_micros: _Optional[int] = ..., tokens: _Optional[int] = ...) -> None: ...
+
+class DayBudget(_message.Message):
+    __slots__ = ("daily_cost_micros", "daily_tokens")
+    DAILY_COST_MICROS_FIELD_NUMBER: _ClassVar[int]
+    DAILY_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    daily_cost_micros: int
+    daily_tokens: int
+    def __init__(self, daily_cost_micros: _Optional[int] = ..., daily_tokens: _Optional[int] = ...) -> None: ...
+
+class BudgetStatus(_message.Message):
+    __slots__ = ("scope", "lane_id", "day", "cost_limit_micros", "token_limit", "cost_used_micros", "tokens_used", "cost_left_micros", "tokens_left", "spent", "message")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    LANE_ID_FIELD_NUMBER: _ClassVar[int]
+    DAY_FIELD_NUMBER: _ClassVar[int]
+    COST_LIMIT_MICROS_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    COST_USED_MICROS_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_USED_FIELD_NUMBER: _ClassVar[int]
+    COST_LEFT_MICROS_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_LEFT_FIELD_NUMBER: _ClassVar[int]
+    SPENT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    lane_id: str
+    day: str
+    cost_limit_micros: int
+    token_limit: int
+    cost_used_micros: int
+    tokens_used: int
+    cost_left_micros: int
+    tokens_left: int
+    spent: bool
+    message: str
+    def __init__(self, scope: _Optional[str] = ..., lane_id: _Optional[str] = ..., day: _Optional[str] = ..., cost_limit_micros: _Optional[int] = ..., token_limit: _Optional[int] = ..., cost_used_micros: _Optional[int] = ..., tokens_used: _Optional[int] = ..., cost_left_micros: _Optional[int] = ..., tokens_left: _Optional[int] = ..., spent: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
 
 class UsageTotal(_message.Message):
     __slots__ = ("key", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_micros", "tokens")

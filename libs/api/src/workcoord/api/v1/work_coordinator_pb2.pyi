@@ -21,7 +21,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class WorkCoordinator(_message.Message):
-    __slots__ = ("coordinator_id", "scope", "org_slug", "display_name", "enabled", "revision", "class_capacity", "retry_policy", "review_policy", "action_policy", "digest_owner", "escalate_after", "parent_coordinator_id", "create_time", "update_time", "etag", "max_run_duration")
+    __slots__ = ("coordinator_id", "scope", "org_slug", "display_name", "enabled", "revision", "class_capacity", "retry_policy", "review_policy", "action_policy", "digest_owner", "escalate_after", "parent_coordinator_id", "create_time", "update_time", "etag", "max_run_duration", "budget")
     class Scope(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         SCOPE_UNSPECIFIED: _ClassVar[WorkCoordinator.Scope]
@@ -61,6 +61,7 @@ class WorkCoordinator(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     ETAG_FIELD_NUMBER: _ClassVar[int]
     MAX_RUN_DURATION_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
     coordinator_id: str
     scope: WorkCoordinator.Scope
     org_slug: str
@@ -78,7 +79,8 @@ class WorkCoordinator(_message.Message):
     update_time: _timestamp_pb2.Timestamp
     etag: str
     max_run_duration: _containers.MessageMap[str, _duration_pb2.Duration]
-    def __init__(self, coordinator_id: _Optional[str] = ..., scope: _Optional[_Union[WorkCoordinator.Scope, str]] = ..., org_slug: _Optional[str] = ..., display_name: _Optional[str] = ..., enabled: _Optional[bool] = ..., revision: _Optional[int] = ..., class_capacity: _Optional[_Mapping[str, int]] = ..., retry_policy: _Optional[_Union[_policy_pb2.RetryPolicy, _Mapping]] = ..., review_policy: _Optional[_Union[_policy_pb2.ReviewPolicy, _Mapping]] = ..., action_policy: _Optional[_Union[_policy_pb2.ActionPolicy, _Mapping]] = ..., digest_owner: _Optional[str] = ..., escalate_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., parent_coordinator_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., etag: _Optional[str] = ..., max_run_duration: _Optional[_Mapping[str, _duration_pb2.Duration]] = ...) -> None: ...
+    budget: _lane_pb2.DayBudget
+    def __init__(self, coordinator_id: _Optional[str] = ..., scope: _Optional[_Union[WorkCoordinator.Scope, str]] = ..., org_slug: _Optional[str] = ..., display_name: _Optional[str] = ..., enabled: _Optional[bool] = ..., revision: _Optional[int] = ..., class_capacity: _Optional[_Mapping[str, int]] = ..., retry_policy: _Optional[_Union[_policy_pb2.RetryPolicy, _Mapping]] = ..., review_policy: _Optional[_Union[_policy_pb2.ReviewPolicy, _Mapping]] = ..., action_policy: _Optional[_Union[_policy_pb2.ActionPolicy, _Mapping]] = ..., digest_owner: _Optional[str] = ..., escalate_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., parent_coordinator_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., etag: _Optional[str] = ..., max_run_duration: _Optional[_Mapping[str, _duration_pb2.Duration]] = ..., budget: _Optional[_Union[_lane_pb2.DayBudget, _Mapping]] = ...) -> None: ...
 
 class ClassUsage(_message.Message):
     __slots__ = ("worker_class", "in_use", "capacity", "lease_ids", "queued")
@@ -101,9 +103,11 @@ class PendingAction(_message.Message):
         KIND_UNSPECIFIED: _ClassVar[PendingAction.Kind]
         CLOSE_TICKET: _ClassVar[PendingAction.Kind]
         REDELIVER_WEBHOOK: _ClassVar[PendingAction.Kind]
+        RAISE_BUDGET: _ClassVar[PendingAction.Kind]
     KIND_UNSPECIFIED: PendingAction.Kind
     CLOSE_TICKET: PendingAction.Kind
     REDELIVER_WEBHOOK: PendingAction.Kind
+    RAISE_BUDGET: PendingAction.Kind
     class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         STATE_UNSPECIFIED: _ClassVar[PendingAction.State]
@@ -178,6 +182,7 @@ class Gate(_message.Message):
         STOPPED: _ClassVar[Gate.Kind]
         FENCED: _ClassVar[Gate.Kind]
         POLICY: _ClassVar[Gate.Kind]
+        BUDGET: _ClassVar[Gate.Kind]
     KIND_UNSPECIFIED: Gate.Kind
     DISABLED: Gate.Kind
     PAUSED: Gate.Kind
@@ -192,6 +197,7 @@ class Gate(_message.Message):
     STOPPED: Gate.Kind
     FENCED: Gate.Kind
     POLICY: Gate.Kind
+    BUDGET: Gate.Kind
     GATE_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     SINCE_FIELD_NUMBER: _ClassVar[int]
@@ -541,6 +547,22 @@ class GetUsageResponse(_message.Message):
     total: _lane_pb2.UsageTotal
     groups: _containers.RepeatedCompositeFieldContainer[_lane_pb2.UsageTotal]
     def __init__(self, day: _Optional[str] = ..., total: _Optional[_Union[_lane_pb2.UsageTotal, _Mapping]] = ..., groups: _Optional[_Iterable[_Union[_lane_pb2.UsageTotal, _Mapping]]] = ...) -> None: ...
+
+class GetBudgetRequest(_message.Message):
+    __slots__ = ("coordinator_id", "lane_id")
+    COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    LANE_ID_FIELD_NUMBER: _ClassVar[int]
+    coordinator_id: str
+    lane_id: str
+    def __init__(self, coordinator_id: _Optional[str] = ..., lane_id: _Optional[str] = ...) -> None: ...
+
+class GetBudgetResponse(_message.Message):
+    __slots__ = ("work_coordinator", "lane")
+    WORK_COORDINATOR_FIELD_NUMBER: _ClassVar[int]
+    LANE_FIELD_NUMBER: _ClassVar[int]
+    work_coordinator: _lane_pb2.BudgetStatus
+    lane: _lane_pb2.BudgetStatus
+    def __init__(self, work_coordinator: _Optional[_Union[_lane_pb2.BudgetStatus, _Mapping]] = ..., lane: _Optional[_Union[_lane_pb2.BudgetStatus, _Mapping]] = ...) -> None: ...
 
 class ListEventsRequest(_message.Message):
     __slots__ = ("coordinator_id", "since_revision", "page_size", "page_token", "lane_id", "item_id")

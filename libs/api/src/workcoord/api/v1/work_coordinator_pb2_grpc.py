@@ -76,6 +76,11 @@ class WorkCoordinatorServiceStub:
                 request_serializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetUsageRequest.SerializeToString,
                 response_deserializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetUsageResponse.FromString,
                 _registered_method=True)
+        self.GetBudget = channel.unary_unary(
+                '/workcoord.api.v1.WorkCoordinatorService/GetBudget',
+                request_serializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetBudgetRequest.SerializeToString,
+                response_deserializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetBudgetResponse.FromString,
+                _registered_method=True)
         self.GetDigest = channel.unary_unary(
                 '/workcoord.api.v1.WorkCoordinatorService/GetDigest',
                 request_serializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetDigestRequest.SerializeToString,
@@ -190,6 +195,14 @@ class WorkCoordinatorServiceServicer:
     def GetUsage(self, request, context):
         """What the work coordinator's attempts spent: a UTC day's (or all time's) total, of one lane
         if asked, grouped by lane, worker class, model or day if asked.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetBudget(self, request, context):
+        """The caller's budgets: the work coordinator's day budget and (with lane_id) the lane's
+        lifetime budget, each with its limits, what was used and what is left. Read-only.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -314,6 +327,11 @@ def add_WorkCoordinatorServiceServicer_to_server(servicer, server):
                     servicer.GetUsage,
                     request_deserializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetUsageRequest.FromString,
                     response_serializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetUsageResponse.SerializeToString,
+            ),
+            'GetBudget': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetBudget,
+                    request_deserializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetBudgetRequest.FromString,
+                    response_serializer=workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetBudgetResponse.SerializeToString,
             ),
             'GetDigest': grpc.unary_unary_rpc_method_handler(
                     servicer.GetDigest,
@@ -589,6 +607,33 @@ class WorkCoordinatorService:
             '/workcoord.api.v1.WorkCoordinatorService/GetUsage',
             workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetUsageRequest.SerializeToString,
             workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetUsageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetBudget(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/workcoord.api.v1.WorkCoordinatorService/GetBudget',
+            workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetBudgetRequest.SerializeToString,
+            workcoord_dot_api_dot_v1_dot_work__coordinator__pb2.GetBudgetResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -53,6 +53,10 @@ class WorkCoordinatorServiceStub:
     """What the work coordinator's attempts spent: a UTC day's (or all time's) total, of one lane
     if asked, grouped by lane, worker class, model or day if asked.
     """
+    GetBudget: _grpc.UnaryUnaryMultiCallable[_work_coordinator_pb2.GetBudgetRequest, _work_coordinator_pb2.GetBudgetResponse]
+    """The caller's budgets: the work coordinator's day budget and (with lane_id) the lane's
+    lifetime budget, each with its limits, what was used and what is left. Read-only.
+    """
     GetDigest: _grpc.UnaryUnaryMultiCallable[_work_coordinator_pb2.GetDigestRequest, _work_coordinator_pb2.GetDigestResponse]
     """Gets the digest of one UTC day."""
     ListPendingActions: _grpc.UnaryUnaryMultiCallable[_work_coordinator_pb2.ListPendingActionsRequest, _work_coordinator_pb2.ListPendingActionsResponse]
@@ -100,6 +104,10 @@ class WorkCoordinatorServiceAsyncStub(WorkCoordinatorServiceStub):
     GetUsage: _aio.UnaryUnaryMultiCallable[_work_coordinator_pb2.GetUsageRequest, _work_coordinator_pb2.GetUsageResponse]  # type: ignore[assignment]
     """What the work coordinator's attempts spent: a UTC day's (or all time's) total, of one lane
     if asked, grouped by lane, worker class, model or day if asked.
+    """
+    GetBudget: _aio.UnaryUnaryMultiCallable[_work_coordinator_pb2.GetBudgetRequest, _work_coordinator_pb2.GetBudgetResponse]  # type: ignore[assignment]
+    """The caller's budgets: the work coordinator's day budget and (with lane_id) the lane's
+    lifetime budget, each with its limits, what was used and what is left. Read-only.
     """
     GetDigest: _aio.UnaryUnaryMultiCallable[_work_coordinator_pb2.GetDigestRequest, _work_coordinator_pb2.GetDigestResponse]  # type: ignore[assignment]
     """Gets the digest of one UTC day."""
@@ -193,6 +201,16 @@ class WorkCoordinatorServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_work_coordinator_pb2.GetUsageResponse, _abc.Awaitable[_work_coordinator_pb2.GetUsageResponse]]:
         """What the work coordinator's attempts spent: a UTC day's (or all time's) total, of one lane
         if asked, grouped by lane, worker class, model or day if asked.
+        """
+
+    @_abc_1.abstractmethod
+    def GetBudget(
+        self,
+        request: _work_coordinator_pb2.GetBudgetRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_work_coordinator_pb2.GetBudgetResponse, _abc.Awaitable[_work_coordinator_pb2.GetBudgetResponse]]:
+        """The caller's budgets: the work coordinator's day budget and (with lane_id) the lane's
+        lifetime budget, each with its limits, what was used and what is left. Read-only.
         """
 
     @_abc_1.abstractmethod

@@ -6,8 +6,9 @@ total it covers reaches its limit; the ``budget`` gate (``leasability.holding_ga
 holds the work it covers and a live attempt it covers is told ``BUDGET_EXHAUSTED`` on its next
 heartbeat. A write that carries a total across 80 % of a limit warns once per budget period.
 
-These are the decisions only: nothing here stores a budget or reads a total. Wiring them into
-the stores, the claim statement and the heartbeat is not done yet.
+These are the decisions only: nothing here stores a budget or reads a total. The engine's
+``engine/budgeting.py`` reads the budgets and totals (for the claim, the heartbeat, the worker
+writes, recovery and ``why``) and applies them.
 """
 
 from __future__ import annotations

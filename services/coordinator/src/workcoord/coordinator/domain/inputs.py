@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from .auth import Capability, OrgRole
+from .budgets import BudgetLimit
 from .grants import GrantPermission
 from .model import LaneState, PendingActionState, Ticket, Worker
 from .specs import (
@@ -48,6 +49,9 @@ class UpdateCoordinatorInput:
     coordinator_id: str
     spec: CoordinatorSpec
     etag: str = ""
+    # The day budget's limits to change (``cost_micros``, ``tokens``; a None value removes the
+    # limit); None: the budget does not change. Humans only.
+    budget: dict[str, int | None] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +111,8 @@ class LaneEdit:
 
     title: str | None = None
     priority: int | None = None
+    # The new budget; :data:`UNSET_BUDGET` (no limit at all) removes it.
+    budget: BudgetLimit | None = None
 
     def fields(self) -> frozenset[str]:
         """The names of the fields to change."""
@@ -114,7 +120,9 @@ class LaneEdit:
 
 
 #: The fields of a lane an edit may change (its update mask's entries).
-LANE_EDIT_FIELDS = ("title", "priority")
+LANE_EDIT_FIELDS = ("title", "priority", "budget")
+#: A lane edit's budget that removes the lane's budget.
+UNSET_BUDGET = BudgetLimit()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

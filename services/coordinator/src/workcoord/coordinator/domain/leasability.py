@@ -24,8 +24,9 @@ Where each gate is evaluated on the lease path:
   ``domain/stops.py`` tells its live attempts to stop), placement (malformed, or not the
   asking worker's) and nobody asking (``why`` only: on the lease path the asker is asking).
 
-The budget gate is open unless a budget is known to be spent (``Surroundings.budget_spent``).
-Budgets do not exist yet, so nothing sets it and the gate is always open today.
+The budget gate is closed when a budget covering the item is known to be spent
+(``Surroundings.budget_spent``: the claim, ``why`` and the labels of lanes and items set it
+from ``engine/budgeting.py``; the view's cached lane labels leave it unknown, the gate open).
 """
 
 from __future__ import annotations
@@ -110,8 +111,8 @@ class Surroundings:
     # Live leases of fenced workers (their keys stay held meanwhile).
     fenced_leases: frozenset[str] = frozenset()
     coordination_on: bool = True
-    # Whether a budget covering the item is spent; None: no budget is known (none exist yet),
-    # and the gate is open.
+    # Whether a budget covering the item is spent; None: not known (not read), and the gate is
+    # open.
     budget_spent: bool | None = None
     # The action classes the work coordinator allows now; None: not known, and the policy gate
     # is open (an item's classes were checked when it was created).

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any, Self
 
+from .budgets import BudgetLimit
+
 JsonObject = dict[str, Any]
 
 DEFAULT_CLASS_CAPACITY: dict[str, int] = {
@@ -157,6 +159,8 @@ class EventType(enum.StrEnum):
     POLICY_WEAKENED = "POLICY_WEAKENED"
     POLICY_NARROWED = "POLICY_NARROWED"
     LANE_UPDATED = "LANE_UPDATED"
+    BUDGET_WARNING = "BUDGET_WARNING"
+    BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +254,11 @@ class Coordinator:
     mail_marks: MailMarks = field(default_factory=MailMarks)
     # Enabled webhooks → the event types each selects (see domain/webhooks.py).
     webhook_filters: dict[str, list[str]] = field(default_factory=dict)
+    # The day budget (per UTC day; None: none). See domain/budgets.py.
+    budget: BudgetLimit | None = None
+    # Whether any of its lanes was ever given a budget: only then do heartbeats and the claim
+    # read lane budgets (set once, never cleared).
+    lane_budgets: bool = False
 
 
 @dataclass(slots=True)
@@ -275,6 +284,8 @@ class Lane:
     paused_time: datetime | None = None
     request_id: str = ""
     version: int = 1
+    # The lane's lifetime budget (None: none). See domain/budgets.py.
+    budget: BudgetLimit | None = None
 
 
 @dataclass(slots=True)

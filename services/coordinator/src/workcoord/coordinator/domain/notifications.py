@@ -2,9 +2,8 @@
 
 The groups are part of the public contract (``eventTypes`` of a webhook accepts an event type
 name or a group name). ``HUMAN_NEEDED`` lists the events after which work waits on a person;
-``LANE_OUTCOMES`` the ends of a lane. ``BUDGET_EXHAUSTED`` is named by the contract's group but
-has no event of its own yet (an exhausted budget surfaces as ``PENDING_ACTION_OPENED``), so it
-matches nothing until such an event exists.
+``LANE_OUTCOMES`` the ends of a lane. ``BUDGET_EXHAUSTED`` (a spent budget, which opens a
+pending action for the digest owner) is a HUMAN_NEEDED event.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ HUMAN_NEEDED_EVENTS: frozenset[str] = frozenset(
         EventType.LANE_CLOSED_OUT,
         EventType.PENDING_ACTION_OPENED,
         EventType.ESCALATED,
+        EventType.BUDGET_EXHAUSTED,
     }
 )
 LANE_OUTCOME_EVENTS: frozenset[str] = frozenset(
@@ -39,13 +39,11 @@ EVENT_GROUPS: dict[str, frozenset[str]] = {
     HUMAN_NEEDED: HUMAN_NEEDED_EVENTS,
     LANE_OUTCOMES: LANE_OUTCOME_EVENTS,
 }
-# Names the contract lists in a group without an event type of their own (yet).
-_RESERVED_NAMES = frozenset({"BUDGET_EXHAUSTED"})
 
 
 def is_subscribable(name: str) -> bool:
     """Whether ``name`` is an event type or a group a webhook may list in ``eventTypes``."""
-    return name in EVENT_GROUPS or name in _RESERVED_NAMES or name in EventType.__members__
+    return name in EVENT_GROUPS or name in EventType.__members__
 
 
 def expand_event_types(names: Iterable[str]) -> frozenset[str]:

@@ -14,6 +14,7 @@ from typing import Generic, TypeVar
 from workcoord.kit.errors import WorkcoordError
 
 from .auth import Principal
+from .budgets import BudgetLimit, BudgetScope, Spend, SpentBudget
 from .grants import SessionRecord, TokenRecord
 from .leasability import Surroundings
 from .model import (
@@ -163,6 +164,19 @@ class ClassUsage:
     capacity: int
     lease_ids: list[str]
     queued: int
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetReport:
+    """One budget as GetBudget answers it: its limits (None: none), what its period used, and
+    the limit it reached (None: not spent)."""
+
+    scope: BudgetScope
+    lane_id: str
+    day: str
+    limit: BudgetLimit | None
+    used: Spend
+    spent: SpentBudget | None
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .budgets import BudgetLimit
 from .documents import Document
 from .model import ItemKind, JsonObject, RetryPolicy, ReviewPolicy, Scope, Template, served_classes
 
@@ -239,6 +240,8 @@ class LaneSpec:
     review_policy: ReviewPolicy = field(default_factory=ReviewPolicy)
     placement: JsonObject | None = None
     brief: str = ""
+    # The lane's lifetime budget (None: none).
+    budget: BudgetLimit | None = None
 
 
 @dataclass(slots=True)

@@ -17,7 +17,10 @@ configuration and the time):
   ``ship_requires_approval`` was turned on under it. Its item awaits the approval once the
   attempt ends (``Transitions._queue``).
 
-``BUDGET_EXHAUSTED`` (a spent budget) is decided by the budget helper through this same module.
+- ``BUDGET_EXHAUSTED``: a budget covering the attempt (its lane's, or the work coordinator's
+  day budget) is spent (``domain/budgets.py``; the caller reads the totals and passes the spent
+  budget in). Like POLICY_CHANGED the heartbeat extends nothing: the worker reports its final
+  usage and releases the item (no retry burned), which then waits behind the ``budget`` gate.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from datetime import datetime, timedelta
 
 from workcoord.kit.errors import LeaseLost
 
+from .budgets import SpentBudget, budget_stop_message
 from .model import Attempt, CoordinatorConfig, Item
 
 __all__ = [
@@ -106,8 +110,8 @@ def capped_expiry(expiry: datetime, attempt: Attempt) -> datetime:
 def next_expiry(attempt: Attempt, stop: Stop | None, now: datetime) -> datetime:
     """The expiry a heartbeat gives ``attempt`` told ``stop``: its lease period from now,
     never past its deadline plus one lease period; a POLICY_CHANGED stop extends nothing (the
-    worker has until its current expiry to release)."""
-    if stop is not None and stop.reason == StopReason.POLICY_CHANGED:
+    worker has until its current expiry to release), nor does a BUDGET_EXHAUSTED one."""
+    if stop is not None and stop.reason in (StopReason.POLICY_CHANGED, StopReason.BUDGET_EXHAUSTED):
         return attempt.lease_expire_time
     return capped_expiry(now + timedelta(seconds=attempt.lease_seconds), attempt)
 
@@ -142,9 +146,15 @@ def disallowed_action_classes(item: Item, config: CoordinatorConfig) -> list[str
     return [c for c in item.action_classes if c not in allowed]
 
 
-def stop_for(attempt: Attempt, item: Item, config: CoordinatorConfig, now: datetime) -> Stop | None:
+def stop_for(
+    attempt: Attempt,
+    item: Item,
+    config: CoordinatorConfig,
+    now: datetime,
+    budget: SpentBudget | None = None,
+) -> Stop | None:
     """The stop ``attempt`` (live, of ``item``) gets now, if any: a deadline first (it ends the
-    attempt for sure), then a narrowed policy."""
+    attempt for sure), then a spent ``budget`` covering it, then a narrowed policy."""
     deadline = attempt.deadline_time
     if deadline is not None and now >= deadline:
         fenced = deadline + timedelta(seconds=attempt.lease_seconds)
@@ -153,6 +163,8 @@ def stop_for(attempt: Attempt, item: Item, config: CoordinatorConfig, now: datet
             f"the attempt ran past its max_run_duration (deadline {_iso(deadline)}): stop now; "
             f"the lease is lost at {_iso(fenced)} and the item is retried",
         )
+    if budget is not None:
+        return Stop(StopReason.BUDGET_EXHAUSTED, budget_stop_message(budget))
     narrowed = disallowed_action_classes(item, config)
     if narrowed:
         return Stop(

@@ -144,6 +144,9 @@ work_coordinators = Table(
     # What the digest owner was last mailed (MailMarks; NULL until the first mail). From 0009.
     Column("mail_marks", Json),
     Column("webhook_filters", Json, nullable=False, server_default=text("'{}'")),
+    # The day budget (BudgetLimit; NULL: none) and whether any lane has one. From 0015.
+    Column("budget", Json),
+    Column("lane_budgets", Boolean, nullable=False, server_default=text("false")),
     **hot_storage(50),
 )
 
@@ -170,6 +173,8 @@ lanes = Table(
     # The lane's turn in the claim order (fair leasing): the work coordinator's revision when
     # one of its items was last leased, 0 if never. A store column, not a field of Lane.
     Column("served_turn", BigInteger, nullable=False, server_default=text("0")),
+    # The lane's lifetime budget (BudgetLimit; NULL: none). From 0015.
+    Column("budget", Json),
     Index("ix_lanes_coordinator_created", "coordinator_id", "create_time", "lane_id"),
     Index(
         "uq_lanes_request",

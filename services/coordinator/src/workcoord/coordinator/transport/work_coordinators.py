@@ -104,7 +104,10 @@ class WorkCoordinatorServicer(
             changes=m.coordinator_changes(wc, paths),
         )
         command = UpdateCoordinatorInput(
-            coordinator_id=request.coordinator_id, spec=spec, etag=wc.etag
+            coordinator_id=request.coordinator_id,
+            spec=spec,
+            etag=wc.etag,
+            budget=m.budget_change(wc, paths),
         )
         updated = await self.engine.coordinators.update_coordinator(p, command)
         return work_coordinator_pb2.UpdateWorkCoordinatorResponse(
@@ -147,6 +150,15 @@ class WorkCoordinatorServicer(
         )
         report = await self.engine.usage.get_usage(caller().principal, query)
         return m.usage_report_to_pb(report)
+
+    async def GetBudget(
+        self, request: work_coordinator_pb2.GetBudgetRequest, context: Context
+    ) -> work_coordinator_pb2.GetBudgetResponse:
+        query = GetUsageInput(coordinator_id=request.coordinator_id, lane_id=request.lane_id)
+        day, lane = await self.engine.usage.get_budget(caller().principal, query)
+        return work_coordinator_pb2.GetBudgetResponse(
+            work_coordinator=m.budget_report_to_pb(day), lane=m.budget_report_to_pb(lane)
+        )
 
     async def ListEvents(
         self, request: work_coordinator_pb2.ListEventsRequest, context: Context

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -11,6 +11,7 @@ from workcoord.kit.errors import IllegalTransition, NotFound, WorkcoordError
 
 from .. import rules, stops, usage
 from ..auth import Access, Principal, authorize
+from ..budgets import SpentBudget
 from ..group_commit import shielded
 from ..inputs import (
     BatchInput,
@@ -33,11 +34,13 @@ from ..model import (
     Lane,
     NewEvent,
     RetryPolicy,
+    UsageScope,
     UsageTotal,
 )
 from ..ports import Tx
 from ..results import EntryResult, HeartbeatAnswer
 from ..specs import RunIdentity, Usage
+from . import budgeting
 from ._base import Effects
 from .transitions import Transitions
 
@@ -131,9 +134,23 @@ class AttemptService(Transitions):
         await write.tx.update_attempts([write.attempt])
         await write.tx.update_items([write.item])
         if spent is not None:
-            await write.tx.add_usage(usage.rollups(write.attempt, spent, write.tx.now))
+            totals = usage.rollups(write.attempt, spent, write.tx.now)
+            events = [*events, *await self._spend(write.tx, write.coordinator, totals)]
         await self.core.append_events(write.tx, write.coordinator, events, principal.name)
         return write.attempt
+
+    @staticmethod
+    async def _spend(tx: Tx, coordinator: Coordinator, totals: list[UsageTotal]) -> list[NewEvent]:
+        """Add a write's roll-ups; under a budget (the coordinator's lock held), the budget
+        events the spend raises (a spent budget's pending action opened), to append."""
+        events: list[NewEvent] = []
+        if totals and budgeting.in_force(coordinator):
+            lanes = {t.key for t in totals if t.scope == UsageScope.LANE}
+            book = await budgeting.read_book(tx, coordinator, lanes, tx.now)
+            events = book.add(totals)
+            await budgeting.open_actions(tx, coordinator, events)
+        await tx.add_usage(totals)
+        return events
 
     @shielded
     async def start(self, principal: Principal, input: StartInput) -> Attempt:
@@ -162,23 +179,54 @@ class AttemptService(Transitions):
         """Extend the lease by its duration from now (never past its deadline plus one lease
         period); returns the new expiry and the stop the worker must heed, if any."""
         async with self._heartbeat_write(principal, input.coordinator_id) as (tx, coordinator):
-            found = await tx.attempt_with_item(input.lease_id)  # the attempt's row, locked
-            self._locked_now(tx)
-            attempt, item = await self._fence(tx, input, found)
+            if not budgeting.in_force(coordinator):
+                found = await tx.attempt_with_item(input.lease_id)  # the attempt's row, locked
+                self._locked_now(tx)
+                attempt, item = await self._fence(tx, input, found)
+                write = FencedWrite(tx, coordinator, Effects(), attempt, item)
+                spent, answer = self._extend(write, input)
+                await tx.update_attempts([attempt])
+                # Last: the day's roll-up rows (ON CONFLICT increments) are held until commit.
+                await tx.add_usage(usage.rollups(attempt, spent, tx.now))
+                return answer
+        # Under a budget: the spend is counted, and a spent budget stops the attempt, under the
+        # coordinator's lock (as every claim reads the totals), before the attempt's row lock.
+        async with self.core.command(principal, input.coordinator_id, Access.LEASE) as (
+            tx,
+            coordinator,
+            _,
+        ):
+            attempt, item = await self._fence(tx, input)
+            book = await budgeting.read_book(tx, coordinator, [attempt.lane_id], tx.now)
             write = FencedWrite(tx, coordinator, Effects(), attempt, item)
-            spent, answer = self._extend(write, input)
+            events: list[NewEvent] = []
+            spent, answer = self._extend(write, input, book, events)
             await tx.update_attempts([attempt])
-            # Last: the day's roll-up rows (ON CONFLICT increments) are held until commit.
+            await budgeting.open_actions(tx, coordinator, events)
+            await self.core.append_events(tx, coordinator, events, principal.name)
             await tx.add_usage(usage.rollups(attempt, spent, tx.now))
             return answer
 
     @staticmethod
-    def _extend(write: FencedWrite, input: HeartbeatInput) -> tuple[Usage, HeartbeatAnswer]:
+    def _extend(
+        write: FencedWrite,
+        input: HeartbeatInput,
+        book: budgeting.BudgetBook | None = None,
+        events: list[NewEvent] | None = None,
+    ) -> tuple[Usage, HeartbeatAnswer]:
         """Check the reported usage, then extend the lease in memory; returns what the usage
-        added and the answer (a refusal comes first, before anything changed)."""
+        added and the answer (a refusal comes first, before anything changed). With ``book``
+        (the budgets covering the attempt), the spend is counted in it, the budget events it
+        raises go to ``events``, and a spent budget stops the attempt."""
         attempt, now = write.attempt, write.tx.now
         spent = usage.record(attempt, input.usage)
-        stop = stops.stop_for(attempt, write.item, write.coordinator.config, now)
+        budget: SpentBudget | None = None
+        if book is not None:
+            raised = book.add(usage.rollups(attempt, spent, now))
+            if events is not None:
+                events.extend(raised)
+            budget = book.spent_for(attempt.lane_id)
+        stop = stops.stop_for(attempt, write.item, write.coordinator.config, now, budget)
         attempt.lease_expire_time = stops.next_expiry(attempt, stop, now)
         if input.progress:
             attempt.progress = input.progress
@@ -194,7 +242,8 @@ class AttemptService(Transitions):
             spent = self._succeed(write, input, events)
             await tx.update_attempts([attempt])
             await tx.update_items([item])
-            await tx.add_usage(usage.rollups(attempt, spent, tx.now))
+            totals = usage.rollups(attempt, spent, tx.now)
+            events += await self._spend(tx, write.coordinator, totals)
             await self._after_success(tx, write.coordinator, [item], events, write.effects)
             await self.core.append_events(tx, write.coordinator, events, principal.name)
             return attempt
@@ -291,28 +340,56 @@ class AttemptService(Transitions):
         """Heartbeat many leases; each entry answered on its own (its expiry and stop, or its
         error)."""
         async with self._heartbeat_write(principal, input.coordinator_id) as (tx, coordinator):
-            fx = Effects()  # a heartbeat wakes no one
-            results: list[EntryResult[HeartbeatAnswer]] = []
-            extended: list[Attempt] = []
-            spent: list[UsageTotal] = []
-            # The attempts' rows, locked in lease id order.
+            if not budgeting.in_force(coordinator):
+                # The attempts' rows, locked in lease id order.
+                found = await tx.attempts_with_items([e.lease_id for e in input.entries])
+                self._locked_now(tx)
+                return await self._heartbeat_entries(tx, coordinator, input, found, None)
+        # Under a budget: under the coordinator's lock (see heartbeat).
+        async with self.core.command(principal, input.coordinator_id, Access.LEASE) as (
+            tx,
+            coordinator,
+            _,
+        ):
             found = await tx.attempts_with_items([e.lease_id for e in input.entries])
-            self._locked_now(tx)
-            for entry in input.entries:
-                try:
-                    attempt, item = await self._fence(tx, entry, found[entry.lease_id])
-                    write = FencedWrite(tx, coordinator, fx, attempt, item)
-                    added, answer = self._extend(write, entry)
-                except WorkcoordError as exc:
-                    results.append(EntryResult(entry.lease_id, error=exc))
-                    continue
-                extended.append(attempt)
-                spent += usage.rollups(attempt, added, tx.now)
-                results.append(EntryResult(entry.lease_id, answer))
-            if extended:
-                await tx.update_attempts(extended)
-                await tx.add_usage(spent)
-            return results
+            lanes = [a.lane_id for a, _ in found.values() if a is not None]
+            book = await budgeting.read_book(tx, coordinator, lanes, tx.now)
+            return await self._heartbeat_entries(tx, coordinator, input, found, book, principal)
+
+    async def _heartbeat_entries(
+        self,
+        tx: Tx,
+        coordinator: Coordinator,
+        input: BatchInput[HeartbeatInput],
+        found: Mapping[str, tuple[Attempt | None, Item | None]],
+        book: budgeting.BudgetBook | None,
+        principal: Principal | None = None,
+    ) -> list[EntryResult[HeartbeatAnswer]]:
+        """Extend each entry's lease (with ``book``: count the spend, append the budget events
+        it raises as ``principal``)."""
+        fx = Effects()  # a heartbeat wakes no one
+        results: list[EntryResult[HeartbeatAnswer]] = []
+        extended: list[Attempt] = []
+        spent: list[UsageTotal] = []
+        events: list[NewEvent] = []
+        for entry in input.entries:
+            try:
+                attempt, item = await self._fence(tx, entry, found[entry.lease_id])
+                write = FencedWrite(tx, coordinator, fx, attempt, item)
+                added, answer = self._extend(write, entry, book, events)
+            except WorkcoordError as exc:
+                results.append(EntryResult(entry.lease_id, error=exc))
+                continue
+            extended.append(attempt)
+            spent += usage.rollups(attempt, added, tx.now)
+            results.append(EntryResult(entry.lease_id, answer))
+        if extended:
+            await tx.update_attempts(extended)
+            if events and principal is not None:
+                await budgeting.open_actions(tx, coordinator, events)
+                await self.core.append_events(tx, coordinator, events, principal.name)
+            await tx.add_usage(spent)
+        return results
 
     @shielded
     async def batch_complete(
@@ -339,7 +416,7 @@ class AttemptService(Transitions):
                 results.append(EntryResult(entry.lease_id, attempt))
             if done:
                 await tx.update_attempts([w.attempt for w in done])
-                await tx.add_usage(spent)
+                events += await self._spend(tx, coordinator, spent)
                 await self._after_successes(tx, coordinator, [w.item for w in done], events, fx)
                 await self.core.append_events(tx, coordinator, events, principal.name)
             return results
@@ -404,7 +481,7 @@ class AttemptService(Transitions):
                 results.append(EntryResult(entry.lease_id, attempt))
             if failed:
                 await tx.update_attempts([w.attempt for w in failed])
-                await tx.add_usage(spent)
+                events += await self._spend(tx, coordinator, spent)
                 await tx.update_items([w.item for w in failed])
                 await self.core.append_events(tx, coordinator, events, principal.name)
             return results

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from workcoord.kit.errors import AlreadyExists, EtagMismatch, InvalidArgument
+from dataclasses import replace
+
+from workcoord.kit.errors import AlreadyExists, EtagMismatch, InvalidArgument, PermissionDenied
 
 from .. import requests, rules, stops
 from ..auth import Access, Principal, may, require_org_admin, require_platform_admin
+from ..budgets import BudgetLimit
 from ..inputs import CreateCoordinatorInput, ListCoordinatorsInput, UpdateCoordinatorInput
 from ..model import (
     DEFAULT_REVIEW_POLICY,
@@ -23,6 +26,7 @@ from ..model import (
 )
 from ..ports import LaneCursor, Reader, Tx
 from ..results import Page
+from . import budgeting
 from ._base import new_id
 from .paging import PageRequest
 from .transitions import Transitions
@@ -137,6 +141,11 @@ class CoordinatorService(Transitions):
     ) -> Coordinator:
         """Reconfigure a work coordinator; narrowing its action classes stops what used them."""
         coordinator_id, spec, etag = input.coordinator_id, input.spec, input.etag
+        if input.budget is not None and not principal.is_human:
+            raise PermissionDenied(
+                "work_coordinator.budget: only a human administrator may set a budget",
+                metadata={"field": "work_coordinator.budget"},
+            )
         async with self.core.command(principal, coordinator_id, Access.CONFIGURE) as (
             tx,
             coordinator,
@@ -159,6 +168,15 @@ class CoordinatorService(Transitions):
             if spec.display_name:
                 coordinator.display_name = spec.display_name
                 changed.append("display_name")
+            budget_events: list[NewEvent] = []
+            if input.budget is not None:
+                old = coordinator.budget
+                coordinator.budget = _new_budget(old, input.budget)
+                if coordinator.budget != old:
+                    changed.append("budget")
+                    budget_events, _ = await budgeting.limit_changed(
+                        tx, coordinator, "", old, coordinator.budget
+                    )
             coordinator.config = config
             coordinator.config_version += 1
             coordinator.update_time = tx.now
@@ -168,6 +186,7 @@ class CoordinatorService(Transitions):
                 events.append(await self._narrowed(tx, coordinator, removed))
             if approval_added:
                 await self._approval_required(tx, coordinator, events)
+            events += budget_events
             await self.core.append_events(tx, coordinator, events, principal.name)
             effects.changed = True
             # Capacity or the switch may have changed: wake every waiting worker.
@@ -277,3 +296,9 @@ _LANE_PAGE = 500
 _UNAPPROVED_STATES = frozenset(
     {ItemState.WAITING, ItemState.QUEUED, ItemState.LEASED, ItemState.RUNNING}
 )
+
+
+def _new_budget(old: BudgetLimit | None, limits: dict[str, int | None]) -> BudgetLimit | None:
+    """``old`` with ``limits`` set (a None value removes that limit); None when none is left."""
+    new = replace(old or BudgetLimit(), **limits)
+    return new if new.limits() else None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .. import rules
+from ..budgets import SpentBudget
 from ..leasability import (
     ESCALATING_GATES,
     Asker,
@@ -45,6 +46,8 @@ class GateContext:
     items: list[Item]
     occupancy: Occupancy
     now: datetime
+    # The spent budget that covers the lane's work (None: none is spent, or not read).
+    budget: SpentBudget | None = None
 
 
 def surroundings(ctx: GateContext) -> Surroundings:
@@ -57,6 +60,7 @@ def surroundings(ctx: GateContext) -> Surroundings:
         fenced_leases=frozenset(occupancy.fenced_leases),
         coordination_on=rules.coordination_on(ctx.coordinator, ctx.platform_on),
         allowed_action_classes=frozenset(ctx.coordinator.config.allowed_action_classes),
+        budget_spent=ctx.budget is not None,
     )
 
 
@@ -179,7 +183,8 @@ def _item_gate(
             "the work coordinator no longer allows its action classes " + ", ".join(narrowed),
             since,
         )
-    return GateInfo(gate.value, "a budget covering it is spent", since)
+    detail = ctx.budget.describe() if ctx.budget else "a budget covering it is spent"
+    return GateInfo(gate.value, detail, since)
 
 
 def _active_gates(ctx: GateContext, item: Item) -> list[GateInfo]:

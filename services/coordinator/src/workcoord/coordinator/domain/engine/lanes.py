@@ -49,6 +49,7 @@ from ..model import (
 from ..ports import Tx
 from ..results import ItemDetail, LaneDetail, Page
 from ..specs import Decision
+from . import budgeting
 from ._base import Effects, new_id
 from .paging import PageRequest
 from .transitions import Transitions
@@ -130,7 +131,10 @@ class LaneService(Transitions):
                 placement=spec.placement,
                 brief=spec.brief,
                 request_id=request_id,
+                budget=spec.budget,
             )
+            # A key may give a new lane a budget (it only narrows what the lane may spend).
+            await _note_lane_budget(tx, coordinator, lane)
             await tx.insert_lane(lane)
             await requests.remember(tx, scope, request_id, fingerprint, lane.lane_id, tx.now)
             tickets = [
@@ -200,7 +204,9 @@ class LaneService(Transitions):
             coordinator = await self.core.coordinator_for(reader, principal, coordinator_id)
             lane = await self.core.lane_in(reader, coordinator_id, lane_id)
             detail = await self.core.lane_detail(reader, lane, with_attempts=True)
-            detail.surroundings = await self.core.surroundings(reader, coordinator)
+            around = await self.core.surroundings(reader, coordinator)
+            labels = await budgeting.with_budget(reader, coordinator, around, [lane_id])
+            detail.surroundings = labels[lane_id]
             detail.usage = await usage.lane_usage(reader, lane, detail.items)
             detail.bodies = auth.may_read_bodies(principal, coordinator)
             return detail
@@ -215,8 +221,10 @@ class LaneService(Transitions):
             coordinator = await self.core.coordinator_for(reader, principal, coordinator_id)
             page = await self.core.lane_page(reader, coordinator_id, state, request, after)
             around = await self.core.surroundings(reader, coordinator)
+            lane_ids = [d.lane.lane_id for d in page.items]
+            labels = await budgeting.with_budget(reader, coordinator, around, lane_ids)
         for detail in page.items:
-            detail.surroundings = around
+            detail.surroundings = labels[detail.lane.lane_id]
         return page
 
     async def get_item(self, principal: Principal, input: GetItemInput) -> ItemDetail:
@@ -230,10 +238,12 @@ class LaneService(Transitions):
             spent = await reader.usage_totals(
                 input.coordinator_id, UsageScope.ITEM, "", [input.item_id]
             )
+            around = await self.core.surroundings(reader, coordinator)
+            labels = await budgeting.with_budget(reader, coordinator, around, [item.lane_id])
             return ItemDetail(
                 item=item,
                 attempts=attempts,
-                surroundings=await self.core.surroundings(reader, coordinator),
+                surroundings=labels[item.lane_id],
                 usage=spent[0] if spent else None,
                 bodies=auth.may_read_bodies(principal, coordinator),
             )
@@ -250,7 +260,11 @@ class LaneService(Transitions):
             raise InvalidArgument.single("update_mask", "names no field to change")
         human_only = sorted(fields & HUMAN_ONLY_LANE_FIELDS)
         if human_only and not principal.is_human:
-            raise PermissionDenied(f"only a human may change {', '.join(human_only)}")
+            named = [f"lane.{name}" for name in human_only]
+            raise PermissionDenied(
+                f"{', '.join(named)}: only a human may change it",
+                metadata={"field": named[0], "fields": ",".join(named)},
+            )
         async with self._lane_write(
             principal, input.coordinator_id, input.lane_id, active=False
         ) as write:
@@ -285,6 +299,19 @@ class LaneService(Transitions):
             await tx.update_items(following)
             changed.append("priority")
             data.update(priority=edit.priority, previousPriority=previous)
+        if edit.budget is not None:
+            old, new = lane.budget, edit.budget if edit.budget.limits() else None
+            if new != old:
+                lane.budget = new
+                await _note_lane_budget(tx, write.coordinator, lane)
+                changed.append("budget")
+                events, reopened = await budgeting.limit_changed(
+                    tx, write.coordinator, lane.lane_id, old, new
+                )
+                write.events.extend(events)
+                if reopened:
+                    # The budget gate reopened: let waiting workers look again.
+                    write.effects.ready_classes.update(write.coordinator.config.class_capacity)
         return {"fields": changed, **data}
 
     async def pause_lane(self, principal: Principal, input: PauseLaneInput) -> LaneDetail:
@@ -455,8 +482,16 @@ class LaneService(Transitions):
 
 # Decisions that put an item back to work, so only in a lane still running.
 _NEED_ACTIVE_LANE = frozenset({Decision.APPROVE, Decision.RESUME, Decision.RETRY})
-#: The fields of a lane only a human may change (``budget`` joins them with budgets).
-HUMAN_ONLY_LANE_FIELDS: frozenset[str] = frozenset()
+#: The fields of a lane only a human may change.
+HUMAN_ONLY_LANE_FIELDS: frozenset[str] = frozenset({"budget"})
+
+
+async def _note_lane_budget(tx: Tx, coordinator: Coordinator, lane: Lane) -> None:
+    """Once a lane of the work coordinator has a budget, its heartbeats and claims read lane
+    budgets (``Coordinator.lane_budgets``, set once)."""
+    if lane.budget is not None and not coordinator.lane_budgets:
+        coordinator.lane_budgets = True
+        await tx.update_coordinator(coordinator)
 
 
 def _policy_weakened(fields: list[str], lane_id: str, item_id: str = "") -> NewEvent:

@@ -29,6 +29,7 @@ from ..model import (
 from ..ports import ClaimCursor, ClaimScan, Tx
 from ..results import GrantedLease, Page
 from ..specs import Checkpoint, LeaseAsk
+from . import budgeting
 from ._base import Effects, EngineCore, EngineService, new_id
 from .fences import FenceFound, FenceService, fence_error, shown_fence
 from .lease_replay import derive_lease_token, lease_request_key, replay_lease_request
@@ -420,7 +421,10 @@ class LeasingService(EngineService):
         if wanted <= 0:
             return []
         allowed = frozenset(coordinator.config.allowed_action_classes)
-        chosen = await self._choose(tx, cid, ask, worker, wanted, loads, open_classes, allowed)
+        budgeted = coordinator if budgeting.in_force(coordinator) else None
+        chosen = await self._choose(
+            tx, cid, ask, worker, wanted, loads, open_classes, allowed, budgeted
+        )
         if not chosen:
             return []
         events: list[NewEvent] = []
@@ -506,6 +510,7 @@ class LeasingService(EngineService):
         loads: dict[str, tuple[int, int]],
         open_classes: tuple[str, ...],
         allowed: frozenset[str] | None = None,
+        budgeted: Coordinator | None = None,
     ) -> list[Item]:
         """Up to ``wanted`` ready items of the asked classes, best first across all of them,
         that no gate holds for the asking worker (:func:`~..leasability.holding_gates`). The
@@ -514,7 +519,9 @@ class LeasingService(EngineService):
         placement are decided here, counting what the items chosen before took (their class's
         slots, their keys), so one call never grants two items sharing a key nor more than a
         class's capacity. ``loads``: each class's (live attempts, capacity); ``allowed``: the
-        action classes the work coordinator allows now (the policy gate)."""
+        action classes the work coordinator allows now (the policy gate); ``budgeted``: the work
+        coordinator, when a budget may cover its work (the budget gate reads the totals under
+        its lock, so what a committed write spent is counted)."""
         chosen: list[Item] = []
         taken_keys: dict[str, str] = {}  # key -> the item chosen here that will hold it
         taken_slots = dict.fromkeys(loads, 0)  # class -> items of it chosen here
@@ -531,6 +538,10 @@ class LeasingService(EngineService):
             needed = {k for c in candidates for k in rules.exclusive_keys(c)}
             keys = sorted(needed - taken_keys.keys())
             held = await tx.live_exclusive_holders(cid, keys) if keys else {}
+            book = None
+            if budgeted is not None:
+                lanes = {c.lane_id for c in candidates}
+                book = await budgeting.read_book(tx, budgeted, lanes, tx.now)
             for item in candidates:
                 # The command refused the call while coordination is off: the switch is on.
                 around = Surroundings(
@@ -538,6 +549,7 @@ class LeasingService(EngineService):
                     capacity={c: (used + taken_slots[c], cap) for c, (used, cap) in loads.items()},
                     key_holders={**held, **taken_keys},
                     allowed_action_classes=allowed,
+                    budget_spent=book.spent_for(item.lane_id) is not None if book else None,
                 )
                 # Items held by a gate are skipped: no head-of-line blocking, later items still
                 # get their turn (a malformed placement is skipped here, reported by why).

@@ -13,6 +13,8 @@ from ..grants import GrantPermission, parents_holding
 from ..inputs import AcquireLeadershipInput, ReleaseLeadershipInput, RunMaintenanceInput
 from ..model import (
     WORKER_EVICT_AFTER_SECONDS,
+    Attempt,
+    AttemptStatus,
     Coordinator,
     DigestKind,
     Escalation,
@@ -31,6 +33,7 @@ from ..results import (
     MaintenanceTargets,
     StepFailure,
 )
+from . import budgeting
 from ._base import Effects, EngineCore, new_id
 from .fences import FenceService
 from .follow_ups import CLOSE_TICKETS, FollowUpService
@@ -143,6 +146,13 @@ class MaintenanceService(Transitions):
         policies: dict[tuple[str, RetryPolicy], RetryPolicy] = {}
         events: list[NewEvent] = []
         touched: list[Item] = []
+        # An attempt a spent budget stopped ends RELEASED: no retry burned, its item waits
+        # behind the budget gate (as if its worker had released it after the stop).
+        book = None
+        if budgeting.in_force(coordinator):
+            lanes = {lease.attempt.lane_id for lease in expired}
+            book = await budgeting.read_book(tx, coordinator, lanes, tx.now)
+        released: list[Attempt] = []
         for lease in expired:
             attempt = lease.attempt
             report.expired_attempts += 1
@@ -160,6 +170,14 @@ class MaintenanceService(Transitions):
             if item is None or item.item_id in handled or item.current_lease_id != attempt.lease_id:
                 continue
             handled.add(item.item_id)
+            if book is not None and book.spent_for(item.lane_id) is not None:
+                attempt.status, attempt.counted = AttemptStatus.RELEASED, False
+                released.append(attempt)
+                data = {"reason": "BUDGET_EXHAUSTED"}
+                self._queue(tx, item, events, effects, None, EventType.ITEM_RELEASED, data)
+                report.requeued += 1
+                touched.append(item)
+                continue
             # Items of one lane mostly share a policy: work it out once per (lane, own policy).
             key = (item.lane_id, item.retry_policy)
             policy = policies.get(key)
@@ -174,6 +192,13 @@ class MaintenanceService(Transitions):
                 report.requeued += 1
             touched.append(item)
         await tx.write_retries(touched)
+        if released:
+            await tx.update_attempts(released)
+            # A retry's write keeps the attempt count: give the budget's stop its attempt back.
+            unburned = await tx.items_by_ids([a.item_id for a in released])
+            for full in unburned:
+                full.attempt_count = max(full.attempt_count - 1, 0)
+            await tx.update_items(unburned)
         await self.core.append_events(tx, coordinator, events, principal.name)
 
     async def acquire_leadership(

@@ -22,6 +22,7 @@ from ..results import (
     StuckClosure,
 )
 from ..stops import deadline_of
+from . import budgeting
 from ._base import EngineService
 from .fences import shown_fence
 from .gates import GateContext, item_gates, lane_gates, surroundings
@@ -88,8 +89,16 @@ class ReadService(EngineService):
             stuck = [] if item_id else await _stuck_closures(reader, coordinator_id, lane.lane_id)
             spent = await usage.lane_usage(reader, lane, detail.items)
             day_spent = await usage.day_spend(reader, coordinator_id, now)
+            book = await budgeting.read_book(reader, coordinator, [lane.lane_id], now)
         context = GateContext(
-            coordinator, platform_on, lane, detail.blockers, detail.items, occupancy, now
+            coordinator,
+            platform_on,
+            lane,
+            detail.blockers,
+            detail.items,
+            occupancy,
+            now,
+            budget=book.spent_for(lane.lane_id),
         )
         # Labels never show the switch (the other reads do not know it); the gates do.
         around = replace(surroundings(context), coordination_on=True)

@@ -9,9 +9,11 @@ from workcoord.kit.errors import InvalidArgument
 
 from .. import usage
 from ..auth import Principal
+from ..budgets import BudgetScope, spent
 from ..inputs import GetUsageInput
 from ..model import UsageScope, UsageTotal
-from ..results import UsageReport
+from ..results import BudgetReport, UsageReport
+from . import budgeting
 from ._base import EngineService
 
 #: How many days ``group_by = DAY`` answers (up to and including the day asked).
@@ -71,3 +73,33 @@ class UsageService(EngineService):
             elif group_by:
                 groups = await reader.usage_totals(coordinator_id, _GROUPS[group_by], day)
         return UsageReport(day, total, groups)
+
+    async def get_budget(
+        self, principal: Principal, input: GetUsageInput
+    ) -> tuple[BudgetReport, BudgetReport | None]:
+        """The work coordinator's day budget (today, UTC) and, with ``lane_id``, the lane's
+        lifetime budget: limits, used, and the limit reached if spent."""
+        coordinator_id, lane_id = input.coordinator_id, input.lane_id
+        now = self.core.clock.now()
+        async with self.core.store.read() as reader:
+            coordinator = await self.core.coordinator_for(reader, principal, coordinator_id)
+            day_used = budgeting.spend_of(await usage.day_spend(reader, coordinator_id, now))
+            scope = BudgetScope.COORDINATOR_DAY
+            day = BudgetReport(
+                scope,
+                "",
+                usage.day_of(now),
+                coordinator.budget,
+                day_used,
+                spent(scope, coordinator.budget, day_used),
+            )
+            if not lane_id:
+                return day, None
+            lane = await self.core.lane_in(reader, coordinator_id, lane_id)
+            found = await reader.usage_totals(coordinator_id, UsageScope.LANE, "", [lane_id])
+            used = budgeting.spend_of(found[0] if found else None)
+            scope = BudgetScope.LANE
+            report = BudgetReport(
+                scope, lane_id, "", lane.budget, used, spent(scope, lane.budget, used)
+            )
+            return day, report

@@ -54,6 +54,8 @@ class CoordinatorsMemory(PlatformMemory, MemoryTxBase):
             update_time=coordinator.update_time,
             mail_marks=coordinator.mail_marks,
             webhook_filters=copied(coordinator.webhook_filters),
+            budget=coordinator.budget,
+            lane_budgets=coordinator.lane_budgets,
         )
         coordinators[coordinator.coordinator_id] = dataclasses.replace(row, coordinator=stored)
 

@@ -15,7 +15,15 @@ from .admin import (
     user_to_pb,
     work_key_to_pb,
 )
+from .budgets import (
+    budget_report_to_pb,
+    day_budget_from_pb,
+    day_budget_to_pb,
+    lane_budget_from_pb,
+    lane_budget_to_pb,
+)
 from .coordinators import (
+    budget_change,
     check_update_paths,
     coordinator_changes,
     coordinator_to_pb,
@@ -82,11 +90,15 @@ from .workers import (
 
 __all__ = [
     "attempt_to_pb",
+    "budget_change",
+    "budget_report_to_pb",
     "check_update_paths",
     "checkpoint_from_pb",
     "checkpoint_to_pb",
     "coordinator_changes",
     "coordinator_to_pb",
+    "day_budget_from_pb",
+    "day_budget_to_pb",
     "digest_to_pb",
     "dur",
     "enum_from_pb",
@@ -103,6 +115,8 @@ __all__ = [
     "item_detail_to_pb",
     "item_spec_from_pb",
     "item_to_pb",
+    "lane_budget_from_pb",
+    "lane_budget_to_pb",
     "lane_edit_from_pb",
     "lane_spec_from_pb",
     "lane_to_pb",

@@ -11,10 +11,12 @@ from workcoord.api.v1 import (
     policy_pb2,
     work_coordinator_pb2,
 )
+from workcoord.coordinator.domain.budgets import BudgetLimit
 from workcoord.coordinator.domain.model import Coordinator
 from workcoord.coordinator.domain.specs import CapacityEntries
 from workcoord.kit.errors import InvalidArgument
 
+from .budgets import day_budget_from_pb, day_budget_to_pb
 from .fields import ToPb
 from .scalars import dur, retry_from_pb, retry_to_pb, review_from_pb, review_to_pb
 
@@ -41,6 +43,7 @@ def coordinator_to_pb(c: Coordinator) -> work_coordinator_pb2.WorkCoordinator:
         parent_coordinator_id=config.parent_coordinator_id,
         etag=str(c.config_version),
         max_run_duration={k: dur(v) for k, v in config.max_run_seconds.items()},
+        budget=day_budget_to_pb(c.budget),
     )
 
 
@@ -60,9 +63,9 @@ _MAPS = frozenset({"class_capacity", "max_run_duration"})
 
 
 # Top-level fields an update may name besides the configuration (the etag only guards it).
-_UPDATABLE = frozenset({"display_name", "enabled", "etag", *_COORDINATOR_FIELDS})
+_UPDATABLE = frozenset({"display_name", "enabled", "etag", "budget", *_COORDINATOR_FIELDS})
 # Fields whose own fields (or map entries) an update mask may name one by one.
-_PARTIAL = frozenset({*_MAPS, "retry_policy", "review_policy"})
+_PARTIAL = frozenset({*_MAPS, "retry_policy", "review_policy", "budget"})
 _IMMUTABLE = frozenset({"scope", "org_slug", "coordinator_id"})
 
 
@@ -134,6 +137,28 @@ def coordinator_changes(
             else CapacityEntries(run_entries)
         )
     return changes
+
+
+def budget_change(
+    wc: work_coordinator_pb2.WorkCoordinator, paths: Sequence[str]
+) -> dict[str, int | None] | None:
+    """The day budget's limits ``paths`` name (None: none), each set from the body or removed
+    (None) when the body leaves it out: both for ``budget``, one for
+    ``budget.daily_cost_micros`` or ``budget.daily_tokens``."""
+    named = [p for p in paths if p.partition(".")[0] == "budget"]
+    if not named:
+        return None
+    body = wc.budget
+    given = day_budget_from_pb(body) or BudgetLimit()
+    limits = {"cost_micros": given.cost_micros, "tokens": given.tokens}
+    if "budget" in named:
+        return limits
+    return {
+        name: value
+        for name, value in limits.items()
+        if {"cost_micros": "budget.daily_cost_micros", "tokens": "budget.daily_tokens"}[name]
+        in named
+    }
 
 
 def _seconds(duration: Any) -> int:

@@ -11,7 +11,7 @@ from google.protobuf import json_format
 
 from workcoord.api.v1 import lane_pb2
 from workcoord.coordinator.domain import rules
-from workcoord.coordinator.domain.inputs import LaneEdit
+from workcoord.coordinator.domain.inputs import UNSET_BUDGET, LaneEdit
 from workcoord.coordinator.domain.leasability import Surroundings
 from workcoord.coordinator.domain.model import (
     Attempt,
@@ -35,6 +35,7 @@ from workcoord.coordinator.domain.specs import (
 )
 from workcoord.kit.errors import InvalidArgument
 
+from .budgets import lane_budget_from_pb, lane_budget_to_pb
 from .fields import ToPb
 from .reports import (
     checkpoint_to_pb,
@@ -106,6 +107,7 @@ def lane_spec_from_pb(lane: lane_pb2.Lane) -> LaneSpec:
         review_policy=review_from_pb(lane.review_policy),
         placement=to_dict(lane.placement) if lane.HasField("placement") else None,
         brief=lane.brief,
+        budget=lane_budget_from_pb(lane.budget) if lane.HasField("budget") else None,
     )
 
 
@@ -180,6 +182,12 @@ _TICKET = ToPb(lane_pb2.Ticket, plain=("tracker", "key", "url"), times=("observe
 _LANE_EDIT_READERS: dict[str, Callable[[lane_pb2.Lane], Any]] = {
     "title": lambda lane: lane.title,
     "priority": lambda lane: lane.priority,
+    # A budget named and left out of the body: removed (UNSET_BUDGET).
+    "budget": lambda lane: (
+        (lane_budget_from_pb(lane.budget) or UNSET_BUDGET)
+        if lane.HasField("budget")
+        else UNSET_BUDGET
+    ),
 }
 
 
@@ -304,6 +312,7 @@ def lane_to_pb(detail: LaneDetail) -> lane_pb2.Lane:
         tickets=[_TICKET(t, state=t.state or None) for t in detail.tickets],
         etag=str(lane.version),
         receipt=receipt_to_pb(Receipt.from_json(lane.receipt)) if lane.receipt else None,
+        budget=lane_budget_to_pb(lane.budget),
     )
     if classes:
         out.worker_classes.CopyFrom(

@@ -53,6 +53,8 @@ ADMIN_COLUMNS = (
     "update_time",
     "mail_marks",
     "webhook_filters",
+    "budget",
+    "lane_budgets",
 )
 
 #: Write what an admin changes (:data:`ADMIN_COLUMNS`) of ``:b_coordinator_id``.

@@ -1,0 +1,247 @@
+"""Budgets wired to the stores: what a work coordinator's budgets have spent, read in the
+transaction that decides (a claim, a heartbeat, a worker write), and the events a write that
+spends raises (the rules themselves are ``domain/budgets.py``).
+
+Consistency: every write that adds spend to a budgeted work coordinator holds its row lock (a
+heartbeat of a budgeted work coordinator takes it too, ``engine.attempts``), and so does every
+claim; a claim reads the totals under that lock, so no attempt of a spent budget is leased
+after the spend was committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from .. import usage
+from ..budgets import (
+    BudgetLimit,
+    BudgetScope,
+    Spend,
+    SpentBudget,
+    first_spent,
+    spent,
+    warnings_crossed,
+)
+from ..leasability import Surroundings
+from ..model import (
+    Coordinator,
+    EventType,
+    NewEvent,
+    PendingAction,
+    PendingActionState,
+    UsageScope,
+    UsageTotal,
+)
+from ..ports import Reader, Tx
+from ._base import new_id
+
+__all__ = [
+    "RAISE_BUDGET",
+    "BudgetBook",
+    "in_force",
+    "limit_changed",
+    "open_actions",
+    "read_book",
+    "resolve_raised",
+    "spend_of",
+    "with_budget",
+]
+
+#: The pending action a spent budget opens for the digest owner.
+RAISE_BUDGET = "RAISE_BUDGET"
+
+
+def in_force(coordinator: Coordinator) -> bool:
+    """Whether any budget may cover the work coordinator's work (its own or a lane's)."""
+    return coordinator.budget is not None or coordinator.lane_budgets
+
+
+def spend_of(total: UsageTotal | None) -> Spend:
+    """A roll-up as a budget counts it: cost, and every token (input, output, both caches)."""
+    if total is None:
+        return Spend()
+    cached = total.cache_read_tokens + total.cache_write_tokens
+    return Spend(total.cost_micros, total.input_tokens + total.output_tokens + cached)
+
+
+def _plus(spend: Spend, added: UsageTotal) -> Spend:
+    more = spend_of(added)
+    return Spend(spend.cost_micros + more.cost_micros, spend.tokens + more.tokens)
+
+
+@dataclass(slots=True)
+class BudgetBook:
+    """A work coordinator's budgets and what they spent, as one transaction read them: the day
+    budget and the day's total, and the budget and lifetime total of each lane read."""
+
+    coordinator_id: str
+    day: str
+    day_limit: BudgetLimit | None
+    day_used: Spend = field(default_factory=Spend)
+    lanes: dict[str, tuple[BudgetLimit | None, Spend]] = field(default_factory=dict)
+
+    def lane_limit(self, lane_id: str) -> BudgetLimit | None:
+        return self.lanes.get(lane_id, (None, Spend()))[0]
+
+    def lane_used(self, lane_id: str) -> Spend:
+        return self.lanes.get(lane_id, (None, Spend()))[1]
+
+    def spent_for(self, lane_id: str) -> SpentBudget | None:
+        """The spent budget that holds the lane's work (the lane's first, then the day's)."""
+        limit, used = self.lanes.get(lane_id, (None, Spend()))
+        return first_spent(limit, used, self.day_limit, self.day_used)
+
+    def add(self, totals: Iterable[UsageTotal]) -> list[NewEvent]:
+        """Count ``totals`` (a write's roll-ups, about to be added) and return the events the
+        spend raises: a BUDGET_WARNING per limit it took across 80 %, a BUDGET_EXHAUSTED per
+        budget it spent (the pending action of which :func:`open_actions` opens)."""
+        events: list[NewEvent] = []
+        for total in totals:
+            if total.scope == UsageScope.COORDINATOR and total.day == self.day:
+                before = self.day_used
+                self.day_used = _plus(before, total)
+                events += _crossed(
+                    BudgetScope.COORDINATOR_DAY, self.day_limit, before, self.day_used, ""
+                )
+            elif total.scope == UsageScope.LANE and total.day == "" and total.key in self.lanes:
+                limit, before = self.lanes[total.key]
+                after = _plus(before, total)
+                self.lanes[total.key] = (limit, after)
+                events += _crossed(BudgetScope.LANE, limit, before, after, total.key)
+        return events
+
+
+def _crossed(
+    scope: BudgetScope, limit: BudgetLimit | None, before: Spend, after: Spend, lane_id: str
+) -> list[NewEvent]:
+    events = [
+        budget_event(EventType.BUDGET_WARNING, w, lane_id)
+        for w in warnings_crossed(scope, limit, before, after)
+    ]
+    now_spent = spent(scope, limit, after)
+    if now_spent is not None and spent(scope, limit, before) is None:
+        events.append(budget_event(EventType.BUDGET_EXHAUSTED, now_spent, lane_id))
+    return events
+
+
+def budget_event(type: EventType, budget: SpentBudget, lane_id: str) -> NewEvent:
+    """A BUDGET_WARNING or BUDGET_EXHAUSTED event about ``budget`` (of ``lane_id``, if a lane's)."""
+    data: dict[str, object] = {
+        "scope": budget.scope.value,
+        "metric": budget.metric.value,
+        "used": budget.used,
+        "limit": budget.limit,
+    }
+    if type == EventType.BUDGET_EXHAUSTED:
+        data["message"] = budget.describe()
+    return NewEvent(type, lane_id=lane_id, data=data)
+
+
+async def read_book(
+    reader: Reader, coordinator: Coordinator, lane_ids: Iterable[str], now: datetime
+) -> BudgetBook:
+    """The budgets covering ``lane_ids`` and what they spent: at most three look-ups by key
+    (the day's total, the lanes, their totals), none for what has no budget."""
+    cid = coordinator.coordinator_id
+    book = BudgetBook(cid, usage.day_of(now), coordinator.budget)
+    if coordinator.budget is not None:
+        book.day_used = spend_of(await usage.day_spend(reader, cid, now))
+    wanted = sorted(set(lane_ids))
+    if coordinator.lane_budgets and wanted:
+        limits = {
+            lane.lane_id: lane.budget
+            for lane in await reader.get_lanes(wanted)
+            if lane.budget is not None
+        }
+        if limits:
+            totals = {
+                t.key: t for t in await reader.usage_totals(cid, UsageScope.LANE, "", list(limits))
+            }
+            book.lanes = {k: (v, spend_of(totals.get(k))) for k, v in limits.items()}
+    return book
+
+
+async def open_actions(tx: Tx, coordinator: Coordinator, events: Sequence[NewEvent]) -> None:
+    """Open a RAISE_BUDGET pending action for the digest owner per BUDGET_EXHAUSTED event of
+    ``events`` (named in its data as ``actionId``)."""
+    actions: list[PendingAction] = []
+    for event in events:
+        if event.type != EventType.BUDGET_EXHAUSTED:
+            continue
+        action = PendingAction(
+            action_id=new_id("pa"),
+            coordinator_id=coordinator.coordinator_id,
+            lane_id=event.lane_id,
+            kind=RAISE_BUDGET,
+            state=PendingActionState.OPEN,
+            owner=coordinator.config.digest_owner,
+            create_time=tx.now,
+            update_time=tx.now,
+            last_error=str(event.data.get("message", "")),
+        )
+        event.data["actionId"] = action.action_id
+        actions.append(action)
+    if actions:
+        await tx.insert_pending_actions(actions)
+
+
+async def resolve_raised(tx: Tx, coordinator_id: str, lane_id: str) -> list[str]:
+    """Resolve the open RAISE_BUDGET actions of the lane (``""``: of the day budget) once its
+    budget is no longer spent; returns their ids."""
+    found = await tx.list_pending_actions(coordinator_id, PendingActionState.OPEN, "", 1000)
+    resolved: list[str] = []
+    for action in found:
+        if action.kind == RAISE_BUDGET and action.lane_id == lane_id:
+            action.state = PendingActionState.RESOLVED
+            action.resolution = "the budget was raised"
+            action.update_time = tx.now
+            await tx.update_pending_action(action)
+            resolved.append(action.action_id)
+    return resolved
+
+
+async def limit_changed(
+    tx: Tx,
+    coordinator: Coordinator,
+    lane_id: str,
+    old: BudgetLimit | None,
+    new: BudgetLimit | None,
+) -> tuple[list[NewEvent], bool]:
+    """A human changed a budget (the lane's, or with ``lane_id`` "" the day budget) from
+    ``old`` to ``new``: lowered to what was spent, it is spent now (a BUDGET_EXHAUSTED event,
+    its pending action opened, to append); raised past it, its open RAISE_BUDGET actions are
+    resolved. Returns the events and whether the budget gate reopened (wake the leasing)."""
+    cid = coordinator.coordinator_id
+    if lane_id:
+        scope = BudgetScope.LANE
+        found = await tx.usage_totals(cid, UsageScope.LANE, "", [lane_id])
+        used = spend_of(found[0] if found else None)
+    else:
+        scope = BudgetScope.COORDINATOR_DAY
+        used = spend_of(await usage.day_spend(tx, cid, tx.now))
+    was, now = spent(scope, old, used), spent(scope, new, used)
+    events: list[NewEvent] = []
+    if now is not None and was is None:
+        events.append(budget_event(EventType.BUDGET_EXHAUSTED, now, lane_id))
+        await open_actions(tx, coordinator, events)
+    reopened = was is not None and now is None
+    if reopened:
+        await resolve_raised(tx, cid, lane_id)
+    return events, reopened
+
+
+async def with_budget(
+    reader: Reader, coordinator: Coordinator, around: Surroundings, lane_ids: Iterable[str]
+) -> dict[str, Surroundings]:
+    """``around`` per lane with the budget gate read (a spent budget closes it), for the
+    next-action labels; ``around`` itself for every lane when no budget is in force."""
+    wanted = sorted(set(lane_ids))
+    if not in_force(coordinator):
+        return dict.fromkeys(wanted, around)
+    book = await read_book(reader, coordinator, wanted, around.now)
+    return {
+        lane_id: replace(around, budget_spent=book.spent_for(lane_id) is not None)
+        for lane_id in wanted
+    }
