@@ -15,6 +15,7 @@ from ... import schema as t
 
 _I = t.items
 _L = t.lanes
+_R = t.ready_items
 _QUEUED = ItemState.QUEUED.value
 
 
@@ -35,6 +36,20 @@ def ready_filter(
         or_(c.not_before.is_(None), c.not_before <= now),
     ]
 
+
+#: How a statement over ready items reaches them: through the ready queue (one row per QUEUED
+#: item, kept by triggers, see ``schema_queue``), joined back on every column it copies, so
+#: the planner takes the queue's coordinator, class, priority and sequence as the item's and
+#: reads ``ix_ready_items_claim`` in claim order. ``items.state`` stays in :func:`ready_filter`:
+#: a claim that waited for a row lock re-checks it on the row's new version.
+QUEUE_JOIN = and_(
+    _R.c.item_id == _I.c.item_id,
+    _R.c.coordinator_id == _I.c.coordinator_id,
+    _R.c.worker_class == _I.c.worker_class,
+    _R.c.priority == _I.c.priority,
+    _R.c.seq == _I.c.seq,
+)
+_QUEUED_ITEMS_FROM = _R.join(_I, QUEUE_JOIN)
 
 _LIMIT = bindparam("limit", type_=Integer, literal_execute=True)
 
@@ -67,12 +82,13 @@ WAITING_ITEMS = (
 #: created in.
 QUEUED_ITEMS = (
     select(_I)
+    .select_from(_QUEUED_ITEMS_FROM)
     .where(_I.c.coordinator_id == bindparam("coordinator_id"), _I.c.state == _QUEUED)
     .order_by(_I.c.seq, _I.c.item_id)
 )
 
 # The classes a worker asked for (one or several): ``:worker_classes``.
-_OF_CLASSES = _I.c.worker_class.in_(bindparam("worker_classes", expanding=True))
+_OF_CLASSES = _R.c.worker_class.in_(bindparam("worker_classes", expanding=True))
 _READY_OF_CLASS = [*ready_filter(bindparam("coordinator_id"), bindparam("now")), _OF_CLASSES]
 _TURN = _L.c.served_turn
 _CANDIDATE_ORDER = (_I.c.priority.desc(), _TURN, _I.c.seq)
@@ -83,7 +99,9 @@ _AFTER = or_(
     _I.c.priority < _P,
     and_(_I.c.priority == _P, or_(_TURN > _T, and_(_TURN == _T, _I.c.seq > _S))),
 )
-_CANDIDATES = select(_I, _TURN).join_from(_I, _L, _L.c.lane_id == _I.c.lane_id)
+_CANDIDATES = select(_I, _TURN).select_from(
+    _QUEUED_ITEMS_FROM.join(_L, _L.c.lane_id == _I.c.lane_id)
+)
 
 #: THE CLAIM: up to ``:limit`` items of any of ``:worker_classes`` ready at ``:now``, with their
 #: lane's turn, in claim order (the classes ranked together): highest priority first; within
@@ -108,13 +126,13 @@ CLAIM_CANDIDATES_AFTER = (
 )
 
 #: One ready item of any of ``:worker_classes`` at ``:now``, if any (the look before a claim).
-HAS_READY = select(_I.c.item_id).where(*_READY_OF_CLASS).limit(1)
+HAS_READY = select(_I.c.item_id).select_from(_QUEUED_ITEMS_FROM).where(*_READY_OF_CLASS).limit(1)
 
-#: How many items of each class are QUEUED (held or backing off included).
+#: How many items of each class are QUEUED (held or backing off included): the queue's rows.
 COUNT_READY = (
-    select(_I.c.worker_class, func.count().label("n"))
-    .where(_I.c.coordinator_id == bindparam("coordinator_id"), _I.c.state == _QUEUED)
-    .group_by(_I.c.worker_class)
+    select(_R.c.worker_class, func.count().label("n"))
+    .where(_R.c.coordinator_id == bindparam("coordinator_id"))
+    .group_by(_R.c.worker_class)
 )
 
 #: How many items are AWAITING_APPROVAL or STOPPED (waiting on a person), by state, with the
@@ -129,9 +147,13 @@ COUNT_AWAITING_HUMAN = (
 )
 
 #: When the first QUEUED item of any of ``:worker_classes`` backing off after ``:now`` may run.
-NEXT_NOT_BEFORE = select(func.min(_I.c.not_before)).where(
-    _I.c.coordinator_id == bindparam("coordinator_id"),
-    _OF_CLASSES,
-    _I.c.state == _QUEUED,
-    _I.c.not_before > bindparam("now"),
+NEXT_NOT_BEFORE = (
+    select(func.min(_I.c.not_before))
+    .select_from(_QUEUED_ITEMS_FROM)
+    .where(
+        _I.c.coordinator_id == bindparam("coordinator_id"),
+        _OF_CLASSES,
+        _I.c.state == _QUEUED,
+        _I.c.not_before > bindparam("now"),
+    )
 )

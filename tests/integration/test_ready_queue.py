@@ -1,0 +1,163 @@
+"""The ready queue (migration 0016): triggers on ``items`` keep one ``ready_items`` row per
+QUEUED item, on PostgreSQL and SQLite, whoever writes; and because no index of ``items`` names
+its state any more, the sweep's requeue and a lease are HOT updates on PostgreSQL (checked with
+the transaction's own statistics, ``pg_stat_get_xact_tuples_hot_updated``)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from tests.contract.records import T0, at, attempt, item, seed_coordinator, seed_lane
+from tests.support.databases import PostgresDatabases, SqliteDatabases
+from workcoord.coordinator.domain.model import ItemState
+from workcoord.coordinator.storage.sql import SqlStore, make_engine
+from workcoord.kit.clock import ManualClock
+
+STATES = [ItemState.QUEUED, ItemState.WAITING, ItemState.LEASED, ItemState.SUCCEEDED]
+
+
+@pytest.fixture
+async def sql_store(
+    backend: str, pg_databases: PostgresDatabases, sqlite_databases: SqliteDatabases
+) -> AsyncIterator[SqlStore]:
+    url = await (pg_databases if backend == "postgres" else sqlite_databases).create("queue")
+    store = SqlStore(make_engine(url), ManualClock(T0))
+    try:
+        yield store
+    finally:
+        await store.close()
+        if backend == "postgres":
+            await pg_databases.drop(url)
+
+
+async def _queue(store: SqlStore) -> set[tuple[Any, ...]]:
+    async with store.read() as reader:
+        rows = await reader.conn.execute(  # type: ignore[attr-defined]
+            text("SELECT item_id, coordinator_id, worker_class, priority, seq FROM ready_items")
+        )
+        return {tuple(row) for row in rows}
+
+
+async def _queued_items(store: SqlStore) -> set[tuple[Any, ...]]:
+    async with store.read() as reader:
+        rows = await reader.conn.execute(  # type: ignore[attr-defined]
+            text(
+                "SELECT item_id, coordinator_id, worker_class, priority, seq FROM items "
+                "WHERE state = 'QUEUED'"
+            )
+        )
+        return {tuple(row) for row in rows}
+
+
+async def test_the_queue_holds_exactly_the_queued_items_whoever_writes(sql_store: SqlStore) -> None:
+    await seed_coordinator(sql_store)
+    items = [
+        item(f"it_{n}", "ln_a", seq=n, priority=n % 3, state=STATES[n % len(STATES)])
+        for n in range(12)
+    ]
+    await seed_lane(sql_store, *items)
+    assert await _queue(sql_store) == await _queued_items(sql_store)
+    assert len(await _queue(sql_store)) == 3
+    # Raw writes, as an older release or an operator would make them: into and out of the
+    # queue, a queued item re-prioritised, one deleted, and a change the queue ignores.
+    statements = [
+        "UPDATE items SET state = 'QUEUED' WHERE item_id IN ('it_1', 'it_2')",
+        "UPDATE items SET state = 'LEASED' WHERE item_id = 'it_4'",
+        "UPDATE items SET priority = 7 WHERE item_id = 'it_8'",
+        "UPDATE items SET title = 'renamed' WHERE item_id = 'it_0'",
+        "DELETE FROM items WHERE item_id = 'it_1'",
+    ]
+    async with sql_store.write("wc_a") as tx:
+        for statement in statements:
+            await tx.conn.execute(text(statement))  # type: ignore[attr-defined]
+    queue = await _queue(sql_store)
+    assert queue == await _queued_items(sql_store)
+    assert {row[0] for row in queue} == {"it_0", "it_2", "it_8"}
+    assert ("it_8", "wc_a", "codex", 7, 8) in queue
+
+
+async def test_a_sweep_requeues_through_the_queue(sql_store: SqlStore) -> None:
+    await seed_coordinator(sql_store)
+    leased = [
+        replace(item(f"it_{n}", "ln_a", seq=n, state=ItemState.LEASED), current_lease_id=f"ls_{n}")
+        for n in range(6)
+    ]
+    await seed_lane(sql_store, *leased)
+    async with sql_store.write("wc_a") as tx:
+        await tx.insert_attempts(
+            [attempt(f"ls_{n}", leased[n], expire_time=at(5)) for n in range(6)]
+        )
+    assert await _queue(sql_store) == set()
+    async with sql_store.write("wc_a") as tx:
+        expired = await tx.end_expired_leases("wc_a", at(10), 100)
+        await tx.write_retries(
+            [
+                replace(e.item, state=ItemState.QUEUED, current_lease_id="", not_before=at(20))
+                for e in expired
+                if e.item is not None
+            ]
+        )
+    assert len(await _queue(sql_store)) == 6
+    assert await _queue(sql_store) == await _queued_items(sql_store)
+    # The claim reads the queue: nothing before the backoff ends, all six after it.
+    async with sql_store.read() as reader:
+        assert not await reader.has_ready("wc_a", ("codex",), at(15))
+        assert await reader.has_ready("wc_a", ("codex",), at(20))
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_state_changes_of_items_are_hot_updates(sql_store: SqlStore) -> None:
+    """A sweep's requeue (LEASED → QUEUED) and a lease (QUEUED → LEASED) rewrite no index of
+    ``items``: every update is HOT (``items`` keeps room on its pages for a new version of each
+    row). Before 0016 ``state`` sat in ``ix_items_ready``'s predicate and none was."""
+    await seed_coordinator(sql_store)
+    count = 40
+    leased = [
+        replace(item(f"it_{n}", "ln_a", seq=n, state=ItemState.LEASED), current_lease_id=f"ls_{n}")
+        for n in range(count)
+    ]
+    await seed_lane(sql_store, *leased)
+    async with sql_store.write("wc_a") as tx:
+        await tx.insert_attempts(
+            [attempt(f"ls_{n}", leased[n], expire_time=at(5)) for n in range(count)]
+        )
+
+    async def counts(tx: Any) -> tuple[int, int]:
+        row = await tx.conn.execute(
+            text(
+                "SELECT pg_stat_get_xact_tuples_updated('items'::regclass), "
+                "pg_stat_get_xact_tuples_hot_updated('items'::regclass)"
+            )
+        )
+        updated, hot = row.one()
+        return int(updated), int(hot)
+
+    async def updates(tx: Any, before: tuple[int, int]) -> tuple[int, int]:
+        # The backend's pending counts may still hold earlier transactions' (flushed at most
+        # once a second): what this one did is the difference.
+        updated, hot = await counts(tx)
+        return updated - before[0], hot - before[1]
+
+    async with sql_store.write("wc_a") as tx:
+        before = await counts(tx)
+        expired = await tx.end_expired_leases("wc_a", at(10), 1000)
+        requeued = [
+            replace(e.item, state=ItemState.QUEUED, current_lease_id="", not_before=None)
+            for e in expired
+            if e.item is not None
+        ]
+        await tx.write_retries(requeued)
+        assert await updates(tx, before) == (count, count)
+    async with sql_store.write("wc_a") as tx:
+        before = await counts(tx)
+        await tx.conn.execute(  # type: ignore[attr-defined]
+            text("UPDATE items SET state = 'LEASED', update_time = :t"), {"t": T0 + timedelta(1)}
+        )
+        assert await updates(tx, before) == (count, count)
+    assert await _queue(sql_store) == set()
