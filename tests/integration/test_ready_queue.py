@@ -111,41 +111,44 @@ async def test_a_sweep_requeues_through_the_queue(sql_store: SqlStore) -> None:
         assert await reader.has_ready("wc_a", ("codex",), at(20))
 
 
+async def _counts(tx: Any) -> tuple[int, int]:
+    row = await tx.conn.execute(
+        text(
+            "SELECT pg_stat_get_xact_tuples_updated('items'::regclass), "
+            "pg_stat_get_xact_tuples_hot_updated('items'::regclass)"
+        )
+    )
+    updated, hot = row.one()
+    return int(updated), int(hot)
+
+
+async def _updates(tx: Any, before: tuple[int, int]) -> tuple[int, int]:
+    """Items updated, and HOT-updated, by this transaction: the backend's pending counts may
+    still hold earlier transactions' (flushed at most once a second), so the difference."""
+    updated, hot = await _counts(tx)
+    return updated - before[0], hot - before[1]
+
+
+COUNT = 40
+
+
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
-async def test_state_changes_of_items_are_hot_updates(sql_store: SqlStore) -> None:
-    """A sweep's requeue (LEASED → QUEUED) and a lease (QUEUED → LEASED) rewrite no index of
-    ``items``: every update is HOT (``items`` keeps room on its pages for a new version of each
-    row). Before 0016 ``state`` sat in ``ix_items_ready``'s predicate and none was."""
+async def test_a_sweeps_requeue_is_a_hot_update(sql_store: SqlStore) -> None:
+    """LEASED → QUEUED through the sweep's port methods rewrites no index of ``items``: every
+    update is HOT (``items`` keeps room on its pages for a new version of each row). Before
+    0016 ``state`` sat in ``ix_items_ready``'s predicate and none was."""
     await seed_coordinator(sql_store)
-    count = 40
     leased = [
         replace(item(f"it_{n}", "ln_a", seq=n, state=ItemState.LEASED), current_lease_id=f"ls_{n}")
-        for n in range(count)
+        for n in range(COUNT)
     ]
     await seed_lane(sql_store, *leased)
     async with sql_store.write("wc_a") as tx:
         await tx.insert_attempts(
-            [attempt(f"ls_{n}", leased[n], expire_time=at(5)) for n in range(count)]
+            [attempt(f"ls_{n}", leased[n], expire_time=at(5)) for n in range(COUNT)]
         )
-
-    async def counts(tx: Any) -> tuple[int, int]:
-        row = await tx.conn.execute(
-            text(
-                "SELECT pg_stat_get_xact_tuples_updated('items'::regclass), "
-                "pg_stat_get_xact_tuples_hot_updated('items'::regclass)"
-            )
-        )
-        updated, hot = row.one()
-        return int(updated), int(hot)
-
-    async def updates(tx: Any, before: tuple[int, int]) -> tuple[int, int]:
-        # The backend's pending counts may still hold earlier transactions' (flushed at most
-        # once a second): what this one did is the difference.
-        updated, hot = await counts(tx)
-        return updated - before[0], hot - before[1]
-
     async with sql_store.write("wc_a") as tx:
-        before = await counts(tx)
+        before = await _counts(tx)
         expired = await tx.end_expired_leases("wc_a", at(10), 1000)
         requeued = [
             replace(e.item, state=ItemState.QUEUED, current_lease_id="", not_before=None)
@@ -153,11 +156,22 @@ async def test_state_changes_of_items_are_hot_updates(sql_store: SqlStore) -> No
             if e.item is not None
         ]
         await tx.write_retries(requeued)
-        assert await updates(tx, before) == (count, count)
+        assert await _updates(tx, before) == (COUNT, COUNT)
+    assert len(await _queue(sql_store)) == COUNT
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_a_lease_is_a_hot_update(sql_store: SqlStore) -> None:
+    """QUEUED → LEASED of every item of a page in one transaction: all HOT, and the queue is
+    left empty."""
+    await seed_coordinator(sql_store)
+    await seed_lane(sql_store, *(item(f"it_{n}", "ln_a", seq=n) for n in range(COUNT)))
+    assert len(await _queue(sql_store)) == COUNT
     async with sql_store.write("wc_a") as tx:
-        before = await counts(tx)
+        before = await _counts(tx)
         await tx.conn.execute(  # type: ignore[attr-defined]
-            text("UPDATE items SET state = 'LEASED', update_time = :t"), {"t": T0 + timedelta(1)}
+            text("UPDATE items SET state = 'LEASED', current_lease_id = 'ls', update_time = :t"),
+            {"t": T0 + timedelta(seconds=1)},
         )
-        assert await updates(tx, before) == (count, count)
+        assert await _updates(tx, before) == (COUNT, COUNT)
     assert await _queue(sql_store) == set()

@@ -5,11 +5,12 @@ Statements: :mod:`.statements.attempts` (``END_EXPIRED_LEASES``, ``EXPIRED_ITEMS
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 
 from workcoord.coordinator.domain.model import Attempt, Item, RetryPolicy
-from workcoord.coordinator.domain.ports import EXPIRED_ITEM_FIELDS, RETRY_FIELDS, ExpiredLease
+from workcoord.coordinator.domain.ports import RETRY_FIELDS, ExpiredLease
 
 from ._base import SqlTxBase
 from .rows import ATTEMPTS, ITEMS, LANES
@@ -50,10 +51,23 @@ class RecoverySql(SqlTxBase):
 
     async def _items_of(self, attempts: Sequence[Attempt]) -> dict[str, Item]:
         """The attempts' items, only :data:`EXPIRED_ITEM_FIELDS` of them (no inputs, evidence
-        or other JSON to decode but the retry policy)."""
+        or other JSON). The retry policy comes as text and each distinct text is decoded once
+        (the records are immutable, so items share one)."""
         ids = sorted({a.item_id for a in attempts})
         rows = await self._rows(sql.EXPIRED_ITEMS, {"item_ids": ids})
-        return {r[0]: ITEMS.load_some(EXPIRED_ITEM_FIELDS, r) for r in rows}
+        policies: dict[str | None, RetryPolicy] = {}
+        found: dict[str, Item] = {}
+        columns = sql.EXPIRED_ITEM_COLUMNS
+        for row in rows:
+            stored = row[-1]
+            policy = policies.get(stored)
+            if policy is None:
+                value = json.loads(stored) if stored is not None else None
+                policy = policies[stored] = ITEMS.decode_column("retry_policy", value)
+            item = ITEMS.load_some(columns, row[:-1])
+            item.retry_policy = policy
+            found[item.item_id] = item
+        return found
 
     async def write_retries(self, items: Sequence[Item]) -> None:
         """Held-back updates first (they may be of the same items), then RETRY_FIELDS of each

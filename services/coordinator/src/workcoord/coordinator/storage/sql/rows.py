@@ -254,6 +254,11 @@ class RowMap(Generic[_R]):
             kwargs[name] = _decode(self._codecs[name], kwargs[name])
         return self.record(**kwargs)
 
+    def decode_column(self, name: str, value: Any) -> Any:
+        """The field ``name`` of a record, from its column's stored value (an unpacked
+        column): for a reader that decodes a value many rows share once."""
+        return _decode(self._codecs[name], value)
+
     def load(self, row: Row[Any], offset: int = 0) -> _R:
         """The record a row holds: the table's columns in their declared order, from
         position ``offset`` on (a ``select`` of the table, maybe joined to another table or
