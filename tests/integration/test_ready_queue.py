@@ -19,6 +19,7 @@ from workcoord.coordinator.domain.model import ItemState
 from workcoord.coordinator.storage.sql import SqlStore, make_engine
 from workcoord.kit.clock import ManualClock
 
+QUEUE_COLUMNS = "item_id, coordinator_id, worker_class, priority, seq, lane_id, held, not_before"
 STATES = [ItemState.QUEUED, ItemState.WAITING, ItemState.LEASED, ItemState.SUCCEEDED]
 
 
@@ -39,7 +40,7 @@ async def sql_store(
 async def _queue(store: SqlStore) -> set[tuple[Any, ...]]:
     async with store.read() as reader:
         rows = await reader.conn.execute(  # type: ignore[attr-defined]
-            text("SELECT item_id, coordinator_id, worker_class, priority, seq FROM ready_items")
+            text(f"SELECT {QUEUE_COLUMNS} FROM ready_items")
         )
         return {tuple(row) for row in rows}
 
@@ -47,10 +48,7 @@ async def _queue(store: SqlStore) -> set[tuple[Any, ...]]:
 async def _queued_items(store: SqlStore) -> set[tuple[Any, ...]]:
     async with store.read() as reader:
         rows = await reader.conn.execute(  # type: ignore[attr-defined]
-            text(
-                "SELECT item_id, coordinator_id, worker_class, priority, seq FROM items "
-                "WHERE state = 'QUEUED'"
-            )
+            text(f"SELECT {QUEUE_COLUMNS} FROM items WHERE state = 'QUEUED'")
         )
         return {tuple(row) for row in rows}
 
@@ -71,6 +69,7 @@ async def test_the_queue_holds_exactly_the_queued_items_whoever_writes(sql_store
         "UPDATE items SET state = 'LEASED' WHERE item_id = 'it_4'",
         "UPDATE items SET priority = 7 WHERE item_id = 'it_8'",
         "UPDATE items SET title = 'renamed' WHERE item_id = 'it_0'",
+        "UPDATE items SET held = true WHERE item_id = 'it_2'",
         "DELETE FROM items WHERE item_id = 'it_1'",
     ]
     async with sql_store.write("wc_a") as tx:
@@ -79,7 +78,8 @@ async def test_the_queue_holds_exactly_the_queued_items_whoever_writes(sql_store
     queue = await _queue(sql_store)
     assert queue == await _queued_items(sql_store)
     assert {row[0] for row in queue} == {"it_0", "it_2", "it_8"}
-    assert ("it_8", "wc_a", "codex", 7, 8) in queue
+    assert ("it_8", "wc_a", "codex", 7, 8, "ln_a", False, None) in queue
+    assert ("it_2", "wc_a", "codex", 2, 2, "ln_a", True, None) in queue
 
 
 async def test_a_sweep_requeues_through_the_queue(sql_store: SqlStore) -> None:

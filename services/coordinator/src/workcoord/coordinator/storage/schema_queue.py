@@ -10,16 +10,17 @@ the queue write (or delete) a row of this narrow table.
 
 Triggers on ``items`` keep the queue, in the same transaction as the write, for every writer:
 this release, the one before it (which knows nothing of the table) and an operator in ``psql``.
-A row holds what orders a claim (class, priority, sequence), copied from the item; the claim
-joins back on all of them, so the planner reads the queue's index in claim order.
+A row holds what a claim filters and orders by (class, lane, priority, sequence, held, backoff),
+copied from the item: the claim ranks the queue's narrow rows (joined to their lanes for the
+lane's turn) and reads ``items`` only for the few it takes.
 ``migrations/versions/0016_ready_queue.py`` creates the same triggers.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import DDL, BigInteger, Column, Index, Integer, String, Table, event
+from sqlalchemy import DDL, BigInteger, Boolean, Column, Index, Integer, String, Table, event
 
-from .column_types import Id, hot_storage, metadata
+from .column_types import Id, Time, hot_storage, metadata
 
 __all__ = [
     "BACKFILL_READY_ITEMS",
@@ -34,8 +35,11 @@ ready_items = Table(
     Column("item_id", Id, primary_key=True),
     Column("coordinator_id", Id, nullable=False),
     Column("worker_class", String(32), nullable=False),
+    Column("lane_id", Id, nullable=False),
     Column("priority", Integer, nullable=False),
     Column("seq", BigInteger, nullable=False),
+    Column("held", Boolean, nullable=False),
+    Column("not_before", Time),
     **hot_storage(90),
 )
 # The claim's order within one class: highest priority first, then FIFO (what the partial
@@ -49,9 +53,19 @@ Index(
 )
 
 _QUEUED = "'QUEUED'"
-_COLUMNS = ("item_id", "coordinator_id", "worker_class", "priority", "seq")
-_INTO = "INSERT INTO ready_items (item_id, coordinator_id, worker_class, priority, seq) "
-_NEW = "NEW.item_id, NEW.coordinator_id, NEW.worker_class, NEW.priority, NEW.seq"
+_COLUMNS = (
+    "item_id",
+    "coordinator_id",
+    "worker_class",
+    "lane_id",
+    "priority",
+    "seq",
+    "held",
+    "not_before",
+)
+_LIST = "item_id, coordinator_id, worker_class, lane_id, priority, seq, held, not_before"
+_INTO = f"INSERT INTO ready_items ({_LIST}) "
+_NEW = ", ".join(f"NEW.{column}" for column in _COLUMNS)
 _INSERT = f"{_INTO}VALUES ({_NEW})"
 _DELETE = "DELETE FROM ready_items WHERE item_id = OLD.item_id"
 _FUNCTION = "workcoord_ready_items"
@@ -115,9 +129,9 @@ DROP_READY_QUEUE_TRIGGERS: dict[str, list[str]] = {
 
 #: Fill the queue from ``items`` (the migration's backfill).
 BACKFILL_READY_ITEMS = (
-    "INSERT INTO ready_items (item_id, coordinator_id, worker_class, priority, seq) "
-    "SELECT item_id, coordinator_id, worker_class, priority, seq FROM items "
-    "WHERE state = 'QUEUED'"
+    "INSERT INTO ready_items (item_id, coordinator_id, worker_class, lane_id, priority, seq, "
+    "held, not_before) SELECT item_id, coordinator_id, worker_class, lane_id, priority, seq, "
+    "held, not_before FROM items WHERE state = 'QUEUED'"
 )
 
 for _dialect, _statements in READY_QUEUE_TRIGGERS.items():

@@ -7,7 +7,7 @@ Create Date: 2026-12-05 19:30:00
 ``ix_items_ready`` had ``state = 'QUEUED'`` as its predicate, so every change of an item's
 state (a lease, a completion, each requeue of a recovery sweep) was a non-HOT update in
 PostgreSQL: a new entry in every index of ``items``. The queue moves to a narrow table, one row
-per QUEUED item (class, priority, sequence), with the claim's index; triggers on ``items`` insert
+per QUEUED item (class, lane, priority, sequence, held, backoff), with the claim's index; triggers on ``items`` insert
 and delete its rows in the writer's transaction. The backfill copies the queued items, then the
 index is dropped: no index of ``items`` names a column a transition changes any more. On
 PostgreSQL ``items`` keeps half of each page free (``fillfactor`` 50, was 80) so that a
@@ -31,6 +31,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from workcoord.coordinator.storage.schema import UtcDateTime
 from workcoord.coordinator.storage.schema_queue import (
     BACKFILL_READY_ITEMS,
     DROP_READY_QUEUE_TRIGGERS,
@@ -67,8 +68,11 @@ def upgrade() -> None:
         sa.Column("item_id", sa.String(length=64), nullable=False),
         sa.Column("coordinator_id", sa.String(length=64), nullable=False),
         sa.Column("worker_class", sa.String(length=32), nullable=False),
+        sa.Column("lane_id", sa.String(length=64), nullable=False),
         sa.Column("priority", sa.Integer(), nullable=False),
         sa.Column("seq", sa.BigInteger(), nullable=False),
+        sa.Column("held", sa.Boolean(), nullable=False),
+        sa.Column("not_before", UtcDateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("item_id", name=op.f("pk_ready_items")),
         postgresql_with={
             "fillfactor": 90,

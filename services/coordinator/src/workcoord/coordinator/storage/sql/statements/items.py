@@ -4,8 +4,9 @@ within one priority, the lane served longest ago first; within a lane, FIFO)."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import BigInteger, Integer, and_, bindparam, func, or_, select
+from sqlalchemy import BigInteger, Integer, Select, and_, bindparam, func, or_, select
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.elements import BindParameter
 
@@ -37,19 +38,23 @@ def ready_filter(
     ]
 
 
-#: How a statement over ready items reaches them: through the ready queue (one row per QUEUED
-#: item, kept by triggers, see ``schema_queue``), joined back on every column it copies, so
-#: the planner takes the queue's coordinator, class, priority and sequence as the item's and
-#: reads ``ix_ready_items_claim`` in claim order. ``items.state`` stays in :func:`ready_filter`:
-#: a claim that waited for a row lock re-checks it on the row's new version.
-QUEUE_JOIN = and_(
-    _R.c.item_id == _I.c.item_id,
-    _R.c.coordinator_id == _I.c.coordinator_id,
-    _R.c.worker_class == _I.c.worker_class,
-    _R.c.priority == _I.c.priority,
-    _R.c.seq == _I.c.seq,
-)
+#: How a statement over ready items reaches the items: from the ready queue (one row per QUEUED
+#: item, kept by triggers, see ``schema_queue``), by id.
+QUEUE_JOIN = _R.c.item_id == _I.c.item_id
 _QUEUED_ITEMS_FROM = _R.join(_I, QUEUE_JOIN)
+
+
+def queue_ready_filter(
+    coordinator_id: BindParameter[str], now: BindParameter[datetime]
+) -> list[ColumnElement[bool]]:
+    """:func:`ready_filter` on the queue's own columns (a row there is a QUEUED item)."""
+    c = _R.c
+    return [
+        c.coordinator_id == coordinator_id,
+        c.held.is_(False),
+        or_(c.not_before.is_(None), c.not_before <= now),
+    ]
+
 
 _LIMIT = bindparam("limit", type_=Integer, literal_execute=True)
 
@@ -89,44 +94,56 @@ QUEUED_ITEMS = (
 
 # The classes a worker asked for (one or several): ``:worker_classes``.
 _OF_CLASSES = _R.c.worker_class.in_(bindparam("worker_classes", expanding=True))
-_READY_OF_CLASS = [*ready_filter(bindparam("coordinator_id"), bindparam("now")), _OF_CLASSES]
+_COORDINATOR, _NOW = bindparam("coordinator_id"), bindparam("now")
+_QUEUE_READY_OF_CLASS = [*queue_ready_filter(_COORDINATOR, _NOW), _OF_CLASSES]
 _TURN = _L.c.served_turn
-_CANDIDATE_ORDER = (_I.c.priority.desc(), _TURN, _I.c.seq)
 _P = bindparam("after_priority", type_=Integer)
 _T = bindparam("after_turn", type_=BigInteger)
 _S = bindparam("after_seq", type_=BigInteger)
 _AFTER = or_(
-    _I.c.priority < _P,
-    and_(_I.c.priority == _P, or_(_TURN > _T, and_(_TURN == _T, _I.c.seq > _S))),
+    _R.c.priority < _P,
+    and_(_R.c.priority == _P, or_(_TURN > _T, and_(_TURN == _T, _R.c.seq > _S))),
 )
-_CANDIDATES = select(_I, _TURN).select_from(
-    _QUEUED_ITEMS_FROM.join(_L, _L.c.lane_id == _I.c.lane_id)
-)
+
+
+def _claim(*after: ColumnElement[bool]) -> Select[Any]:
+    """Rank the queue's narrow rows (joined to their lanes for the turn) and take the first
+    ``:limit``; only then read and lock those items. Ranking ``items`` themselves would read
+    every queued item's wide row: the order names a column of ``lanes``, so no index gives it
+    and a deep queue is sorted whole. The items' own state is checked again (a row the queue
+    still lists is QUEUED in the same snapshot; the check guards a row changed since)."""
+    ranked = (
+        select(_R.c.item_id, _R.c.priority, _TURN.label("served_turn"), _R.c.seq)
+        .join_from(_R, _L, _L.c.lane_id == _R.c.lane_id)
+        .where(*_QUEUE_READY_OF_CLASS, *after)
+        .order_by(_R.c.priority.desc(), _TURN, _R.c.seq)
+        .limit(_LIMIT)
+        .subquery("ranked")
+    )
+    return (
+        select(_I, ranked.c.served_turn)
+        .join_from(ranked, _I, _I.c.item_id == ranked.c.item_id)
+        .where(*ready_filter(_COORDINATOR, _NOW))
+        .order_by(ranked.c.priority.desc(), ranked.c.served_turn, ranked.c.seq)
+        .with_for_update(skip_locked=True, of=_I)
+    )
+
 
 #: THE CLAIM: up to ``:limit`` items of any of ``:worker_classes`` ready at ``:now``, with their
 #: lane's turn, in claim order (the classes ranked together): highest priority first; within
-#: one priority the lane served longest ago first (its ``served_turn``), then FIFO. Locked
-#: with ``FOR UPDATE OF items SKIP LOCKED`` on PostgreSQL (rows another claim holds are
-#: skipped; the lanes are not locked); SQLite renders no lock: its write transaction holds the
-#: whole database.
-CLAIM_CANDIDATES = (
-    _CANDIDATES.where(*_READY_OF_CLASS)
-    .order_by(*_CANDIDATE_ORDER)
-    .limit(_LIMIT)
-    .with_for_update(skip_locked=True, of=_I)
-)
+#: one priority the lane served longest ago first (its ``served_turn``), then FIFO. Ranked on
+#: the ready queue, then the items locked with ``FOR UPDATE OF items SKIP LOCKED`` on
+#: PostgreSQL (rows another transaction holds are skipped, so a page may come short; the lanes
+#: are not locked); SQLite renders no lock: its write transaction holds the whole database.
+CLAIM_CANDIDATES = _claim()
 
 #: The claim's next page: as :data:`CLAIM_CANDIDATES`, after ``(:after_priority,
 #: :after_turn, :after_seq)``.
-CLAIM_CANDIDATES_AFTER = (
-    _CANDIDATES.where(*_READY_OF_CLASS, _AFTER)
-    .order_by(*_CANDIDATE_ORDER)
-    .limit(_LIMIT)
-    .with_for_update(skip_locked=True, of=_I)
-)
+CLAIM_CANDIDATES_AFTER = _claim(_AFTER)
 
-#: One ready item of any of ``:worker_classes`` at ``:now``, if any (the look before a claim).
-HAS_READY = select(_I.c.item_id).select_from(_QUEUED_ITEMS_FROM).where(*_READY_OF_CLASS).limit(1)
+#: One ready item of any of ``:worker_classes`` at ``:now``, if any (the look before a claim):
+#: the queue alone.
+HAS_READY = select(_R.c.item_id).where(*_QUEUE_READY_OF_CLASS).limit(1)
 
 #: How many items of each class are QUEUED (held or backing off included): the queue's rows.
 COUNT_READY = (
@@ -147,13 +164,6 @@ COUNT_AWAITING_HUMAN = (
 )
 
 #: When the first QUEUED item of any of ``:worker_classes`` backing off after ``:now`` may run.
-NEXT_NOT_BEFORE = (
-    select(func.min(_I.c.not_before))
-    .select_from(_QUEUED_ITEMS_FROM)
-    .where(
-        _I.c.coordinator_id == bindparam("coordinator_id"),
-        _OF_CLASSES,
-        _I.c.state == _QUEUED,
-        _I.c.not_before > bindparam("now"),
-    )
+NEXT_NOT_BEFORE = select(func.min(_R.c.not_before)).where(
+    _R.c.coordinator_id == _COORDINATOR, _OF_CLASSES, _R.c.not_before > _NOW
 )
