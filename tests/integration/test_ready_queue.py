@@ -39,15 +39,13 @@ async def sql_store(
 
 async def _queue(store: SqlStore) -> set[tuple[Any, ...]]:
     async with store.read() as reader:
-        rows = await reader.conn.execute(  # type: ignore[attr-defined]
-            text(f"SELECT {QUEUE_COLUMNS} FROM ready_items")
-        )
+        rows = await reader.conn.execute(text(f"SELECT {QUEUE_COLUMNS} FROM ready_items"))
         return {tuple(row) for row in rows}
 
 
 async def _queued_items(store: SqlStore) -> set[tuple[Any, ...]]:
     async with store.read() as reader:
-        rows = await reader.conn.execute(  # type: ignore[attr-defined]
+        rows = await reader.conn.execute(
             text(f"SELECT {QUEUE_COLUMNS} FROM items WHERE state = 'QUEUED'")
         )
         return {tuple(row) for row in rows}
@@ -74,7 +72,7 @@ async def test_the_queue_holds_exactly_the_queued_items_whoever_writes(sql_store
     ]
     async with sql_store.write("wc_a") as tx:
         for statement in statements:
-            await tx.conn.execute(text(statement))  # type: ignore[attr-defined]
+            await tx.conn.execute(text(statement))
     queue = await _queue(sql_store)
     assert queue == await _queued_items(sql_store)
     assert {row[0] for row in queue} == {"it_0", "it_2", "it_8"}
@@ -169,7 +167,7 @@ async def test_a_lease_is_a_hot_update(sql_store: SqlStore) -> None:
     assert len(await _queue(sql_store)) == COUNT
     async with sql_store.write("wc_a") as tx:
         before = await _counts(tx)
-        await tx.conn.execute(  # type: ignore[attr-defined]
+        await tx.conn.execute(
             text("UPDATE items SET state = 'LEASED', current_lease_id = 'ls', update_time = :t"),
             {"t": T0 + timedelta(seconds=1)},
         )

@@ -245,7 +245,7 @@ class RowMap(Generic[_R]):
         """The values of the columns ``names`` only (unpacked columns)."""
         return {name: _encode(self._codecs[name], getattr(record, name)) for name in names}
 
-    def load_some(self, names: Sequence[str], row: Row[Any]) -> _R:
+    def load_some(self, names: Sequence[str], row: Sequence[Any]) -> _R:
         """A record of only the columns ``names`` (selected in that order; unpacked columns):
         the record's other fields keep their defaults. For reads that need a few columns of
         many rows."""

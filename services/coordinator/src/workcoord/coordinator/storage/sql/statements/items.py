@@ -94,7 +94,8 @@ QUEUED_ITEMS = (
 
 # The classes a worker asked for (one or several): ``:worker_classes``.
 _OF_CLASSES = _R.c.worker_class.in_(bindparam("worker_classes", expanding=True))
-_COORDINATOR, _NOW = bindparam("coordinator_id"), bindparam("now")
+_COORDINATOR: BindParameter[str] = bindparam("coordinator_id")
+_NOW: BindParameter[datetime] = bindparam("now")
 _QUEUE_READY_OF_CLASS = [*queue_ready_filter(_COORDINATOR, _NOW), _OF_CLASSES]
 _TURN = _L.c.served_turn
 _P = bindparam("after_priority", type_=Integer)
