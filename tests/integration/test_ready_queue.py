@@ -5,18 +5,23 @@ the transaction's own statistics, ``pg_stat_get_xact_tuples_hot_updated``)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import inspect, text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from tests.contract.records import T0, at, attempt, item, seed_coordinator, seed_lane
 from tests.support.databases import PostgresDatabases, SqliteDatabases
 from workcoord.coordinator.domain.model import ItemState
-from workcoord.coordinator.storage.sql import SqlStore, make_engine
+from workcoord.coordinator.storage.migrate import MIGRATIONS, upgrade_async
+from workcoord.coordinator.storage.sql import SqlStore, make_engine, normalize_url
 from workcoord.kit.clock import ManualClock
 
 QUEUE_COLUMNS = "item_id, coordinator_id, worker_class, priority, seq, lane_id, held, not_before"
@@ -173,3 +178,56 @@ async def test_a_lease_is_a_hot_update(sql_store: SqlStore) -> None:
         )
         assert await _updates(tx, before) == (COUNT, COUNT)
     assert await _queue(sql_store) == set()
+
+
+def _downgrade(url: str, revision: str) -> None:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", normalize_url(url).replace("%", "%%"))
+    command.downgrade(config, revision)
+
+
+async def test_0016_downgrades_and_backfills_the_queue_on_upgrade(
+    backend: str, pg_databases: PostgresDatabases, sqlite_databases: SqliteDatabases
+) -> None:
+    """Down to 0014 (``ix_items_ready`` back, the queue and its triggers gone), items written
+    there by code that knows no queue, then up again: the backfill lists exactly the QUEUED
+    items and the triggers follow later writes."""
+    url = await (pg_databases if backend == "postgres" else sqlite_databases).create("down")
+    store = SqlStore(make_engine(url), ManualClock(T0))
+    try:
+        await seed_coordinator(store)
+        await seed_lane(
+            store,
+            *(item(f"it_{n}", "ln_a", seq=n, state=STATES[n % len(STATES)]) for n in range(8)),
+        )
+    finally:
+        await store.close()
+    await asyncio.to_thread(_downgrade, url, "0014")
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as conn:
+            names = await conn.run_sync(
+                lambda sync: (
+                    set(inspect(sync).get_table_names()),
+                    {i["name"] for i in inspect(sync).get_indexes("items")},
+                )
+            )
+            assert "ready_items" not in names[0]
+            assert "ix_items_ready" in names[1]
+            # The release before knows no queue: its writes touch items only.
+            await conn.execute(text("UPDATE items SET state = 'QUEUED' WHERE item_id = 'it_2'"))
+    finally:
+        await engine.dispose()
+    await upgrade_async(url)
+    store = SqlStore(make_engine(url), ManualClock(T0))
+    try:
+        assert {row[0] for row in await _queue(store)} == {"it_0", "it_2", "it_4"}
+        assert await _queue(store) == await _queued_items(store)
+        async with store.write("wc_a") as tx:
+            await tx.conn.execute(text("UPDATE items SET state = 'LEASED' WHERE item_id = 'it_0'"))
+        assert {row[0] for row in await _queue(store)} == {"it_2", "it_4"}
+    finally:
+        await store.close()
+        if backend == "postgres":
+            await pg_databases.drop(url)
