@@ -64,8 +64,7 @@ class RecoverySql(SqlTxBase):
             if policy is None:
                 value = json.loads(stored) if stored is not None else None
                 policy = policies[stored] = ITEMS.decode_column("retry_policy", value)
-            item = ITEMS.load_some(columns, row[:-1])
-            item.retry_policy = policy
+            item = ITEMS.load_some(columns, row[:-1], retry_policy=policy)
             found[item.item_id] = item
         return found
 

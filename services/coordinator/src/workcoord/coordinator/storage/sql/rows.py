@@ -245,13 +245,15 @@ class RowMap(Generic[_R]):
         """The values of the columns ``names`` only (unpacked columns)."""
         return {name: _encode(self._codecs[name], getattr(record, name)) for name in names}
 
-    def load_some(self, names: Sequence[str], row: Sequence[Any]) -> _R:
-        """A record of only the columns ``names`` (selected in that order; unpacked columns):
-        the record's other fields keep their defaults. For reads that need a few columns of
-        many rows."""
+    def load_some(self, names: Sequence[str], row: Sequence[Any], **decoded: Any) -> _R:
+        """A record of only the columns ``names`` (selected in that order; unpacked columns),
+        plus the fields ``decoded`` (values already decoded, e.g. shared by many rows): the
+        record's other fields keep their defaults. For reads that need a few columns of many
+        rows."""
         kwargs = dict(zip(names, row, strict=True))
         for name in names:
             kwargs[name] = _decode(self._codecs[name], kwargs[name])
+        kwargs.update(decoded)
         return self.record(**kwargs)
 
     def decode_column(self, name: str, value: Any) -> Any:
