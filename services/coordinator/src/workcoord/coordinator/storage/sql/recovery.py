@@ -12,6 +12,7 @@ from datetime import datetime
 from workcoord.coordinator.domain.model import Attempt, Item, RetryPolicy
 from workcoord.coordinator.domain.ports import RETRY_FIELDS, ExpiredLease
 
+from .. import schema_queue as queue
 from ._base import SqlTxBase
 from .rows import ATTEMPTS, ITEMS, LANES
 from .statements import attempts as sql
@@ -70,6 +71,17 @@ class RecoverySql(SqlTxBase):
 
     async def write_retries(self, items: Sequence[Item]) -> None:
         """Held-back updates first (they may be of the same items), then RETRY_FIELDS of each
-        item (``bulk.unnest_update`` / ``bulk.update_by_key``)."""
+        item (``bulk.unnest_update`` / ``bulk.update_by_key``). On PostgreSQL the ready queue's
+        update trigger stands aside for that one statement (``WRITER_KEEPS_QUEUE``) and the
+        queue rows of these items are rewritten with two set statements after it: a requeued
+        batch enters the queue in one insert, not a trigger call per item."""
         await self.write_held_back()
+        if self.dialect != "postgresql" or len(items) < 2:
+            await self._update_each(ITEMS, "item_id", items, RETRY_FIELDS)
+            return
+        await self.conn.exec_driver_sql(queue.SET_WRITER_KEEPS_QUEUE, ("on",))
         await self._update_each(ITEMS, "item_id", items, RETRY_FIELDS)
+        await self.conn.exec_driver_sql(queue.SET_WRITER_KEEPS_QUEUE, ("off",))
+        ids = [item.item_id for item in items]
+        await self.conn.exec_driver_sql(queue.SYNC_QUEUE_DELETE, (ids,))
+        await self.conn.exec_driver_sql(queue.SYNC_QUEUE_INSERT, (ids,))
