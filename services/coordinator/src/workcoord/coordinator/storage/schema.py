@@ -27,7 +27,7 @@ from sqlalchemy import (
 
 from .column_types import NAMING, Id, Json, Time, UtcDateTime, hot_storage, metadata
 from .schema_outbound import tracker_connections, webhook_deliveries, webhooks
-from .schema_queue import ready_items
+from .schema_queue import WRITER_KEEPS_QUEUE, ready_items
 
 # Which code revisions can run on each applied schema revision (written by the migrations,
 # read at start-up by storage.migrate; the domain never touches it).
@@ -505,6 +505,7 @@ login_codes = Table(
 
 __all__ = [
     "NAMING",
+    "WRITER_KEEPS_QUEUE",
     "Json",
     "Time",
     "UtcDateTime",

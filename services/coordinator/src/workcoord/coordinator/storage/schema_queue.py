@@ -26,9 +26,6 @@ __all__ = [
     "BACKFILL_READY_ITEMS",
     "DROP_READY_QUEUE_TRIGGERS",
     "READY_QUEUE_TRIGGERS",
-    "SET_WRITER_KEEPS_QUEUE",
-    "SYNC_QUEUE_DELETE",
-    "SYNC_QUEUE_INSERT",
     "WRITER_KEEPS_QUEUE",
     "ready_items",
 ]
@@ -85,7 +82,7 @@ def _changed(distinct: str) -> str:
 #: A transaction setting under which the PostgreSQL update trigger stands aside: a writer that
 #: moves many items at once (the recovery sweep) sets it for its one ``UPDATE`` and then
 #: brings the queue up to date for those items itself, with two set statements
-#: (:data:`SYNC_QUEUE_DELETE`, :data:`SYNC_QUEUE_INSERT`), instead of a trigger call per row.
+#: (``items:SYNC_QUEUE_DELETE``, ``items:SYNC_QUEUE_INSERT``), not a trigger call per row.
 WRITER_KEEPS_QUEUE = "workcoord.writer_keeps_ready_queue"
 
 _WHEN_UPDATE = {
@@ -137,19 +134,6 @@ DROP_READY_QUEUE_TRIGGERS: dict[str, list[str]] = {
         f"DROP TRIGGER IF EXISTS trg_items_ready_{verb}" for verb in ("insert", "update", "delete")
     ],
 }
-
-#: Turn :data:`WRITER_KEEPS_QUEUE` on (``:on`` 'on') or off ('off') for the transaction.
-SET_WRITER_KEEPS_QUEUE = f"SELECT set_config('{WRITER_KEEPS_QUEUE}', $1, true)"
-
-#: The queue rows of the items ``$1`` (an array of ids), dropped before they are listed again.
-SYNC_QUEUE_DELETE = "DELETE FROM ready_items WHERE item_id = ANY($1::varchar[])"
-
-#: The queue rows of those of the items ``$1`` that are QUEUED, copied from ``items``.
-SYNC_QUEUE_INSERT = (
-    "INSERT INTO ready_items (item_id, coordinator_id, worker_class, lane_id, priority, seq, "
-    "held, not_before) SELECT item_id, coordinator_id, worker_class, lane_id, priority, seq, "
-    "held, not_before FROM items WHERE item_id = ANY($1::varchar[]) AND state = 'QUEUED'"
-)
 
 #: Fill the queue from ``items`` (the migration's backfill).
 BACKFILL_READY_ITEMS = (

@@ -12,10 +12,10 @@ from datetime import datetime
 from workcoord.coordinator.domain.model import Attempt, Item, RetryPolicy
 from workcoord.coordinator.domain.ports import RETRY_FIELDS, ExpiredLease
 
-from .. import schema_queue as queue
 from ._base import SqlTxBase
 from .rows import ATTEMPTS, ITEMS, LANES
 from .statements import attempts as sql
+from .statements import items as item_sql
 from .statements import lanes as lane_sql
 
 
@@ -79,9 +79,9 @@ class RecoverySql(SqlTxBase):
         if self.dialect != "postgresql" or len(items) < 2:
             await self._update_each(ITEMS, "item_id", items, RETRY_FIELDS)
             return
-        await self.conn.exec_driver_sql(queue.SET_WRITER_KEEPS_QUEUE, ("on",))
+        await self.conn.execute(item_sql.SET_WRITER_KEEPS_QUEUE, {"on": "on"})
         await self._update_each(ITEMS, "item_id", items, RETRY_FIELDS)
-        await self.conn.exec_driver_sql(queue.SET_WRITER_KEEPS_QUEUE, ("off",))
-        ids = [item.item_id for item in items]
-        await self.conn.exec_driver_sql(queue.SYNC_QUEUE_DELETE, (ids,))
-        await self.conn.exec_driver_sql(queue.SYNC_QUEUE_INSERT, (ids,))
+        await self.conn.execute(item_sql.SET_WRITER_KEEPS_QUEUE, {"on": "off"})
+        ids = {"item_ids": [item.item_id for item in items]}
+        await self.conn.execute(item_sql.SYNC_QUEUE_DELETE, ids)
+        await self.conn.execute(item_sql.SYNC_QUEUE_INSERT, ids)

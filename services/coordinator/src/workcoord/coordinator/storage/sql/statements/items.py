@@ -6,7 +6,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, Select, and_, bindparam, func, or_, select
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    Integer,
+    Select,
+    String,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+)
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.elements import BindParameter
 
@@ -167,4 +180,22 @@ COUNT_AWAITING_HUMAN = (
 #: When the first QUEUED item of any of ``:worker_classes`` backing off after ``:now`` may run.
 NEXT_NOT_BEFORE = select(func.min(_R.c.not_before)).where(
     _R.c.coordinator_id == _COORDINATOR, _OF_CLASSES, _R.c.not_before > _NOW
+)
+
+_IDS = func.any(bindparam("item_ids", type_=ARRAY(String)))
+
+#: PostgreSQL: turn the transaction setting under which the ready queue's update trigger stands
+#: aside (``schema_queue.WRITER_KEEPS_QUEUE``) ``:on`` ('on') or off ('off').
+SET_WRITER_KEEPS_QUEUE = select(
+    func.set_config(t.WRITER_KEEPS_QUEUE, bindparam("on", type_=String), True)
+)
+
+#: PostgreSQL: drop the queue rows of the items ``:item_ids`` (before they are listed again).
+SYNC_QUEUE_DELETE = delete(_R).where(_R.c.item_id == _IDS)
+
+#: PostgreSQL: the queue rows of those of the items ``:item_ids`` that are QUEUED, copied from
+#: the items.
+SYNC_QUEUE_INSERT = insert(_R).from_select(
+    [c.name for c in _R.c],
+    select(*(_I.c[c.name] for c in _R.c)).where(_I.c.item_id == _IDS, _I.c.state == _QUEUED),
 )
