@@ -41,6 +41,9 @@ _PG_CATALOG = {
     "indexes": """
         SELECT tablename, indexname, indexdef FROM pg_indexes
         WHERE schemaname = 'public' AND tablename <> 'alembic_version'""",
+    "triggers": """
+        SELECT tgrelid::regclass::text, tgname, pg_get_triggerdef(oid) FROM pg_trigger
+        WHERE NOT tgisinternal""",
     "storage parameters": """
         SELECT relname, array_to_string(reloptions, ',') FROM pg_class
         WHERE relnamespace = 'public'::regnamespace AND relkind = 'r'
@@ -71,7 +74,13 @@ def _sqlite_catalog(connection: Connection) -> Catalog:
         for (name,) in rows("SELECT name FROM sqlite_master WHERE type = 'table'")
         if name != "alembic_version" and not name.startswith("sqlite_")
     ]
-    catalog: Catalog = {"columns": set(), "foreign keys": set(), "indexes": set()}
+    catalog: Catalog = {
+        "columns": set(),
+        "foreign keys": set(),
+        "indexes": set(),
+        "triggers": set(),
+    }
+    catalog["triggers"] = set(rows("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"))
     for table in tables:
         for _cid, name, kind, notnull, default, pk in rows(f'PRAGMA table_info("{table}")'):
             catalog["columns"].add((table, name, kind, notnull, default, pk))
@@ -133,7 +142,10 @@ async def test_the_migrations_build_exactly_what_schema_py_declares(
             await engine.dispose()
     migrated, declared = catalogs
     # The probe reads real catalogs (it would compare two empty sets otherwise).
-    assert any("ix_items_ready" in str(row) and "DESC" in str(row) for row in migrated["indexes"])
+    assert any(
+        "ix_ready_items_claim" in str(row) and "DESC" in str(row) for row in migrated["indexes"]
+    )
+    assert any("trg_items_ready_update" in str(row) for row in migrated["triggers"])
     for part in declared:
         assert migrated[part] - declared[part] == set(), f"{part}: only the migrations make these"
         assert declared[part] - migrated[part] == set(), f"{part}: only schema.py declares these"

@@ -5,15 +5,17 @@ Statements: :mod:`.statements.attempts` (``END_EXPIRED_LEASES``, ``EXPIRED_ITEMS
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 
 from workcoord.coordinator.domain.model import Attempt, Item, RetryPolicy
-from workcoord.coordinator.domain.ports import EXPIRED_ITEM_FIELDS, RETRY_FIELDS, ExpiredLease
+from workcoord.coordinator.domain.ports import RETRY_FIELDS, ExpiredLease
 
 from ._base import SqlTxBase
 from .rows import ATTEMPTS, ITEMS, LANES
 from .statements import attempts as sql
+from .statements import items as item_sql
 from .statements import lanes as lane_sql
 
 
@@ -50,13 +52,36 @@ class RecoverySql(SqlTxBase):
 
     async def _items_of(self, attempts: Sequence[Attempt]) -> dict[str, Item]:
         """The attempts' items, only :data:`EXPIRED_ITEM_FIELDS` of them (no inputs, evidence
-        or other JSON to decode but the retry policy)."""
+        or other JSON). The retry policy comes as text and each distinct text is decoded once
+        (the records are immutable, so items share one)."""
         ids = sorted({a.item_id for a in attempts})
         rows = await self._rows(sql.EXPIRED_ITEMS, {"item_ids": ids})
-        return {r[0]: ITEMS.load_some(EXPIRED_ITEM_FIELDS, r) for r in rows}
+        policies: dict[str | None, RetryPolicy] = {}
+        found: dict[str, Item] = {}
+        columns = sql.EXPIRED_ITEM_COLUMNS
+        for row in rows:
+            stored = row[-1]
+            policy = policies.get(stored)
+            if policy is None:
+                value = json.loads(stored) if stored is not None else None
+                policy = policies[stored] = ITEMS.decode_column("retry_policy", value)
+            item = ITEMS.load_some(columns, row[:-1], retry_policy=policy)
+            found[item.item_id] = item
+        return found
 
     async def write_retries(self, items: Sequence[Item]) -> None:
         """Held-back updates first (they may be of the same items), then RETRY_FIELDS of each
-        item (``bulk.unnest_update`` / ``bulk.update_by_key``)."""
+        item (``bulk.unnest_update`` / ``bulk.update_by_key``). On PostgreSQL the ready queue's
+        update trigger stands aside for that one statement (``WRITER_KEEPS_QUEUE``) and the
+        queue rows of these items are rewritten with two set statements after it: a requeued
+        batch enters the queue in one insert, not a trigger call per item."""
         await self.write_held_back()
+        if self.dialect != "postgresql" or len(items) < 2:
+            await self._update_each(ITEMS, "item_id", items, RETRY_FIELDS)
+            return
+        await self.conn.execute(item_sql.SET_WRITER_KEEPS_QUEUE, {"on": "on"})
         await self._update_each(ITEMS, "item_id", items, RETRY_FIELDS)
+        await self.conn.execute(item_sql.SET_WRITER_KEEPS_QUEUE, {"on": "off"})
+        ids = {"item_ids": [item.item_id for item in items]}
+        await self.conn.execute(item_sql.SYNC_QUEUE_DELETE, ids)
+        await self.conn.execute(item_sql.SYNC_QUEUE_INSERT, ids)

@@ -248,14 +248,21 @@ class RowMap(Generic[_R]):
         """The values of the columns ``names`` only (unpacked columns)."""
         return {name: _encode(self._codecs[name], getattr(record, name)) for name in names}
 
-    def load_some(self, names: Sequence[str], row: Row[Any]) -> _R:
-        """A record of only the columns ``names`` (selected in that order; unpacked columns):
-        the record's other fields keep their defaults. For reads that need a few columns of
-        many rows."""
+    def load_some(self, names: Sequence[str], row: Sequence[Any], **decoded: Any) -> _R:
+        """A record of only the columns ``names`` (selected in that order; unpacked columns),
+        plus the fields ``decoded`` (values already decoded, e.g. shared by many rows): the
+        record's other fields keep their defaults. For reads that need a few columns of many
+        rows."""
         kwargs = dict(zip(names, row, strict=True))
         for name in names:
             kwargs[name] = _decode(self._codecs[name], kwargs[name])
+        kwargs.update(decoded)
         return self.record(**kwargs)
+
+    def decode_column(self, name: str, value: Any) -> Any:
+        """The field ``name`` of a record, from its column's stored value (an unpacked
+        column): for a reader that decodes a value many rows share once."""
+        return _decode(self._codecs[name], value)
 
     def load(self, row: Row[Any], offset: int = 0) -> _R:
         """The record a row holds: the table's columns in their declared order, from

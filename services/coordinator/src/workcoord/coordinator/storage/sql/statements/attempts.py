@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, delete, func, select, update
+from sqlalchemy import Integer, Text, bindparam, cast, delete, func, select, update
 
 from workcoord.coordinator.domain.model import AttemptStatus
 from workcoord.coordinator.domain.ports import EXPIRED_ITEM_FIELDS
@@ -139,7 +139,12 @@ END_EXPIRED_LEASES = (
     .returning(*_A.c)
 )
 
-#: The items ``:item_ids`` of expired leases, only the columns of ``EXPIRED_ITEM_FIELDS``.
-EXPIRED_ITEMS = select(*(_I.c[name] for name in EXPIRED_ITEM_FIELDS)).where(
-    _I.c.item_id.in_(bindparam("item_ids", expanding=True))
-)
+#: The columns of ``EXPIRED_ITEM_FIELDS`` but the retry policy, read as they are.
+EXPIRED_ITEM_COLUMNS = tuple(name for name in EXPIRED_ITEM_FIELDS if name != "retry_policy")
+
+#: The items ``:item_ids`` of expired leases: the columns of :data:`EXPIRED_ITEM_COLUMNS`,
+#: then the retry policy as text (items of a lane mostly share one: the reader decodes each
+#: distinct text once, not a JSON document per row).
+EXPIRED_ITEMS = select(
+    *(_I.c[name] for name in EXPIRED_ITEM_COLUMNS), cast(_I.c.retry_policy, Text)
+).where(_I.c.item_id.in_(bindparam("item_ids", expanding=True)))

@@ -10,7 +10,7 @@ from sqlalchemy import Integer, Select, bindparam, or_, select, update
 from workcoord.coordinator.domain.model import LaneState, PendingActionState
 
 from ... import schema as t
-from .items import ready_filter
+from .items import QUEUE_JOIN, queue_ready_filter, ready_filter
 
 _D, _P, _TK, _ESC, _I = (
     t.digest_entries,
@@ -103,7 +103,9 @@ _ESCALATED = select(_ESC.c.item_id).where(
 #: Up to ``:limit`` items ready at ``:now`` since ``:ready_before`` or earlier, not escalated.
 ESCALATION_CANDIDATES = (
     select(_I)
+    .select_from(t.ready_items.join(_I, QUEUE_JOIN))
     .where(
+        *queue_ready_filter(bindparam("coordinator_id"), bindparam("now")),
         *ready_filter(bindparam("coordinator_id"), bindparam("now")),
         _I.c.ready_time <= bindparam("ready_before"),
         _I.c.item_id.not_in(_ESCALATED),

@@ -4,8 +4,22 @@ within one priority, the lane served longest ago first; within a lane, FIFO)."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import BigInteger, Integer, and_, bindparam, func, or_, select
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    Integer,
+    Select,
+    String,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+)
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.elements import BindParameter
 
@@ -15,6 +29,7 @@ from ... import schema as t
 
 _I = t.items
 _L = t.lanes
+_R = t.ready_items
 _QUEUED = ItemState.QUEUED.value
 
 
@@ -31,6 +46,24 @@ def ready_filter(
     return [
         c.coordinator_id == coordinator_id,
         c.state == _QUEUED,
+        c.held.is_(False),
+        or_(c.not_before.is_(None), c.not_before <= now),
+    ]
+
+
+#: How a statement over ready items reaches the items: from the ready queue (one row per QUEUED
+#: item, kept by triggers, see ``schema_queue``), by id.
+QUEUE_JOIN = _R.c.item_id == _I.c.item_id
+_QUEUED_ITEMS_FROM = _R.join(_I, QUEUE_JOIN)
+
+
+def queue_ready_filter(
+    coordinator_id: BindParameter[str], now: BindParameter[datetime]
+) -> list[ColumnElement[bool]]:
+    """:func:`ready_filter` on the queue's own columns (a row there is a QUEUED item)."""
+    c = _R.c
+    return [
+        c.coordinator_id == coordinator_id,
         c.held.is_(False),
         or_(c.not_before.is_(None), c.not_before <= now),
     ]
@@ -67,54 +100,70 @@ WAITING_ITEMS = (
 #: created in.
 QUEUED_ITEMS = (
     select(_I)
+    .select_from(_QUEUED_ITEMS_FROM)
     .where(_I.c.coordinator_id == bindparam("coordinator_id"), _I.c.state == _QUEUED)
     .order_by(_I.c.seq, _I.c.item_id)
 )
 
 # The classes a worker asked for (one or several): ``:worker_classes``.
-_OF_CLASSES = _I.c.worker_class.in_(bindparam("worker_classes", expanding=True))
-_READY_OF_CLASS = [*ready_filter(bindparam("coordinator_id"), bindparam("now")), _OF_CLASSES]
+_OF_CLASSES = _R.c.worker_class.in_(bindparam("worker_classes", expanding=True))
+_COORDINATOR: BindParameter[str] = bindparam("coordinator_id")
+_NOW: BindParameter[datetime] = bindparam("now")
+_QUEUE_READY_OF_CLASS = [*queue_ready_filter(_COORDINATOR, _NOW), _OF_CLASSES]
 _TURN = _L.c.served_turn
-_CANDIDATE_ORDER = (_I.c.priority.desc(), _TURN, _I.c.seq)
 _P = bindparam("after_priority", type_=Integer)
 _T = bindparam("after_turn", type_=BigInteger)
 _S = bindparam("after_seq", type_=BigInteger)
 _AFTER = or_(
-    _I.c.priority < _P,
-    and_(_I.c.priority == _P, or_(_TURN > _T, and_(_TURN == _T, _I.c.seq > _S))),
+    _R.c.priority < _P,
+    and_(_R.c.priority == _P, or_(_TURN > _T, and_(_TURN == _T, _R.c.seq > _S))),
 )
-_CANDIDATES = select(_I, _TURN).join_from(_I, _L, _L.c.lane_id == _I.c.lane_id)
+
+
+def _claim(*after: ColumnElement[bool]) -> Select[Any]:
+    """Rank the queue's narrow rows (joined to their lanes for the turn) and take the first
+    ``:limit``; only then read and lock those items. Ranking ``items`` themselves would read
+    every queued item's wide row: the order names a column of ``lanes``, so no index gives it
+    and a deep queue is sorted whole. The items' own state is checked again (a row the queue
+    still lists is QUEUED in the same snapshot; the check guards a row changed since)."""
+    ranked = (
+        select(_R.c.item_id, _R.c.priority, _TURN.label("served_turn"), _R.c.seq)
+        .join_from(_R, _L, _L.c.lane_id == _R.c.lane_id)
+        .where(*_QUEUE_READY_OF_CLASS, *after)
+        .order_by(_R.c.priority.desc(), _TURN, _R.c.seq)
+        .limit(_LIMIT)
+        .subquery("ranked")
+    )
+    return (
+        select(_I, ranked.c.served_turn)
+        .join_from(ranked, _I, _I.c.item_id == ranked.c.item_id)
+        .where(*ready_filter(_COORDINATOR, _NOW))
+        .order_by(ranked.c.priority.desc(), ranked.c.served_turn, ranked.c.seq)
+        .with_for_update(skip_locked=True, of=_I)
+    )
+
 
 #: THE CLAIM: up to ``:limit`` items of any of ``:worker_classes`` ready at ``:now``, with their
 #: lane's turn, in claim order (the classes ranked together): highest priority first; within
-#: one priority the lane served longest ago first (its ``served_turn``), then FIFO. Locked
-#: with ``FOR UPDATE OF items SKIP LOCKED`` on PostgreSQL (rows another claim holds are
-#: skipped; the lanes are not locked); SQLite renders no lock: its write transaction holds the
-#: whole database.
-CLAIM_CANDIDATES = (
-    _CANDIDATES.where(*_READY_OF_CLASS)
-    .order_by(*_CANDIDATE_ORDER)
-    .limit(_LIMIT)
-    .with_for_update(skip_locked=True, of=_I)
-)
+#: one priority the lane served longest ago first (its ``served_turn``), then FIFO. Ranked on
+#: the ready queue, then the items locked with ``FOR UPDATE OF items SKIP LOCKED`` on
+#: PostgreSQL (rows another transaction holds are skipped, so a page may come short; the lanes
+#: are not locked); SQLite renders no lock: its write transaction holds the whole database.
+CLAIM_CANDIDATES = _claim()
 
 #: The claim's next page: as :data:`CLAIM_CANDIDATES`, after ``(:after_priority,
 #: :after_turn, :after_seq)``.
-CLAIM_CANDIDATES_AFTER = (
-    _CANDIDATES.where(*_READY_OF_CLASS, _AFTER)
-    .order_by(*_CANDIDATE_ORDER)
-    .limit(_LIMIT)
-    .with_for_update(skip_locked=True, of=_I)
-)
+CLAIM_CANDIDATES_AFTER = _claim(_AFTER)
 
-#: One ready item of any of ``:worker_classes`` at ``:now``, if any (the look before a claim).
-HAS_READY = select(_I.c.item_id).where(*_READY_OF_CLASS).limit(1)
+#: One ready item of any of ``:worker_classes`` at ``:now``, if any (the look before a claim):
+#: the queue alone.
+HAS_READY = select(_R.c.item_id).where(*_QUEUE_READY_OF_CLASS).limit(1)
 
-#: How many items of each class are QUEUED (held or backing off included).
+#: How many items of each class are QUEUED (held or backing off included): the queue's rows.
 COUNT_READY = (
-    select(_I.c.worker_class, func.count().label("n"))
-    .where(_I.c.coordinator_id == bindparam("coordinator_id"), _I.c.state == _QUEUED)
-    .group_by(_I.c.worker_class)
+    select(_R.c.worker_class, func.count().label("n"))
+    .where(_R.c.coordinator_id == bindparam("coordinator_id"))
+    .group_by(_R.c.worker_class)
 )
 
 #: How many items are AWAITING_APPROVAL or STOPPED (waiting on a person), by state, with the
@@ -129,9 +178,24 @@ COUNT_AWAITING_HUMAN = (
 )
 
 #: When the first QUEUED item of any of ``:worker_classes`` backing off after ``:now`` may run.
-NEXT_NOT_BEFORE = select(func.min(_I.c.not_before)).where(
-    _I.c.coordinator_id == bindparam("coordinator_id"),
-    _OF_CLASSES,
-    _I.c.state == _QUEUED,
-    _I.c.not_before > bindparam("now"),
+NEXT_NOT_BEFORE = select(func.min(_R.c.not_before)).where(
+    _R.c.coordinator_id == _COORDINATOR, _OF_CLASSES, _R.c.not_before > _NOW
+)
+
+_IDS = func.any(bindparam("item_ids", type_=ARRAY(String)))
+
+#: PostgreSQL: turn the transaction setting under which the ready queue's update trigger stands
+#: aside (``schema_queue.WRITER_KEEPS_QUEUE``) ``:on`` ('on') or off ('off').
+SET_WRITER_KEEPS_QUEUE = select(
+    func.set_config(t.WRITER_KEEPS_QUEUE, bindparam("on", type_=String), True)
+)
+
+#: PostgreSQL: drop the queue rows of the items ``:item_ids`` (before they are listed again).
+SYNC_QUEUE_DELETE = delete(_R).where(_R.c.item_id == _IDS)
+
+#: PostgreSQL: the queue rows of those of the items ``:item_ids`` that are QUEUED, copied from
+#: the items.
+SYNC_QUEUE_INSERT = insert(_R).from_select(
+    [c.name for c in _R.c],
+    select(*(_I.c[c.name] for c in _R.c)).where(_I.c.item_id == _IDS, _I.c.state == _QUEUED),
 )
