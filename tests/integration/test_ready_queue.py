@@ -190,7 +190,7 @@ def _downgrade(url: str, revision: str) -> None:
 async def test_0016_downgrades_and_backfills_the_queue_on_upgrade(
     backend: str, pg_databases: PostgresDatabases, sqlite_databases: SqliteDatabases
 ) -> None:
-    """Down to 0014 (``ix_items_ready`` back, the queue and its triggers gone), items written
+    """Down to 0015 (``ix_items_ready`` back, the queue and its triggers gone), items written
     there by code that knows no queue, then up again: the backfill lists exactly the QUEUED
     items and the triggers follow later writes."""
     url = await (pg_databases if backend == "postgres" else sqlite_databases).create("down")
@@ -203,7 +203,7 @@ async def test_0016_downgrades_and_backfills_the_queue_on_upgrade(
         )
     finally:
         await store.close()
-    await asyncio.to_thread(_downgrade, url, "0014")
+    await asyncio.to_thread(_downgrade, url, "0015")
     engine = create_async_engine(url)
     try:
         async with engine.begin() as conn:

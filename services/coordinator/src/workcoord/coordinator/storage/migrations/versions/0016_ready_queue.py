@@ -1,7 +1,7 @@
 """Expand: the ready queue (``ready_items``) replaces the partial index ``ix_items_ready``.
 
 Revision ID: 0016
-Revises: 0014
+Revises: 0015
 Create Date: 2026-12-05 19:30:00
 
 ``ix_items_ready`` had ``state = 'QUEUED'`` as its predicate, so every change of an item's
@@ -39,7 +39,7 @@ from workcoord.coordinator.storage.schema_queue import (
 )
 
 revision = "0016"
-down_revision = "0014"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 # Expand (triggers keep the new table for old writers): the previous release (head 0003) runs.
