@@ -140,7 +140,7 @@ export function mountWebhooks(cid) {
       type: "url",
       required: true,
       maxlength: "2048",
-      placeholder: "https://hooks.example.com/workcoord",
+      placeholder: "the receiver's https URL",
       autocomplete: "off",
       dataset: { key: `${ids}-url` },
     });
