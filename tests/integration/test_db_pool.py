@@ -20,7 +20,8 @@ async def test_a_load_above_the_pool_size_reuses_the_same_connections(pg_url: st
 
     async def transaction() -> None:
         async with engine.begin() as connection:
-            backends.add(int((await connection.execute(text("SELECT pg_backend_pid()"))).scalar()))
+            pid = (await connection.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+            backends.add(int(pid))
             started.set()
             await connection.execute(text("SELECT pg_sleep(0.01)"))
 
