@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from workcoord.kit.bus import ReadySignal
 from workcoord.kit.errors import InvalidArgument, NotFound, PermissionDenied, PoolFull
@@ -50,6 +50,11 @@ CallerCheck = Callable[[int | None], bool]
 
 class _CallerNotCached(Exception):
     """A woken claim could not confirm its caller from the cache: it re-authenticates first."""
+
+
+@dataclass(frozen=True, slots=True)
+class _MayClaim:
+    worker: Worker | None  # a look found something to claim for this worker
 
 
 class LeasingService(EngineService):
@@ -261,13 +266,29 @@ class LeasingService(EngineService):
         # already reads the class as full and skips the write, instead of all of them queueing
         # on the coordinator's row lock (which also delays the Start/Complete calls behind
         # them). Other processes still race; _claim's locking keeps that safe.
+        # With a claim in flight, look first without queueing: a full class or nothing ready
+        # answers at once (B8's fleet); only a call that may claim waits, and looks again.
         lock = self._claim_locks.setdefault((coordinator_id, ask.classes), asyncio.Lock())
+        if lock.locked():
+            looked = await self._look(principal, coordinator_id, ask, early=True)
+            if not isinstance(looked, _MayClaim):
+                return looked
         async with lock:
             return await self._lease_once_unlocked(principal, coordinator_id, ask)
 
     async def _lease_once_unlocked(
         self, principal: Principal, coordinator_id: str, ask: LeaseAsk
     ) -> list[GrantedLease]:
+        looked = await self._look(principal, coordinator_id, ask)
+        if not isinstance(looked, _MayClaim):
+            return looked
+        return await self._claim_write(principal, coordinator_id, ask, looked.worker, looked=True)
+
+    async def _look(
+        self, principal: Principal, coordinator_id: str, ask: LeaseAsk, *, early: bool = False
+    ) -> list[GrantedLease] | _MayClaim:
+        """Read (no lock) whether a claim may grant: if not, the answer (a replay, or none).
+        ``early`` (outside the claim lock): a new worker goes on to the lock (the pool cap)."""
         now = self.core.clock.now()
         classes = ask.classes
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
@@ -304,11 +325,13 @@ class LeasingService(EngineService):
         _check_worker_class(worker, ask)
         fenced = worker is not None and worker.fence is not None
         if not ready and not fenced:
+            if early and worker is None:
+                return _MayClaim(worker)
             if not rules.ask_is_fresh(worker, now):
                 async with self.core.store.write() as tx:
                     await self._note_ask(tx, coordinator_id, ask, principal, worker)
             return []
-        return await self._claim_write(principal, coordinator_id, ask, worker, looked=True)
+        return _MayClaim(worker)
 
     async def _claim_write(
         self,
