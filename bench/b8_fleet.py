@@ -39,9 +39,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing
+import subprocess
 import time
 from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from multiprocessing.connection import Connection
 from multiprocessing.context import SpawnProcess
@@ -122,6 +125,18 @@ async def measure(
         tenants.append(tenant)
         total += count
     print(f"created {total} items in {len(tenants)} work coordinators", flush=True)
+    with recovery(cluster, args.recovery_seconds):
+        return await _fleet(args, cluster, coordinator_metrics, tenants, since)
+
+
+async def _fleet(
+    args: argparse.Namespace,
+    cluster: common.Cluster,
+    coordinator_metrics: int,
+    tenants: list[common.Tenant],
+    since: list[int],
+) -> dict[str, Any]:
+    per = args.agents_per_coordinator
     gateway_metrics = common.free_port()
     async with (
         gateways(cluster, 1, {"WORKCOORD_METRICS_PORT": str(gateway_metrics)}) as running,
@@ -270,6 +285,36 @@ async def measure(
     }
 
 
+@contextlib.contextmanager
+def recovery(cluster: common.Cluster, interval: float) -> Iterator[None]:
+    """A recovery service (``workcoord serve recovery``) in front of the cluster's coordinator,
+    a pass every ``interval`` seconds (none when 0): it ends the leases that expired, as in
+    every installation, so a lost lease does not hold its class's capacity for the rest of the
+    run."""
+    if interval <= 0:
+        yield
+        return
+    env = common.service_env(
+        WORKCOORD_COORDINATOR_ADDRESS=cluster.address,
+        WORKCOORD_SERVICE_KEY=cluster.service_key,
+        WORKCOORD_LISTEN_RECOVERY=f"127.0.0.1:{common.free_port()}",
+        WORKCOORD_RECOVERY_INTERVAL_SECONDS=str(interval),
+        WORKCOORD_LOG_LEVEL="WARNING",
+    )
+    with (cluster.workdir / "recovery.log").open("wb") as log:
+        process = subprocess.Popen(
+            [*common.workcoord_command(), "serve", "recovery"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=cluster.workdir,
+        )
+    try:
+        yield
+    finally:
+        common.stop_child(process)
+
+
 async def _receive(pipe: Connection, timeout: float) -> Any:  # noqa: ASYNC109
     """The next message of an agent process (waited for in a thread, at most ``timeout``)."""
     loop = asyncio.get_running_loop()
@@ -338,6 +383,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "connections": args.connections,
             "processes": args.processes,
             "heartbeat_usage": not args.no_usage,
+            "recovery_seconds": args.recovery_seconds,
         },
         "result": result,
         "targets_met": (
@@ -369,6 +415,12 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=512,
         help="keep-alive HTTP connections of all agent processes together",
+    )
+    p.add_argument(
+        "--recovery-seconds",
+        type=float,
+        default=15.0,
+        help="a recovery service's pass interval (the product's default; 0: no recovery)",
     )
     p.add_argument(
         "--no-usage", action="store_true", help="heartbeats without usage (progress only)"
