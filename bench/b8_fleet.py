@@ -3,13 +3,13 @@
 ``uv run python -m bench.b8_fleet [--agents 2000] [--seconds 300] [--completes-per-second 20]
 [--subscribers 100] [--heartbeat-seconds 10] [--lease-seconds 30]``
 
-One coordinator process and one gateway process (``workcoord serve gateway``). A work
-coordinator admits at most 256 workers (the worker pool cap), so the agents are spread over
-``--agents-per-coordinator`` (250) per ORG work coordinator, each in its own org with its own
-work key. Not timed: enough no-op items for the whole run are created over gRPC (per work
-coordinator: its agents + its share of rate times seconds, plus a margin), then every agent
-leases one item over REST (``POST …/leases``, its own worker id,
-``maxItems`` 1). Then, for ``--seconds``: every agent heartbeats its lease every
+One coordinator, one gateway (``workcoord serve gateway``) and one recovery process
+(``--recovery-seconds``, 15; 0: none). A work coordinator admits at most 256 workers (the
+worker pool cap), so the agents are spread over ``--agents-per-coordinator`` (250) per ORG work
+coordinator, each in its own org with its own work key. Not timed: enough no-op items for the
+whole run are created over gRPC (per work coordinator: its agents + its share of rate times
+seconds, plus a margin), then every agent leases one item over REST (``POST …/leases``, its own
+worker id, ``maxItems`` 1). Then, for ``--seconds``: every agent heartbeats its lease every
 ``--heartbeat-seconds`` (``POST …/leases/{l}/heartbeat``; the first at a random phase, so the
 heartbeats spread evenly), ``--completes-per-second`` agents a second (round robin) complete
 their lease and lease the next item, and ``--subscribers`` WebSocket clients follow the work
