@@ -26,7 +26,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,8 +88,11 @@ class GatewayProcess:
 
 
 @contextlib.asynccontextmanager
-async def gateways(cluster: common.Cluster, count: int) -> AsyncIterator[list[GatewayProcess]]:
-    """``count`` gateway processes in front of the cluster's first coordinator."""
+async def gateways(
+    cluster: common.Cluster, count: int, extra_env: Mapping[str, str] | None = None
+) -> AsyncIterator[list[GatewayProcess]]:
+    """``count`` gateway processes in front of the cluster's first coordinator (``extra_env``
+    added to each one's environment)."""
     started: list[GatewayProcess] = []
     env = {
         key: value
@@ -108,6 +111,7 @@ async def gateways(cluster: common.Cluster, count: int) -> AsyncIterator[list[Ga
                     "WORKCOORD_COORDINATOR_ADDRESS": cluster.address,
                     "WORKCOORD_RECOVERY_ADDRESS": cluster.address,
                     "WORKCOORD_LOG_LEVEL": "WARNING",
+                    **(extra_env or {}),
                 },
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -62,7 +62,7 @@ class Verdict:
 
 
 def _store(database_url: str) -> SqlStore:
-    return SqlStore(make_engine(database_url, pool_size=2), SystemClock())
+    return SqlStore(make_engine(database_url, pool_size=4), SystemClock())
 
 
 async def live_attempt_count(database_url: str, coordinator_id: str) -> int:

@@ -134,7 +134,7 @@ async def store(
     elif store_kind == "sqlite":
         inner = SqlStore(make_engine(await sqlite_databases.create()), clock)
     else:
-        inner = SqlStore(make_engine(await _postgres_url(pg_databases), pool_size=4), clock)
+        inner = SqlStore(make_engine(await _postgres_url(pg_databases), pool_size=8), clock)
     recording = RecordingStore(inner)
     try:
         yield recording

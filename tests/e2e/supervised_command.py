@@ -6,7 +6,9 @@ Modes: ``evidence`` (write ``inputs.evidence`` to the evidence file, exit 0), ``
 0), ``fail`` (exit ``inputs.status``), ``checkpoint`` (write ``inputs.checkpoint``, exit
 ``inputs.status``), ``hang`` (start a ``sleep`` child, then wait forever; with
 ``inputs.ignoreTerm`` both ignore SIGTERM), ``workflow`` (by item kind: BUILD/FIX evidence, the
-first REVIEW FAIL with findings then PASS, SHIP a receipt).
+first REVIEW FAIL with findings then PASS, SHIP a receipt), ``gate`` (wait until the file
+``$REPORT_DIR/<inputs.gate>`` exists, then exit 0 with ``inputs.evidence``; exit 9 if it has
+not appeared within two minutes).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,14 @@ def main() -> int:
             signal.pause()
     if mode == "workflow":
         return workflow(report_dir)
+    if mode == "gate":
+        gate = report_dir / inputs["gate"]
+        deadline = time.monotonic() + 120
+        while not gate.exists():
+            if time.monotonic() > deadline:
+                return 9
+            time.sleep(0.02)
+        write(os.environ["WORKCOORD_EVIDENCE_FILE"], inputs["evidence"])
     if mode == "evidence":
         write(os.environ["WORKCOORD_EVIDENCE_FILE"], inputs["evidence"])
     if mode == "checkpoint":

@@ -28,7 +28,7 @@ def _factory(url: str) -> StoreFactory:
     @asynccontextmanager
     async def sql_store(clock: Clock) -> AsyncIterator[Store]:
         # Made inside the machine's own event loop: pooled connections belong to one loop.
-        store = SqlStore(make_engine(url, pool_size=2), clock)
+        store = SqlStore(make_engine(url, pool_size=4), clock)
         try:
             yield store
         finally:

@@ -174,7 +174,26 @@ def test_lists_of_coordinators_and_classes_are_read_in_order(checkout: Path) -> 
     assert config.worker_id == default_worker_id("machine-agent", str(checkout))
 
 
-@pytest.mark.parametrize("flag", ["--lease-seconds=4", "--lease-seconds=301", "--wait-seconds=61"])
+def test_concurrency_is_read_into_the_config(checkout: Path) -> None:
+    environ = {"WORKCOORD_AGENT_ID": "a", "WORKCOORD_AGENT_ENGINE": "e"}
+    argv = ["worker", "run", "--coordinator", "c1", "--class", "machine", "--account", "f",
+            "--agent-id", "a", "--engine", "e"]  # fmt: skip
+    config = config_from_args(build_parser().parse_args([*argv, "--", "true"]), environ)
+    assert config.concurrency == 1  # one item at a time unless asked
+    args = build_parser().parse_args([*argv, "--concurrency", "8", "--", "true"])
+    assert config_from_args(args, environ).concurrency == 8
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--lease-seconds=4",
+        "--lease-seconds=301",
+        "--wait-seconds=61",
+        "--concurrency=0",
+        "--concurrency=101",
+    ],
+)
 def test_lease_limits_are_checked_by_the_parser(
     flag: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

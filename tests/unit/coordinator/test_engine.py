@@ -262,7 +262,7 @@ async def test_maintenance_evicts_idle_workers_but_not_busy_ones(
         RECOVERY, RunMaintenanceInput(coordinator_id=world.cid, batch_size=10)
     )
     assert report.evicted_workers >= 1
-    page = await engine.leasing.list_workers(
+    page = await engine.workers.list_workers(
         world.worker, ListWorkersInput(coordinator_id=world.cid, page_size=10)
     )
     assert "idle" not in {w.worker_id for w in page.items}

@@ -232,7 +232,7 @@ async def test_placement_by_worker_and_labels(engine: Engine, world: World) -> N
         task("gpu", placement={"require_labels": {"gpu": "a100"}}),
     )
     assert await lease_items(engine, world, worker_id="w1", max_items=2) == []
-    await engine.leasing.report_worker(
+    await engine.workers.report_worker(
         world.worker,
         ReportWorkerInput(
             coordinator_id=world.cid,
@@ -249,7 +249,7 @@ ADMIN_TIME = ManualClock().now()
 async def test_a_worker_registered_with_another_class_is_refused(
     engine: Engine, world: World
 ) -> None:
-    await engine.leasing.report_worker(
+    await engine.workers.report_worker(
         world.worker,
         ReportWorkerInput(
             coordinator_id=world.cid,

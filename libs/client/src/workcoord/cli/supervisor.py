@@ -1,4 +1,4 @@
-"""``workcoord worker run``: the foreground supervisor, one item at a time per work coordinator.
+"""``workcoord worker run``: the foreground supervisor, one item (or N) at a time per coordinator.
 
 One supervisor serves a machine's whole scope: ``--coordinator A,B`` runs one worker loop per
 work coordinator inside it (each leasing one item at a time, each item's command in its own
@@ -27,6 +27,12 @@ once. A heartbeat's ``stop``: SIGTERM to the group, SIGKILL after the grace, as 
 LEASE_LOST, then the final usage goes out: DEADLINE_EXCEEDED fails the attempt (retryable, the
 usage on the fail), any other reason heartbeats the usage once more and releases.
 Exit codes: 0 stopped or done, 1 the coordinator refused, 2 usage, 3 lease lost.
+
+``--concurrency N``: up to N commands at once per work coordinator, each item as above (its
+worktree, identity, process group, attempt files); the SDK loop batches their heartbeats (one
+``BatchHeartbeat`` per interval) and outcomes (``BatchComplete`` / ``BatchFail``). A failure,
+a ``stop`` or a lost lease stops only that command; after a loss the others finish, nothing new
+is leased, exit 3. SIGINT/SIGTERM drains them all.
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ from workcoord.cli.common import (
 )
 from workcoord.cli.process_group import ProcessGroup
 from workcoord.cli.usage_file import UsageFile
+from workcoord.client.batching import MAX_ENTRIES
 from workcoord.client.client import WorkcoordClient
 from workcoord.client.worker import Worker, run_identity_here
 from workcoord.client.worker_loop import (
@@ -125,6 +132,7 @@ class SupervisorConfig:
     once: bool = False
     kill_grace: float = 10.0
     json_output: bool = False
+    concurrency: int = 1
 
     @property
     def coordinator_id(self) -> str:
@@ -166,6 +174,14 @@ def register_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     run.add_argument("--lease-seconds", type=_bounded(5, 300), default=30, metavar="N")
     run.add_argument("--wait-seconds", type=_bounded(0, 60), default=30, metavar="N")
+    run.add_argument(
+        "--concurrency",
+        type=_bounded(1, MAX_ENTRIES),
+        default=1,
+        metavar="N",
+        help="run up to N commands at once, each item in its own process group; their "
+        "heartbeats and outcomes go out in batched calls (default %(default)s)",
+    )
     run.add_argument("--once", action="store_true", help="handle one item, then exit")
     run.add_argument(
         "--kill-grace",
@@ -278,6 +294,7 @@ def config_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Su
         once=args.once,
         kill_grace=args.kill_grace,
         json_output=args.json_output,
+        concurrency=args.concurrency,
     )
 
 
@@ -357,7 +374,7 @@ class Supervisor:
         self.reporter = reporter
         self.stop = asyncio.Event()
         self.signals: list[int] = []
-        # The process group of each running command (one per loop at most).
+        # The process group of each running command (up to --concurrency per loop).
         self.groups: set[ProcessGroup] = set()
 
     async def main(self) -> int:
@@ -370,6 +387,7 @@ class Supervisor:
             lease_seconds=config.lease_seconds,
             wait_seconds=config.wait_seconds,
             once=config.once,
+            concurrency=config.concurrency,
             # The handler forwards the signal and kills after the grace itself; this is only
             # the backstop should it hang.
             drain_seconds=config.kill_grace + 30.0,
@@ -383,6 +401,7 @@ class Supervisor:
             workerClass=config.worker_class,
             workerClasses=list(config.worker_classes) if len(config.worker_classes) > 1 else None,
             directory=config.own_directory,
+            concurrency=config.concurrency if config.concurrency > 1 else None,
         )
         try:
             async with WorkcoordClient(config.address, config.token) as client:
@@ -439,7 +458,7 @@ class Supervisor:
         self.signals.append(signum)
         name = signal.Signals(signum).name
         if len(self.signals) == 1:
-            self.reporter.emit("stopping", detail=f"{name}: finishing the current item")
+            self.reporter.emit("stopping", detail=f"{name}: finishing the current item(s)")
             self.stop.set()
         else:
             for group in tuple(self.groups):

@@ -37,7 +37,7 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
             coordinator_id=request.coordinator_id,
             worker=m.worker_from_pb(request.worker, self.engine.clock.now()),
         )
-        worker = await self.engine.leasing.report_worker(caller().principal, command)
+        worker = await self.engine.workers.report_worker(caller().principal, command)
         return worker_pb2.ReportWorkerResponse(worker=m.worker_to_pb(worker))
 
     async def ListWorkers(
@@ -48,7 +48,7 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
             page_size=request.page_size,
             page_token=request.page_token,
         )
-        page = await self.engine.leasing.list_workers(caller().principal, query)
+        page = await self.engine.workers.list_workers(caller().principal, query)
         return m.page_to_pb(worker_pb2.ListWorkersResponse, "workers", page, m.worker_to_pb)
 
     async def Lease(

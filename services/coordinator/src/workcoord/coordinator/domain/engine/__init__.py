@@ -7,7 +7,8 @@ only after the commit, as wake-up hints.
 
 The commands are grouped by concern, one service object per module, over a shared core
 (:class:`EngineCore`, :mod:`._base`). :class:`Engine` is that core with one service attached
-per concern: ``engine.coordinators``, ``engine.lanes``, ``engine.leasing``, ``engine.attempts``,
+per concern: ``engine.coordinators``, ``engine.lanes``, ``engine.workers`` (registration),
+``engine.leasing``, ``engine.attempts``,
 ``engine.fences``, ``engine.follow_ups``, ``engine.maintenance``, ``engine.reads``,
 ``engine.usage`` (what attempts spent), and the tenancy concerns ``engine.membership`` (orgs,
 users, members), ``engine.credentials`` (bearer authentication, admin tokens, work keys),
@@ -62,6 +63,7 @@ from .spend import UsageService
 from .tracker_connections import TrackerConnections, TrackerFactory
 from .transitions import CLOSE_TICKET, TICKET_CLOSED
 from .webhooks import WebhookService
+from .workers import WorkerRegistry
 
 __all__ = [
     "BACKSTOP_POLL_SECONDS",
@@ -90,6 +92,7 @@ __all__ = [
     "TrackerConnections",
     "UsageService",
     "WebhookService",
+    "WorkerRegistry",
     "decode_page_token",
     "encode_page_token",
     "new_id",
@@ -133,6 +136,7 @@ class Engine(EngineCore):
         self.coordinators = CoordinatorService(self)
         self.lanes = LaneService(self)
         self.fences = FenceService(self)
+        self.workers = WorkerRegistry(self)
         self.leasing = LeasingService(self, self.fences)
         self.attempts = AttemptService(self)
         self.tracker_connections = TrackerConnections(self)

@@ -1,21 +1,20 @@
-"""Workers and leasing: registration, the long-poll and the claim of ready items."""
+"""Leasing: the long-poll and the claim of ready items (workers register in :mod:`.workers`)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from workcoord.kit.bus import ReadySignal
-from workcoord.kit.errors import InvalidArgument, NotFound, PermissionDenied, PoolFull
+from workcoord.kit.errors import InvalidArgument, NotFound, PermissionDenied
 from workcoord.kit.secrets import hash_secret
 
 from .. import rules, stops
 from ..auth import Access, Principal, authorize
-from ..inputs import LeaseInput, ListWorkersInput, ReportWorkerInput
+from ..inputs import LeaseInput
 from ..leasability import Asker, LaneHold, Surroundings, holding_gates
 from ..model import (
-    WORKER_POOL_CAP,
     Attempt,
     AttemptStatus,
     Coordinator,
@@ -27,13 +26,13 @@ from ..model import (
     Worker,
 )
 from ..ports import ClaimCursor, ClaimScan, Tx
-from ..results import GrantedLease, Page
+from ..results import GrantedLease
 from ..specs import Checkpoint, LeaseAsk
 from . import budgeting
 from ._base import Effects, EngineCore, EngineService, new_id
-from .fences import FenceFound, FenceService, fence_error, shown_fence
+from .fences import FenceFound, FenceService, fence_error
 from .lease_replay import derive_lease_token, lease_request_key, replay_lease_request
-from .paging import PageRequest
+from .workers import check_pool
 
 # Long-polls re-check the database at least this often, so a lost notification (Redis down,
 # a backoff that ran out) costs at most this much latency.
@@ -53,8 +52,13 @@ class _CallerNotCached(Exception):
     """A woken claim could not confirm its caller from the cache: it re-authenticates first."""
 
 
+@dataclass(frozen=True, slots=True)
+class _MayClaim:
+    worker: Worker | None  # a look found something to claim for this worker
+
+
 class LeasingService(EngineService):
-    """Worker registration and the Lease command (``engine.leasing``)."""
+    """The Lease command (``engine.leasing``)."""
 
     def __init__(self, core: EngineCore, fences: FenceService) -> None:
         super().__init__(core)
@@ -67,61 +71,6 @@ class LeasingService(EngineService):
         # (coordinator, classes) whose last claim here granted all it was asked for: the next
         # claim skips the look-first read until one grants less (_lease_once_unlocked).
         self._plenty: set[tuple[str, tuple[str, ...]]] = set()
-
-    async def report_worker(self, principal: Principal, input: ReportWorkerInput) -> Worker:
-        """Register a worker, or refresh what it reports (labels, capacity, toolchains)."""
-        coordinator_id, worker = input.coordinator_id, replace(input.worker)
-        async with self.core.command(principal, coordinator_id, Access.LEASE) as (
-            tx,
-            coordinator,
-            effects,
-        ):
-            classes = worker.classes
-            for worker_class in classes:
-                if worker_class not in coordinator.config.class_capacity:
-                    field = (
-                        "worker.worker_class"
-                        if worker_class == worker.worker_class
-                        else "worker.worker_classes"
-                    )
-                    raise InvalidArgument.single(field, f"unknown worker class {worker_class!r}")
-            # Stored in full, worker_class first; [] for a worker of one class.
-            worker.worker_classes = list(classes) if len(classes) > 1 else []
-            existing = await tx.get_worker(coordinator_id, worker.worker_id)
-            await self._check_pool(tx, coordinator_id, existing)
-            worker.coordinator_id = coordinator_id
-            worker.principal = principal.name
-            worker.observe_time = tx.now
-            worker.create_time = existing.create_time if existing else tx.now
-            worker.last_ask_time = existing.last_ask_time if existing else None
-            worker.fence = existing.fence if existing else None  # reports never lift a fence
-            await tx.upsert_worker(worker)
-            if existing is None:
-                data: dict[str, object] = {
-                    "workerId": worker.worker_id,
-                    "workerClass": worker.worker_class,
-                }
-                if worker.worker_classes:
-                    data["workerClasses"] = list(worker.worker_classes)
-                registered = NewEvent(EventType.WORKER_REGISTERED, data=data)
-                await self.core.append_events(tx, coordinator, [registered], principal.name)
-            # New labels may satisfy a placement: let waiting workers look again.
-            effects.ready_classes.update(classes)
-            return worker
-
-    async def list_workers(self, principal: Principal, input: ListWorkersInput) -> Page[Worker]:
-        """A page of the coordinator's workers, each with the fence it has now (if any)."""
-        coordinator_id = input.coordinator_id
-        request = PageRequest.parse(
-            input.page_size, input.page_token, ("ListWorkers", coordinator_id)
-        )
-        async with self.core.store.read() as reader:
-            await self.core.coordinator_for(reader, principal, coordinator_id)
-            workers = await reader.list_workers(coordinator_id, request.after_id, request.fetch)
-            now = self.core.clock.now()
-            for worker in workers:
-                worker.fence = await shown_fence(reader, worker, now)
-        return request.page(workers, lambda w: [w.worker_id])
 
     async def lease(
         self,
@@ -265,7 +214,13 @@ class LeasingService(EngineService):
         # already reads the class as full and skips the write, instead of all of them queueing
         # on the coordinator's row lock (which also delays the Start/Complete calls behind
         # them). Other processes still race; _claim's locking keeps that safe.
+        # With a claim in flight, look first without queueing: a full class or nothing ready
+        # answers at once (B8's fleet); only a call that may claim waits, and looks again.
         lock = self._claim_locks.setdefault((coordinator_id, ask.classes), asyncio.Lock())
+        if lock.locked():
+            looked = await self._look(principal, coordinator_id, ask, early=True)
+            if not isinstance(looked, _MayClaim):
+                return looked
         async with lock:
             return await self._lease_once_unlocked(principal, coordinator_id, ask)
 
@@ -288,6 +243,16 @@ class LeasingService(EngineService):
     async def _look_then_claim(
         self, principal: Principal, coordinator_id: str, ask: LeaseAsk
     ) -> list[GrantedLease]:
+        looked = await self._look(principal, coordinator_id, ask)
+        if not isinstance(looked, _MayClaim):
+            return looked
+        return await self._claim_write(principal, coordinator_id, ask, looked.worker, looked=True)
+
+    async def _look(
+        self, principal: Principal, coordinator_id: str, ask: LeaseAsk, *, early: bool = False
+    ) -> list[GrantedLease] | _MayClaim:
+        """Read (no lock) whether a claim may grant: if not, the answer (a replay, or none).
+        ``early`` (outside the claim lock): a new worker goes on to the lock (the pool cap)."""
         now = self.core.clock.now()
         classes = ask.classes
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
@@ -324,11 +289,13 @@ class LeasingService(EngineService):
         _check_worker_class(worker, ask)
         fenced = worker is not None and worker.fence is not None
         if not ready and not fenced:
+            if early and worker is None:
+                return _MayClaim(worker)
             if not rules.ask_is_fresh(worker, now):
                 async with self.core.store.write() as tx:
                     await self._note_ask(tx, coordinator_id, ask, principal, worker)
             return []
-        return await self._claim_write(principal, coordinator_id, ask, worker, looked=True)
+        return _MayClaim(worker)
 
     async def _claim_write(
         self,
@@ -373,11 +340,6 @@ class LeasingService(EngineService):
             await self.fences.record_fence(principal, coordinator_id, found.worker_id, found.fence)
             raise fence_error(found.worker_id, found.fence) from None
 
-    async def _check_pool(self, tx: Tx, coordinator_id: str, known: Worker | None) -> None:
-        """A worker not seen before is refused once the pool is full."""
-        if known is None and await tx.count_workers(coordinator_id) >= WORKER_POOL_CAP:
-            raise PoolFull(f"the worker pool is capped at {WORKER_POOL_CAP} workers")
-
     async def _note_ask(
         self,
         tx: Tx,
@@ -386,7 +348,7 @@ class LeasingService(EngineService):
         principal: Principal,
         worker: Worker | None,
     ) -> None:
-        await self._check_pool(tx, coordinator_id, worker)
+        await check_pool(tx, coordinator_id, worker)
         await tx.touch_worker_ask(
             coordinator_id, ask.worker_id, ask.worker_class, principal.name, ask.classes
         )

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
-__all__ = ["make_engine", "normalize_url"]
+__all__ = ["DEFAULT_POOL_SIZE", "make_engine", "normalize_url"]
 
 
 def normalize_url(url: str) -> str:
@@ -23,10 +23,25 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+DEFAULT_POOL_SIZE = 20
+"""PostgreSQL connections one engine holds at most."""
+
+
+def make_engine(url: str, *, pool_size: int = DEFAULT_POOL_SIZE) -> AsyncEngine:
     """An async engine for ``url``; SQLite gets WAL, foreign keys and immediate write locks.
 
     Statement parameters are kept out of driver error messages: a row may hold secret hashes.
+
+    On PostgreSQL the pool holds at most ``pool_size`` connections, opened as needed and then
+    KEPT (no overflow): an overflow connection is closed when it is returned, so a steady load
+    above the pool's size opened and closed a connection per transaction — a server process
+    forked, and asyncpg's statement cache and type introspection started again, sometimes
+    inside a transaction holding row locks other transactions then queued behind (B8, 2,000
+    heartbeating agents: heartbeats took seconds while every process was nearly idle).
+    Past ``pool_size`` a transaction waits for a connection to be returned. JIT is off for the
+    coordinator's sessions: its statements are short, and asyncpg's type introspection query
+    (run on a fresh connection's first use of a type) is planned as expensive enough to be
+    compiled, which costs tens of milliseconds each time.
     """
     url = normalize_url(url)
     if url.startswith("sqlite"):
@@ -38,9 +53,11 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     engine = create_async_engine(
         url,
         pool_size=pool_size,
-        max_overflow=pool_size,
+        max_overflow=0,
         hide_parameters=True,
-        connect_args={"server_settings": {"application_name": "workcoord-coordinator"}},
+        connect_args={
+            "server_settings": {"application_name": "workcoord-coordinator", "jit": "off"}
+        },
     )
     _ping_when_idle(engine)
     return engine

@@ -1,0 +1,57 @@
+"""Lease while another claim of the class is in flight in this process: a class that is full
+answers at once instead of queueing on the claim lock; a call that may claim still waits for it
+and claims once it is free."""
+
+from __future__ import annotations
+
+import asyncio
+
+from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.inputs import CompleteInput, UpdateCoordinatorInput
+from workcoord.coordinator.domain.specs import CoordinatorSpec, Evidence, LeaseAsk
+from workcoord.kit.clock import ManualClock
+
+from .harness import ADMIN, World, lease_items, new_lane, run_identity, task
+
+WAIT = 30.0  # a generous limit: only a failing test waits this long
+
+
+async def test_a_full_class_answers_without_waiting_for_a_claim_in_flight(
+    engine: Engine, world: World, clock: ManualClock
+) -> None:
+    await engine.coordinators.update_coordinator(
+        ADMIN,
+        UpdateCoordinatorInput(
+            coordinator_id=world.cid,
+            spec=CoordinatorSpec(scope=None, changes={"class_capacity": {"codex": 1}}),
+        ),
+    )
+    await new_lane(engine, world, task("a"), task("b"))
+    [held] = await lease_items(engine, world, identity=run_identity(clock))
+    assert await lease_items(engine, world, worker_id="w2") == []  # full; w2 is known now
+    classes = LeaseAsk("w2", "codex", 1, 60, 0, None).classes
+    lock = engine.leasing._claim_locks.setdefault((world.cid, classes), asyncio.Lock())
+
+    async with lock:  # a claim of the class in flight
+        full = asyncio.create_task(lease_items(engine, world, worker_id="w2"))
+        done, _ = await asyncio.wait({full}, timeout=WAIT)
+        assert full in done and full.result() == []
+
+    await engine.attempts.complete(
+        world.worker,
+        CompleteInput(
+            coordinator_id=world.cid,
+            lease_id=held.attempt.lease_id,
+            lease_token=held.lease_token,
+            evidence=Evidence(summary="ok"),
+        ),
+    )
+    async with lock:  # a slot is free now: this one waits for the lock, then claims
+        claim = asyncio.create_task(lease_items(engine, world, worker_id="w2"))
+        for _ in range(10_000):
+            if claim.done() or lock._waiters:
+                break
+            await asyncio.sleep(0)
+        assert not claim.done() and lock._waiters
+    granted = await asyncio.wait_for(claim, WAIT)
+    assert [g.item.key for g in granted] == ["b"]
