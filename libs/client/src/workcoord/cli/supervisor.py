@@ -1,11 +1,10 @@
 """``workcoord worker run``: the foreground supervisor, one item (or N) at a time per coordinator.
 
 One supervisor serves a machine's whole scope: ``--coordinator A,B`` runs one worker loop per
-work coordinator inside it (each leasing one item at a time, each item's command in its own
-process group), and ``--class a,b`` makes its one worker id serve all those classes (each Lease
-takes the best ready item of any of them; capacity is still the coordinator's per class). A
-lost lease on any coordinator ends the supervisor with exit 3, as with one: the others stop
-taking work and drain like on SIGTERM.
+work coordinator inside it (each item's command in its own process group), and ``--class a,b``
+makes its one worker id serve all those classes (each Lease takes the best ready item of any of
+them; capacity is still the coordinator's per class). A lost lease on any coordinator ends the
+supervisor with exit 3: the others stop taking work and drain like on SIGTERM.
 
 For each item it leases (long-polling) it chooses the worktree (:mod:`.roots`), records the run
 identity from the machine itself — its own pid, the real hostname, the canonical worktree, the
