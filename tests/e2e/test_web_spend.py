@@ -134,3 +134,60 @@ def test_on_a_phone_the_spend_fits_and_reads(
         watched.assert_clean()
     finally:
         context.close()
+
+
+def test_a_lane_budget_and_the_day_budget_show_and_are_marked_once_spent(
+    system: System, tenant: Tenant, browser: Browser
+) -> None:
+    """A lane's card shows what it spent of its budget and the Spend card the day budget;
+    once the lane's budget is spent (while the page is open) the card marks it and its item
+    waits behind the budget gate."""
+    ok(
+        tenant.admin.patch(
+            tenant.base,
+            params={"updateMask": "budget.dailyCostMicros"},
+            json={"budget": {"dailyCostMicros": "5000000"}},
+        )
+    )
+    lane = tenant.create_lane(
+        {
+            "title": "Budgeted lane",
+            "template": "CUSTOM",
+            "budget": {"costMicros": "1000000"},
+            "items": [{"key": "a", "kind": "TASK", "workerClass": "machine"}],
+        }
+    )
+    [lease] = work(tenant, "machine")
+    ok(tenant.lease_call(lease, "heartbeat", usage={"costMicros": "400000", "model": "opus"}))
+    context, watched = open_page(browser)
+    page = watched.page
+    try:
+        sign_in(page, system)
+        page.goto(org_page(system, tenant))
+        expect(page.locator(".live")).to_have_attribute("data-state", "live")
+        origin = page.evaluate("performance.timeOrigin")
+        cost = page.locator(f"#lane-{lane['laneId']} .cost")
+        expect(cost).to_have_text("spent $0.40 of $1.00 budget")
+        expect(cost).to_have_attribute("data-budget-spent", "false")
+        day = page.locator(f"#spend-{tenant.coordinator_id} .spend-budget")
+        expect(day).to_have_text("Day budget: $0.40 of $5.00 used")
+        expect(day).to_have_attribute("data-budget-spent", "false")
+
+        # The agent reports past the lane's budget: told to stop, it releases the item.
+        beat = ok(
+            tenant.lease_call(lease, "heartbeat", usage={"costMicros": "1200000", "model": "opus"})
+        )
+        assert beat["stop"]["reason"] == "BUDGET_EXHAUSTED"
+        ok(tenant.lease_call(lease, "release", reason="budget spent"))
+        expect(cost).to_have_text("spent $1.20 of $1.00 budget · budget spent")
+        expect(cost).to_have_attribute("data-budget-spent", "true")
+        expect(cost).to_have_class("cost budget spent")
+        card = page.locator(f"#lane-{lane['laneId']}")
+        expect(card.locator(".gate.next")).to_have_text("wait: budget")
+        expect(day).to_have_text("Day budget: $1.20 of $5.00 used")
+        same_document(page, origin)
+        text_has_contrast(page)
+        screenshot(page, "spend-budget")
+        watched.assert_clean()
+    finally:
+        context.close()

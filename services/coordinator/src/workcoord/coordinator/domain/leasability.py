@@ -25,8 +25,8 @@ Where each gate is evaluated on the lease path:
   asking worker's) and nobody asking (``why`` only: on the lease path the asker is asking).
 
 The budget gate is closed when a budget covering the item is known to be spent
-(``Surroundings.budget_spent``: the claim, ``why`` and the labels of lanes and items set it
-from ``engine/budgeting.py``; the view's cached lane labels leave it unknown, the gate open).
+(``Surroundings.budget_spent``: the claim, ``why``, the labels of lanes and items and the
+view's labels set it from ``engine/budgeting.py``).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from ..leasability import Surroundings
 from ..model import (
     Coordinator,
     EventType,
+    Lane,
     NewEvent,
     PendingAction,
     PendingActionState,
@@ -40,12 +41,15 @@ from ._base import new_id
 __all__ = [
     "RAISE_BUDGET",
     "BudgetBook",
+    "book_of",
     "in_force",
+    "labelled",
     "limit_changed",
     "open_actions",
     "read_book",
     "resolve_raised",
     "spend_of",
+    "view_labels",
     "with_budget",
 ]
 
@@ -139,28 +143,43 @@ def budget_event(type: EventType, budget: SpentBudget, lane_id: str) -> NewEvent
     return NewEvent(type, lane_id=lane_id, data=data)
 
 
+def book_of(
+    coordinator: Coordinator,
+    now: datetime,
+    day_total: UsageTotal | None,
+    lanes: Iterable[Lane],
+    lane_totals: Iterable[UsageTotal],
+) -> BudgetBook:
+    """The book of what a caller already read: the day's total, the lanes (their budgets) and
+    their lifetime totals (lanes and totals without a budget are ignored)."""
+    book = BudgetBook(coordinator.coordinator_id, usage.day_of(now), coordinator.budget)
+    if coordinator.budget is not None:
+        book.day_used = spend_of(day_total)
+    limits = {lane.lane_id: lane.budget for lane in lanes if lane.budget is not None}
+    if limits:
+        totals = {t.key: t for t in lane_totals if t.key in limits}
+        book.lanes = {k: (v, spend_of(totals.get(k))) for k, v in limits.items()}
+    return book
+
+
 async def read_book(
     reader: Reader, coordinator: Coordinator, lane_ids: Iterable[str], now: datetime
 ) -> BudgetBook:
     """The budgets covering ``lane_ids`` and what they spent: at most three look-ups by key
     (the day's total, the lanes, their totals), none for what has no budget."""
     cid = coordinator.coordinator_id
-    book = BudgetBook(cid, usage.day_of(now), coordinator.budget)
+    day_total = None
     if coordinator.budget is not None:
-        book.day_used = spend_of(await usage.day_spend(reader, cid, now))
+        day_total = await usage.day_spend(reader, cid, now)
     wanted = sorted(set(lane_ids))
+    lanes: list[Lane] = []
+    totals: list[UsageTotal] = []
     if coordinator.lane_budgets and wanted:
-        limits = {
-            lane.lane_id: lane.budget
-            for lane in await reader.get_lanes(wanted)
-            if lane.budget is not None
-        }
-        if limits:
-            totals = {
-                t.key: t for t in await reader.usage_totals(cid, UsageScope.LANE, "", list(limits))
-            }
-            book.lanes = {k: (v, spend_of(totals.get(k))) for k, v in limits.items()}
-    return book
+        lanes = [lane for lane in await reader.get_lanes(wanted) if lane.budget is not None]
+        if lanes:
+            keys = [lane.lane_id for lane in lanes]
+            totals = await reader.usage_totals(cid, UsageScope.LANE, "", keys)
+    return book_of(coordinator, now, day_total, lanes, totals)
 
 
 async def open_actions(tx: Tx, coordinator: Coordinator, events: Sequence[NewEvent]) -> None:
@@ -232,6 +251,20 @@ async def limit_changed(
     return events, reopened
 
 
+def labelled(
+    book: BudgetBook, around: Surroundings, lane_ids: Iterable[str]
+) -> dict[str, Surroundings]:
+    """``around`` per lane with the budget gate read from ``book`` (a spent budget closes it):
+    the one decision the next-action labels of lanes, items and the view read. Lanes whose
+    gate is the same share one object."""
+    spent_around = replace(around, budget_spent=True)
+    open_around = replace(around, budget_spent=False)
+    return {
+        lane_id: spent_around if book.spent_for(lane_id) is not None else open_around
+        for lane_id in lane_ids
+    }
+
+
 async def with_budget(
     reader: Reader, coordinator: Coordinator, around: Surroundings, lane_ids: Iterable[str]
 ) -> dict[str, Surroundings]:
@@ -241,7 +274,20 @@ async def with_budget(
     if not in_force(coordinator):
         return dict.fromkeys(wanted, around)
     book = await read_book(reader, coordinator, wanted, around.now)
-    return {
-        lane_id: replace(around, budget_spent=book.spent_for(lane_id) is not None)
-        for lane_id in wanted
-    }
+    return labelled(book, around, wanted)
+
+
+def view_labels(
+    coordinator: Coordinator,
+    around: Surroundings,
+    lanes: Sequence[Lane],
+    day_total: UsageTotal | None,
+    lane_totals: Iterable[UsageTotal],
+) -> dict[str, Surroundings]:
+    """:func:`with_budget` for the view, from what it already read (the page's lanes, the
+    day's total and the lanes' lifetime totals): no look-up of its own."""
+    ids = [lane.lane_id for lane in lanes]
+    if not in_force(coordinator):
+        return dict.fromkeys(ids, around)
+    book = book_of(coordinator, around.now, day_total, lanes, lane_totals)
+    return labelled(book, around, ids)

@@ -157,12 +157,17 @@ class ReadService(EngineService):
                 coordinator_id, PendingActionState.OPEN, "", 1000
             )
             escalations = await reader.open_escalations(coordinator_id)
-            day_spent = await usage.day_spend(reader, coordinator_id, self.core.clock.now())
+            now = self.core.clock.now()
+            day_spent = await usage.day_spend(reader, coordinator_id, now)
             lanes_spent = await usage.lanes_spend(
                 reader, coordinator_id, [stamp.lane_id for stamp in page.items]
             )
         capacity, holding = rules.class_usage(live, coordinator.config.class_capacity)
-        around = Surroundings(self.core.clock.now(), capacity, key_holders(live))
+        around = Surroundings(now, capacity, key_holders(live))
+        # The budget gate from what was read: the lanes' budgets, the day's and lanes' totals.
+        labels = budgeting.view_labels(
+            coordinator, around, [d.lane for d in details], day_spent, lanes_spent
+        )
         class_usage = [
             ClassUsage(cls, used, cap, holding.get(cls, []), queued.get(cls, 0))
             for cls, (used, cap) in sorted(capacity.items())
@@ -173,7 +178,7 @@ class ReadService(EngineService):
         return CoordinatorView(
             coordinator=coordinator,
             revision=coordinator.revision,
-            lanes=[replace(d, surroundings=around) for d in details],
+            lanes=[replace(d, surroundings=labels[d.lane.lane_id]) for d in details],
             workers=workers,
             capacity=class_usage,
             worker_leases=worker_leases,

@@ -6,7 +6,8 @@ are the same objects as last time converts to the same message, but for the inpu
 action of its queued items that are the coordinator's, not the lane's
 (``rules.item_next_action``): the capacity in use of their classes (``wait: CLASS used/cap``),
 the holders of their exclusive keys (``wait: KEY held``), and whether those backing off still
-are at the time of the call (``wait: backoff``). A converted lane is reused only when these are
+are at the time of the call (``wait: backoff``), and whether a budget covering the lane is
+spent (``wait: budget``). A converted lane is reused only when these are
 also what they were.
 
 Identity (``is``), not equality, decides: the cache holds the objects it compared, so an id
@@ -56,6 +57,7 @@ class _Queued:
             tuple(around.capacity.get(c) for c in self.classes),
             tuple(around.key_holders.get(k) for k in self.keys),
             tuple(i.not_before is not None and i.not_before > around.now for i in self.backing_off),
+            around.budget_spent,
         )
 
 

@@ -257,7 +257,7 @@ function itemRow(ctx, lane, item) {
 
 function laneMeta(lane, spend) {
   const parts = [words(lane.template), `priority ${lane.priority || 0}`];
-  const cost = laneCostNode(spend, lane.laneId);
+  const cost = laneCostNode(spend, lane);
   if (cost) parts.push(cost);
   for (const ticket of lane.tickets || []) {
     const url = safeUrl(ticket.url || "");

@@ -1,6 +1,7 @@
 // What the work coordinator's attempts spent: each lane's cost (from the view's laneUsage, or
-// the lane's own usage when it was read alone), today's spend (the view's dayUsage) and a small
-// chart of the last 14 UTC days (GET …/usage?groupBy=DAY).
+// the lane's own usage when it was read alone) against the lane's budget if it has one, today's
+// spend (the view's dayUsage) against the day budget if there is one (workCoordinator.budget),
+// and a small chart of the last 14 UTC days (GET …/usage?groupBy=DAY).
 //
 // Live without polling: each read of the view (the feed's events cause them) brings dayUsage,
 // which redraws today's bar; the 14 days are read again only when the server's day changes.
@@ -23,23 +24,72 @@ function formatTokens(tokens) {
   return Number(tokens || 0).toLocaleString("en-US");
 }
 
-/** Lane id → cost in micro-dollars: the view's ``laneUsage``, or a lane's own ``usage`` (read
- * alone, it may be newer); spend only grows, so the larger figure is the current one. */
+/** Lane id → {costMicros, tokens} it spent: the view's ``laneUsage``, or a lane's own
+ * ``usage`` (read alone, it may be newer); spend only grows, so the larger figure is the
+ * current one. */
 export function laneSpend(view) {
   const spend = new Map();
-  for (const total of view?.laneUsage || []) spend.set(total.key, Number(total.costMicros || 0));
-  for (const lane of view?.lanes || []) {
-    const own = Number(lane.usage?.costMicros || 0);
-    if (own > (spend.get(lane.laneId) || 0)) spend.set(lane.laneId, own);
-  }
+  const larger = (laneId, total) => {
+    const held = spend.get(laneId) || { costMicros: 0, tokens: 0 };
+    spend.set(laneId, {
+      costMicros: Math.max(held.costMicros, Number(total?.costMicros || 0)),
+      tokens: Math.max(held.tokens, Number(total?.tokens || 0)),
+    });
+  };
+  for (const total of view?.laneUsage || []) larger(total.key, total);
+  for (const lane of view?.lanes || []) if (lane.usage) larger(lane.laneId, lane.usage);
   return spend;
 }
 
-/** A lane card's cost line, or null when the lane spent nothing. */
-export function laneCostNode(spend, laneId) {
-  const micros = spend.get(laneId) || 0;
-  if (!micros) return null;
-  return h("span", { class: "cost", dataset: { costMicros: String(micros) } }, `spent ${formatCost(micros)}`);
+/** What a budget's limits say of ``used``: ["$1.20 of $1.00", …] and whether a limit is
+ * reached (the budget is spent: its work waits behind the ``budget`` gate). ``costLimit`` and
+ * ``tokenLimit`` are unset when the budget has no such limit. */
+export function budgetTerms(used, costLimit, tokenLimit) {
+  const terms = [];
+  let spent = false;
+  if (costLimit !== undefined && costLimit !== null) {
+    terms.push(`${formatCost(used.costMicros)} of ${formatCost(costLimit)}`);
+    spent ||= used.costMicros >= Number(costLimit);
+  }
+  if (tokenLimit !== undefined && tokenLimit !== null) {
+    terms.push(`${formatTokens(used.tokens)} of ${formatTokens(tokenLimit)} tokens`);
+    spent ||= used.tokens >= Number(tokenLimit);
+  }
+  return { terms, spent };
+}
+
+/** A lane card's cost line ("spent $1.20", or with a budget "spent $1.20 of $1.00 budget ·
+ * budget spent"), or null when the lane spent nothing and has no budget. */
+export function laneCostNode(spend, lane) {
+  const used = spend.get(lane.laneId) || { costMicros: 0, tokens: 0 };
+  const budget = lane.budget || {};
+  const { terms, spent } = budgetTerms(used, budget.costMicros, budget.tokens);
+  if (!terms.length && !used.costMicros) return null;
+  const dataset = { costMicros: String(used.costMicros) };
+  if (!terms.length) return h("span", { class: "cost", dataset }, `spent ${formatCost(used.costMicros)}`);
+  if (budget.costMicros === undefined) terms.unshift(formatCost(used.costMicros));
+  dataset.budgetSpent = String(spent);
+  return h(
+    "span",
+    { class: spent ? "cost budget spent" : "cost budget", dataset },
+    `spent ${terms.join(", ")} budget`,
+    spent ? h("strong", { class: "budget-spent" }, " · budget spent") : null,
+  );
+}
+
+/** The Spend card's day-budget line ("Day budget: $0.50 of $1.00 used"), or null without one. */
+function dayBudgetNode(view) {
+  const budget = view?.workCoordinator?.budget || {};
+  const today = view?.dayUsage || {};
+  const used = { costMicros: Number(today.costMicros || 0), tokens: Number(today.tokens || 0) };
+  const { terms, spent } = budgetTerms(used, budget.dailyCostMicros, budget.dailyTokens);
+  if (!terms.length) return null;
+  return h(
+    "p",
+    { class: spent ? "spend-budget spent" : "spend-budget", dataset: { budgetSpent: String(spent) } },
+    `Day budget: ${terms.join(", ")} used`,
+    spent ? h("strong", { class: "budget-spent" }, " · spent: work waits until it is raised") : null,
+  );
 }
 
 /** The server's day of ``view`` (its dayUsage is keyed by it), else this machine's UTC day. */
@@ -137,5 +187,5 @@ export function renderSpend(ctx, view) {
       table,
     );
   }
-  return section("Spend", { id }, todayLine, chart);
+  return section("Spend", { id }, todayLine, dayBudgetNode(view), chart);
 }
