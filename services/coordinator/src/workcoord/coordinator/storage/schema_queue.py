@@ -54,17 +54,9 @@ Index(
 )
 
 _QUEUED = "'QUEUED'"
-_COLUMNS = (
-    "item_id",
-    "coordinator_id",
-    "worker_class",
-    "lane_id",
-    "priority",
-    "seq",
-    "held",
-    "not_before",
-)
-_LIST = "item_id, coordinator_id, worker_class, lane_id, priority, seq, held, not_before"
+# What a queue row copies from its item: the table's columns, in their declared order.
+_COLUMNS = tuple(ready_items.c.keys())
+_LIST = ", ".join(_COLUMNS)
 _INTO = f"INSERT INTO ready_items ({_LIST}) "
 _NEW = ", ".join(f"NEW.{column}" for column in _COLUMNS)
 _INSERT = f"{_INTO}VALUES ({_NEW})"
@@ -136,11 +128,7 @@ DROP_READY_QUEUE_TRIGGERS: dict[str, list[str]] = {
 }
 
 #: Fill the queue from ``items`` (the migration's backfill).
-BACKFILL_READY_ITEMS = (
-    "INSERT INTO ready_items (item_id, coordinator_id, worker_class, lane_id, priority, seq, "
-    "held, not_before) SELECT item_id, coordinator_id, worker_class, lane_id, priority, seq, "
-    "held, not_before FROM items WHERE state = 'QUEUED'"
-)
+BACKFILL_READY_ITEMS = f"{_INTO}SELECT {_LIST} FROM items WHERE state = {_QUEUED}"  # noqa: S608
 
 for _dialect, _statements in READY_QUEUE_TRIGGERS.items():
     for _statement in _statements:
