@@ -64,11 +64,13 @@ _DELETE = "DELETE FROM ready_items WHERE item_id = OLD.item_id"
 _FUNCTION = "workcoord_ready_items"
 
 
-def _changed(distinct: str) -> str:
+def _concerns_queue(distinct: str) -> str:
     """True when an update moves the item into or out of the queue, or changes what its queue
-    row copies (any other update, HOT or not, leaves the queue alone)."""
+    row copies (any other update, HOT or not, leaves the queue alone); ``distinct`` is the
+    dialect's null-safe inequality."""
     columns = ("state", *_COLUMNS)
-    return " OR ".join(f"OLD.{c} {distinct} NEW.{c}" for c in columns)
+    changed = " OR ".join(f"OLD.{c} {distinct} NEW.{c}" for c in columns)
+    return f"(OLD.state = {_QUEUED} OR NEW.state = {_QUEUED}) AND ({changed})"
 
 
 #: A transaction setting under which the PostgreSQL update trigger stands aside: a writer that
@@ -78,10 +80,9 @@ def _changed(distinct: str) -> str:
 WRITER_KEEPS_QUEUE = "workcoord.writer_keeps_ready_queue"
 
 _WHEN_UPDATE = {
-    "postgresql": f"(OLD.state = {_QUEUED} OR NEW.state = {_QUEUED}) "
-    f"AND ({_changed('IS DISTINCT FROM')}) "
+    "postgresql": f"{_concerns_queue('IS DISTINCT FROM')} "
     f"AND current_setting('{WRITER_KEEPS_QUEUE}', true) IS DISTINCT FROM 'on'",
-    "sqlite": f"(OLD.state = {_QUEUED} OR NEW.state = {_QUEUED}) AND ({_changed('IS NOT')})",
+    "sqlite": _concerns_queue("IS NOT"),
 }
 
 #: The queue's triggers, by dialect, as :mod:`migrations 0016 <.migrations>` creates them (for
