@@ -54,17 +54,9 @@ Index(
 )
 
 _QUEUED = "'QUEUED'"
-_COLUMNS = (
-    "item_id",
-    "coordinator_id",
-    "worker_class",
-    "lane_id",
-    "priority",
-    "seq",
-    "held",
-    "not_before",
-)
-_LIST = "item_id, coordinator_id, worker_class, lane_id, priority, seq, held, not_before"
+# What a queue row copies from its item: the table's columns, in their declared order.
+_COLUMNS = tuple(ready_items.c.keys())
+_LIST = ", ".join(_COLUMNS)
 _INTO = f"INSERT INTO ready_items ({_LIST}) "
 _NEW = ", ".join(f"NEW.{column}" for column in _COLUMNS)
 _INSERT = f"{_INTO}VALUES ({_NEW})"
@@ -72,11 +64,13 @@ _DELETE = "DELETE FROM ready_items WHERE item_id = OLD.item_id"
 _FUNCTION = "workcoord_ready_items"
 
 
-def _changed(distinct: str) -> str:
+def _concerns_queue(distinct: str) -> str:
     """True when an update moves the item into or out of the queue, or changes what its queue
-    row copies (any other update, HOT or not, leaves the queue alone)."""
+    row copies (any other update, HOT or not, leaves the queue alone); ``distinct`` is the
+    dialect's null-safe inequality."""
     columns = ("state", *_COLUMNS)
-    return " OR ".join(f"OLD.{c} {distinct} NEW.{c}" for c in columns)
+    changed = " OR ".join(f"OLD.{c} {distinct} NEW.{c}" for c in columns)
+    return f"(OLD.state = {_QUEUED} OR NEW.state = {_QUEUED}) AND ({changed})"
 
 
 #: A transaction setting under which the PostgreSQL update trigger stands aside: a writer that
@@ -86,10 +80,9 @@ def _changed(distinct: str) -> str:
 WRITER_KEEPS_QUEUE = "workcoord.writer_keeps_ready_queue"
 
 _WHEN_UPDATE = {
-    "postgresql": f"(OLD.state = {_QUEUED} OR NEW.state = {_QUEUED}) "
-    f"AND ({_changed('IS DISTINCT FROM')}) "
+    "postgresql": f"{_concerns_queue('IS DISTINCT FROM')} "
     f"AND current_setting('{WRITER_KEEPS_QUEUE}', true) IS DISTINCT FROM 'on'",
-    "sqlite": f"(OLD.state = {_QUEUED} OR NEW.state = {_QUEUED}) AND ({_changed('IS NOT')})",
+    "sqlite": _concerns_queue("IS NOT"),
 }
 
 #: The queue's triggers, by dialect, as :mod:`migrations 0016 <.migrations>` creates them (for
@@ -136,11 +129,7 @@ DROP_READY_QUEUE_TRIGGERS: dict[str, list[str]] = {
 }
 
 #: Fill the queue from ``items`` (the migration's backfill).
-BACKFILL_READY_ITEMS = (
-    "INSERT INTO ready_items (item_id, coordinator_id, worker_class, lane_id, priority, seq, "
-    "held, not_before) SELECT item_id, coordinator_id, worker_class, lane_id, priority, seq, "
-    "held, not_before FROM items WHERE state = 'QUEUED'"
-)
+BACKFILL_READY_ITEMS = f"{_INTO}SELECT {_LIST} FROM items WHERE state = {_QUEUED}"  # noqa: S608
 
 for _dialect, _statements in READY_QUEUE_TRIGGERS.items():
     for _statement in _statements:

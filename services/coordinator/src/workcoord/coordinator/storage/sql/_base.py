@@ -61,8 +61,9 @@ class SqlTxBase:
     transaction (group commit) then updates all its items and attempts at once, not once per
     member. So are two writes of every claim that nothing in the transaction reads back: the
     lanes' turns (``mark_lanes_served``) and the escalations a claim resolves
-    (``resolve_escalations``); on PostgreSQL they ride in the flush's one statement. Held-back
-    writes happen at two named points only, never behind a statement's back:
+    (``resolve_escalations``). On PostgreSQL all held-back writes go in one statement at
+    either point. Held-back writes happen at two named points only, never behind a
+    statement's back:
 
     * :meth:`write_held_back`, which the parts call first wherever a statement must see them:
       every read that scans item or attempt rows (anything but a lookup by id; the claim's
@@ -112,8 +113,13 @@ class SqlTxBase:
         self._lane_counts: dict[str, tuple[Lane, dict[ItemState, int], str]] = {}
 
     async def write_held_back(self) -> None:
-        """Write the held-back item and attempt updates now (one statement per table; none
-        when nothing is held back). See the class docstring for who calls it."""
+        """Write the held-back item and attempt updates, lane turns and escalation resolutions
+        now: on PostgreSQL in ONE statement (``_write_together``, as the flush writes them),
+        else one statement per table; none when nothing is held back. See the class docstring
+        for who calls it."""
+        if self.dialect == "postgresql":
+            await self._write_together((), None)
+            return
         if self._pending_items:
             items, self._pending_items = list(self._pending_items.values()), {}
             await self._update_each(ITEMS, "item_id", items)
