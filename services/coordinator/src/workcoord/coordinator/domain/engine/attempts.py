@@ -184,10 +184,10 @@ class AttemptService(Transitions):
                 self._locked_now(tx)
                 attempt, item = await self._fence(tx, input, found)
                 write = FencedWrite(tx, coordinator, Effects(), attempt, item)
-                spent, answer = self._extend(write, input)
+                totals, answer = self._extend(write, input)
                 await tx.update_attempts([attempt])
                 # Last: the day's roll-up rows (ON CONFLICT increments) are held until commit.
-                await tx.add_usage(usage.rollups(attempt, spent, tx.now))
+                await tx.add_usage(totals)
                 return answer
         # Under a budget: the spend is counted, and a spent budget stops the attempt, under the
         # coordinator's lock (as every claim reads the totals), before the attempt's row lock.
@@ -200,11 +200,11 @@ class AttemptService(Transitions):
             book = await budgeting.read_book(tx, coordinator, [attempt.lane_id], tx.now)
             write = FencedWrite(tx, coordinator, Effects(), attempt, item)
             events: list[NewEvent] = []
-            spent, answer = self._extend(write, input, book, events)
+            totals, answer = self._extend(write, input, book, events)
             await tx.update_attempts([attempt])
             await budgeting.open_actions(tx, coordinator, events)
             await self.core.append_events(tx, coordinator, events, principal.name)
-            await tx.add_usage(usage.rollups(attempt, spent, tx.now))
+            await tx.add_usage(totals)
             return answer
 
     @staticmethod
@@ -213,16 +213,16 @@ class AttemptService(Transitions):
         input: HeartbeatInput,
         book: budgeting.BudgetBook | None = None,
         events: list[NewEvent] | None = None,
-    ) -> tuple[Usage, HeartbeatAnswer]:
-        """Check the reported usage, then extend the lease in memory; returns what the usage
-        added and the answer (a refusal comes first, before anything changed). With ``book``
-        (the budgets covering the attempt), the spend is counted in it, the budget events it
-        raises go to ``events``, and a spent budget stops the attempt."""
+    ) -> tuple[list[UsageTotal], HeartbeatAnswer]:
+        """Check the reported usage, then extend the lease in memory; returns the roll-ups of
+        what the usage added and the answer (a refusal comes first, before anything changed).
+        With ``book`` (the budgets covering the attempt), the spend is counted in it, the budget
+        events it raises go to ``events``, and a spent budget stops the attempt."""
         attempt, now = write.attempt, write.tx.now
-        spent = usage.record(attempt, input.usage)
+        totals = usage.rollups(attempt, usage.record(attempt, input.usage), now)
         budget: SpentBudget | None = None
         if book is not None:
-            raised = book.add(usage.rollups(attempt, spent, now))
+            raised = book.add(totals)
             if events is not None:
                 events.extend(raised)
             budget = book.spent_for(attempt.lane_id)
@@ -230,7 +230,7 @@ class AttemptService(Transitions):
         attempt.lease_expire_time = stops.next_expiry(attempt, stop, now)
         if input.progress:
             attempt.progress = input.progress
-        return spent, HeartbeatAnswer(attempt.lease_expire_time, stop)
+        return totals, HeartbeatAnswer(attempt.lease_expire_time, stop)
 
     @shielded
     async def complete(self, principal: Principal, input: CompleteInput) -> Attempt:
@@ -381,7 +381,7 @@ class AttemptService(Transitions):
                 results.append(EntryResult(entry.lease_id, error=exc))
                 continue
             extended.append(attempt)
-            spent += usage.rollups(attempt, added, tx.now)
+            spent += added
             results.append(EntryResult(entry.lease_id, answer))
         if extended:
             await tx.update_attempts(extended)
