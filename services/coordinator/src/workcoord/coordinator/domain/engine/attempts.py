@@ -41,7 +41,7 @@ from ..ports import Tx
 from ..results import EntryResult, HeartbeatAnswer
 from ..specs import RunIdentity, Usage
 from . import budgeting
-from ._base import Effects
+from ._base import Effects, EngineCore
 from .transitions import Transitions
 
 
@@ -63,6 +63,13 @@ class FencedWrite:
 
 class AttemptService(Transitions):
     """The worker writes, each fenced by the lease token (``engine.attempts``)."""
+
+    def __init__(self, core: EngineCore) -> None:
+        super().__init__(core)
+        # The work coordinators a heartbeat here last found under a budget: the next one takes
+        # the coordinator's lock at once, not after a lock-free transaction that only learns it
+        # must (a heartbeat that finds no budget any more drops its coordinator from here).
+        self._budgeted: set[str] = set()
 
     @asynccontextmanager
     async def fenced(self, principal: Principal, lease: OnLeaseInput) -> AsyncIterator[FencedWrite]:
@@ -104,6 +111,23 @@ class AttemptService(Transitions):
                 raise NotFound(f"work coordinator {coordinator_id} not found")
             authorize(principal, coordinator, Access.LEASE)
             await self.core.require_enabled(tx, principal, coordinator, Access.LEASE)
+            yield tx, coordinator
+
+    @asynccontextmanager
+    async def _budgeted_write(
+        self, principal: Principal, coordinator_id: str
+    ) -> AsyncIterator[tuple[Tx, Coordinator]]:
+        """A heartbeat's transaction under the coordinator's lock (a budget may cover its work);
+        notes whether one still does, for the next heartbeat (``_budgeted``)."""
+        async with self.core.command(principal, coordinator_id, Access.LEASE) as (
+            tx,
+            coordinator,
+            _,
+        ):
+            if budgeting.in_force(coordinator):
+                self._budgeted.add(coordinator_id)
+            else:
+                self._budgeted.discard(coordinator_id)
             yield tx, coordinator
 
     def _locked_now(self, tx: Tx) -> None:
@@ -178,33 +202,30 @@ class AttemptService(Transitions):
     async def heartbeat(self, principal: Principal, input: HeartbeatInput) -> HeartbeatAnswer:
         """Extend the lease by its duration from now (never past its deadline plus one lease
         period); returns the new expiry and the stop the worker must heed, if any."""
-        async with self._heartbeat_write(principal, input.coordinator_id) as (tx, coordinator):
-            if not budgeting.in_force(coordinator):
-                found = await tx.attempt_with_item(input.lease_id)  # the attempt's row, locked
-                self._locked_now(tx)
-                attempt, item = await self._fence(tx, input, found)
-                write = FencedWrite(tx, coordinator, Effects(), attempt, item)
-                spent, answer = self._extend(write, input)
-                await tx.update_attempts([attempt])
-                # Last: the day's roll-up rows (ON CONFLICT increments) are held until commit.
-                await tx.add_usage(usage.rollups(attempt, spent, tx.now))
-                return answer
+        if input.coordinator_id not in self._budgeted:
+            async with self._heartbeat_write(principal, input.coordinator_id) as (tx, coordinator):
+                if not budgeting.in_force(coordinator):
+                    found = await tx.attempt_with_item(input.lease_id)  # the row, locked
+                    self._locked_now(tx)
+                    attempt, item = await self._fence(tx, input, found)
+                    write = FencedWrite(tx, coordinator, Effects(), attempt, item)
+                    totals, answer = self._extend(write, input)
+                    await tx.update_attempts([attempt])
+                    # Last: the day's roll-up rows (ON CONFLICT increments) are held until commit.
+                    await tx.add_usage(totals)
+                    return answer
         # Under a budget: the spend is counted, and a spent budget stops the attempt, under the
         # coordinator's lock (as every claim reads the totals), before the attempt's row lock.
-        async with self.core.command(principal, input.coordinator_id, Access.LEASE) as (
-            tx,
-            coordinator,
-            _,
-        ):
+        async with self._budgeted_write(principal, input.coordinator_id) as (tx, coordinator):
             attempt, item = await self._fence(tx, input)
             book = await budgeting.read_book(tx, coordinator, [attempt.lane_id], tx.now)
             write = FencedWrite(tx, coordinator, Effects(), attempt, item)
             events: list[NewEvent] = []
-            spent, answer = self._extend(write, input, book, events)
+            totals, answer = self._extend(write, input, book, events)
             await tx.update_attempts([attempt])
             await budgeting.open_actions(tx, coordinator, events)
             await self.core.append_events(tx, coordinator, events, principal.name)
-            await tx.add_usage(usage.rollups(attempt, spent, tx.now))
+            await tx.add_usage(totals)
             return answer
 
     @staticmethod
@@ -213,16 +234,16 @@ class AttemptService(Transitions):
         input: HeartbeatInput,
         book: budgeting.BudgetBook | None = None,
         events: list[NewEvent] | None = None,
-    ) -> tuple[Usage, HeartbeatAnswer]:
-        """Check the reported usage, then extend the lease in memory; returns what the usage
-        added and the answer (a refusal comes first, before anything changed). With ``book``
-        (the budgets covering the attempt), the spend is counted in it, the budget events it
-        raises go to ``events``, and a spent budget stops the attempt."""
+    ) -> tuple[list[UsageTotal], HeartbeatAnswer]:
+        """Check the reported usage, then extend the lease in memory; returns the roll-ups of
+        what the usage added and the answer (a refusal comes first, before anything changed).
+        With ``book`` (the budgets covering the attempt), the spend is counted in it, the budget
+        events it raises go to ``events``, and a spent budget stops the attempt."""
         attempt, now = write.attempt, write.tx.now
-        spent = usage.record(attempt, input.usage)
+        totals = usage.rollups(attempt, usage.record(attempt, input.usage), now)
         budget: SpentBudget | None = None
         if book is not None:
-            raised = book.add(usage.rollups(attempt, spent, now))
+            raised = book.add(totals)
             if events is not None:
                 events.extend(raised)
             budget = book.spent_for(attempt.lane_id)
@@ -230,7 +251,7 @@ class AttemptService(Transitions):
         attempt.lease_expire_time = stops.next_expiry(attempt, stop, now)
         if input.progress:
             attempt.progress = input.progress
-        return spent, HeartbeatAnswer(attempt.lease_expire_time, stop)
+        return totals, HeartbeatAnswer(attempt.lease_expire_time, stop)
 
     @shielded
     async def complete(self, principal: Principal, input: CompleteInput) -> Attempt:
@@ -339,18 +360,15 @@ class AttemptService(Transitions):
     ) -> list[EntryResult[HeartbeatAnswer]]:
         """Heartbeat many leases; each entry answered on its own (its expiry and stop, or its
         error)."""
-        async with self._heartbeat_write(principal, input.coordinator_id) as (tx, coordinator):
-            if not budgeting.in_force(coordinator):
-                # The attempts' rows, locked in lease id order.
-                found = await tx.attempts_with_items([e.lease_id for e in input.entries])
-                self._locked_now(tx)
-                return await self._heartbeat_entries(tx, coordinator, input, found, None)
+        if input.coordinator_id not in self._budgeted:
+            async with self._heartbeat_write(principal, input.coordinator_id) as (tx, coordinator):
+                if not budgeting.in_force(coordinator):
+                    # The attempts' rows, locked in lease id order.
+                    found = await tx.attempts_with_items([e.lease_id for e in input.entries])
+                    self._locked_now(tx)
+                    return await self._heartbeat_entries(tx, coordinator, input, found, None)
         # Under a budget: under the coordinator's lock (see heartbeat).
-        async with self.core.command(principal, input.coordinator_id, Access.LEASE) as (
-            tx,
-            coordinator,
-            _,
-        ):
+        async with self._budgeted_write(principal, input.coordinator_id) as (tx, coordinator):
             found = await tx.attempts_with_items([e.lease_id for e in input.entries])
             lanes = [a.lane_id for a, _ in found.values() if a is not None]
             book = await budgeting.read_book(tx, coordinator, lanes, tx.now)
@@ -381,7 +399,7 @@ class AttemptService(Transitions):
                 results.append(EntryResult(entry.lease_id, error=exc))
                 continue
             extended.append(attempt)
-            spent += usage.rollups(attempt, added, tx.now)
+            spent += added
             results.append(EntryResult(entry.lease_id, answer))
         if extended:
             await tx.update_attempts(extended)

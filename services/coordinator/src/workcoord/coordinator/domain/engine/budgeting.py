@@ -42,6 +42,7 @@ __all__ = [
     "RAISE_BUDGET",
     "BudgetBook",
     "book_of",
+    "budget_used",
     "in_force",
     "labelled",
     "limit_changed",
@@ -182,6 +183,18 @@ async def read_book(
     return book_of(coordinator, now, day_total, lanes, totals)
 
 
+async def budget_used(
+    reader: Reader, coordinator_id: str, lane_id: str, now: datetime
+) -> tuple[BudgetScope, Spend]:
+    """The scope of the lane's budget (``lane_id`` "": the day budget's) and what it spent:
+    the lane's lifetime total, or the work coordinator's total of ``now``'s UTC day."""
+    if lane_id:
+        found = await reader.usage_totals(coordinator_id, UsageScope.LANE, "", [lane_id])
+        return BudgetScope.LANE, spend_of(found[0] if found else None)
+    day_total = await usage.day_spend(reader, coordinator_id, now)
+    return BudgetScope.COORDINATOR_DAY, spend_of(day_total)
+
+
 async def open_actions(tx: Tx, coordinator: Coordinator, events: Sequence[NewEvent]) -> None:
     """Open a RAISE_BUDGET pending action for the digest owner per BUDGET_EXHAUSTED event of
     ``events`` (named in its data as ``actionId``)."""
@@ -233,13 +246,7 @@ async def limit_changed(
     its pending action opened, to append); raised past it, its open RAISE_BUDGET actions are
     resolved. Returns the events and whether the budget gate reopened (wake the leasing)."""
     cid = coordinator.coordinator_id
-    if lane_id:
-        scope = BudgetScope.LANE
-        found = await tx.usage_totals(cid, UsageScope.LANE, "", [lane_id])
-        used = spend_of(found[0] if found else None)
-    else:
-        scope = BudgetScope.COORDINATOR_DAY
-        used = spend_of(await usage.day_spend(tx, cid, tx.now))
+    scope, used = await budget_used(tx, cid, lane_id, tx.now)
     was, now = spent(scope, old, used), spent(scope, new, used)
     events: list[NewEvent] = []
     if now is not None and was is None:

@@ -233,9 +233,6 @@ class CoordinatorService(Transitions):
         (``data.stopping``: the live leases, ``data.held``: the items now awaiting approval),
         before the items' own events."""
         affected = await _unapproved_ships(tx, coordinator.coordinator_id)
-        live = {
-            a.item_id: a.lease_id for a in await tx.live_attempts(coordinator.coordinator_id, None)
-        }
         stopping: list[str] = []
         held: list[str] = []
         item_events: list[NewEvent] = []
@@ -247,8 +244,8 @@ class CoordinatorService(Transitions):
                 held.append(item.item_id)
             elif item.state in (ItemState.LEASED, ItemState.RUNNING):
                 item.stop_reason = stops.APPROVAL_NOW_REQUIRED
-                if item.item_id in live:
-                    stopping.append(live[item.item_id])
+                # A live item names its live attempt (the invariants' rule 4).
+                stopping.append(item.current_lease_id)
         await tx.update_items(affected)
         data = {
             "fields": ["review_policy.ship_requires_approval"],

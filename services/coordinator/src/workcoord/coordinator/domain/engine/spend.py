@@ -9,7 +9,7 @@ from workcoord.kit.errors import InvalidArgument
 
 from .. import usage
 from ..auth import Principal
-from ..budgets import BudgetScope, spent
+from ..budgets import spent
 from ..inputs import GetUsageInput
 from ..model import UsageScope, UsageTotal
 from ..results import BudgetReport, UsageReport
@@ -83,8 +83,7 @@ class UsageService(EngineService):
         now = self.core.clock.now()
         async with self.core.store.read() as reader:
             coordinator = await self.core.coordinator_for(reader, principal, coordinator_id)
-            day_used = budgeting.spend_of(await usage.day_spend(reader, coordinator_id, now))
-            scope = BudgetScope.COORDINATOR_DAY
+            scope, day_used = await budgeting.budget_used(reader, coordinator_id, "", now)
             day = BudgetReport(
                 scope,
                 "",
@@ -96,9 +95,7 @@ class UsageService(EngineService):
             if not lane_id:
                 return day, None
             lane = await self.core.lane_in(reader, coordinator_id, lane_id)
-            found = await reader.usage_totals(coordinator_id, UsageScope.LANE, "", [lane_id])
-            used = budgeting.spend_of(found[0] if found else None)
-            scope = BudgetScope.LANE
+            scope, used = await budgeting.budget_used(reader, coordinator_id, lane_id, now)
             report = BudgetReport(
                 scope, lane_id, "", lane.budget, used, spent(scope, lane.budget, used)
             )
