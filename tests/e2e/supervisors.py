@@ -25,6 +25,8 @@ from tests.support.processes import (
     workcoord_command,
 )
 
+from .harness import System
+
 COMMAND = [sys.executable, str(Path(__file__).with_name("supervised_command.py"))]
 WAIT_SECONDS = 120.0
 _POLL_SECONDS = 0.05
@@ -44,6 +46,17 @@ class Target:
     coordinator_address: str
     admin_token: str
     advance_clock: Callable[[float], None]
+
+
+def services_target(system: System) -> Target:
+    """The services on PostgreSQL that the end-to-end session started, as a target."""
+    return Target(
+        "services",
+        system.gateway_url,
+        system.coordinator_address,
+        system.admin_token,
+        system.advance_clock,
+    )
 
 
 @dataclass

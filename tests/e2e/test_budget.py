@@ -16,7 +16,7 @@ from tests.support import rest
 
 from .harness import System
 from .rest import Tenant
-from .supervisors import Target, git_checkout, gone, start_supervisor
+from .supervisors import git_checkout, gone, services_target, start_supervisor
 from .test_cli_humans import cli_json
 
 pytestmark = [
@@ -43,13 +43,7 @@ wait
 def test_a_spent_lane_budget_stops_worker_run_and_a_raise_lets_the_next_lease_through(
     system: System, tenant: Tenant, tmp_path: Path
 ) -> None:
-    target = Target(
-        "services",
-        system.gateway_url,
-        system.coordinator_address,
-        system.admin_token,
-        system.advance_clock,
-    )
+    target = services_target(system)
     checkout = git_checkout(tmp_path / "checkout", "fix/parser")
     report_dir = tmp_path / "reports"
     report_dir.mkdir()

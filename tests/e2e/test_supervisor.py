@@ -29,6 +29,7 @@ from .supervisors import (
     git_checkout,
     gone,
     reports,
+    services_target,
     start_supervisor,
     wait_for_report,
 )
@@ -59,13 +60,7 @@ def target(request: pytest.FixtureRequest) -> Target:
         dev: Target = request.getfixturevalue("dev_target")
         return dev
     system: System = request.getfixturevalue("system")
-    return Target(
-        "services",
-        system.gateway_url,
-        system.coordinator_address,
-        system.admin_token,
-        system.advance_clock,
-    )
+    return services_target(system)
 
 
 @pytest.fixture

@@ -17,7 +17,14 @@ from tests.support.rest import JSON, ok
 
 from .harness import System
 from .rest import Tenant, make_tenant
-from .supervisors import Target, git_checkout, gone, start_supervisor, wait_for_report
+from .supervisors import (
+    Target,
+    git_checkout,
+    gone,
+    services_target,
+    start_supervisor,
+    wait_for_report,
+)
 
 pytestmark = [
     pytest.mark.e2e,
@@ -31,13 +38,7 @@ WAIT_SECONDS = 60.0
 
 @pytest.fixture
 def target(system: System) -> Target:
-    return Target(
-        "services",
-        system.gateway_url,
-        system.coordinator_address,
-        system.admin_token,
-        system.advance_clock,
-    )
+    return services_target(system)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from tests.support import rest
 
 from .harness import System
 from .rest import Tenant
-from .supervisors import Target, git_checkout, start_supervisor
+from .supervisors import git_checkout, services_target, start_supervisor
 from .test_cli_humans import cli, cli_json
 
 pytestmark = [
@@ -25,13 +25,7 @@ pytestmark = [
 def test_worker_run_reports_the_usage_file_and_the_cli_shows_the_spend(
     system: System, tenant: Tenant, tmp_path: Path
 ) -> None:
-    target = Target(
-        "services",
-        system.gateway_url,
-        system.coordinator_address,
-        system.admin_token,
-        system.advance_clock,
-    )
+    target = services_target(system)
     checkout = git_checkout(tmp_path / "checkout", "fix/parser")
     report_dir = tmp_path / "reports"
     report_dir.mkdir()

@@ -10,7 +10,7 @@
 
 import { api, coordinatorPath } from "./api.js";
 import { indexLeases, itemName, lanesSummary, renderAttention, renderLanes } from "./board.js";
-import { badge, fill, h, toast, utcDay } from "./dom.js";
+import { badge, coalesced, fill, h, toast, utcDay } from "./dom.js";
 import { follow } from "./feed.js";
 import { decisionTarget, filterLanes, filtersHash, initialFilters, laneToolbar, lanesWaitingOnHuman, PAGE_SIZE } from "./lanes.js";
 import { renderCapacity, renderDigest, renderWorkers } from "./side.js";
@@ -77,8 +77,6 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
   let landing = decisionTarget(hash);
   if (landing) followLane(landing.laneId);
   let closed = false;
-  let reading = null;
-  let again = false;
   // Lanes the deltas named since the last read (null: a change no lane id pins down).
   let touched = new Set();
   const notices = [];
@@ -118,15 +116,11 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
 
   /** Read the view again (coalescing bursts), then whatever hangs off it, then render. */
   function refresh() {
-    if (reading) {
-      again = true;
-      return reading;
-    }
-    reading = (async () => {
-      do {
-        again = false;
-        await readView();
-      } while (again && !closed);
+    return rereading();
+  }
+  const rereading = coalesced(
+    readView,
+    async () => {
       await Promise.all([
         refreshWhys(),
         ctx.digestDay === utcDay() ? readDigest() : null,
@@ -136,11 +130,9 @@ export function mountCoordinator(host, { coordinator, canDecide, hash = "" }) {
       ]);
       render();
       announce();
-    })().finally(() => {
-      reading = null;
-    });
-    return reading;
-  }
+    },
+    () => closed,
+  );
 
   /** Keep ``laneId`` in view for a while: when its state changes, scroll to it. */
   function followLane(laneId) {

@@ -94,6 +94,29 @@ export function shiftDay(day, days) {
   return utcDay(date);
 }
 
+/** ``read`` then ``then``, one run at a time: a call while one runs makes ``read`` go once more
+ * in that run (a burst coalesces into one) and answers that run's promise. */
+export function coalesced(read, then, isClosed) {
+  let running = null;
+  let again = false;
+  return () => {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        await read();
+      } while (again && !isClosed());
+      await then();
+    })().finally(() => {
+      running = null;
+    });
+    return running;
+  };
+}
+
 /** A URL only if it is plain http(s): receipts and tickets are worker-reported text. */
 export function safeUrl(text) {
   try {

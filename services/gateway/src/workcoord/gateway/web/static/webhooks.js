@@ -13,7 +13,7 @@
 
 import { api, coordinatorPath } from "./api.js";
 import { confirmAction } from "./dialog.js";
-import { badge, fill, h, when } from "./dom.js";
+import { badge, coalesced, fill, h, when } from "./dom.js";
 
 const GROUPS = [
   ["HUMAN_NEEDED", "Human needed (everything that waits on a person: approvals, stops, dead letters…)"],
@@ -37,8 +37,6 @@ export function mountWebhooks(cid) {
     adding: false,
   };
   let closed = false;
-  let reading = null;
-  let again = false;
   let followUp = null;
 
   const listSlot = h("div", { class: "stack" });
@@ -99,23 +97,14 @@ export function mountWebhooks(cid) {
   }
 
   /** Read the webhooks again (one read at a time; a request meanwhile makes one more). */
-  function refresh() {
-    if (reading) {
-      again = true;
-      return reading;
-    }
-    reading = (async () => {
-      do {
-        again = false;
-        await read();
-      } while (again && !closed);
+  const refresh = coalesced(
+    read,
+    () => {
       render();
       scheduleFollowUp();
-    })().finally(() => {
-      reading = null;
-    });
-    return reading;
-  }
+    },
+    () => closed,
+  );
 
   function onItsWay(delivery) {
     if (!delivery) return false;
