@@ -100,6 +100,11 @@ class SqlTxBase:
         # Held-back updates by id (the latest record of each), written by write_held_back.
         self._pending_items: dict[str, Item] = {}
         self._pending_attempts: dict[str, Attempt] = {}
+        # The stored column values of the items and attempts the hot paths read (the claim's
+        # candidates, a worker write's fence read), by id: a held-back update of one of them
+        # writes only the columns that differ (see ``_changed_params``).
+        self._stored_items: dict[str, tuple[Any, ...]] = {}
+        self._stored_attempts: dict[str, tuple[Any, ...]] = {}
         # Held-back lane turns (lane id -> turn) and escalation resolutions ((coordinator id,
         # item id) -> when), written by write_held_back or with the flush.
         self._pending_turns: dict[str, int] = {}
@@ -122,10 +127,10 @@ class SqlTxBase:
             return
         if self._pending_items:
             items, self._pending_items = list(self._pending_items.values()), {}
-            await self._update_each(ITEMS, "item_id", items)
+            await self._update_each(ITEMS, "item_id", items, stored=self._stored_items)
         if self._pending_attempts:
             attempts, self._pending_attempts = list(self._pending_attempts.values()), {}
-            await self._update_each(ATTEMPTS, "lease_id", attempts)
+            await self._update_each(ATTEMPTS, "lease_id", attempts, stored=self._stored_attempts)
         if self._pending_turns:
             turns, self._pending_turns = self._pending_turns, {}
             by_turn: dict[int, list[str]] = {}
@@ -200,13 +205,25 @@ class SqlTxBase:
         key: str,
         records: Sequence[_R],
         columns: Sequence[str] | None = None,
+        *,
+        stored: dict[str, tuple[Any, ...]] | None = None,
     ) -> None:
-        """Write every column (or only ``columns``) of each record to the row with the same
-        ``key`` (one statement): ``bulk.unnest_update`` for several rows on PostgreSQL, else
-        ``bulk.update_by_key``."""
+        """Write every column (or only ``columns``; with ``stored``, only those that changed:
+        ``_changed_params``) of each record to the row with the same ``key`` (one statement):
+        ``bulk.unnest_update`` for several rows on PostgreSQL, else ``bulk.update_by_key``."""
         if not records:
             return
-        params = _keyed_params(rows, key, records, columns)
+        if stored is not None:
+            changed = _changed_params(rows, key, records, stored)
+            if changed is None:
+                return
+            params = changed
+        else:
+            params = _keyed_params(rows, key, records, columns)
+            known = {"items": self._stored_items, "attempts": self._stored_attempts}
+            for record in records if rows.table.name in known else ():
+                # What was read of the row is not what it holds any more.
+                known[rows.table.name].pop(getattr(record, key), None)
         written = tuple(name for name in params[0] if name != f"b_{key}")
         if self.dialect == "postgresql" and len(params) > 1:
             part = bulk.unnest_update(rows.table, key, written, self.conn.dialect, 1)
@@ -228,11 +245,13 @@ class SqlTxBase:
         attempts, self._pending_attempts = list(self._pending_attempts.values()), {}
         updates: list[tuple[Table, str, list[dict[str, Any]]]] = []
         if items:
-            updates.append((ITEMS.table, "item_id", _keyed_params(ITEMS, "item_id", items)))
+            changed = _changed_params(ITEMS, "item_id", items, self._stored_items)
+            if changed is not None:
+                updates.append((ITEMS.table, "item_id", changed))
         if attempts:
-            updates.append(
-                (ATTEMPTS.table, "lease_id", _keyed_params(ATTEMPTS, "lease_id", attempts))
-            )
+            changed = _changed_params(ATTEMPTS, "lease_id", attempts, self._stored_attempts)
+            if changed is not None:
+                updates.append((ATTEMPTS.table, "lease_id", changed))
         turns, self._pending_turns = self._pending_turns, {}
         if turns:
             served = [{"b_lane_id": i, "served_turn": n} for i, n in sorted(turns.items())]
@@ -270,6 +289,38 @@ class SqlTxBase:
         statement = bulk.with_all(parts, final)
         if statement is not None:
             await self.conn.exec_driver_sql(*statement)
+
+
+def _changed_params(
+    rows: RowMap[_R], key: str, records: Sequence[_R], stored: dict[str, tuple[Any, ...]]
+) -> list[dict[str, Any]] | None:
+    """What ``_keyed_params`` gives, but only for the columns in which at least one record
+    differs from its ``stored`` values (all columns if a record's are not known); None when
+    no record changed at all. ``stored`` is brought up to date: the written records are what
+    the rows hold now.
+
+    A claim changes six of an item's 35 columns, a Complete a handful of an attempt's: the
+    rest (JSON documents among them) are neither encoded again nor rewritten."""
+    values = [rows.values(r) for r in records]
+    names = rows.column_names
+    changed: set[str] | None = set()
+    for record, now in zip(records, values, strict=True):
+        record_id = getattr(record, key)
+        before = stored.get(record_id)
+        if changed is not None:
+            if before is None:
+                changed = None
+            else:
+                changed.update(n for n, old in zip(names, before, strict=True) if now[n] != old)
+        stored[record_id] = tuple(now[n] for n in names)
+    bound = f"b_{key}"
+    if changed is None:
+        written = [n for n in names if n != key]
+    elif not changed:
+        return None
+    else:
+        written = [n for n in names if n in changed and n != key]
+    return [{bound: now[key], **{n: now[n] for n in written}} for now in values]
 
 
 def _keyed_params(

@@ -37,12 +37,14 @@ class AttemptsSql(SqlTxBase):
         if row is None:
             return None, None
         found = ATTEMPTS.load(row)
+        self._stored_attempts[found.lease_id] = ATTEMPTS.stored(row)
         pending = self._pending_items.get(found.item_id)
         if pending is not None:
             return found, copied(pending)
         if row[ATTEMPTS.width] is None:  # no item row (its first column, the item id)
             return found, None
         item = ITEMS.load(row, ATTEMPTS.width)
+        self._stored_items[item.item_id] = ITEMS.stored(row, ATTEMPTS.width)
         lane_at = ATTEMPTS.width + ITEMS.width
         held_back = any(i.lane_id == item.lane_id for i in self._pending_items.values())
         if row[lane_at] is not None and not held_back:
@@ -67,6 +69,7 @@ class AttemptsSql(SqlTxBase):
             )
             for row in await self._rows(read, {"lease_ids": stored}):
                 attempt = ATTEMPTS.load(row)
+                self._stored_attempts[attempt.lease_id] = ATTEMPTS.stored(row)
                 pending = self._pending_items.get(attempt.item_id)
                 if pending is not None:
                     item: Item | None = copied(pending)
@@ -74,6 +77,7 @@ class AttemptsSql(SqlTxBase):
                     item = None
                 else:
                     item = ITEMS.load(row, ATTEMPTS.width)
+                    self._stored_items[item.item_id] = ITEMS.stored(row, ATTEMPTS.width)
                 found[attempt.lease_id] = (attempt, item)
         for lease_id in lease_ids:
             if lease_id in self._pending_attempts:

@@ -161,6 +161,9 @@ class LanesItemsSql(SqlTxBase):
             params.update(after_priority=priority, after_turn=turn, after_seq=seq)
         rows = await self._rows(stmt, params)
         items = [ITEMS.load(row) for row in rows]
+        stored = self._stored_items
+        for item, row in zip(items, rows, strict=True):
+            stored[item.item_id] = ITEMS.stored(row)
         if not rows:
             return ClaimPage(items, None)
         last = items[-1]

@@ -285,6 +285,17 @@ class RowMap(Generic[_R]):
                     kwargs[name] = _decode(codec, data[name])
         return self.record(**kwargs)
 
+    def stored(self, row: Sequence[Any], offset: int = 0) -> tuple[Any, ...]:
+        """The column values a row holds (from position ``offset``), in the form ``values``
+        gives them: for a table of unpacked columns and no store columns, whose stored form
+        is the encoded one (what ``_changed_params`` compares a record's values with)."""
+        return tuple(row[offset : offset + len(self._column_names)])
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        """The table's columns, in their declared order."""
+        return self._column_names
+
     @property
     def width(self) -> int:
         """How many columns the table has (where a joined table's columns start)."""
