@@ -129,3 +129,46 @@ async def test_a_claims_turns_and_resolutions_ride_in_the_flush(store: Store) ->
         page = await tx.claim_candidates(ClaimScan("wc_a", ("codex",), at(0), None, 10))
         # ln_b was never served (turn 0): it goes before ln_a, served at 4.
         assert [i.item_id for i in page.items] == ["it_b1", "it_b"]
+
+
+@pytest.mark.port("claim_candidates", "attempts_with_items", "update_items", "update_attempts")
+async def test_records_the_hot_reads_loaded_are_written_in_every_column_they_changed(
+    store: Store,
+) -> None:
+    """The SQL store writes only the columns a held-back update changed since the claim's or
+    the fence's read loaded the row: a change to any column (a JSON document, a scalar, one
+    set back to NULL) is written, and the columns nobody changed keep what is stored."""
+    await seed_coordinator(store)
+    await seed_lane(store, replace(IT_A, inputs={"n": 1}), IT_B)
+    running = attempt("ls_b", IT_B)
+    async with store.write("wc_a") as tx:
+        await tx.insert_attempts([running])
+    async with store.write("wc_a") as tx:
+        (first, *_) = (
+            await tx.claim_candidates(ClaimScan("wc_a", ("codex",), at(0), None, 10))
+        ).items
+        assert first.item_id == "it_a"
+        first.inputs = {"n": 2, "more": [1, 2]}
+        first.state = ItemState.LEASED
+        first.ready_time = None
+        found = await tx.attempts_with_items(["ls_b"])
+        fenced, its_item = found["ls_b"]
+        assert fenced is not None and its_item is not None
+        fenced.progress = "half way"
+        fenced.usage = {"cost_micros": 5}
+        its_item.title = "renamed"
+        await tx.update_items([first, its_item])
+        await tx.update_attempts([fenced])
+    async with store.read() as reader:
+        a = await reader.get_item("it_a")
+        b = await reader.get_item("it_b")
+        stored = await reader.get_attempt("ls_b")
+    assert a is not None and b is not None and stored is not None
+    assert (a.inputs, a.state, a.ready_time) == ({"n": 2, "more": [1, 2]}, ItemState.LEASED, None)
+    assert (a.title, a.seq) == (IT_A.title, IT_A.seq)
+    assert (b.title, b.inputs, b.state) == ("renamed", IT_B.inputs, IT_B.state)
+    assert (stored.progress, stored.usage, stored.worker_id) == (
+        "half way",
+        {"cost_micros": 5},
+        "w1",
+    )
