@@ -23,8 +23,9 @@ class AttemptsMemory(MemoryTxBase):
         return attempt, copied(item) if item else None
 
     async def attempts_with_items(
-        self, lease_ids: Sequence[str]
+        self, lease_ids: Sequence[str], *, skip_locked: bool = False
     ) -> dict[str, tuple[Attempt | None, Item | None]]:
+        # One writer at a time: no row is ever held by another transaction.
         return {lease_id: await self.attempt_with_item(lease_id) for lease_id in lease_ids}
 
     async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:
