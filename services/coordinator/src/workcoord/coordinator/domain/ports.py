@@ -430,10 +430,10 @@ class Tx(Reader, Protocol):
         """``attempt_with_item`` of every lease in ``lease_ids`` (distinct), in one read: the
         fence of a batched worker write. Every id is a key; (None, None) for an unknown one.
 
-        ``skip_locked``: never wait for a row another transaction holds. On PostgreSQL the
-        rows are locked ``SKIP LOCKED`` and only the leases whose rows were free (or held back
-        by this transaction) are keys: a missing id is held elsewhere, or unknown. Stores
-        that serialize their writers (memory, SQLite) answer every id, as without it."""
+        ``skip_locked``: never wait for a row another transaction holds (on PostgreSQL the
+        rows are locked ``SKIP LOCKED``); only the leases read are keys, and a missing id is
+        held by another transaction, or unknown. The stores that serialize their writers
+        (memory, SQLite) leave out the unknown ones only."""
         ...
 
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]: ...

@@ -56,9 +56,9 @@ class AttemptsSql(SqlTxBase):
         self, lease_ids: Sequence[str], *, skip_locked: bool = False
     ) -> dict[str, tuple[Attempt | None, Item | None]]:
         """One round trip (``ATTEMPTS_WITH_ITEMS``) for the leases whose records are not held
-        back; the held-back ones read as ``attempt_with_item`` reads them. ``skip_locked``
-        (PostgreSQL): ``ATTEMPTS_WITH_ITEMS_SKIP_LOCKED``, and the leases it did not return
-        are left out (held by another transaction, or unknown)."""
+        back; the held-back ones read as ``attempt_with_item`` reads them. ``skip_locked``:
+        ``ATTEMPTS_WITH_ITEMS_SKIP_LOCKED`` (on PostgreSQL; SQLite renders no lock), and the
+        leases it did not return are left out (held by another transaction, or unknown)."""
         found: dict[str, tuple[Attempt | None, Item | None]] = {}
         stored = [lease_id for lease_id in lease_ids if lease_id not in self._pending_attempts]
         if stored:
@@ -82,7 +82,7 @@ class AttemptsSql(SqlTxBase):
         for lease_id in lease_ids:
             if lease_id in self._pending_attempts:
                 found[lease_id] = await self.attempt_with_item(lease_id)
-        if skip_locked and self.lock_attempts and self.dialect == "postgresql":
+        if skip_locked:
             return {lease_id: found[lease_id] for lease_id in lease_ids if lease_id in found}
         return {lease_id: found.get(lease_id, (None, None)) for lease_id in lease_ids}
 
