@@ -94,3 +94,35 @@ async def test_a_heartbeat_behind_a_release_reads_the_ended_attempt(
             await _waits_for_a_row(store)
     status = await read if read is not None else await heartbeat_read()
     assert status == AttemptStatus.RELEASED
+
+
+@pytest.mark.port("get_attempt", "attempts_with_items", "update_attempts")
+async def test_a_batch_heartbeats_read_skips_held_rows_and_never_waits(
+    store: Store, store_kind: str
+) -> None:
+    """``skip_locked``: the leases read are keys, unknown ones are left out; on PostgreSQL a
+    row another transaction holds is left out too, at once (a lock-free BatchHeartbeat never
+    waits for a row while it holds another: docs/architecture.md, "Lock order")."""
+    await _seed(store)
+    it_b = item("it_b", "ln_a", seq=2)
+    async with store.write("wc_a") as tx:
+        await tx.insert_items([it_b])
+        await tx.insert_attempts([attempt("ls_b", it_b, expire_time=at(10))])
+    wanted = ["ls_a", "ls_b", "ls_x"]
+
+    async def batch_read() -> list[str]:
+        async with store.write() as tx:  # a BatchHeartbeat's: no coordinator lock
+            found = await tx.attempts_with_items(wanted, skip_locked=True)
+            assert all(a is not None and a.lease_id == k for k, (a, _) in found.items())
+            return list(found)
+
+    read_behind: list[str] | None = None
+    async with store.write("wc_a") as tx:  # a Complete of ls_a holds its row
+        held = await tx.get_attempt("ls_a")
+        assert held is not None
+        await tx.update_attempts([replace(held, lease_expire_time=at(30))])
+        if store_kind == "postgres":
+            read_behind = await asyncio.wait_for(batch_read(), WAIT_SECONDS)
+    if read_behind is not None:
+        assert read_behind == ["ls_b"]
+    assert await batch_read() == ["ls_a", "ls_b"]

@@ -18,6 +18,9 @@ from google.protobuf import field_mask_pb2
 from tests.support.harness import Stack, event_type, expect_error, task, violated_fields
 from tests.support.invariants import check_invariants
 from workcoord.api.v1 import lane_pb2, work_coordinator_pb2, worker_pb2
+from workcoord.coordinator.domain.inputs import CompleteInput
+from workcoord.coordinator.domain.model import AttemptStatus
+from workcoord.coordinator.domain.specs import Evidence, Usage
 from workcoord.kit.errors import InvalidArgument, PermissionDenied
 
 WC = work_coordinator_pb2
@@ -341,3 +344,37 @@ async def test_a_bad_budget_is_an_invalid_argument_naming_the_field(stack: Stack
     assert violated_fields(error) == {"work_coordinator.budget.daily_tokens"}
     lanes = await stack.admin.lanes.ListLanes(lane_pb2.ListLanesRequest(coordinator_id=stack.cid))
     assert list(lanes.lanes) == []  # nothing was written
+
+
+async def test_members_of_one_group_commit_count_each_others_spend(stack: Stack) -> None:
+    """Two Completes of one budgeted lane in one group commit: the roll-ups are added once,
+    after both members (docs/architecture.md, "Lock order"), yet the second member's budget
+    read counts the first's 0.60 $: 1.20 $ spends the dollar, raising one warning and one
+    exhaustion."""
+    lane = lane_pb2.Lane(title="group", template=lane_pb2.Lane.CUSTOM, items=[task("a"), task("b")])
+    lane.budget.cost_micros = DOLLAR
+    await stack.worker.lanes.CreateLane(
+        lane_pb2.CreateLaneRequest(coordinator_id=stack.cid, lane=lane)
+    )
+    one, two = await stack.lease(max_items=2)
+    for lease in (one, two):
+        await stack.start(lease)
+    engine = stack.running.engine
+    principal = await engine.credentials.authenticate(stack.key_secret)
+
+    def complete(lease: worker_pb2.Lease) -> CompleteInput:
+        spent = Usage(cost_micros=600_000)
+        return CompleteInput(**_fence(stack, lease), evidence=Evidence(summary="ok"), usage=spent)
+
+    # Started in one step of the event loop: the second joins the group the first opened.
+    done = [
+        asyncio.create_task(engine.attempts.complete(principal, complete(lease)))
+        for lease in (one, two)
+    ]
+    assert {a.status for a in await asyncio.gather(*done)} == {AttemptStatus.COMPLETED}
+    types = [event_type(e) for e in await stack.events()]
+    assert types.count("BUDGET_WARNING") == 1 and types.count("BUDGET_EXHAUSTED") == 1
+    budget = await stack.worker.coordinators.GetBudget(
+        WC.GetBudgetRequest(coordinator_id=stack.cid, lane_id=one.item.lane_id)
+    )
+    assert budget.lane.cost_used_micros == 1_200_000 and budget.lane.spent

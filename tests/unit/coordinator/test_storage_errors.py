@@ -6,10 +6,14 @@ import logging
 
 import asyncpg
 import pytest
-from sqlalchemy.exc import DataError, InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from workcoord.coordinator.storage.sql.errors import StorageUnavailable, storage_error
+from workcoord.coordinator.storage.sql.errors import (
+    StorageConflict,
+    StorageUnavailable,
+    storage_error,
+)
 from workcoord.kit.errors import Code
 
 
@@ -53,6 +57,19 @@ def test_a_data_error_is_internal_and_logged_once_without_values(
     [record] = caplog.records
     assert "22003" in record.getMessage()
     assert "s3cr3t" not in record.getMessage() and "999999" not in record.getMessage()
+
+
+@pytest.mark.parametrize(
+    "driver",
+    [
+        asyncpg.DeadlockDetectedError("deadlock detected"),
+        asyncpg.SerializationError("could not serialize access"),
+    ],
+)
+def test_a_transaction_failed_for_anothers_sake_is_aborted(driver: BaseException) -> None:
+    error = storage_error(DBAPIError("UPDATE …", {}, _Wrapped(driver)))
+    assert isinstance(error, StorageConflict)
+    assert error.code == Code.ABORTED
 
 
 def test_other_exceptions_are_not_the_databases() -> None:

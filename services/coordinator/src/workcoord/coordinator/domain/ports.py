@@ -425,10 +425,15 @@ class Tx(Reader, Protocol):
         ...
 
     async def attempts_with_items(
-        self, lease_ids: Sequence[str]
+        self, lease_ids: Sequence[str], *, skip_locked: bool = False
     ) -> dict[str, tuple[Attempt | None, Item | None]]:
         """``attempt_with_item`` of every lease in ``lease_ids`` (distinct), in one read: the
-        fence of a batched worker write. Every id is a key; (None, None) for an unknown one."""
+        fence of a batched worker write. Every id is a key; (None, None) for an unknown one.
+
+        ``skip_locked``: never wait for a row another transaction holds (on PostgreSQL the
+        rows are locked ``SKIP LOCKED``); only the leases read are keys, and a missing id is
+        held by another transaction, or unknown. The stores that serialize their writers
+        (memory, SQLite) leave out the unknown ones only."""
         ...
 
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]: ...

@@ -90,6 +90,22 @@ def rollups(attempt: Attempt, added: Usage, now: datetime) -> list[UsageTotal]:
     ]
 
 
+def merged(totals: Sequence[UsageTotal]) -> list[UsageTotal]:
+    """``totals`` added up per roll-up (coordinator, scope, day, key), in that key's order: a
+    store that locks each roll-up row it adds to takes them in one order (no two writers can
+    wait for each other's), and once each."""
+    by_key: dict[tuple[str, str, str, str], UsageTotal] = {}
+    for total in totals:
+        key = (total.coordinator_id, total.scope.value, total.day, total.key)
+        before = by_key.get(key)
+        if before is None:
+            by_key[key] = total
+            continue
+        added = {name: getattr(before, name) + getattr(total, name) for name in USAGE_TOTALS}
+        by_key[key] = replace(before, **added)
+    return [by_key[key] for key in sorted(by_key)]
+
+
 async def lane_usage(reader: Reader, lane: Lane, items: Sequence[Item]) -> dict[str, UsageTotal]:
     """What the lane (by its id) and its items (by theirs) spent, all time: two look-ups."""
     cid = lane.coordinator_id

@@ -3,7 +3,7 @@
 Each concern of the engine is a service object (an :class:`EngineService`) over one
 :class:`EngineCore`, which holds the state they share (store, bus, clock, keys, caches). The
 core's public methods (:meth:`~EngineCore.command`, :meth:`~EngineCore.append_events`,
-:meth:`~EngineCore.write_digest`, :meth:`~EngineCore.announce`,
+:meth:`~EngineCore.before_commit`, :meth:`~EngineCore.announce`,
 :meth:`~EngineCore.lane_details`, :meth:`~EngineCore.surroundings`, …) are the seams every
 service (lanes, leasing, …, and the tenancy concerns: ``membership``, ``credentials``, ``grants``,
 ``children``, ``sessions``, ``platform``) builds its commands on.
@@ -31,7 +31,17 @@ from .. import rules
 from ..auth import RECOVERY, Access, AccessTokens, Principal, PrincipalCache, authorize
 from ..group_commit import GroupCommitter
 from ..leasability import Surroundings, key_holders
-from ..model import Attempt, Coordinator, DigestEntry, DigestKind, Item, Lane, LaneState, NewEvent
+from ..model import (
+    Attempt,
+    Coordinator,
+    DigestEntry,
+    DigestKind,
+    Item,
+    Lane,
+    LaneState,
+    NewEvent,
+    UsageTotal,
+)
 from ..ports import LaneCursor, Reader, Store, Tx
 from ..results import LaneDetail, Page, PendingActionsRun
 from ..tickets import TicketTracker, TrackerConnection
@@ -55,8 +65,8 @@ def new_id(prefix: str) -> str:
 
 @dataclass(slots=True)
 class Effects:
-    """What a command leaves to do around its commit: digest lines to write before it, and
-    the notification and ticket closures to start after it."""
+    """What a command leaves to do around its commit: digest lines and usage roll-ups to
+    write before it, and the notification and ticket closures to start after it."""
 
     ready_classes: set[str] = field(default_factory=set)
     changed: bool = False
@@ -64,6 +74,8 @@ class Effects:
     digest: list[tuple[DigestKind, str, str, str, str]] = field(default_factory=list)
     # Tickets of lanes that just went LIVE: their closure is tried right after commit.
     close_tickets: bool = False
+    # Usage roll-ups the worker writes spent, added last (see EngineCore.before_commit).
+    usage: list[UsageTotal] = field(default_factory=list)
 
     def note(
         self,
@@ -139,7 +151,7 @@ class EngineCore(ABC):
         # The revision last announced per coordinator with webhooks (see announce).
         self._announced: dict[str, int] = {}
         self.worker_writes: GroupCommitter[Effects] = GroupCommitter(
-            Effects, self.write_digest, self.announce
+            Effects, self.before_commit, self.announce
         )
 
     async def load_lease_token_key(self) -> None:
@@ -168,13 +180,19 @@ class EngineCore(ABC):
             authorize(principal, coordinator, access)
             await self.require_enabled(tx, principal, coordinator, access)
             yield tx, coordinator, effects
-            await self.write_digest(tx, coordinator, effects)
+            await self.before_commit(tx, coordinator, effects)
         await self.announce(coordinator, effects)
 
-    async def write_digest(self, tx: Tx, coordinator: Coordinator, effects: Effects) -> None:
-        """Before commit: store the digest lines ``effects`` noted."""
+    async def before_commit(self, tx: Tx, coordinator: Coordinator, effects: Effects) -> None:
+        """Before commit: store the digest lines ``effects`` noted, then add the usage it
+        gathered. The roll-ups go last, after every attempt row the transaction locks (Lock
+        order, docs/architecture.md): a Heartbeat holds its attempts' rows while it waits for
+        the roll-up rows, so a group of worker writes must never hold those while it waits for
+        an attempt."""
         if effects.digest:
             await tx.insert_digest_entries(effects.digest_entries(coordinator, tx.now))
+        if effects.usage:
+            await tx.add_usage(effects.usage)
 
     async def announce(self, coordinator: Coordinator, effects: Effects) -> None:
         """After commit: wake waiting workers and feeds, start ticket closures."""

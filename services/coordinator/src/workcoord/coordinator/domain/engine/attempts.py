@@ -159,21 +159,28 @@ class AttemptService(Transitions):
         await write.tx.update_items([write.item])
         if spent is not None:
             totals = usage.rollups(write.attempt, spent, write.tx.now)
-            events = [*events, *await self._spend(write.tx, write.coordinator, totals)]
+            spending = self._spend(write.tx, write.coordinator, write.effects, totals)
+            events = [*events, *await spending]
         await self.core.append_events(write.tx, write.coordinator, events, principal.name)
         return write.attempt
 
     @staticmethod
-    async def _spend(tx: Tx, coordinator: Coordinator, totals: list[UsageTotal]) -> list[NewEvent]:
-        """Add a write's roll-ups; under a budget (the coordinator's lock held), the budget
+    async def _spend(
+        tx: Tx, coordinator: Coordinator, effects: Effects, totals: list[UsageTotal]
+    ) -> list[NewEvent]:
+        """Gather a write's roll-ups in ``effects`` (the group adds them last, before commit:
+        ``EngineCore.before_commit``); under a budget (the coordinator's lock held), the budget
         events the spend raises (a spent budget's pending action opened), to append."""
         events: list[NewEvent] = []
         if totals and budgeting.in_force(coordinator):
             lanes = {t.key for t in totals if t.scope == UsageScope.LANE}
             book = await budgeting.read_book(tx, coordinator, lanes, tx.now)
+            # What the group's earlier members spent is not stored yet: count it first (its
+            # events were theirs), so the budgets see every spend before this one.
+            book.add(effects.usage)
             events = book.add(totals)
             await budgeting.open_actions(tx, coordinator, events)
-        await tx.add_usage(totals)
+        effects.usage.extend(totals)
         return events
 
     @shielded
@@ -202,6 +209,11 @@ class AttemptService(Transitions):
     async def heartbeat(self, principal: Principal, input: HeartbeatInput) -> HeartbeatAnswer:
         """Extend the lease by its duration from now (never past its deadline plus one lease
         period); returns the new expiry and the stop the worker must heed, if any."""
+        return await self._heartbeat(principal, input)
+
+    async def _heartbeat(self, principal: Principal, input: HeartbeatInput) -> HeartbeatAnswer:
+        # Without the coordinator's lock it waits for one attempt's row holding no other, then
+        # for the roll-up rows: the lock order (docs/architecture.md) rules out a cycle.
         if input.coordinator_id not in self._budgeted:
             async with self._heartbeat_write(principal, input.coordinator_id) as (tx, coordinator):
                 if not budgeting.in_force(coordinator):
@@ -264,7 +276,7 @@ class AttemptService(Transitions):
             await tx.update_attempts([attempt])
             await tx.update_items([item])
             totals = usage.rollups(attempt, spent, tx.now)
-            events += await self._spend(tx, write.coordinator, totals)
+            events += await self._spend(tx, write.coordinator, write.effects, totals)
             await self._after_success(tx, write.coordinator, [item], events, write.effects)
             await self.core.append_events(tx, write.coordinator, events, principal.name)
             return attempt
@@ -361,24 +373,54 @@ class AttemptService(Transitions):
         """Heartbeat many leases; each entry answered on its own (its expiry and stop, or its
         error)."""
         if input.coordinator_id not in self._budgeted:
+            answered: list[EntryResult[HeartbeatAnswer]] | None = None
             async with self._heartbeat_write(principal, input.coordinator_id) as (tx, coordinator):
                 if not budgeting.in_force(coordinator):
-                    # The attempts' rows, locked in lease id order.
-                    found = await tx.attempts_with_items([e.lease_id for e in input.entries])
+                    # Without the coordinator's lock a heartbeat never waits for a row while it
+                    # holds another (Lock order, docs/architecture.md): it takes the rows that
+                    # are free, in lease id order, and leaves the others for after its commit.
+                    ids = [e.lease_id for e in input.entries]
+                    found = await tx.attempts_with_items(ids, skip_locked=True)
                     self._locked_now(tx)
-                    return await self._heartbeat_entries(tx, coordinator, input, found, None)
+                    free = [e for e in input.entries if e.lease_id in found]
+                    answered = await self._heartbeat_entries(tx, coordinator, free, found, None)
+            if answered is not None:
+                return await self._then_held_ones(principal, input, answered)
         # Under a budget: under the coordinator's lock (see heartbeat).
         async with self._budgeted_write(principal, input.coordinator_id) as (tx, coordinator):
             found = await tx.attempts_with_items([e.lease_id for e in input.entries])
             lanes = [a.lane_id for a, _ in found.values() if a is not None]
             book = await budgeting.read_book(tx, coordinator, lanes, tx.now)
-            return await self._heartbeat_entries(tx, coordinator, input, found, book, principal)
+            entries = input.entries
+            return await self._heartbeat_entries(tx, coordinator, entries, found, book, principal)
+
+    async def _then_held_ones(
+        self,
+        principal: Principal,
+        input: BatchInput[HeartbeatInput],
+        answered: list[EntryResult[HeartbeatAnswer]],
+    ) -> list[EntryResult[HeartbeatAnswer]]:
+        """``answered`` (the entries whose rows were free), then each other entry as its own
+        Heartbeat (one row waited for, none held), all in the entries' order. Those rows were
+        held by a write on the same lease (or the lease is unknown): rare, and answered as the
+        single call would be once that write is done."""
+        by_lease = {result.lease_id: result for result in answered}
+        for entry in input.entries:
+            if entry.lease_id in by_lease:
+                continue
+            try:
+                answer = await self._heartbeat(principal, entry)
+            except WorkcoordError as exc:
+                by_lease[entry.lease_id] = EntryResult(entry.lease_id, error=exc)
+                continue
+            by_lease[entry.lease_id] = EntryResult(entry.lease_id, answer)
+        return [by_lease[entry.lease_id] for entry in input.entries]
 
     async def _heartbeat_entries(
         self,
         tx: Tx,
         coordinator: Coordinator,
-        input: BatchInput[HeartbeatInput],
+        entries: Sequence[HeartbeatInput],
         found: Mapping[str, tuple[Attempt | None, Item | None]],
         book: budgeting.BudgetBook | None,
         principal: Principal | None = None,
@@ -390,7 +432,7 @@ class AttemptService(Transitions):
         extended: list[Attempt] = []
         spent: list[UsageTotal] = []
         events: list[NewEvent] = []
-        for entry in input.entries:
+        for entry in entries:
             try:
                 attempt, item = await self._fence(tx, entry, found[entry.lease_id])
                 write = FencedWrite(tx, coordinator, fx, attempt, item)
@@ -434,7 +476,7 @@ class AttemptService(Transitions):
                 results.append(EntryResult(entry.lease_id, attempt))
             if done:
                 await tx.update_attempts([w.attempt for w in done])
-                events += await self._spend(tx, coordinator, spent)
+                events += await self._spend(tx, coordinator, fx, spent)
                 await self._after_successes(tx, coordinator, [w.item for w in done], events, fx)
                 await self.core.append_events(tx, coordinator, events, principal.name)
             return results
@@ -499,7 +541,7 @@ class AttemptService(Transitions):
                 results.append(EntryResult(entry.lease_id, attempt))
             if failed:
                 await tx.update_attempts([w.attempt for w in failed])
-                events += await self._spend(tx, coordinator, spent)
+                events += await self._spend(tx, coordinator, fx, spent)
                 await tx.update_items([w.item for w in failed])
                 await self.core.append_events(tx, coordinator, events, principal.name)
             return results

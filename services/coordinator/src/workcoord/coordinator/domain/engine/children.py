@@ -263,5 +263,5 @@ class Children:
                 tx, principal, parent_id, tx.coordinator, child_id, permission, tx.now
             )
             yield tx, child, effects
-            await self.core.write_digest(tx, child, effects)
+            await self.core.before_commit(tx, child, effects)
         await self.core.announce(child, effects)

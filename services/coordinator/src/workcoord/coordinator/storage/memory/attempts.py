@@ -23,9 +23,14 @@ class AttemptsMemory(MemoryTxBase):
         return attempt, copied(item) if item else None
 
     async def attempts_with_items(
-        self, lease_ids: Sequence[str]
+        self, lease_ids: Sequence[str], *, skip_locked: bool = False
     ) -> dict[str, tuple[Attempt | None, Item | None]]:
-        return {lease_id: await self.attempt_with_item(lease_id) for lease_id in lease_ids}
+        found = {lease_id: await self.attempt_with_item(lease_id) for lease_id in lease_ids}
+        if skip_locked:
+            # One writer at a time: no row is held by another transaction, only unknown
+            # leases are left out.
+            return {lease_id: pair for lease_id, pair in found.items() if pair[0] is not None}
+        return found
 
     async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:
         wanted = set(item_ids)

@@ -55,18 +55,22 @@ class AttemptsSql(SqlTxBase):
         return found, item
 
     async def attempts_with_items(
-        self, lease_ids: Sequence[str]
+        self, lease_ids: Sequence[str], *, skip_locked: bool = False
     ) -> dict[str, tuple[Attempt | None, Item | None]]:
         """One round trip (``ATTEMPTS_WITH_ITEMS``) for the leases whose records are not held
-        back; the held-back ones read as ``attempt_with_item`` reads them."""
+        back; the held-back ones read as ``attempt_with_item`` reads them. ``skip_locked``:
+        ``ATTEMPTS_WITH_ITEMS_SKIP_LOCKED`` (on PostgreSQL; SQLite renders no lock), and the
+        leases it did not return are left out (held by another transaction, or unknown)."""
         found: dict[str, tuple[Attempt | None, Item | None]] = {}
         stored = [lease_id for lease_id in lease_ids if lease_id not in self._pending_attempts]
         if stored:
-            read = (
-                sql.ATTEMPTS_WITH_ITEMS_FOR_UPDATE
-                if self.lock_attempts
-                else sql.ATTEMPTS_WITH_ITEMS
-            )
+            read = sql.ATTEMPTS_WITH_ITEMS
+            if self.lock_attempts:
+                read = (
+                    sql.ATTEMPTS_WITH_ITEMS_SKIP_LOCKED
+                    if skip_locked
+                    else sql.ATTEMPTS_WITH_ITEMS_FOR_UPDATE
+                )
             for row in await self._rows(read, {"lease_ids": stored}):
                 attempt = ATTEMPTS.load(row)
                 self._stored_attempts[attempt.lease_id] = ATTEMPTS.stored(row)
@@ -82,6 +86,8 @@ class AttemptsSql(SqlTxBase):
         for lease_id in lease_ids:
             if lease_id in self._pending_attempts:
                 found[lease_id] = await self.attempt_with_item(lease_id)
+        if skip_locked:
+            return {lease_id: found[lease_id] for lease_id in lease_ids if lease_id in found}
         return {lease_id: found.get(lease_id, (None, None)) for lease_id in lease_ids}
 
     async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:

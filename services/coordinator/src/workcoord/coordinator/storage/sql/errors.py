@@ -7,6 +7,11 @@ another error wrapping one of asyncpg's connection errors). Either way the calle
 which clients retry with backoff. A ``DataError`` the validation let through is a bug: INTERNAL,
 logged once here with its SQLSTATE (never the statement's values).
 
+A transaction PostgreSQL failed to break a deadlock (SQLSTATE 40P01) or a serialization failure
+(40001) is ABORTED (:class:`StorageConflict`): nothing of it was written, and the same call may
+succeed at once, so clients retry it. The lock order (docs/architecture.md, "Lock order") is
+meant to make a deadlock impossible: one is logged as an error all the same.
+
 An integrity error is told apart by the constraint it broke (see :mod:`..integrity`): the
 constraint's name comes with the error on PostgreSQL; SQLite names only the columns of a unique
 key ("UNIQUE constraint failed: users.email"), which the schema maps back to the key's name.
@@ -28,7 +33,14 @@ from workcoord.kit.errors import Code, Internal, WorkcoordError
 from .. import schema as t
 from ..integrity import violation
 
-__all__ = ["StorageUnavailable", "constraint_of", "storage_error", "storage_errors", "translate"]
+__all__ = [
+    "StorageConflict",
+    "StorageUnavailable",
+    "constraint_of",
+    "storage_error",
+    "storage_errors",
+    "translate",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -46,6 +58,10 @@ _UNREACHABLE: tuple[type[BaseException], ...] = (
 
 _SQLITE_UNIQUE = "UNIQUE constraint failed: "
 
+# SQLSTATEs of a transaction the database failed for another's sake: deadlock detected,
+# serialization failure.
+_CONFLICTS = frozenset({"40P01", "40001"})
+
 
 class StorageUnavailable(WorkcoordError):
     """The database cannot be reached or refused the transaction; retry later."""
@@ -53,6 +69,15 @@ class StorageUnavailable(WorkcoordError):
     code = Code.UNAVAILABLE
     reason = "STORAGE_UNAVAILABLE"
     default_message = "the database is unavailable; retry later"
+
+
+class StorageConflict(WorkcoordError):
+    """The database failed the transaction to let another through (a deadlock, a serialization
+    failure); nothing of it was written: retry."""
+
+    code = Code.ABORTED
+    reason = "ABORTED"
+    default_message = "the transaction conflicted with another and was rolled back; retry"
 
 
 def storage_error(exc: BaseException) -> WorkcoordError | None:
@@ -91,6 +116,9 @@ def translate(exc: DBAPIError) -> WorkcoordError:
     if isinstance(driver_error, _UNREACHABLE):
         return StorageUnavailable()
     sqlstate = getattr(driver_error, "sqlstate", None) or getattr(exc.orig, "sqlstate", "")
+    if sqlstate in _CONFLICTS:
+        _log.error("storage conflict (%s, SQLSTATE %s)", type(driver_error).__name__, sqlstate)
+        return StorageConflict()
     kind = "data error" if isinstance(exc, DataError) else "database error"
     _log.error("storage %s (%s, SQLSTATE %s)", kind, type(driver_error).__name__, sqlstate)
     return Internal()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from workcoord.coordinator.domain.model import UsageScope, UsageTotal
+from workcoord.coordinator.domain.usage import merged
 
 from ._base import SqlTxBase
 from .rows import USAGE_TOTALS
@@ -15,8 +16,10 @@ from .statements import usage as sql
 
 class UsageSql(SqlTxBase):
     async def add_usage(self, totals: Sequence[UsageTotal]) -> None:
+        """One upsert per roll-up, in key order (``usage.merged``): the rows are locked in one
+        order by every writer (Lock order, docs/architecture.md)."""
         if totals:
-            params = [USAGE_TOTALS.values(total) for total in totals]
+            params = [USAGE_TOTALS.values(total) for total in merged(totals)]
             await self.conn.execute(sql.ADD_USAGE.of(self.dialect), params)
 
     async def usage_totals(

@@ -67,6 +67,14 @@ ATTEMPTS_WITH_ITEMS = (
 #: rows taken in lease id order (two batches over the same leases cannot deadlock).
 ATTEMPTS_WITH_ITEMS_FOR_UPDATE = ATTEMPTS_WITH_ITEMS.order_by(_A.c.lease_id).with_for_update(of=_A)
 
+#: As :data:`ATTEMPTS_WITH_ITEMS_FOR_UPDATE`, never waiting: ``FOR UPDATE OF attempts SKIP
+#: LOCKED`` (a lock-free BatchHeartbeat: rows another transaction holds are not returned, and
+#: the heartbeat takes each of those on its own after it commits; see docs/architecture.md,
+#: "Lock order").
+ATTEMPTS_WITH_ITEMS_SKIP_LOCKED = ATTEMPTS_WITH_ITEMS.order_by(_A.c.lease_id).with_for_update(
+    of=_A, skip_locked=True
+)
+
 #: The attempts of the items ``:item_ids``, by item then attempt number.
 ITEM_ATTEMPTS = (
     select(_A)
