@@ -110,7 +110,7 @@ _OF_CLASSES = _R.c.worker_class.in_(bindparam("worker_classes", expanding=True))
 _COORDINATOR: BindParameter[str] = bindparam("coordinator_id")
 _NOW: BindParameter[datetime] = bindparam("now")
 _QUEUE_READY_OF_CLASS = [*queue_ready_filter(_COORDINATOR, _NOW), _OF_CLASSES]
-_TURN = _L.c.served_turn
+_TURN = _R.c.served_turn
 _P = bindparam("after_priority", type_=Integer)
 _T = bindparam("after_turn", type_=BigInteger)
 _S = bindparam("after_seq", type_=BigInteger)
@@ -121,14 +121,13 @@ _AFTER = or_(
 
 
 def _claim(*after: ColumnElement[bool]) -> Select[Any]:
-    """Rank the queue's narrow rows (joined to their lanes for the turn) and take the first
-    ``:limit``; only then read and lock those items. Ranking ``items`` themselves would read
-    every queued item's wide row: the order names a column of ``lanes``, so no index gives it
-    and a deep queue is sorted whole. The items' own state is checked again (a row the queue
-    still lists is QUEUED in the same snapshot; the check guards a row changed since)."""
+    """Take the first ``:limit`` of the queue's narrow rows in claim order, then read and lock
+    those items. The queue row holds the lane's turn (0017), so ``ix_ready_items_claim`` gives
+    the whole order: for one class the planner walks the index and stops at the ``LIMIT``,
+    however deep the queue. The items' own state is checked again (a row the queue still lists
+    is QUEUED in the same snapshot; the check guards a row changed since)."""
     ranked = (
-        select(_R.c.item_id, _R.c.priority, _TURN.label("served_turn"), _R.c.seq)
-        .join_from(_R, _L, _L.c.lane_id == _R.c.lane_id)
+        select(_R.c.item_id, _R.c.priority, _TURN, _R.c.seq)
         .where(*_QUEUE_READY_OF_CLASS, *after)
         .order_by(_R.c.priority.desc(), _TURN, _R.c.seq)
         .limit(_LIMIT)
@@ -145,10 +144,11 @@ def _claim(*after: ColumnElement[bool]) -> Select[Any]:
 
 #: THE CLAIM: up to ``:limit`` items of any of ``:worker_classes`` ready at ``:now``, with their
 #: lane's turn, in claim order (the classes ranked together): highest priority first; within
-#: one priority the lane served longest ago first (its ``served_turn``), then FIFO. Ranked on
-#: the ready queue, then the items locked with ``FOR UPDATE OF items SKIP LOCKED`` on
-#: PostgreSQL (rows another transaction holds are skipped, so a page may come short; the lanes
-#: are not locked); SQLite renders no lock: its write transaction holds the whole database.
+#: one priority the lane served longest ago first (its ``served_turn``, copied to the queue
+#: rows), then FIFO. Ranked on the ready queue, then the items locked with ``FOR UPDATE OF
+#: items SKIP LOCKED`` on PostgreSQL (rows another transaction holds are skipped, so a page may
+#: come short; the lanes are not locked); SQLite renders no lock: its write transaction holds
+#: the whole database.
 CLAIM_CANDIDATES = _claim()
 
 #: The claim's next page: as :data:`CLAIM_CANDIDATES`, after ``(:after_priority,
@@ -194,8 +194,11 @@ SET_WRITER_KEEPS_QUEUE = select(
 SYNC_QUEUE_DELETE = delete(_R).where(_R.c.item_id == _IDS)
 
 #: PostgreSQL: the queue rows of those of the items ``:item_ids`` that are QUEUED, copied from
-#: the items.
+#: the items, with their lanes' turns (read here in the one statement, not by the queue's
+#: trigger row by row).
 SYNC_QUEUE_INSERT = insert(_R).from_select(
     [c.name for c in _R.c],
-    select(*(_I.c[c.name] for c in _R.c)).where(_I.c.item_id == _IDS, _I.c.state == _QUEUED),
+    select(*(_L.c.served_turn if c.name == "served_turn" else _I.c[c.name] for c in _R.c))
+    .join_from(_I, _L, _L.c.lane_id == _I.c.lane_id)
+    .where(_I.c.item_id == _IDS, _I.c.state == _QUEUED),
 )
