@@ -155,14 +155,19 @@ _COPY_TURN = "UPDATE ready_items SET served_turn = NEW.served_turn WHERE lane_id
 #: ``served_turn`` (a claim's ``mark_lanes_served``) is copied to the lane's queue rows. A
 #: lane gone (SQLite does not enforce the foreign key) reads as turn 0, never served. Claims
 #: of one work coordinator hold its lock, so two never rewrite one lane's rows at once.
+#:
+#: On PostgreSQL both functions run with ``enable_seqscan`` off: plpgsql keeps a statement's
+#: plan for the session, and a plan made while ``lanes`` or ``ready_items`` was small (or its
+#: statistics stale, as after a bulk load) scans the whole table by each key, once per queue
+#: row written or lane served: 50,000 items copied into 500 new lanes took 7-8 s instead of 2.
 QUEUE_TURN_TRIGGERS: dict[str, list[str]] = {
     "postgresql": [
-        f"CREATE OR REPLACE FUNCTION {_FILL_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
-        f"BEGIN NEW.served_turn := {_LANE_TURN}; RETURN NEW; END $$",
+        f"CREATE OR REPLACE FUNCTION {_FILL_FUNCTION}() RETURNS trigger LANGUAGE plpgsql "
+        f"SET enable_seqscan = off AS $$ BEGIN NEW.served_turn := {_LANE_TURN}; RETURN NEW; END $$",
         "CREATE TRIGGER trg_ready_items_turn BEFORE INSERT ON ready_items FOR EACH ROW "
         f"WHEN (NEW.served_turn = {UNKNOWN_TURN}) EXECUTE FUNCTION {_FILL_FUNCTION}()",
-        f"CREATE OR REPLACE FUNCTION {_TURN_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
-        f"BEGIN {_COPY_TURN}; RETURN NULL; END $$",
+        f"CREATE OR REPLACE FUNCTION {_TURN_FUNCTION}() RETURNS trigger LANGUAGE plpgsql "
+        f"SET enable_seqscan = off AS $$ BEGIN {_COPY_TURN}; RETURN NULL; END $$",
         "CREATE TRIGGER trg_lanes_ready_turn AFTER UPDATE OF served_turn ON lanes FOR EACH ROW "
         f"WHEN (OLD.served_turn IS DISTINCT FROM NEW.served_turn) "
         f"EXECUTE FUNCTION {_TURN_FUNCTION}()",
