@@ -9,16 +9,17 @@ gave that order, so a claim joined every queued row of the class to its lane and
 all (O(queue) per claim). ``ready_items`` gains ``served_turn`` (its lane's) and
 ``ix_ready_items_claim`` becomes ``(coordinator_id, worker_class, priority DESC, served_turn,
 seq)``: the claim walks the index and stops at its ``LIMIT``. ``ix_ready_items_lane`` finds a
-lane's queue rows. Two triggers keep the column (``schema_queue.QUEUE_TURN_TRIGGERS``): a queue
-row written without it (the server default -1; the triggers on ``items`` from 0016 write no
-turn) takes its lane's; a change of a lane's ``served_turn`` is copied to the lane's queue rows.
-The backfill copies each lane's turn to its rows, under a lock of ``items`` and ``lanes`` so that
-no write falls between the triggers and the copy.
+lane's queue rows. The triggers on ``items`` are replaced by ones that write the lane's turn
+with the queue row (``schema_queue.READY_QUEUE_TRIGGERS``), and two more keep the column for
+writers that do not (``schema_queue.QUEUE_TURN_TRIGGERS``): a queue row written without a turn
+(the server default -1) takes its lane's; a change of a lane's ``served_turn`` is copied to the
+lane's queue rows. The backfill copies each lane's turn to its rows, under a lock of ``items``
+and ``lanes`` so that no write falls between the triggers and the copy.
 
 Compatibility: the triggers keep the column for any writer (a release before this one writes
 ``items`` and ``lanes.served_turn`` only, or inserts queue rows without a turn), so the floor
-stays at 0003. The downgrade drops the triggers, the indexes and the column and builds 0016's
-index again. On SQLite a later ``batch_alter_table("lanes")`` or ``("ready_items")`` that
+stays at 0003. The downgrade drops the triggers, puts 0016's triggers on ``items`` back, drops
+the indexes and the column and builds 0016's index again. On SQLite a later ``batch_alter_table("lanes")`` or ``("ready_items")`` that
 recreates the table would drop these triggers: such a revision must create them again.
 """
 
@@ -29,7 +30,10 @@ from alembic import op
 
 from workcoord.coordinator.storage.schema_queue import (
     DROP_QUEUE_TURN_TRIGGERS,
+    DROP_READY_QUEUE_TRIGGERS,
     QUEUE_TURN_TRIGGERS,
+    READY_QUEUE_TRIGGERS,
+    READY_QUEUE_TRIGGERS_0016,
     UNKNOWN_TURN,
 )
 
@@ -63,7 +67,11 @@ def upgrade() -> None:
             server_default=sa.text(f"{UNKNOWN_TURN}"),
         ),
     )
-    for statement in QUEUE_TURN_TRIGGERS[_dialect()]:
+    for statement in (
+        *DROP_READY_QUEUE_TRIGGERS[_dialect()],
+        *READY_QUEUE_TRIGGERS[_dialect()],
+        *QUEUE_TURN_TRIGGERS[_dialect()],
+    ):
         op.execute(statement)
     op.execute(_BACKFILL_TURNS)
     op.drop_index("ix_ready_items_claim", table_name="ready_items")
@@ -77,7 +85,13 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for statement in DROP_QUEUE_TURN_TRIGGERS[_dialect()]:
+    # 0016's triggers on items name no turn: back before the column goes (SQLite refuses to
+    # drop a column a trigger names).
+    for statement in (
+        *DROP_QUEUE_TURN_TRIGGERS[_dialect()],
+        *DROP_READY_QUEUE_TRIGGERS[_dialect()],
+        *READY_QUEUE_TRIGGERS_0016[_dialect()],
+    ):
         op.execute(statement)
     op.drop_index("ix_ready_items_lane", table_name="ready_items")
     op.drop_index("ix_ready_items_claim", table_name="ready_items")
