@@ -147,6 +147,8 @@ class LanesItemsSql(SqlTxBase):
         (``claim_candidates``, a statement per number of classes). On PostgreSQL they are
         locked, skipping rows another claim holds."""
         await self.write_held_back()
+        if not scan.worker_classes:
+            return ClaimPage([], None)
         params: dict[str, object] = {
             "coordinator_id": scan.coordinator_id,
             "now": scan.now,
