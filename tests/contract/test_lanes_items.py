@@ -349,6 +349,47 @@ async def test_within_one_priority_the_lane_served_longest_ago_goes_first(store:
         assert (await reader.get_lane("ln_a")).version == version  # type: ignore[union-attr]
 
 
+@pytest.mark.port("mark_lanes_served", "claim_candidates", "insert_items", "update_items")
+async def test_an_item_entering_the_queue_takes_its_lanes_turn(store: Store) -> None:
+    """Whenever an item becomes ready (created, queued, released from a hold) it ranks with its
+    lane's turn as it is then, and a lane served later moves all its ready items together."""
+    await seed_coordinator(store)
+    await seed_lane(store, item("it_a1", "ln_a", seq=1))
+    await seed_lane(store, item("it_b1", "ln_b", seq=2), record=lane("ln_b"))
+    await seed_lane(store, record=lane("ln_c"))
+    async with store.write("wc_a") as tx:
+        await tx.mark_lanes_served(["ln_a"], 7)
+
+    async def ids(after: ClaimCursor | None = None) -> list[str]:
+        async with store.write("wc_a") as tx:
+            found = await tx.claim_candidates(ClaimScan("wc_a", ("codex",), T0, after, 10))
+            return [i.item_id for i in found.items]
+
+    waiting = item("it_b2", "ln_b", seq=4, state=ItemState.WAITING)
+    async with store.write("wc_a") as tx:
+        await tx.insert_items([item("it_a2", "ln_a", seq=3), waiting])
+        await tx.insert_items([item("it_c1", "ln_c", seq=5, priority=3)])
+    async with store.write("wc_a") as tx:
+        await tx.update_items([replace(waiting, state=ItemState.QUEUED)])
+    # Priority first (ln_c's item, whatever its lane's turn), then ln_b (never served), then
+    # ln_a (served at 7) with the item created after that turn.
+    assert await ids() == ["it_c1", "it_b1", "it_b2", "it_a1", "it_a2"]
+    assert await ids((0, 0, 4)) == ["it_a1", "it_a2"]
+    async with store.write("wc_a") as tx:
+        await tx.mark_lanes_served(["ln_b", "ln_c"], 9)
+    assert await ids() == ["it_c1", "it_a1", "it_a2", "it_b1", "it_b2"]
+    # Held and released again: back in the queue with the lane's turn (9), not a stale one.
+    async with store.write("wc_a") as tx:
+        (b1,) = await tx.items_by_ids(["it_b1"])
+        await tx.update_items([replace(b1, held=True)])
+    assert await ids() == ["it_c1", "it_a1", "it_a2", "it_b2"]
+    async with store.write("wc_a") as tx:
+        await tx.mark_lanes_served(["ln_a"], 8)
+        await tx.update_items([replace(b1, held=False)])
+    assert await ids() == ["it_c1", "it_a1", "it_a2", "it_b1", "it_b2"]
+    assert await ids((0, 8, 3)) == ["it_b1", "it_b2"]
+
+
 @pytest.mark.port("count_awaiting_human")
 async def test_items_awaiting_a_person(store: Store) -> None:
     await seed_coordinator(store)

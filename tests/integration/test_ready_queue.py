@@ -1,7 +1,8 @@
 """The ready queue (migration 0016): triggers on ``items`` keep one ``ready_items`` row per
-QUEUED item, on PostgreSQL and SQLite, whoever writes; and because no index of ``items`` names
-its state any more, the sweep's requeue and a lease are HOT updates on PostgreSQL (checked with
-the transaction's own statistics, ``pg_stat_get_xact_tuples_hot_updated``)."""
+QUEUED item, on PostgreSQL and SQLite, whoever writes, with its lane's turn (0017); and because
+no index of ``items`` names its state any more, the sweep's requeue and a lease are HOT updates
+on PostgreSQL (checked with the transaction's own statistics,
+``pg_stat_get_xact_tuples_hot_updated``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from alembic.config import Config
 from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from tests.contract.records import T0, at, attempt, item, seed_coordinator, seed_lane
+from tests.contract.records import T0, at, attempt, item, lane, seed_coordinator, seed_lane
 from tests.support.databases import PostgresDatabases, SqliteDatabases
 from workcoord.coordinator.domain.model import ItemState
 from workcoord.coordinator.storage.migrate import MIGRATIONS, upgrade_async
@@ -227,6 +228,85 @@ async def test_0016_downgrades_and_backfills_the_queue_on_upgrade(
         async with store.write("wc_a") as tx:
             await tx.conn.execute(text("UPDATE items SET state = 'LEASED' WHERE item_id = 'it_0'"))
         assert {row[0] for row in await _queue(store)} == {"it_2", "it_4"}
+    finally:
+        await store.close()
+        if backend == "postgres":
+            await pg_databases.drop(url)
+
+
+async def _turns(store: SqlStore) -> dict[str, int]:
+    async with store.read() as reader:
+        rows = await reader.conn.execute(text("SELECT item_id, served_turn FROM ready_items"))
+        return {str(item_id): int(turn) for item_id, turn in rows}
+
+
+async def test_the_queue_rows_hold_their_lanes_turn_whoever_writes(sql_store: SqlStore) -> None:
+    """Raw writes, as a release before 0017 would make them: a lane's turn set in ``lanes``
+    only, an item queued by its state only, and a queue row inserted without a turn (the
+    sweep's set statement of 0016)."""
+    await seed_coordinator(sql_store)
+    await seed_lane(sql_store, item("it_a1", "ln_a", seq=1), item("it_a2", "ln_a", seq=2))
+    await seed_lane(
+        sql_store,
+        item("it_b1", "ln_b", seq=3),
+        item("it_b2", "ln_b", seq=4, state=ItemState.LEASED),
+        item("it_b3", "ln_b", seq=5, state=ItemState.LEASED),
+        record=lane("ln_b"),
+    )
+    assert await _turns(sql_store) == {"it_a1": 0, "it_a2": 0, "it_b1": 0}
+    async with sql_store.write("wc_a") as tx:
+        await tx.conn.execute(text("UPDATE lanes SET served_turn = 7 WHERE lane_id = 'ln_b'"))
+        await tx.conn.execute(text("UPDATE items SET state = 'QUEUED' WHERE item_id = 'it_b2'"))
+        await tx.conn.execute(text("UPDATE items SET state = 'QUEUED' WHERE item_id = 'it_b3'"))
+        await tx.conn.execute(text("DELETE FROM ready_items WHERE item_id = 'it_b3'"))
+        await tx.conn.execute(
+            text(
+                "INSERT INTO ready_items (item_id, coordinator_id, worker_class, lane_id, "
+                "priority, seq, held, not_before) SELECT item_id, coordinator_id, worker_class, "
+                "lane_id, priority, seq, held, not_before FROM items WHERE item_id = 'it_b3'"
+            )
+        )
+    assert await _turns(sql_store) == {"it_a1": 0, "it_a2": 0, "it_b1": 7, "it_b2": 7, "it_b3": 7}
+    # A lane's update that leaves its turn alone leaves its queue rows alone.
+    async with sql_store.write("wc_a") as tx:
+        await tx.conn.execute(text("UPDATE lanes SET title = 'renamed' WHERE lane_id = 'ln_a'"))
+        await tx.mark_lanes_served(["ln_a"], 9)
+    assert await _turns(sql_store) == {"it_a1": 9, "it_a2": 9, "it_b1": 7, "it_b2": 7, "it_b3": 7}
+
+
+async def test_0017_downgrades_and_backfills_the_turns_on_upgrade(
+    backend: str, pg_databases: PostgresDatabases, sqlite_databases: SqliteDatabases
+) -> None:
+    """Down to 0016 (no turn in the queue), a lane served there by code that knows no turn
+    in the queue, then up again: the backfill copies each lane's turn and the triggers
+    follow later turns."""
+    url = await (pg_databases if backend == "postgres" else sqlite_databases).create("down17")
+    store = SqlStore(make_engine(url), ManualClock(T0))
+    try:
+        await seed_coordinator(store)
+        await seed_lane(store, item("it_a1", "ln_a", seq=1), item("it_a2", "ln_a", seq=2))
+        await seed_lane(store, item("it_b1", "ln_b", seq=3), record=lane("ln_b"))
+    finally:
+        await store.close()
+    await asyncio.to_thread(_downgrade, url, "0016")
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as conn:
+            columns = await conn.run_sync(
+                lambda sync: {c["name"] for c in inspect(sync).get_columns("ready_items")}
+            )
+            assert "served_turn" not in columns
+            await conn.execute(text("UPDATE lanes SET served_turn = 4 WHERE lane_id = 'ln_b'"))
+            await conn.execute(text("UPDATE items SET priority = 2 WHERE item_id = 'it_b1'"))
+    finally:
+        await engine.dispose()
+    await upgrade_async(url)
+    store = SqlStore(make_engine(url), ManualClock(T0))
+    try:
+        assert await _turns(store) == {"it_a1": 0, "it_a2": 0, "it_b1": 4}
+        async with store.write("wc_a") as tx:
+            await tx.mark_lanes_served(["ln_a"], 5)
+        assert await _turns(store) == {"it_a1": 5, "it_a2": 5, "it_b1": 4}
     finally:
         await store.close()
         if backend == "postgres":

@@ -144,21 +144,21 @@ class LanesItemsSql(SqlTxBase):
     async def claim_candidates(self, scan: ClaimScan) -> ClaimPage:
         """Ready items of the asked classes in claim order (highest priority first; within one, the
         lane served longest ago first; then FIFO), after the cursor ``scan.after``
-        (``CLAIM_CANDIDATES``, ``CLAIM_CANDIDATES_AFTER``). On PostgreSQL they are locked,
-        skipping rows another claim holds."""
+        (``claim_candidates``, a statement per number of classes). On PostgreSQL they are
+        locked, skipping rows another claim holds."""
         await self.write_held_back()
-        params = {
+        if not scan.worker_classes:
+            return ClaimPage([], None)
+        params: dict[str, object] = {
             "coordinator_id": scan.coordinator_id,
-            "worker_classes": list(scan.worker_classes),
             "now": scan.now,
             "limit": scan.limit,
         }
-        if scan.after is None:
-            stmt = item_sql.CLAIM_CANDIDATES
-        else:
-            stmt = item_sql.CLAIM_CANDIDATES_AFTER
+        params.update({f"worker_class_{i}": c for i, c in enumerate(scan.worker_classes)})
+        if scan.after is not None:
             priority, turn, seq = scan.after
             params.update(after_priority=priority, after_turn=turn, after_seq=seq)
+        stmt = item_sql.claim_candidates(len(scan.worker_classes), after=scan.after is not None)
         rows = await self._rows(stmt, params)
         items = [ITEMS.load(row) for row in rows]
         stored = self._stored_items

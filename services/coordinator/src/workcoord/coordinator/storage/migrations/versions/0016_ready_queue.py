@@ -21,8 +21,8 @@ and leaves the queue consistent; its claim reads ``items`` by ``state`` as befor
 dropped index (correct, slower on a deep queue while both releases run). So the floor stays
 at 0003. The downgrade builds ``ix_items_ready`` again, then drops the triggers and the table.
 
-The trigger statements are those of :mod:`workcoord.coordinator.storage.schema_queue` (a change
-to them needs a new revision). On SQLite a later ``batch_alter_table("items")`` that recreates
+The trigger statements are those of :mod:`workcoord.coordinator.storage.schema_queue` as of this
+revision (``READY_QUEUE_TRIGGERS_0016``; 0017 replaced them). On SQLite a later ``batch_alter_table("items")`` that recreates
 the table would drop these triggers: such a revision must create them again.
 """
 
@@ -35,7 +35,7 @@ from workcoord.coordinator.storage.schema import UtcDateTime
 from workcoord.coordinator.storage.schema_queue import (
     BACKFILL_READY_ITEMS,
     DROP_READY_QUEUE_TRIGGERS,
-    READY_QUEUE_TRIGGERS,
+    READY_QUEUE_TRIGGERS_0016,
 )
 
 revision = "0016"
@@ -83,7 +83,7 @@ def upgrade() -> None:
     # Triggers first, then the copy, under one lock of items: no write falls between them.
     if _dialect() == "postgresql":
         op.execute("LOCK TABLE items IN SHARE ROW EXCLUSIVE MODE")
-    for statement in READY_QUEUE_TRIGGERS[_dialect()]:
+    for statement in READY_QUEUE_TRIGGERS_0016[_dialect()]:
         op.execute(statement)
     op.execute(BACKFILL_READY_ITEMS)
     op.create_index(

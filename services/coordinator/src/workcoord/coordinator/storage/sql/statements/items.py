@@ -19,6 +19,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    union_all,
 )
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.elements import BindParameter
@@ -110,30 +111,74 @@ _OF_CLASSES = _R.c.worker_class.in_(bindparam("worker_classes", expanding=True))
 _COORDINATOR: BindParameter[str] = bindparam("coordinator_id")
 _NOW: BindParameter[datetime] = bindparam("now")
 _QUEUE_READY_OF_CLASS = [*queue_ready_filter(_COORDINATOR, _NOW), _OF_CLASSES]
-_TURN = _L.c.served_turn
+_TURN = _R.c.served_turn
 _P = bindparam("after_priority", type_=Integer)
 _T = bindparam("after_turn", type_=BigInteger)
 _S = bindparam("after_seq", type_=BigInteger)
-_AFTER = or_(
-    _R.c.priority < _P,
-    and_(_R.c.priority == _P, or_(_TURN > _T, and_(_TURN == _T, _R.c.seq > _S))),
+# After the cursor in claim order. The first term is implied by the rest; it is there so the
+# index walk of a further page starts at the cursor's priority.
+_AFTER = and_(
+    _R.c.priority <= _P,
+    or_(
+        _R.c.priority < _P,
+        and_(_R.c.priority == _P, or_(_TURN > _T, and_(_TURN == _T, _R.c.seq > _S))),
+    ),
 )
 
 
-def _claim(*after: ColumnElement[bool]) -> Select[Any]:
-    """Rank the queue's narrow rows (joined to their lanes for the turn) and take the first
-    ``:limit``; only then read and lock those items. Ranking ``items`` themselves would read
-    every queued item's wide row: the order names a column of ``lanes``, so no index gives it
-    and a deep queue is sorted whole. The items' own state is checked again (a row the queue
-    still lists is QUEUED in the same snapshot; the check guards a row changed since)."""
-    ranked = (
-        select(_R.c.item_id, _R.c.priority, _TURN.label("served_turn"), _R.c.seq)
-        .join_from(_R, _L, _L.c.lane_id == _R.c.lane_id)
-        .where(*_QUEUE_READY_OF_CLASS, *after)
+def _ranked_of_class(index: int, after: bool) -> Select[Any]:
+    """The first ``:limit`` queue rows of the class ``:worker_class_<index>`` in claim order."""
+    return (
+        select(_R.c.item_id, _R.c.priority, _TURN, _R.c.seq)
+        .where(
+            *queue_ready_filter(_COORDINATOR, _NOW),
+            _R.c.worker_class == bindparam(f"worker_class_{index}"),
+            *((_AFTER,) if after else ()),
+        )
         .order_by(_R.c.priority.desc(), _TURN, _R.c.seq)
         .limit(_LIMIT)
-        .subquery("ranked")
     )
+
+
+def claim_candidates(classes: int, *, after: bool) -> Select[Any]:
+    """THE CLAIM: up to ``:limit`` items of any of the ``classes`` classes
+    ``:worker_class_0``, ``:worker_class_1``, … ready at ``:now``, with their lane's turn, in
+    claim order (the classes ranked together): highest priority first; within one priority the
+    lane served longest ago first (its ``served_turn``, copied to the queue rows), then FIFO;
+    with ``after``, only those after ``(:after_priority, :after_turn, :after_seq)`` (the next
+    page).
+
+    First the queue's narrow rows: the queue row holds the lane's turn (0017), so
+    ``ix_ready_items_claim`` gives the whole order of one class, and the planner walks it and
+    stops at the ``LIMIT``, however deep the queue. Several classes are ranked each on its own
+    and the pages merged (a ``worker_class IN (…)`` would lose the index order and sort every
+    queued row of the classes). Only then are those items read and locked, with ``FOR UPDATE
+    OF items SKIP LOCKED`` on PostgreSQL (rows another transaction holds are skipped, so a page
+    may come short; the lanes are not locked); SQLite renders no lock: its write transaction
+    holds the whole database. The items' own state is checked again (a row the queue still
+    lists is QUEUED in the same snapshot; the check guards a row changed since). Built once per
+    shape."""
+    key = (classes, after)
+    if key not in _CLAIMS:
+        _CLAIMS[key] = _claim(classes, after)
+    return _CLAIMS[key]
+
+
+_CLAIMS: dict[tuple[int, bool], Select[Any]] = {}
+
+
+def _claim(classes: int, after: bool) -> Select[Any]:
+    if classes == 1:
+        ranked = _ranked_of_class(0, after).subquery("ranked")
+    else:
+        pages = [select(_ranked_of_class(i, after).subquery(f"class_{i}")) for i in range(classes)]
+        merged = union_all(*pages).subquery("merged")
+        ranked = (
+            select(merged)
+            .order_by(merged.c.priority.desc(), merged.c.served_turn, merged.c.seq)
+            .limit(_LIMIT)
+            .subquery("ranked")
+        )
     return (
         select(_I, ranked.c.served_turn)
         .join_from(ranked, _I, _I.c.item_id == ranked.c.item_id)
@@ -142,18 +187,6 @@ def _claim(*after: ColumnElement[bool]) -> Select[Any]:
         .with_for_update(skip_locked=True, of=_I)
     )
 
-
-#: THE CLAIM: up to ``:limit`` items of any of ``:worker_classes`` ready at ``:now``, with their
-#: lane's turn, in claim order (the classes ranked together): highest priority first; within
-#: one priority the lane served longest ago first (its ``served_turn``), then FIFO. Ranked on
-#: the ready queue, then the items locked with ``FOR UPDATE OF items SKIP LOCKED`` on
-#: PostgreSQL (rows another transaction holds are skipped, so a page may come short; the lanes
-#: are not locked); SQLite renders no lock: its write transaction holds the whole database.
-CLAIM_CANDIDATES = _claim()
-
-#: The claim's next page: as :data:`CLAIM_CANDIDATES`, after ``(:after_priority,
-#: :after_turn, :after_seq)``.
-CLAIM_CANDIDATES_AFTER = _claim(_AFTER)
 
 #: One ready item of any of ``:worker_classes`` at ``:now``, if any (the look before a claim):
 #: the queue alone.
@@ -194,8 +227,11 @@ SET_WRITER_KEEPS_QUEUE = select(
 SYNC_QUEUE_DELETE = delete(_R).where(_R.c.item_id == _IDS)
 
 #: PostgreSQL: the queue rows of those of the items ``:item_ids`` that are QUEUED, copied from
-#: the items.
+#: the items, with their lanes' turns (read here in the one statement, not by the queue's
+#: trigger row by row).
 SYNC_QUEUE_INSERT = insert(_R).from_select(
     [c.name for c in _R.c],
-    select(*(_I.c[c.name] for c in _R.c)).where(_I.c.item_id == _IDS, _I.c.state == _QUEUED),
+    select(*(_L.c.served_turn if c.name == "served_turn" else _I.c[c.name] for c in _R.c))
+    .join_from(_I, _L, _L.c.lane_id == _I.c.lane_id)
+    .where(_I.c.item_id == _IDS, _I.c.state == _QUEUED),
 )
