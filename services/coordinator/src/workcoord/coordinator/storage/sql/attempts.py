@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from workcoord.coordinator.domain.model import Attempt, Item, ItemState
+from workcoord.coordinator.domain.model import Attempt, Item, ItemState, Worker
 
 from ..records import hold_keys
 from ._base import SqlTxBase, copied
-from .rows import ATTEMPTS, ITEMS, LANES
+from .rows import ATTEMPTS, ITEMS, LANES, WORKERS
 from .statements import attempts as sql
 from .statements import items as item_sql
 
@@ -92,6 +92,27 @@ class AttemptsSql(SqlTxBase):
             return await self._list(ATTEMPTS, sql.LIVE_ATTEMPTS, {"coordinator_id": coordinator_id})
         params = {"coordinator_id": coordinator_id, "worker_class": worker_class}
         return await self._list(ATTEMPTS, sql.LIVE_ATTEMPTS_OF_CLASS, params)
+
+    async def worker_and_live_attempts(
+        self, coordinator_id: str, worker_id: str, worker_classes: Sequence[str]
+    ) -> tuple[Worker | None, list[Attempt]]:
+        """One round trip (``WORKER_AND_LIVE_ATTEMPTS``): ``get_worker`` and the live attempts
+        of ``worker_classes`` in lease order (``live_attempts`` of each, merged)."""
+        await self.write_held_back()
+        params = {
+            "coordinator_id": coordinator_id,
+            "worker_id": worker_id,
+            "worker_classes": list(worker_classes),
+        }
+        worker: Worker | None = None
+        live: list[Attempt] = []
+        for row in await self._rows(sql.WORKER_AND_LIVE_ATTEMPTS, params):
+            if row[WORKERS.width] is None:  # no attempt: the worker's row
+                worker = WORKERS.load(row)
+            else:
+                live.append(ATTEMPTS.load(row, WORKERS.width))
+        live.sort(key=lambda a: (a.create_time, a.lease_id))
+        return worker, live
 
     async def count_live_attempts(self, coordinator_id: str, worker_class: str) -> int:
         await self.write_held_back()
