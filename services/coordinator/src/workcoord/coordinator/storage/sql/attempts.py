@@ -143,14 +143,21 @@ class AttemptsSql(SqlTxBase):
         return await self._list(ATTEMPTS, read, params)
 
     async def insert_attempts(self, attempts: Sequence[Attempt]) -> None:
-        """Insert the attempts and their holds (``INSERT_HOLDS``): a key held twice breaks the
-        primary key of ``exclusive_holds`` (one live holder per exclusive key). Held-back
-        attempt updates are written first: one may end the item's live attempt, and an item
-        has one at most."""
+        """Insert the attempts and their holds (``INSERT_HOLDS``, at once): a key held twice
+        breaks the primary key of ``exclusive_holds`` (one live holder per exclusive key).
+        Held-back attempt updates are written first: one may end the item's live attempt, and
+        an item has one at most. On PostgreSQL the attempts themselves are then held back like
+        updates (read by id from memory, written before any scan, else with the flush): a
+        claim's transaction writes them with its items, events and revision, one round trip."""
         if not attempts:
             return
         await self.write_held_back()
-        await self._insert(ATTEMPTS, attempts)
+        if self.dialect == "postgresql":
+            for attempt in attempts:
+                self._pending_attempts[attempt.lease_id] = copied(attempt)
+                self._attempts_to_insert.add(attempt.lease_id)
+        else:
+            await self._insert(ATTEMPTS, attempts)
         holds = [
             {"coordinator_id": a.coordinator_id, "key": key, "lease_id": a.lease_id}
             for a in attempts
