@@ -267,7 +267,9 @@ async def test_redis_log_only_is_sent_behind_the_call_in_order(
         await a.publish(Notification(cid, 11, log_only=True))
         await a.close()
         newest = await redis_client.xrevrange(a.stream_key(cid), count=1)
-        assert newest[0][1]["revision"] == "11"
+        assert newest is not None
+        fields = newest[0][1]
+        assert fields is not None and fields["revision"] == "11"
     finally:
         await b.close()
 
