@@ -96,6 +96,42 @@ async def test_lane_counts_after_reading_an_attempt_see_every_change(store: Stor
         assert counts == {ItemState.SUCCEEDED: 2, ItemState.DEAD: 1}
 
 
+@pytest.mark.port("worker_and_live_attempts")
+async def test_worker_and_live_attempts_read_together(store: Store) -> None:
+    """The worker (or None) and the live attempts of the asked classes in lease order, as
+    ``get_worker`` and ``live_attempts`` answer them; a held-back update is seen."""
+    await _lane_of_three(store)
+    await seed_coordinator(store, coordinator("wc_b"))
+    await seed_lane(store, item("it_z", "ln_z", coordinator_id="wc_b"), record=lane("ln_z", "wc_b"))
+    pooled = worker("wk_1")
+    async with store.write("wc_a") as tx:
+        await tx.upsert_worker(pooled)
+        await tx.insert_attempts(
+            [
+                attempt("ls_b", IT_A, create_time=at(2)),
+                attempt("ls_a", IT_B, create_time=at(2), status=AttemptStatus.RUNNING),
+                attempt("ls_c", IT_C, create_time=at(1)),
+            ]
+        )
+    async with store.write("wc_b") as tx:
+        await tx.insert_attempts([attempt("ls_z", item("it_z", "ln_z", coordinator_id="wc_b"))])
+    async with store.write("wc_a") as tx:
+        found, live = await tx.worker_and_live_attempts("wc_a", "wk_1", ["codex", "person"])
+        assert found == await tx.get_worker("wc_a", "wk_1") == pooled
+        assert [a.lease_id for a in live] == ["ls_c", "ls_a", "ls_b"]
+        assert live == await tx.live_attempts("wc_a", None)
+        found, live = await tx.worker_and_live_attempts("wc_a", "wk_none", ["codex"])
+        assert found is None and [a.lease_id for a in live] == ["ls_a", "ls_b"]
+        found, live = await tx.worker_and_live_attempts("wc_a", "wk_1", ["machine"])
+        assert found == pooled and live == []
+        # A held-back update that ends an attempt is seen (written first, or read through).
+        live_b = await tx.get_attempt("ls_b")
+        assert live_b is not None
+        await tx.update_attempts([replace(live_b, status=AttemptStatus.RELEASED)])
+        found, live = await tx.worker_and_live_attempts("wc_a", "wk_1", ["codex"])
+        assert found == pooled and [a.lease_id for a in live] == ["ls_a"]
+
+
 @pytest.mark.port("live_attempts", "count_live_attempts")
 async def test_live_attempts_by_class_in_lease_order(store: Store) -> None:
     await _lane_of_three(store)

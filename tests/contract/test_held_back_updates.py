@@ -172,3 +172,35 @@ async def test_records_the_hot_reads_loaded_are_written_in_every_column_they_cha
         {"cost_micros": 5},
         "w1",
     )
+
+
+@pytest.mark.port("insert_attempts", "update_attempts", "attempts_with_items")
+async def test_attempts_inserted_read_back_before_and_after_commit(store: Store) -> None:
+    """New attempts (which the PostgreSQL store inserts with the flush) read back by id, by
+    scan and updated within their transaction, and are stored as last written; a rolled-back
+    transaction leaves none."""
+    await seed_coordinator(store)
+    await seed_lane(store, IT_A, IT_B, IT_C)
+    new = attempt("ls_new", IT_A)
+    async with store.write("wc_a") as tx:
+        await tx.insert_attempts([new, attempt("ls_other", IT_B)])
+        assert await tx.get_attempt("ls_new") == new
+        assert (await tx.attempts_with_items(["ls_new"]))["ls_new"] == (new, IT_A)
+        started = replace(new, status=AttemptStatus.RUNNING, start_time=at(1))
+        await tx.update_attempts([started])
+        assert await tx.attempt_with_item("ls_new") == (started, IT_A)
+        live = await tx.live_attempts("wc_a", "codex")
+        assert [(a.lease_id, a.status) for a in live] == [
+            ("ls_new", AttemptStatus.RUNNING),
+            ("ls_other", AttemptStatus.LEASED),
+        ]
+        await tx.update_attempts([replace(started, progress="half")])
+    async with store.read() as reader:
+        assert await reader.get_attempt("ls_new") == replace(started, progress="half")
+        assert await reader.get_attempt("ls_other") is not None
+    with pytest.raises(RuntimeError):
+        async with store.write("wc_a") as tx:
+            await tx.insert_attempts([attempt("ls_gone", IT_C)])
+            raise RuntimeError("roll back")
+    async with store.read() as reader:
+        assert await reader.get_attempt("ls_gone") is None

@@ -249,6 +249,32 @@ async def test_redis_entries_before_subscribe_are_not_replayed(
 
 
 @pytest.mark.redis
+async def test_redis_log_only_is_sent_behind_the_call_in_order(
+    redis_client: aioredis.Redis,
+) -> None:
+    """A log-only publish returns without waiting for Redis, yet its XADD goes out after those
+    published before it and before those published after; close sends what is on its way."""
+    a, b = _bus(), _bus()
+    cid = _cid()
+    try:
+        async with b.subscribe(cid) as sub:
+            for revision in range(1, 11):
+                await a.publish(Notification(cid, revision, log_only=revision % 2 == 1))
+            for revision in range(1, 11):
+                note = await sub.next(_PATIENCE_SECONDS)
+                assert note is not None and note.revision == revision
+                assert note.log_only is (revision % 2 == 1)
+        await a.publish(Notification(cid, 11, log_only=True))
+        await a.close()
+        newest = await redis_client.xrevrange(a.stream_key(cid), count=1)
+        assert newest is not None
+        fields = newest[0][1]
+        assert fields is not None and fields["revision"] == "11"
+    finally:
+        await b.close()
+
+
+@pytest.mark.redis
 async def test_redis_publish_right_after_subscribe_is_seen(redis_client: aioredis.Redis) -> None:
     """No window between entering the subscription and the reader's first XREAD."""
     a, b = _bus(), _bus()

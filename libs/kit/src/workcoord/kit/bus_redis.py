@@ -89,16 +89,33 @@ class RedisStreamBus:
         self._closed = False
         self._down_until = 0.0
         self._last_failure_log = float("-inf")
+        # The XADD published last (the next one waits for it; close sends it first).
+        self._sending: asyncio.Future[None] | None = None
 
     def stream_key(self, coordinator_id: str) -> str:
         """The Redis stream carrying ``coordinator_id``'s notifications."""
         return f"{self._prefix}{coordinator_id}"
 
     async def publish(self, note: Notification) -> None:
-        """Wake local subscribers now, then XADD for other processes; never raises."""
+        """Wake local subscribers now, then XADD for other processes; never raises.
+
+        A notification that may ready work returns once Redis has it; a log-only one (a grant,
+        a Start: only feeds and outbox senders read it) returns at once, its XADD sent behind
+        the call. Either way the XADDs of this process go out in publish order (each waits
+        for the one before), so a reader never sees a later revision first."""
         self._fanout.deliver(note)
         if self._closed or self._in_cooldown():
             return
+        sending = asyncio.ensure_future(self._send(note, self._sending))
+        self._sending = sending
+        if not note.log_only:
+            await sending
+
+    async def _send(self, note: Notification, before: asyncio.Future[None] | None) -> None:
+        """XADD ``note`` after the XADD of the notification published before it (if any)."""
+        if before is not None and not before.done():
+            # Waits without raising what it raised, and without cancelling it if we are.
+            await asyncio.wait([before])
         fields = {
             "revision": str(note.revision),
             "classes": ",".join(sorted(note.worker_classes)),
@@ -133,6 +150,9 @@ class RedisStreamBus:
     async def close(self) -> None:
         """Stop the reader, drop the control stream, close the connections."""
         self._closed = True
+        if self._sending is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sending  # a log-only XADD still on its way
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):

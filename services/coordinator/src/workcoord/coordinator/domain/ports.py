@@ -237,6 +237,13 @@ class Reader(Protocol):
     async def live_attempts(
         self, coordinator_id: str, worker_class: str | None
     ) -> list[Attempt]: ...
+    async def worker_and_live_attempts(
+        self, coordinator_id: str, worker_id: str, worker_classes: Sequence[str]
+    ) -> tuple[Worker | None, list[Attempt]]:
+        """``get_worker`` and the live attempts of ``worker_classes`` in lease order (what a
+        claim reads after the lock), read together."""
+        ...
+
     async def count_live_attempts(self, coordinator_id: str, worker_class: str) -> int:
         """How many ``live_attempts`` the class has (without reading them)."""
         ...

@@ -54,7 +54,7 @@ class _CallerNotCached(Exception):
 
 @dataclass(frozen=True, slots=True)
 class _MayClaim:
-    worker: Worker | None  # a look found something to claim for this worker
+    """A look found something a claim may grant (the claim reads the worker again, locked)."""
 
 
 class LeasingService(EngineService):
@@ -203,7 +203,7 @@ class LeasingService(EngineService):
         lock = self._claim_locks.setdefault((coordinator_id, ask.classes), asyncio.Lock())
         async with lock:
             return await self._claim_write(
-                principal, coordinator_id, ask, None, looked=False, check=check
+                principal, coordinator_id, ask, looked=False, check=check
             )
 
     async def _lease_once(
@@ -231,7 +231,7 @@ class LeasingService(EngineService):
         if key in self._plenty:
             # The last claim filled its ask: straight to the write, which authorizes, reads the
             # worker and decides exactly as after a look (as a woken waiter's claim does).
-            granted = await self._claim_write(principal, coordinator_id, ask, None, looked=False)
+            granted = await self._claim_write(principal, coordinator_id, ask, looked=False)
             if len(granted) < ask.max_items:
                 self._plenty.discard(key)
             return granted
@@ -246,7 +246,7 @@ class LeasingService(EngineService):
         looked = await self._look(principal, coordinator_id, ask)
         if not isinstance(looked, _MayClaim):
             return looked
-        return await self._claim_write(principal, coordinator_id, ask, looked.worker, looked=True)
+        return await self._claim_write(principal, coordinator_id, ask, looked=True)
 
     async def _look(
         self, principal: Principal, coordinator_id: str, ask: LeaseAsk, *, early: bool = False
@@ -290,26 +290,28 @@ class LeasingService(EngineService):
         fenced = worker is not None and worker.fence is not None
         if not ready and not fenced:
             if early and worker is None:
-                return _MayClaim(worker)
+                return _MayClaim()
             if not rules.ask_is_fresh(worker, now):
                 async with self.core.store.write() as tx:
                     await self._note_ask(tx, coordinator_id, ask, principal, worker)
             return []
-        return _MayClaim(worker)
+        return _MayClaim()
 
     async def _claim_write(
         self,
         principal: Principal,
         coordinator_id: str,
         ask: LeaseAsk,
-        worker: Worker | None,
         *,
         looked: bool,
         check: CallerCheck | None = None,
     ) -> list[GrantedLease]:
-        """The claim's write transaction. ``looked``: the caller read the worker and checked
-        the class before (the usual path); otherwise (a woken waiter) that happens here, and
-        ``check`` (if any) confirms the caller at the epoch read with the lock."""
+        """The claim's write transaction. ``looked``: the caller checked the classes and the
+        worker before (the usual path; the worker is read again here, with the live attempts,
+        after a lease-request replay had its chance); otherwise (a woken waiter, or a claim
+        straight after one that filled its ask) the checks come first, and ``check`` (if any)
+        confirms the caller at the epoch read with the lock. Either way the worker and the
+        asked classes' live attempts are ONE statement under the lock."""
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
         try:
             async with self.core.command(principal, coordinator_id, Access.LEASE) as (
@@ -319,9 +321,12 @@ class LeasingService(EngineService):
             ):
                 if check is not None and not check(tx.locked_credentials_epoch):
                     raise _CallerNotCached
+                live: list[Attempt] | None = None
                 if not looked:
                     _check_classes_known(coordinator, ask)
-                    worker = await tx.get_worker(coordinator_id, ask.worker_id)
+                    worker, live = await tx.worker_and_live_attempts(
+                        coordinator_id, ask.worker_id, ask.classes
+                    )
                     _check_worker_class(worker, ask)
                 if request_key:
                     # Under the lock: the first call may have committed since any read before.
@@ -333,9 +338,14 @@ class LeasingService(EngineService):
                         return replayed
                     if previous:  # spent: whatever this call grants takes the id over
                         await tx.update_attempts([replace(a, lease_request="") for a in previous])
+                if live is None:  # the worker as it is under the lock, with the class's load
+                    worker, live = await tx.worker_and_live_attempts(
+                        coordinator_id, ask.worker_id, ask.classes
+                    )
+                    _check_worker_class(worker, ask)
                 if not rules.ask_is_fresh(worker, tx.now):
                     await self._note_ask(tx, coordinator_id, ask, principal, worker)
-                return await self._claim(tx, coordinator, principal, ask, worker, effects)
+                return await self._claim(tx, coordinator, principal, ask, worker, live, effects)
         except FenceFound as found:
             await self.fences.record_fence(principal, coordinator_id, found.worker_id, found.fence)
             raise fence_error(found.worker_id, found.fence) from None
@@ -360,14 +370,13 @@ class LeasingService(EngineService):
         principal: Principal,
         ask: LeaseAsk,
         worker: Worker | None,
+        live: list[Attempt],
         effects: Effects,
     ) -> list[GrantedLease]:
+        """Claim for ``worker`` (as read under the lock) given ``live``, the live attempts of
+        the asked classes (read with it: ``Tx.worker_and_live_attempts``)."""
         cid = coordinator.coordinator_id
         classes = ask.classes
-        if len(classes) == 1:
-            live = await tx.live_attempts(cid, classes[0])
-        else:
-            live = [a for a in await tx.live_attempts(cid, None) if a.worker_class in classes]
         stored_fence = worker.fence if worker is not None else None
         if stored_fence is not None or any(a.worker_id == ask.worker_id for a in live):
             await self.fences.check_fence(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from workcoord.coordinator.domain.model import LIVE_ATTEMPT_STATUSES, Attempt, Item
+from workcoord.coordinator.domain.model import LIVE_ATTEMPT_STATUSES, Attempt, Item, Worker
 
 from ..records import hold_keys
 from ._base import MemoryTxBase, copied, refuse, selected
@@ -37,6 +37,22 @@ class AttemptsMemory(MemoryTxBase):
         found = [a for a in self.tables.attempts.values() if a.item_id in wanted]
         found.sort(key=lambda a: (a.item_id, a.attempt))
         return [copied(a) for a in found]
+
+    async def worker_and_live_attempts(
+        self, coordinator_id: str, worker_id: str, worker_classes: Sequence[str]
+    ) -> tuple[Worker | None, list[Attempt]]:
+        worker = self.tables.workers.get((coordinator_id, worker_id))
+        classes = set(worker_classes)
+        live = selected(
+            self.tables.attempts.values(),
+            lambda a: (
+                a.coordinator_id == coordinator_id
+                and a.status in LIVE_ATTEMPT_STATUSES
+                and a.worker_class in classes
+            ),
+            lambda a: (a.create_time, a.lease_id),
+        )
+        return (copied(worker) if worker else None), live
 
     async def count_live_attempts(self, coordinator_id: str, worker_class: str) -> int:
         return sum(

@@ -61,9 +61,10 @@ class SqlTxBase:
     transaction (group commit) then updates all its items and attempts at once, not once per
     member. So are two writes of every claim that nothing in the transaction reads back: the
     lanes' turns (``mark_lanes_served``) and the escalations a claim resolves
-    (``resolve_escalations``). On PostgreSQL all held-back writes go in one statement at
-    either point. Held-back writes happen at two named points only, never behind a
-    statement's back:
+    (``resolve_escalations``), and on PostgreSQL the claim's new attempts themselves
+    (``insert_attempts``; their exclusive holds are inserted at once). On PostgreSQL all
+    held-back writes go in one statement at either point. Held-back writes happen at two
+    named points only, never behind a statement's back:
 
     * :meth:`write_held_back`, which the parts call first wherever a statement must see them:
       every read that scans item or attempt rows (anything but a lookup by id; the claim's
@@ -105,6 +106,9 @@ class SqlTxBase:
         # writes only the columns that differ (see ``_changed_params``).
         self._stored_items: dict[str, tuple[Any, ...]] = {}
         self._stored_attempts: dict[str, tuple[Any, ...]] = {}
+        # The held-back attempts not in the table yet (PostgreSQL: a claim's new attempts are
+        # inserted with the flush, see insert_attempts): written as an insert, not an update.
+        self._attempts_to_insert: set[str] = set()
         # Held-back lane turns (lane id -> turn) and escalation resolutions ((coordinator id,
         # item id) -> when), written by write_held_back or with the flush.
         self._pending_turns: dict[str, int] = {}
@@ -234,15 +238,22 @@ class SqlTxBase:
     async def _write_together(
         self, events: Sequence[Event], revision: tuple[str, int] | None
     ) -> None:
-        """PostgreSQL: the held-back item and attempt updates, lane turns and escalation
-        resolutions, ``events`` and the coordinator's new ``revision`` in ONE statement (one
-        round trip): each an ``unnest`` in a ``WITH`` of the revision's ``UPDATE``
-        (``bulk.with_all``). Parts with nothing to write are left out."""
+        """PostgreSQL: the held-back attempt inserts, item and attempt updates, lane turns and
+        escalation resolutions, ``events`` and the coordinator's new ``revision`` in ONE
+        statement (one round trip): each an ``unnest`` in a ``WITH`` of the revision's
+        ``UPDATE`` (``bulk.with_all``). Parts with nothing to write are left out."""
         dialect = self.conn.dialect
         parts: list[tuple[bulk.Unnest, list[dict[str, Any]]]] = []
         start = 1
         items, self._pending_items = list(self._pending_items.values()), {}
-        attempts, self._pending_attempts = list(self._pending_attempts.values()), {}
+        held, self._pending_attempts = list(self._pending_attempts.values()), {}
+        new_ids, self._attempts_to_insert = self._attempts_to_insert, set()
+        attempts = [a for a in held if a.lease_id not in new_ids]
+        inserted = [ATTEMPTS.values(a) for a in held if a.lease_id in new_ids]
+        if inserted:
+            part = bulk.unnest_insert(ATTEMPTS.table, tuple(inserted[0]), dialect, start)
+            parts.append((part, inserted))
+            start += len(part[1])
         updates: list[tuple[Table, str, list[dict[str, Any]]]] = []
         if items:
             changed = _changed_params(ITEMS, "item_id", items, self._stored_items)

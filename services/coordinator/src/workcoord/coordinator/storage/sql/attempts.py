@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from workcoord.coordinator.domain.model import Attempt, Item, ItemState
+from workcoord.coordinator.domain.model import Attempt, Item, ItemState, Worker
 
 from ..records import hold_keys
 from ._base import SqlTxBase, copied
-from .rows import ATTEMPTS, ITEMS, LANES
+from .rows import ATTEMPTS, ITEMS, LANES, WORKERS
 from .statements import attempts as sql
 from .statements import items as item_sql
 
@@ -103,6 +103,27 @@ class AttemptsSql(SqlTxBase):
         params = {"coordinator_id": coordinator_id, "worker_class": worker_class}
         return await self._list(ATTEMPTS, sql.LIVE_ATTEMPTS_OF_CLASS, params)
 
+    async def worker_and_live_attempts(
+        self, coordinator_id: str, worker_id: str, worker_classes: Sequence[str]
+    ) -> tuple[Worker | None, list[Attempt]]:
+        """One round trip (``WORKER_AND_LIVE_ATTEMPTS``): ``get_worker`` and the live attempts
+        of ``worker_classes`` in lease order (``live_attempts`` of each, merged)."""
+        await self.write_held_back()
+        params = {
+            "coordinator_id": coordinator_id,
+            "worker_id": worker_id,
+            "worker_classes": list(worker_classes),
+        }
+        worker: Worker | None = None
+        live: list[Attempt] = []
+        for row in await self._rows(sql.WORKER_AND_LIVE_ATTEMPTS, params):
+            if row[WORKERS.width] is None:  # no attempt: the worker's row
+                worker = WORKERS.load(row)
+            else:
+                live.append(ATTEMPTS.load(row, WORKERS.width))
+        live.sort(key=lambda a: (a.create_time, a.lease_id))
+        return worker, live
+
     async def count_live_attempts(self, coordinator_id: str, worker_class: str) -> int:
         await self.write_held_back()
         params = {"coordinator_id": coordinator_id, "worker_class": worker_class}
@@ -132,14 +153,21 @@ class AttemptsSql(SqlTxBase):
         return await self._list(ATTEMPTS, read, params)
 
     async def insert_attempts(self, attempts: Sequence[Attempt]) -> None:
-        """Insert the attempts and their holds (``INSERT_HOLDS``): a key held twice breaks the
-        primary key of ``exclusive_holds`` (one live holder per exclusive key). Held-back
-        attempt updates are written first: one may end the item's live attempt, and an item
-        has one at most."""
+        """Insert the attempts and their holds (``INSERT_HOLDS``, at once): a key held twice
+        breaks the primary key of ``exclusive_holds`` (one live holder per exclusive key).
+        Held-back attempt updates are written first: one may end the item's live attempt, and
+        an item has one at most. On PostgreSQL the attempts themselves are then held back like
+        updates (read by id from memory, written before any scan, else with the flush): a
+        claim's transaction writes them with its items, events and revision, one round trip."""
         if not attempts:
             return
         await self.write_held_back()
-        await self._insert(ATTEMPTS, attempts)
+        if self.dialect == "postgresql":
+            for attempt in attempts:
+                self._pending_attempts[attempt.lease_id] = copied(attempt)
+                self._attempts_to_insert.add(attempt.lease_id)
+        else:
+            await self._insert(ATTEMPTS, attempts)
         holds = [
             {"coordinator_id": a.coordinator_id, "key": key, "lease_id": a.lease_id}
             for a in attempts

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Integer, Text, bindparam, cast, delete, func, select, update
+from sqlalchemy import Integer, Text, bindparam, cast, delete, func, null, select, union_all, update
 
 from workcoord.coordinator.domain.model import AttemptStatus
 from workcoord.coordinator.domain.ports import EXPIRED_ITEM_FIELDS
@@ -90,6 +90,22 @@ LIVE_ATTEMPTS = select(_A).where(*_LIVE_WHERE).order_by(_A.c.create_time, _A.c.l
 
 #: The live attempts of ``:worker_class``, in lease order.
 LIVE_ATTEMPTS_OF_CLASS = LIVE_ATTEMPTS.where(_OF_CLASS)
+
+_W = t.workers
+
+#: The worker ``:worker_id`` of ``:coordinator_id`` and the live attempts of the classes
+#: ``:worker_classes`` in one round trip (a claim needs both, after the coordinator's lock):
+#: rows of the worker's columns then the attempt's, the worker's row (if it is registered)
+#: with NULL attempt columns, each attempt's with NULL worker columns. Unordered.
+WORKER_AND_LIVE_ATTEMPTS = union_all(
+    select(_W, *[cast(null(), c.type).label(f"a_{c.name}") for c in _A.c]).where(
+        _W.c.coordinator_id == bindparam("coordinator_id"),
+        _W.c.worker_id == bindparam("worker_id"),
+    ),
+    select(*[cast(null(), c.type) for c in _W.c], _A).where(
+        *_LIVE_WHERE, _A.c.worker_class.in_(bindparam("worker_classes", expanding=True))
+    ),
+)
 
 #: How many live attempts ``:worker_class`` has (capacity).
 COUNT_LIVE_ATTEMPTS = select(func.count()).where(*_LIVE_WHERE, _OF_CLASS)
