@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
@@ -103,6 +104,12 @@ class System:
     @property
     def processes(self) -> tuple[ServiceProcess, ...]:
         return (self.coordinator, self.recovery, self.gateway)
+
+    def today(self) -> str:
+        """The services' UTC day (``YYYY-MM-DD``) by their clock, which tests move forward: a
+        command that defaults to the caller's own today would name another day near midnight."""
+        now = datetime.now(UTC) + timedelta(seconds=self.clock_offset)
+        return now.strftime("%Y-%m-%d")
 
     def advance_clock(self, seconds: float) -> None:
         """Move the services' clock forward by ``seconds`` (it never goes back: tests share it)."""

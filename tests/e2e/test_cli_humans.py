@@ -12,7 +12,6 @@ import signal
 import subprocess
 import threading
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -339,8 +338,8 @@ def test_digest_and_pending_actions(system: System, tenant: Tenant) -> None:
     action_id, state, kind, ticket = row.split()[:4]
     assert (state, kind, ticket) == ("OPEN", "CLOSE_TICKET", "o/r#7")
 
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
-    digest = cli_json(system, admin, "digest", "--coordinator", cid)["digest"]
+    today = system.today()
+    digest = cli_json(system, admin, "digest", today, "--coordinator", cid)["digest"]
     assert digest["day"] == today
     assert {entry["kind"] for entry in digest["entries"]} >= {"PENDING_ACTION"}
     code, out, _ = cli(system, admin, "digest", "2000-01-01", "--coordinator", cid, "-o", "table")

@@ -61,7 +61,8 @@ def test_worker_run_reports_the_usage_file_and_the_cli_shows_the_spend(
     }
 
     admin, cid = system.admin_token, tenant.coordinator_id
-    spent = cli_json(system, admin, "usage", "--coordinator", cid, "--by", "LANE")
+    day = system.today()  # the services' day, by their clock (the CLI's default is the caller's)
+    spent = cli_json(system, admin, "usage", day, "--coordinator", cid, "--by", "LANE")
     assert spent["total"]["costMicros"] == "400000"
     assert [g["key"] for g in spent["groups"]] == [lane["laneId"]]
     models = cli_json(system, admin, "usage", "--all-time", "--coordinator", cid, "--by", "MODEL")
