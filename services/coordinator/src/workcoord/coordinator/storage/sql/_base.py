@@ -131,10 +131,10 @@ class SqlTxBase:
             return
         if self._pending_items:
             items, self._pending_items = list(self._pending_items.values()), {}
-            await self._update_each(ITEMS, "item_id", items, stored=self._stored_items)
+            await self._update_each(ITEMS, "item_id", items)
         if self._pending_attempts:
             attempts, self._pending_attempts = list(self._pending_attempts.values()), {}
-            await self._update_each(ATTEMPTS, "lease_id", attempts, stored=self._stored_attempts)
+            await self._update_each(ATTEMPTS, "lease_id", attempts)
         if self._pending_turns:
             turns, self._pending_turns = self._pending_turns, {}
             by_turn: dict[int, list[str]] = {}
@@ -203,31 +203,52 @@ class SqlTxBase:
             return
         await self.conn.execute(bulk.insert_rows(rows.table), params)
 
+    def _kept(self, rows: RowMap[Any]) -> dict[str, tuple[Any, ...]] | None:
+        """The stored values the hot reads kept of ``rows``'s table (items, attempts), by id;
+        None for another table."""
+        if rows is ITEMS:
+            return self._stored_items
+        if rows is ATTEMPTS:
+            return self._stored_attempts
+        return None
+
+    def _load_item(self, row: Row[Any], offset: int = 0) -> Item:
+        """The item a row holds (from ``offset``), its stored values kept (``_kept``)."""
+        item = ITEMS.load(row, offset)
+        self._stored_items[item.item_id] = ITEMS.stored(row, offset)
+        return item
+
+    def _load_attempt(self, row: Row[Any]) -> Attempt:
+        """The attempt a row holds (its first columns), its stored values kept (``_kept``)."""
+        attempt = ATTEMPTS.load(row)
+        self._stored_attempts[attempt.lease_id] = ATTEMPTS.stored(row)
+        return attempt
+
     async def _update_each(
         self,
         rows: RowMap[_R],
         key: str,
         records: Sequence[_R],
         columns: Sequence[str] | None = None,
-        *,
-        stored: dict[str, tuple[Any, ...]] | None = None,
     ) -> None:
-        """Write every column (or only ``columns``; with ``stored``, only those that changed:
-        ``_changed_params``) of each record to the row with the same ``key`` (one statement):
-        ``bulk.unnest_update`` for several rows on PostgreSQL, else ``bulk.update_by_key``."""
+        """Write every column (or only ``columns``) of each record to the row with the same
+        ``key`` (one statement): ``bulk.unnest_update`` for several rows on PostgreSQL, else
+        ``bulk.update_by_key``. Of an item or attempt whose stored values were kept, only the
+        columns that changed (``_changed_params``); ``columns`` named make those kept values
+        stale, so they are forgotten."""
         if not records:
             return
-        if stored is not None:
-            changed = _changed_params(rows, key, records, stored)
+        kept = self._kept(rows)
+        if kept is not None and columns is None:
+            changed = _changed_params(rows, key, records, kept)
             if changed is None:
                 return
             params = changed
         else:
             params = _keyed_params(rows, key, records, columns)
-            known = {"items": self._stored_items, "attempts": self._stored_attempts}
-            for record in records if rows.table.name in known else ():
-                # What was read of the row is not what it holds any more.
-                known[rows.table.name].pop(getattr(record, key), None)
+            if kept is not None:
+                for record in records:
+                    kept.pop(getattr(record, key), None)
         written = tuple(name for name in params[0] if name != f"b_{key}")
         if self.dialect == "postgresql" and len(params) > 1:
             part = bulk.unnest_update(rows.table, key, written, self.conn.dialect, 1)

@@ -36,15 +36,13 @@ class AttemptsSql(SqlTxBase):
         row = await self._one(read.of(self.dialect), {"lease_id": lease_id})
         if row is None:
             return None, None
-        found = ATTEMPTS.load(row)
-        self._stored_attempts[found.lease_id] = ATTEMPTS.stored(row)
+        found = self._load_attempt(row)
         pending = self._pending_items.get(found.item_id)
         if pending is not None:
             return found, copied(pending)
         if row[ATTEMPTS.width] is None:  # no item row (its first column, the item id)
             return found, None
-        item = ITEMS.load(row, ATTEMPTS.width)
-        self._stored_items[item.item_id] = ITEMS.stored(row, ATTEMPTS.width)
+        item = self._load_item(row, ATTEMPTS.width)
         lane_at = ATTEMPTS.width + ITEMS.width
         held_back = any(i.lane_id == item.lane_id for i in self._pending_items.values())
         if row[lane_at] is not None and not held_back:
@@ -72,16 +70,14 @@ class AttemptsSql(SqlTxBase):
                     else sql.ATTEMPTS_WITH_ITEMS_FOR_UPDATE
                 )
             for row in await self._rows(read, {"lease_ids": stored}):
-                attempt = ATTEMPTS.load(row)
-                self._stored_attempts[attempt.lease_id] = ATTEMPTS.stored(row)
+                attempt = self._load_attempt(row)
                 pending = self._pending_items.get(attempt.item_id)
                 if pending is not None:
                     item: Item | None = copied(pending)
                 elif row[ATTEMPTS.width] is None:  # no item row
                     item = None
                 else:
-                    item = ITEMS.load(row, ATTEMPTS.width)
-                    self._stored_items[item.item_id] = ITEMS.stored(row, ATTEMPTS.width)
+                    item = self._load_item(row, ATTEMPTS.width)
                 found[attempt.lease_id] = (attempt, item)
         for lease_id in lease_ids:
             if lease_id in self._pending_attempts:

@@ -160,10 +160,7 @@ class LanesItemsSql(SqlTxBase):
             params.update(after_priority=priority, after_turn=turn, after_seq=seq)
         stmt = item_sql.claim_candidates(len(scan.worker_classes), after=scan.after is not None)
         rows = await self._rows(stmt, params)
-        items = [ITEMS.load(row) for row in rows]
-        stored = self._stored_items
-        for item, row in zip(items, rows, strict=True):
-            stored[item.item_id] = ITEMS.stored(row)
+        items = [self._load_item(row) for row in rows]
         if not rows:
             return ClaimPage(items, None)
         last = items[-1]
