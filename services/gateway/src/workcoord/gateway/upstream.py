@@ -20,6 +20,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from workcoord.api.v1 import worker_pb2
+from workcoord.gateway.heartbeats import BATCH_METHOD, HEARTBEAT_METHOD, Heartbeats
 from workcoord.gateway.routes import Route
 from workcoord.kit.errors import Unauthenticated
 from workcoord.kit.grpc_server import TlsSettings, client_channel
@@ -194,6 +196,7 @@ class Upstreams:
     owned: bool = False
     """Whether :meth:`close` closes the channels (True when :meth:`connect` opened them)."""
     _callables: dict[tuple[int, str, bool], Any] = field(default_factory=dict, repr=False)
+    _heartbeats: Heartbeats | None = field(default=None, repr=False)
 
     @classmethod
     def connect(cls, settings: GatewaySettings) -> Upstreams:
@@ -215,18 +218,38 @@ class Upstreams:
         return self
 
     def _callable(self, route: Route) -> Any:
-        channel = self.channel_for(route)
-        key = (id(channel), route.full_method, route.streaming)
+        return self._method(
+            self.channel_for(route), route.full_method, route.response_class, route.streaming
+        )
+
+    def _method(
+        self,
+        channel: grpc.aio.Channel,
+        full_method: str,
+        response_class: type[_message.Message],
+        streaming: bool = False,
+    ) -> Any:
+        key = (id(channel), full_method, streaming)
         found = self._callables.get(key)
         if found is None:
-            factory = channel.unary_stream if route.streaming else channel.unary_unary
+            factory = channel.unary_stream if streaming else channel.unary_unary
             found = factory(
-                route.full_method,
+                full_method,
                 request_serializer=_serialize,
-                response_deserializer=_deserializer(route.response_class),
+                response_deserializer=_deserializer(response_class),
             )
             self._callables[key] = found
         return found
+
+    def coalesced(self) -> Heartbeats:
+        """The coalescing of this coordinator channel's heartbeats (``heartbeats.py``)."""
+        if self._heartbeats is None:
+            channel = self.coordinator
+            self._heartbeats = Heartbeats(
+                batch_call=self._method(channel, BATCH_METHOD, worker_pb2.BatchHeartbeatResponse),
+                single_call=self._method(channel, HEARTBEAT_METHOD, worker_pb2.HeartbeatResponse),
+            )
+        return self._heartbeats
 
     async def call(
         self,
@@ -236,7 +259,14 @@ class Upstreams:
         metadata: tuple[tuple[str, str], ...],
         deadline_seconds: float,
     ) -> _message.Message:
-        """Call a unary method; raises ``grpc.aio.AioRpcError`` on failure."""
+        """Call a unary method; raises ``grpc.aio.AioRpcError`` on failure. Heartbeats go
+        together with the others in flight (``heartbeats.py``)."""
+        if route.full_method == HEARTBEAT_METHOD and isinstance(
+            request, worker_pb2.HeartbeatRequest
+        ):
+            return await self.coalesced().call(
+                request, metadata=metadata, deadline_seconds=deadline_seconds
+            )
         response: _message.Message = await self._callable(route)(
             request, metadata=metadata, timeout=deadline_seconds
         )
@@ -266,6 +296,8 @@ class Upstreams:
 
     async def close(self) -> None:
         """Close the channels this object opened."""
+        if self._heartbeats is not None:
+            await self._heartbeats.close()
         if not self.owned:
             return
         await self.coordinator.close()
