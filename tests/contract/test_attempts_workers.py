@@ -96,10 +96,11 @@ async def test_lane_counts_after_reading_an_attempt_see_every_change(store: Stor
         assert counts == {ItemState.SUCCEEDED: 2, ItemState.DEAD: 1}
 
 
-@pytest.mark.port("worker_and_live_attempts")
-async def test_worker_and_live_attempts_read_together(store: Store) -> None:
-    """The worker (or None) and the live attempts of the asked classes in lease order, as
-    ``get_worker`` and ``live_attempts`` answer them; a held-back update is seen."""
+@pytest.mark.port("worker_and_loads")
+async def test_worker_and_loads_read_together(store: Store) -> None:
+    """The worker (or None), its own live attempts of the asked classes in lease order, and
+    each asked class's number of live attempts (every worker's), as ``get_worker``,
+    ``live_attempts`` and ``count_live_attempts`` answer them; a held-back update is seen."""
     await _lane_of_three(store)
     await seed_coordinator(store, coordinator("wc_b"))
     await seed_lane(store, item("it_z", "ln_z", coordinator_id="wc_b"), record=lane("ln_z", "wc_b"))
@@ -108,28 +109,35 @@ async def test_worker_and_live_attempts_read_together(store: Store) -> None:
         await tx.upsert_worker(pooled)
         await tx.insert_attempts(
             [
-                attempt("ls_b", IT_A, create_time=at(2)),
+                attempt("ls_b", IT_A, create_time=at(2), worker_id="wk_1"),
                 attempt("ls_a", IT_B, create_time=at(2), status=AttemptStatus.RUNNING),
-                attempt("ls_c", IT_C, create_time=at(1)),
+                attempt("ls_c", IT_C, create_time=at(1), worker_id="wk_1"),
             ]
         )
     async with store.write("wc_b") as tx:
-        await tx.insert_attempts([attempt("ls_z", item("it_z", "ln_z", coordinator_id="wc_b"))])
+        z = item("it_z", "ln_z", coordinator_id="wc_b")
+        await tx.insert_attempts([attempt("ls_z", z, worker_id="wk_1")])
     async with store.write("wc_a") as tx:
-        found, live = await tx.worker_and_live_attempts("wc_a", "wk_1", ["codex", "person"])
+        classes = {a.worker_class for a in await tx.live_attempts("wc_a", None)}
+        found, loads = await tx.worker_and_loads("wc_a", "wk_1", sorted(classes))
         assert found == await tx.get_worker("wc_a", "wk_1") == pooled
-        assert [a.lease_id for a in live] == ["ls_c", "ls_a", "ls_b"]
-        assert live == await tx.live_attempts("wc_a", None)
-        found, live = await tx.worker_and_live_attempts("wc_a", "wk_none", ["codex"])
-        assert found is None and [a.lease_id for a in live] == ["ls_a", "ls_b"]
-        found, live = await tx.worker_and_live_attempts("wc_a", "wk_1", ["machine"])
-        assert found == pooled and live == []
+        assert [a.lease_id for a in loads.own] == ["ls_c", "ls_b"]
+        assert loads.own == [
+            a for a in await tx.live_attempts("wc_a", None) if a.lease_id != "ls_a"
+        ]
+        assert loads.live == {c: await tx.count_live_attempts("wc_a", c) for c in classes}
+        assert sum(loads.live.values()) == 3
+        found, loads = await tx.worker_and_loads("wc_a", "wk_none", sorted(classes))
+        assert found is None and loads.own == [] and sum(loads.live.values()) == 3
+        found, loads = await tx.worker_and_loads("wc_a", "wk_1", ["machine"])
+        assert found == pooled and loads.own == [] and loads.live == {}
         # A held-back update that ends an attempt is seen (written first, or read through).
         live_b = await tx.get_attempt("ls_b")
         assert live_b is not None
         await tx.update_attempts([replace(live_b, status=AttemptStatus.RELEASED)])
-        found, live = await tx.worker_and_live_attempts("wc_a", "wk_1", ["codex"])
-        assert found == pooled and [a.lease_id for a in live] == ["ls_a"]
+        found, loads = await tx.worker_and_loads("wc_a", "wk_1", sorted(classes))
+        assert found == pooled and [a.lease_id for a in loads.own] == ["ls_c"]
+        assert sum(loads.live.values()) == 2
 
 
 @pytest.mark.port("live_attempts", "count_live_attempts")

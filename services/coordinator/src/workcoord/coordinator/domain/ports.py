@@ -139,6 +139,18 @@ ClaimCursor = tuple[int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
+class ClassLoads:
+    """What a claim reads of the asked classes under the lock, besides the worker
+    (``Tx.worker_and_loads``): the asking worker's own live attempts (for its fence) and each
+    class's number of live attempts (for its capacity; a class with none is absent)."""
+
+    own: list[Attempt]
+    """The asking worker's live attempts of the asked classes, in lease order."""
+    live: dict[str, int]
+    """Live attempts of each asked class (of every worker)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimScan:
     """One page of :meth:`Tx.claim_candidates`: the items of any of ``worker_classes`` ready at
     ``now`` in a work coordinator in claim order (highest priority first; within one priority,
@@ -237,11 +249,11 @@ class Reader(Protocol):
     async def live_attempts(
         self, coordinator_id: str, worker_class: str | None
     ) -> list[Attempt]: ...
-    async def worker_and_live_attempts(
+    async def worker_and_loads(
         self, coordinator_id: str, worker_id: str, worker_classes: Sequence[str]
-    ) -> tuple[Worker | None, list[Attempt]]:
-        """``get_worker`` and the live attempts of ``worker_classes`` in lease order (what a
-        claim reads after the lock), read together."""
+    ) -> tuple[Worker | None, ClassLoads]:
+        """``get_worker`` and the :class:`ClassLoads` of ``worker_classes`` (what a claim reads
+        after the lock), read together: the counts without reading every live attempt."""
         ...
 
     async def count_live_attempts(self, coordinator_id: str, worker_class: str) -> int:

@@ -25,7 +25,7 @@ from ..model import (
     NewEvent,
     Worker,
 )
-from ..ports import ClaimCursor, ClaimScan, Tx
+from ..ports import ClaimCursor, ClaimScan, ClassLoads, Tx
 from ..results import GrantedLease
 from ..specs import Checkpoint, LeaseAsk
 from . import budgeting
@@ -311,7 +311,7 @@ class LeasingService(EngineService):
         after a lease-request replay had its chance); otherwise (a woken waiter, or a claim
         straight after one that filled its ask) the checks come first, and ``check`` (if any)
         confirms the caller at the epoch read with the lock. Either way the worker and the
-        asked classes' live attempts are ONE statement under the lock."""
+        asked classes' loads are ONE statement under the lock."""
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
         try:
             async with self.core.command(principal, coordinator_id, Access.LEASE) as (
@@ -321,10 +321,10 @@ class LeasingService(EngineService):
             ):
                 if check is not None and not check(tx.locked_credentials_epoch):
                     raise _CallerNotCached
-                live: list[Attempt] | None = None
+                loads: ClassLoads | None = None
                 if not looked:
                     _check_classes_known(coordinator, ask)
-                    worker, live = await tx.worker_and_live_attempts(
+                    worker, loads = await tx.worker_and_loads(
                         coordinator_id, ask.worker_id, ask.classes
                     )
                     _check_worker_class(worker, ask)
@@ -338,14 +338,14 @@ class LeasingService(EngineService):
                         return replayed
                     if previous:  # spent: whatever this call grants takes the id over
                         await tx.update_attempts([replace(a, lease_request="") for a in previous])
-                if live is None:  # the worker as it is under the lock, with the class's load
-                    worker, live = await tx.worker_and_live_attempts(
+                if loads is None:  # the worker as it is under the lock, with the classes' loads
+                    worker, loads = await tx.worker_and_loads(
                         coordinator_id, ask.worker_id, ask.classes
                     )
                     _check_worker_class(worker, ask)
                 if not rules.ask_is_fresh(worker, tx.now):
                     await self._note_ask(tx, coordinator_id, ask, principal, worker)
-                return await self._claim(tx, coordinator, principal, ask, worker, live, effects)
+                return await self._claim(tx, coordinator, principal, ask, worker, loads, effects)
         except FenceFound as found:
             await self.fences.record_fence(principal, coordinator_id, found.worker_id, found.fence)
             raise fence_error(found.worker_id, found.fence) from None
@@ -370,22 +370,21 @@ class LeasingService(EngineService):
         principal: Principal,
         ask: LeaseAsk,
         worker: Worker | None,
-        live: list[Attempt],
+        class_loads: ClassLoads,
         effects: Effects,
     ) -> list[GrantedLease]:
-        """Claim for ``worker`` (as read under the lock) given ``live``, the live attempts of
-        the asked classes (read with it: ``Tx.worker_and_live_attempts``)."""
+        """Claim for ``worker`` (as read under the lock) given the asked classes' loads (read
+        with it: ``Tx.worker_and_loads``)."""
         cid = coordinator.coordinator_id
         classes = ask.classes
         stored_fence = worker.fence if worker is not None else None
-        if stored_fence is not None or any(a.worker_id == ask.worker_id for a in live):
+        if stored_fence is not None or class_loads.own:
             await self.fences.check_fence(
-                tx, coordinator, principal, ask.worker_id, stored_fence, live
+                tx, coordinator, principal, ask.worker_id, stored_fence, class_loads.own
             )
         # Capacity is counted per class: each class's (live attempts, capacity).
         loads = {
-            c: (sum(1 for a in live if a.worker_class == c), coordinator.config.class_capacity[c])
-            for c in classes
+            c: (class_loads.live.get(c, 0), coordinator.config.class_capacity[c]) for c in classes
         }
         open_classes = tuple(c for c in classes if loads[c][0] < loads[c][1])
         wanted = min(ask.max_items, sum(cap - used for used, cap in loads.values() if cap > used))

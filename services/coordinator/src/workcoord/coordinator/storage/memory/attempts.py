@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from workcoord.coordinator.domain.model import LIVE_ATTEMPT_STATUSES, Attempt, Item, Worker
+from workcoord.coordinator.domain.ports import ClassLoads
 
 from ..records import hold_keys
 from ._base import MemoryTxBase, copied, refuse, selected
@@ -38,21 +40,23 @@ class AttemptsMemory(MemoryTxBase):
         found.sort(key=lambda a: (a.item_id, a.attempt))
         return [copied(a) for a in found]
 
-    async def worker_and_live_attempts(
+    async def worker_and_loads(
         self, coordinator_id: str, worker_id: str, worker_classes: Sequence[str]
-    ) -> tuple[Worker | None, list[Attempt]]:
+    ) -> tuple[Worker | None, ClassLoads]:
         worker = self.tables.workers.get((coordinator_id, worker_id))
         classes = set(worker_classes)
-        live = selected(
-            self.tables.attempts.values(),
-            lambda a: (
-                a.coordinator_id == coordinator_id
-                and a.status in LIVE_ATTEMPT_STATUSES
-                and a.worker_class in classes
-            ),
-            lambda a: (a.create_time, a.lease_id),
+        live = [
+            a
+            for a in self.tables.attempts.values()
+            if a.coordinator_id == coordinator_id
+            and a.status in LIVE_ATTEMPT_STATUSES
+            and a.worker_class in classes
+        ]
+        own = selected(
+            live, lambda a: a.worker_id == worker_id, lambda a: (a.create_time, a.lease_id)
         )
-        return (copied(worker) if worker else None), live
+        loads = ClassLoads(own, dict(Counter(a.worker_class for a in live)))
+        return (copied(worker) if worker else None), loads
 
     async def count_live_attempts(self, coordinator_id: str, worker_class: str) -> int:
         return sum(

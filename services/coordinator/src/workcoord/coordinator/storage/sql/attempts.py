@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from workcoord.coordinator.domain.model import Attempt, Item, ItemState, Worker
+from workcoord.coordinator.domain.ports import ClassLoads
 
 from ..records import hold_keys
 from ._base import SqlTxBase, copied
@@ -99,11 +100,11 @@ class AttemptsSql(SqlTxBase):
         params = {"coordinator_id": coordinator_id, "worker_class": worker_class}
         return await self._list(ATTEMPTS, sql.LIVE_ATTEMPTS_OF_CLASS, params)
 
-    async def worker_and_live_attempts(
+    async def worker_and_loads(
         self, coordinator_id: str, worker_id: str, worker_classes: Sequence[str]
-    ) -> tuple[Worker | None, list[Attempt]]:
-        """One round trip (``WORKER_AND_LIVE_ATTEMPTS``): ``get_worker`` and the live attempts
-        of ``worker_classes`` in lease order (``live_attempts`` of each, merged)."""
+    ) -> tuple[Worker | None, ClassLoads]:
+        """One round trip (``WORKER_AND_LOADS``): ``get_worker``, the worker's own live attempts
+        of ``worker_classes`` in lease order, and each class's count of live attempts."""
         await self.write_held_back()
         params = {
             "coordinator_id": coordinator_id,
@@ -111,14 +112,18 @@ class AttemptsSql(SqlTxBase):
             "worker_classes": list(worker_classes),
         }
         worker: Worker | None = None
-        live: list[Attempt] = []
-        for row in await self._rows(sql.WORKER_AND_LIVE_ATTEMPTS, params):
-            if row[WORKERS.width] is None:  # no attempt: the worker's row
+        own: list[Attempt] = []
+        live: dict[str, int] = {}
+        counted = WORKERS.width + ATTEMPTS.width
+        for row in await self._rows(sql.WORKER_AND_LOADS, params):
+            if row[counted] is not None:  # a class's count
+                live[row[counted]] = int(row[counted + 1])
+            elif row[WORKERS.width] is None:  # no attempt: the worker's row
                 worker = WORKERS.load(row)
             else:
-                live.append(ATTEMPTS.load(row, WORKERS.width))
-        live.sort(key=lambda a: (a.create_time, a.lease_id))
-        return worker, live
+                own.append(ATTEMPTS.load(row, WORKERS.width))
+        own.sort(key=lambda a: (a.create_time, a.lease_id))
+        return worker, ClassLoads(own, live)
 
     async def count_live_attempts(self, coordinator_id: str, worker_class: str) -> int:
         await self.write_held_back()

@@ -93,18 +93,27 @@ LIVE_ATTEMPTS_OF_CLASS = LIVE_ATTEMPTS.where(_OF_CLASS)
 
 _W = t.workers
 
-#: The worker ``:worker_id`` of ``:coordinator_id`` and the live attempts of the classes
-#: ``:worker_classes`` in one round trip (a claim needs both, after the coordinator's lock):
-#: rows of the worker's columns then the attempt's, the worker's row (if it is registered)
-#: with NULL attempt columns, each attempt's with NULL worker columns. Unordered.
-WORKER_AND_LIVE_ATTEMPTS = union_all(
-    select(_W, *[cast(null(), c.type).label(f"a_{c.name}") for c in _A.c]).where(
+_IN_CLASSES = _A.c.worker_class.in_(bindparam("worker_classes", expanding=True))
+_NO_WORKER = [cast(null(), c.type) for c in _W.c]
+_NO_ATTEMPT = [cast(null(), c.type) for c in _A.c]
+
+#: The worker ``:worker_id`` of ``:coordinator_id`` and the loads of the classes
+#: ``:worker_classes`` in one round trip (a claim needs both, after the coordinator's lock): rows
+#: of the worker's columns, then the attempt's, then a class and a count. The worker's row (if
+#: it is registered) has only the worker's columns set; each of ITS live attempts of those
+#: classes only the attempt's; each class with live attempts only its name and their number
+#: (every worker's: the capacity in use). Unordered.
+WORKER_AND_LOADS = union_all(
+    select(_W, *_NO_ATTEMPT, cast(null(), Text), cast(null(), Integer)).where(
         _W.c.coordinator_id == bindparam("coordinator_id"),
         _W.c.worker_id == bindparam("worker_id"),
     ),
-    select(*[cast(null(), c.type) for c in _W.c], _A).where(
-        *_LIVE_WHERE, _A.c.worker_class.in_(bindparam("worker_classes", expanding=True))
+    select(*_NO_WORKER, _A, cast(null(), Text), cast(null(), Integer)).where(
+        *_LIVE_WHERE, _IN_CLASSES, _A.c.worker_id == bindparam("worker_id")
     ),
+    select(*_NO_WORKER, *_NO_ATTEMPT, _A.c.worker_class, func.count())
+    .where(*_LIVE_WHERE, _IN_CLASSES)
+    .group_by(_A.c.worker_class),
 )
 
 #: How many live attempts ``:worker_class`` has (capacity).
