@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from workcoord.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from workcoord.cli.runtime import load_settings, stop_on_signals
+from workcoord.kit import heap
 from workcoord.kit.logging import configure_logging
 from workcoord.kit.metrics import start_metrics_server
 from workcoord.kit.settings import (
@@ -119,6 +120,7 @@ def run_service(name: str, start: _Start, settings: CommonSettings) -> int:
         # serves) stops it cleanly once started.
         with stop_on_signals() as stopping:
             running = await start(settings)
+            heap.settle()  # what start-up built lives as long as the process: never walk it again
             try:
                 await stopping.wait()
             finally:
