@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from workcoord.kit.errors import IllegalTransition, NotFound, WorkcoordError
+from workcoord.kit.errors import IllegalTransition, WorkcoordError
 
 from .. import rules, stops, usage
 from ..auth import Access, Principal, authorize
-from ..budgets import SpentBudget
 from ..group_commit import shielded
 from ..inputs import (
     BatchInput,
@@ -42,6 +41,7 @@ from ..results import EntryResult, HeartbeatAnswer
 from ..specs import RunIdentity, Usage
 from . import budgeting
 from ._base import Effects, EngineCore
+from .heartbeats import Heartbeats
 from .transitions import Transitions
 
 
@@ -66,10 +66,7 @@ class AttemptService(Transitions):
 
     def __init__(self, core: EngineCore) -> None:
         super().__init__(core)
-        # The work coordinators a heartbeat here last found under a budget: the next one takes
-        # the coordinator's lock at once, not after a lock-free transaction that only learns it
-        # must (a heartbeat that finds no budget any more drops its coordinator from here).
-        self._budgeted: set[str] = set()
+        self.heartbeats = Heartbeats(core)
 
     @asynccontextmanager
     async def fenced(self, principal: Principal, lease: OnLeaseInput) -> AsyncIterator[FencedWrite]:
@@ -94,46 +91,6 @@ class AttemptService(Transitions):
             authorize(principal, coordinator, Access.LEASE)
             await self.core.require_enabled(tx, principal, coordinator, Access.LEASE)
             yield tx, coordinator, effects
-
-    @asynccontextmanager
-    async def _heartbeat_write(
-        self, principal: Principal, coordinator_id: str
-    ) -> AsyncIterator[tuple[Tx, Coordinator]]:
-        """A heartbeat's own transaction, authorized and held to the switch, WITHOUT the
-        coordinator's lock: a heartbeat appends no event and takes no revision, so it does not
-        queue behind the coordinator's writers. What it extends is held instead by the row
-        lock its fence read takes on each attempt (``FOR UPDATE`` on PostgreSQL; the memory and
-        SQLite stores serialize their writers): recovery and every other write of an attempt
-        read it under that lock too, so none works on a stale copy of a heartbeated lease."""
-        async with self.core.store.write() as tx:
-            coordinator = await tx.get_coordinator(coordinator_id)
-            if coordinator is None:
-                raise NotFound(f"work coordinator {coordinator_id} not found")
-            authorize(principal, coordinator, Access.LEASE)
-            await self.core.require_enabled(tx, principal, coordinator, Access.LEASE)
-            yield tx, coordinator
-
-    @asynccontextmanager
-    async def _budgeted_write(
-        self, principal: Principal, coordinator_id: str
-    ) -> AsyncIterator[tuple[Tx, Coordinator]]:
-        """A heartbeat's transaction under the coordinator's lock (a budget may cover its work);
-        notes whether one still does, for the next heartbeat (``_budgeted``)."""
-        async with self.core.command(principal, coordinator_id, Access.LEASE) as (
-            tx,
-            coordinator,
-            _,
-        ):
-            if budgeting.in_force(coordinator):
-                self._budgeted.add(coordinator_id)
-            else:
-                self._budgeted.discard(coordinator_id)
-            yield tx, coordinator
-
-    def _locked_now(self, tx: Tx) -> None:
-        """The time is the attempt lock holder's: a heartbeat that waited for an attempt's row
-        fences and extends it at the time it got it, not when it began."""
-        tx.now = self.core.clock.now()
 
     @staticmethod
     async def _fence(
@@ -208,62 +165,9 @@ class AttemptService(Transitions):
     @shielded
     async def heartbeat(self, principal: Principal, input: HeartbeatInput) -> HeartbeatAnswer:
         """Extend the lease by its duration from now (never past its deadline plus one lease
-        period); returns the new expiry and the stop the worker must heed, if any."""
-        return await self._heartbeat(principal, input)
-
-    async def _heartbeat(self, principal: Principal, input: HeartbeatInput) -> HeartbeatAnswer:
-        # Without the coordinator's lock it waits for one attempt's row holding no other, then
-        # for the roll-up rows: the lock order (docs/architecture.md) rules out a cycle.
-        if input.coordinator_id not in self._budgeted:
-            async with self._heartbeat_write(principal, input.coordinator_id) as (tx, coordinator):
-                if not budgeting.in_force(coordinator):
-                    found = await tx.attempt_with_item(input.lease_id)  # the row, locked
-                    self._locked_now(tx)
-                    attempt, item = await self._fence(tx, input, found)
-                    write = FencedWrite(tx, coordinator, Effects(), attempt, item)
-                    totals, answer = self._extend(write, input)
-                    await tx.update_attempts([attempt])
-                    # Last: the day's roll-up rows (ON CONFLICT increments) are held until commit.
-                    await tx.add_usage(totals)
-                    return answer
-        # Under a budget: the spend is counted, and a spent budget stops the attempt, under the
-        # coordinator's lock (as every claim reads the totals), before the attempt's row lock.
-        async with self._budgeted_write(principal, input.coordinator_id) as (tx, coordinator):
-            attempt, item = await self._fence(tx, input)
-            book = await budgeting.read_book(tx, coordinator, [attempt.lane_id], tx.now)
-            write = FencedWrite(tx, coordinator, Effects(), attempt, item)
-            events: list[NewEvent] = []
-            totals, answer = self._extend(write, input, book, events)
-            await tx.update_attempts([attempt])
-            await budgeting.open_actions(tx, coordinator, events)
-            await self.core.append_events(tx, coordinator, events, principal.name)
-            await tx.add_usage(totals)
-            return answer
-
-    @staticmethod
-    def _extend(
-        write: FencedWrite,
-        input: HeartbeatInput,
-        book: budgeting.BudgetBook | None = None,
-        events: list[NewEvent] | None = None,
-    ) -> tuple[list[UsageTotal], HeartbeatAnswer]:
-        """Check the reported usage, then extend the lease in memory; returns the roll-ups of
-        what the usage added and the answer (a refusal comes first, before anything changed).
-        With ``book`` (the budgets covering the attempt), the spend is counted in it, the budget
-        events it raises go to ``events``, and a spent budget stops the attempt."""
-        attempt, now = write.attempt, write.tx.now
-        totals = usage.rollups(attempt, usage.record(attempt, input.usage), now)
-        budget: SpentBudget | None = None
-        if book is not None:
-            raised = book.add(totals)
-            if events is not None:
-                events.extend(raised)
-            budget = book.spent_for(attempt.lane_id)
-        stop = stops.stop_for(attempt, write.item, write.coordinator.config, now, budget)
-        attempt.lease_expire_time = stops.next_expiry(attempt, stop, now)
-        if input.progress:
-            attempt.progress = input.progress
-        return totals, HeartbeatAnswer(attempt.lease_expire_time, stop)
+        period); returns the new expiry and the stop the worker must heed, if any. It joins the
+        next round of heartbeats (``heartbeats.py``)."""
+        return await self.heartbeats.heartbeat(principal, input)
 
     @shielded
     async def complete(self, principal: Principal, input: CompleteInput) -> Attempt:
@@ -371,85 +275,8 @@ class AttemptService(Transitions):
         self, principal: Principal, input: BatchInput[HeartbeatInput]
     ) -> list[EntryResult[HeartbeatAnswer]]:
         """Heartbeat many leases; each entry answered on its own (its expiry and stop, or its
-        error)."""
-        if input.coordinator_id not in self._budgeted:
-            answered: list[EntryResult[HeartbeatAnswer]] | None = None
-            async with self._heartbeat_write(principal, input.coordinator_id) as (tx, coordinator):
-                if not budgeting.in_force(coordinator):
-                    # Without the coordinator's lock a heartbeat never waits for a row while it
-                    # holds another (Lock order, docs/architecture.md): it takes the rows that
-                    # are free, in lease id order, and leaves the others for after its commit.
-                    ids = [e.lease_id for e in input.entries]
-                    found = await tx.attempts_with_items(ids, skip_locked=True)
-                    self._locked_now(tx)
-                    free = [e for e in input.entries if e.lease_id in found]
-                    answered = await self._heartbeat_entries(tx, coordinator, free, found, None)
-            if answered is not None:
-                return await self._then_held_ones(principal, input, answered)
-        # Under a budget: under the coordinator's lock (see heartbeat).
-        async with self._budgeted_write(principal, input.coordinator_id) as (tx, coordinator):
-            found = await tx.attempts_with_items([e.lease_id for e in input.entries])
-            lanes = [a.lane_id for a, _ in found.values() if a is not None]
-            book = await budgeting.read_book(tx, coordinator, lanes, tx.now)
-            entries = input.entries
-            return await self._heartbeat_entries(tx, coordinator, entries, found, book, principal)
-
-    async def _then_held_ones(
-        self,
-        principal: Principal,
-        input: BatchInput[HeartbeatInput],
-        answered: list[EntryResult[HeartbeatAnswer]],
-    ) -> list[EntryResult[HeartbeatAnswer]]:
-        """``answered`` (the entries whose rows were free), then each other entry as its own
-        Heartbeat (one row waited for, none held), all in the entries' order. Those rows were
-        held by a write on the same lease (or the lease is unknown): rare, and answered as the
-        single call would be once that write is done."""
-        by_lease = {result.lease_id: result for result in answered}
-        for entry in input.entries:
-            if entry.lease_id in by_lease:
-                continue
-            try:
-                answer = await self._heartbeat(principal, entry)
-            except WorkcoordError as exc:
-                by_lease[entry.lease_id] = EntryResult(entry.lease_id, error=exc)
-                continue
-            by_lease[entry.lease_id] = EntryResult(entry.lease_id, answer)
-        return [by_lease[entry.lease_id] for entry in input.entries]
-
-    async def _heartbeat_entries(
-        self,
-        tx: Tx,
-        coordinator: Coordinator,
-        entries: Sequence[HeartbeatInput],
-        found: Mapping[str, tuple[Attempt | None, Item | None]],
-        book: budgeting.BudgetBook | None,
-        principal: Principal | None = None,
-    ) -> list[EntryResult[HeartbeatAnswer]]:
-        """Extend each entry's lease (with ``book``: count the spend, append the budget events
-        it raises as ``principal``)."""
-        fx = Effects()  # a heartbeat wakes no one
-        results: list[EntryResult[HeartbeatAnswer]] = []
-        extended: list[Attempt] = []
-        spent: list[UsageTotal] = []
-        events: list[NewEvent] = []
-        for entry in entries:
-            try:
-                attempt, item = await self._fence(tx, entry, found[entry.lease_id])
-                write = FencedWrite(tx, coordinator, fx, attempt, item)
-                added, answer = self._extend(write, entry, book, events)
-            except WorkcoordError as exc:
-                results.append(EntryResult(entry.lease_id, error=exc))
-                continue
-            extended.append(attempt)
-            spent += added
-            results.append(EntryResult(entry.lease_id, answer))
-        if extended:
-            await tx.update_attempts(extended)
-            if events and principal is not None:
-                await budgeting.open_actions(tx, coordinator, events)
-                await self.core.append_events(tx, coordinator, events, principal.name)
-            await tx.add_usage(spent)
-        return results
+        error). The batch joins the next round of heartbeats as one call."""
+        return await self.heartbeats.batch(principal, input)
 
     @shielded
     async def batch_complete(
