@@ -18,6 +18,7 @@ import grpc
 
 from workcoord.coordinator.domain.auth import Principal
 from workcoord.coordinator.domain.engine import Engine
+from workcoord.coordinator.domain.engine.heartbeats import Confirmation
 
 from .gate import caller
 
@@ -39,6 +40,13 @@ class EngineServicer:
         if bearer is None:
             return lambda epoch: None
         return functools.partial(self.engine.credentials.cached_principal, bearer)
+
+    def confirmation(self) -> Confirmation | None:
+        """How a heartbeat confirms its caller, when the gate admitted it from the principal
+        cache without reading the credentials epoch (``Caller.epoch_to_confirm``); else None."""
+        if caller().epoch_to_confirm is None:
+            return None
+        return Confirmation(self.cached_caller(), self.reauthenticator())
 
     def reauthenticator(self) -> Callable[[], Awaitable[Principal]]:
         """Resolves the current call's caller again, from the credential it presented and

@@ -34,6 +34,7 @@ from workcoord.kit.validation import raise_if_invalid
 from workcoord.kit.wire import API_PACKAGE, CallCredentials, call_credentials
 
 __all__ = [
+    "EPOCH_CONFIRMED_BY_METHOD",
     "OPEN_METHODS",
     "CallGate",
     "Caller",
@@ -87,6 +88,14 @@ def _batch_envelope_rules_view(request: Message) -> Message:
     return envelope
 
 
+EPOCH_CONFIRMED_BY_METHOD = frozenset(
+    f"/{API_PACKAGE}.WorkerService/{method}" for method in ("Heartbeat", "BatchHeartbeat")
+)
+"""The RPCs whose cached caller is admitted without reading the credentials epoch first: the
+method reads it in its own transaction (a heartbeat round reads it once for all its calls) and
+confirms the caller there before writing anything, so a revoked or narrowed credential still
+fails its very next call."""
+
 _RULES_VIEWS: Mapping[str, Callable[[Message], Message]] = {
     f"/{API_PACKAGE}.WorkCoordinatorService/UpdateWorkCoordinator": _update_coordinator_rules_view,
     f"/{API_PACKAGE}.LaneService/UpdateLane": _update_lane_rules_view,
@@ -107,6 +116,10 @@ class Caller:
     """The browser session the call was made with (None for a bearer credential)."""
     credentials: CallCredentials
     """What the call presented, for checks that must be repeated later (a long-lived feed)."""
+    epoch_to_confirm: int | None = None
+    """Set when the principal came from the cache without reading the credentials epoch (a
+    method of :data:`EPOCH_CONFIRMED_BY_METHOD`): the epoch it was resolved at, which the
+    method confirms in its own transaction before it writes, or resolves its caller again."""
 
 
 _current_caller: ContextVar[Caller] = ContextVar("workcoord_caller")
@@ -146,6 +159,8 @@ class CallGate:
         rules_view = _RULES_VIEWS.get(method, _as_sent)
         if method in OPEN_METHODS:
             return functools.partial(self._validate, rules_view)
+        if method in EPOCH_CONFIRMED_BY_METHOD:
+            return functools.partial(self._admit_unconfirmed, rules_view)
         return functools.partial(self._admit, rules_view, is_state_changing(method))
 
     async def _validate(
@@ -164,6 +179,20 @@ class CallGate:
         principal, session = await self.authenticate(credentials, state_changing)
         raise_if_invalid(rules_view(request), self.engine.clock.now())
         _current_caller.set(Caller(principal, session, credentials))
+
+    async def _admit_unconfirmed(
+        self, rules_view: Callable[[Message], Message], request: Message, context: Context
+    ) -> None:
+        """As :meth:`_admit` (a state-changing call), but a bearer credential whose principal
+        is cached is admitted as cached, its epoch left for the method to confirm."""
+        credentials = call_credentials(context.invocation_metadata())
+        cached = self.engine.credentials.unconfirmed(credentials.bearer)
+        if cached is None:
+            await self._admit(rules_view, True, request, context)
+            return
+        raise_if_invalid(rules_view(request), self.engine.clock.now())
+        principal, epoch = cached
+        _current_caller.set(Caller(principal, None, credentials, epoch_to_confirm=epoch))
 
     async def authenticate(
         self, credentials: CallCredentials, state_changing: bool

@@ -81,7 +81,9 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
     async def Heartbeat(
         self, request: worker_pb2.HeartbeatRequest, context: Context
     ) -> worker_pb2.HeartbeatResponse:
-        answer = await self.engine.attempts.heartbeat(caller().principal, _heartbeat(request))
+        answer = await self.engine.attempts.heartbeat(
+            caller().principal, _heartbeat(request), self.confirmation()
+        )
         return worker_pb2.HeartbeatResponse(
             lease_expire_time=m.ts(answer.lease_expire_time), stop=m.stop_to_pb(answer.stop)
         )
@@ -104,7 +106,9 @@ class WorkerServicer(EngineServicer, worker_pb2_grpc.WorkerServiceServicer):
         now = self.engine.clock.now()
         entries = read_entries(request.coordinator_id, request.requests, _heartbeat, now)
         batch = BatchInput(coordinator_id=request.coordinator_id, entries=tuple(entries.inputs))
-        answered = await self.engine.attempts.batch_heartbeat(caller().principal, batch)
+        answered = await self.engine.attempts.batch_heartbeat(
+            caller().principal, batch, self.confirmation()
+        )
         return worker_pb2.BatchHeartbeatResponse(
             results=[
                 worker_pb2.BatchHeartbeatResult(

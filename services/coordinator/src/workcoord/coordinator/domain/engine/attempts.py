@@ -41,7 +41,7 @@ from ..results import EntryResult, HeartbeatAnswer
 from ..specs import RunIdentity, Usage
 from . import budgeting
 from ._base import Effects, EngineCore
-from .heartbeats import Heartbeats
+from .heartbeats import Confirmation, Heartbeats
 from .transitions import Transitions
 
 
@@ -163,11 +163,17 @@ class AttemptService(Transitions):
             return await self._save(write, [write.event(EventType.ITEM_STARTED)], principal)
 
     @shielded
-    async def heartbeat(self, principal: Principal, input: HeartbeatInput) -> HeartbeatAnswer:
+    async def heartbeat(
+        self,
+        principal: Principal,
+        input: HeartbeatInput,
+        confirmation: Confirmation | None = None,
+    ) -> HeartbeatAnswer:
         """Extend the lease by its duration from now (never past its deadline plus one lease
         period); returns the new expiry and the stop the worker must heed, if any. It joins the
-        next round of heartbeats (``heartbeats.py``)."""
-        return await self.heartbeats.heartbeat(principal, input)
+        next round of heartbeats (``heartbeats.py``; ``confirmation``: the caller is to be
+        confirmed there)."""
+        return await self.heartbeats.heartbeat(principal, input, confirmation)
 
     @shielded
     async def complete(self, principal: Principal, input: CompleteInput) -> Attempt:
@@ -272,11 +278,14 @@ class AttemptService(Transitions):
 
     @shielded
     async def batch_heartbeat(
-        self, principal: Principal, input: BatchInput[HeartbeatInput]
+        self,
+        principal: Principal,
+        input: BatchInput[HeartbeatInput],
+        confirmation: Confirmation | None = None,
     ) -> list[EntryResult[HeartbeatAnswer]]:
         """Heartbeat many leases; each entry answered on its own (its expiry and stop, or its
         error). The batch joins the next round of heartbeats as one call."""
-        return await self.heartbeats.batch(principal, input)
+        return await self.heartbeats.batch(principal, input, confirmation)
 
     @shielded
     async def batch_complete(

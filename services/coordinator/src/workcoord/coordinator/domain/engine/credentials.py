@@ -107,6 +107,26 @@ class Credentials:
         principals.put(digest, resolved.epoch, credential, principal)
         return principal
 
+    def unconfirmed(self, secret: str | None) -> tuple[Principal, int] | None:
+        """The principal cached for a bearer ``secret`` and the credentials epoch it was
+        resolved at, WITHOUT reading the epoch now (no I/O): only for a call that confirms that
+        epoch in its own transaction before it writes anything (:meth:`cached_principal` at the
+        epoch it reads there), else resolves its caller again. None when only
+        :meth:`authenticate` can say (nothing cached, an access token, the service key, a
+        credential expired or revoked as cached)."""
+        if not secret:
+            return None
+        access_tokens = self.core.access_tokens
+        if access_tokens is not None and access_tokens.is_access_token(secret):
+            return None
+        found = self.core.principals.latest(hash_secret(secret))
+        if found is None:
+            return None
+        epoch, credential, principal = found
+        if credential_problem(credential, self.core.clock.now()):
+            return None
+        return principal, epoch
+
     def cached_principal(self, secret: str | None, epoch: int | None) -> Principal | None:
         """The principal of a bearer ``secret`` as the principal cache holds it at ``epoch`` (an
         epoch the caller has just read, e.g. with a coordinator's lock), if its credential is

@@ -24,12 +24,18 @@ Each call is answered as it would be alone:
   the coordinator's lock (its spend is counted and may stop the attempt), as does every later
   call to it while a budget is in force;
 - a failure of the round's transaction (the database away) is every call's error.
+
+A call whose caller the gate took from its cache without reading the credentials epoch comes
+with a :class:`Confirmation`: the round reads the epoch once (in its transaction, before any
+write) and admits such a call only if the cache holds the same principal at that epoch; else
+the caller is resolved again from its credential (a revoked key: UNAUTHENTICATED) and the call
+joins the next round as that principal.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -56,10 +62,21 @@ Answered = list[EntryResult[HeartbeatAnswer]]
 Found = Mapping[str, tuple[Attempt | None, Item | None]]
 
 
+@dataclass(frozen=True)
+class Confirmation:
+    """How a call admitted with a cached caller, its epoch unread, is confirmed: ``cached`` is
+    the caller as the principal cache holds it at a given epoch (None: not cached there),
+    ``reauthenticate`` resolves it from its credential and current state."""
+
+    cached: Callable[[int | None], Principal | None]
+    reauthenticate: Callable[[], Awaitable[Principal]]
+
+
 @dataclass(eq=False)
 class _Call:
     principal: Principal
     batch: BatchInput[HeartbeatInput]
+    confirmation: Confirmation | None
     answer: asyncio.Future[Answered] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -79,26 +96,39 @@ class Heartbeats:
         self._in_flight = 0
         self._rounds: set[asyncio.Task[None]] = set()
 
-    async def heartbeat(self, principal: Principal, input: HeartbeatInput) -> HeartbeatAnswer:
+    async def heartbeat(
+        self,
+        principal: Principal,
+        input: HeartbeatInput,
+        confirmation: Confirmation | None = None,
+    ) -> HeartbeatAnswer:
         """One lease's heartbeat: its answer, or its entry's error raised."""
-        [result] = await self.batch(
-            principal, BatchInput(coordinator_id=input.coordinator_id, entries=(input,))
-        )
+        batch = BatchInput(coordinator_id=input.coordinator_id, entries=(input,))
+        [result] = await self.batch(principal, batch, confirmation)
         if result.error is not None:
             raise result.error
         assert result.value is not None
         return result.value
 
     async def batch(
-        self, principal: Principal, input: BatchInput[HeartbeatInput]
+        self,
+        principal: Principal,
+        input: BatchInput[HeartbeatInput],
+        confirmation: Confirmation | None = None,
     ) -> list[EntryResult[HeartbeatAnswer]]:
-        """Every entry's answer, in the entries' order."""
+        """Every entry's answer, in the entries' order (``confirmation``: the caller is still to
+        be confirmed at the current credentials epoch)."""
+        if confirmation is not None and input.coordinator_id in self._budgeted:
+            principal, confirmation = await confirmation.reauthenticate(), None
         if input.coordinator_id in self._budgeted:
             return await self._under_budget(principal, input)
-        call = _Call(principal, input)
+        call = _Call(principal, input, confirmation)
         self._waiting.append(call)
         self._start_if_free()
         answered = await call.answer
+        if answered is _RECHECK:
+            assert confirmation is not None
+            return await self.batch(await confirmation.reauthenticate(), input)
         if answered is _UNDER_BUDGET:
             return await self._under_budget(principal, input)
         return await self._then_held_ones(principal, input, answered)
@@ -149,7 +179,10 @@ class Heartbeats:
         answered: dict[_Call, Answered] = {}
         try:
             async with self.core.store.write() as tx:
-                admitted = await self._admit(tx, calls)
+                confirming = [c for c in calls if c.confirmation is not None]
+                epoch = await tx.credentials_epoch() if confirming else None
+                running = [c for c in calls if _confirmed(c, epoch)]
+                admitted = await self._admit(tx, running)
                 ids = [e.lease_id for call, _ in admitted for e in call.batch.entries]
                 found = await tx.attempts_with_items(ids, skip_locked=True) if ids else {}
                 _locked_now(tx, self.core)
@@ -297,6 +330,19 @@ class Heartbeats:
 
 _UNDER_BUDGET: Answered = []
 """A round's answer to a call it sends under its budget's lock (compared by identity)."""
+_RECHECK: Answered = []
+"""A round's answer to a call whose cached caller it could not confirm (by identity)."""
+
+
+def _confirmed(call: _Call, epoch: int | None) -> bool:
+    """Whether ``call`` may run in the round: its caller needs no confirmation, or the cache
+    holds the same principal at ``epoch`` (read in the round). Otherwise it is answered
+    :data:`_RECHECK`, and its caller is resolved again."""
+    if call.confirmation is None or call.confirmation.cached(epoch) == call.principal:
+        return True
+    if not call.answer.done():
+        call.answer.set_result(_RECHECK)
+    return False
 
 
 def _locked_now(tx: Tx, core: EngineCore) -> None:
