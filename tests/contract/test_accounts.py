@@ -290,3 +290,21 @@ async def test_leadership_is_held_until_it_expires_or_is_released(
         assert await tx.acquire_leadership("recovery", "a", at(61), at(90)) == Leadership(
             "recovery", "a", at(90), 3
         )
+
+
+@pytest.mark.port("seen_credentials_epoch")
+async def test_a_coordinator_read_in_a_write_sees_the_credentials_epoch(store: Store) -> None:
+    seeded = await seed_coordinator(store)
+    async with store.write() as tx:
+        assert tx.seen_credentials_epoch is None  # nothing read yet
+        assert await tx.get_coordinator("wc_missing") is None
+        assert tx.seen_credentials_epoch is None  # no row, no epoch
+        assert await tx.get_coordinator(seeded.coordinator_id) is not None
+        before = tx.seen_credentials_epoch
+        assert before is not None and before == await tx.credentials_epoch()
+    async with store.write() as tx:
+        await tx.insert_work_key(work_key("key_b"))
+    async with store.write() as tx:
+        await tx.get_coordinator(seeded.coordinator_id)
+        after = tx.seen_credentials_epoch
+        assert after is not None and after > before

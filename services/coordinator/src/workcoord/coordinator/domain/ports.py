@@ -407,6 +407,9 @@ class Tx(Reader, Protocol):
     # The credentials epoch as read together with the coordinator's lock (None: no lock taken
     # yet, or no platform settings): a caller cached at this epoch is still current.
     locked_credentials_epoch: int | None
+    # The credentials epoch as the last ``get_coordinator`` of this transaction read it with the
+    # coordinator (None: not read that way; ``credentials_epoch`` reads it).
+    seen_credentials_epoch: int | None
 
     async def append(
         self, coordinator: Coordinator, events: Sequence[NewEvent], actor: str

@@ -179,10 +179,16 @@ class Heartbeats:
         answered: dict[_Call, Answered] = {}
         try:
             async with self.core.store.write() as tx:
-                confirming = [c for c in calls if c.confirmation is not None]
-                epoch = await tx.credentials_epoch() if confirming else None
+                coordinators: dict[str, Coordinator | None] = {}
+                for cid in dict.fromkeys(c.batch.coordinator_id for c in calls):
+                    coordinators[cid] = await tx.get_coordinator(cid)
+                epoch = None
+                if any(c.confirmation is not None for c in calls):
+                    epoch = tx.seen_credentials_epoch
+                    if epoch is None:  # not read with a coordinator (none found, or memory)
+                        epoch = await tx.credentials_epoch()
                 running = [c for c in calls if _confirmed(c, epoch)]
-                admitted = await self._admit(tx, running)
+                admitted = await self._admit(tx, running, coordinators)
                 ids = [e.lease_id for call, _ in admitted for e in call.batch.entries]
                 found = await tx.attempts_with_items(ids, skip_locked=True) if ids else {}
                 _locked_now(tx, self.core)
@@ -205,15 +211,15 @@ class Heartbeats:
             if not call.answer.done():
                 call.answer.set_result(results)
 
-    async def _admit(self, tx: Tx, calls: list[_Call]) -> list[tuple[_Call, Coordinator]]:
-        """The calls whose caller may heartbeat in their work coordinator now, with it; each
-        other call is answered here (its refusal, or sent under its budget's lock)."""
-        coordinators: dict[str, Coordinator | None] = {}
+    async def _admit(
+        self, tx: Tx, calls: list[_Call], coordinators: Mapping[str, Coordinator | None]
+    ) -> list[tuple[_Call, Coordinator]]:
+        """The calls whose caller may heartbeat in their work coordinator (``coordinators``,
+        read in the round) now, with it; each other call is answered here (its refusal, or sent
+        under its budget's lock)."""
         admitted: list[tuple[_Call, Coordinator]] = []
         for call in calls:
             cid = call.batch.coordinator_id
-            if cid not in coordinators:
-                coordinators[cid] = await tx.get_coordinator(cid)
             coordinator = coordinators[cid]
             try:
                 if coordinator is None:

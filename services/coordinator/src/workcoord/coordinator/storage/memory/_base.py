@@ -226,6 +226,7 @@ class MemoryTxBase:
         self.now = now
         self.coordinator = coordinator
         self.locked_credentials_epoch: int | None = None
+        self.seen_credentials_epoch: int | None = None
         self.writable = writable
         self.closed = False
         # Appended events and the revisions they move, written at commit (as SQL does).

@@ -17,7 +17,11 @@ from .platform import PlatformMemory
 class CoordinatorsMemory(PlatformMemory, MemoryTxBase):
     async def get_coordinator(self, coordinator_id: str) -> Coordinator | None:
         row = self.tables.coordinators.get(coordinator_id)
-        return copied(row.coordinator) if row else None
+        if row is None:
+            return None
+        settings = self.tables.settings  # the epoch, read with it as in SQL
+        self.seen_credentials_epoch = None if settings is None else settings.credentials_epoch
+        return copied(row.coordinator)
 
     async def list_coordinators(
         self, after_id: str, limit: int, org_slugs: Sequence[str] | None

@@ -116,6 +116,7 @@ class SqlTxBase:
         # The platform switch as read with the coordinator's lock (None: not read yet).
         self._platform_switch: bool | None = None
         self.locked_credentials_epoch: int | None = None
+        self.seen_credentials_epoch: int | None = None
         # Lane id -> (the lane, how many of its other items are in each state, the item): read
         # with a Complete's attempt so its lane's counts need no second round trip; dropped
         # when anything else of the lane changes (see LanesItemsSql.lane_with_state_counts).

@@ -34,16 +34,18 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
     async def _coordinator_and_switch(
         self, statement: Executable, coordinator_id: str, locked: bool = False
     ) -> Coordinator | None:
-        """The work coordinator with the platform switch (one round trip): a command checks
-        both, and ``platform_enabled`` then answers from what was read here."""
+        """The work coordinator with the platform switch and the credentials epoch (one round
+        trip): a command checks both, and ``platform_enabled`` then answers from what was read
+        here (``seen_credentials_epoch``: the epoch)."""
         row = await self._one(statement, {"coordinator_id": coordinator_id})
         if row is None:
             return None
         switch_value = row._mapping["platform_switch"]
         self._platform_switch = True if switch_value is None else bool(switch_value)
+        epoch = row._mapping["credentials_epoch"]
+        self.seen_credentials_epoch = None if epoch is None else int(epoch)
         if locked:
-            epoch = row._mapping["credentials_epoch"]
-            self.locked_credentials_epoch = None if epoch is None else int(epoch)
+            self.locked_credentials_epoch = self.seen_credentials_epoch
         return COORDINATORS.load(row)
 
     async def list_coordinators(
