@@ -120,7 +120,7 @@ def _codec(hint: Any) -> _Codec:
         )
     if isinstance(hint, type):
         if issubclass(hint, enum.Enum):
-            return _Codec(_enum_value, hint)
+            return _Codec(_enum_value, _enum_reader(hint))
         if dataclasses.is_dataclass(hint):
             nested = _JsonObject(hint)
             return _Codec(nested.encode, nested.decode)
@@ -132,6 +132,19 @@ def _codec(hint: Any) -> _Codec:
 
 def _enum_value(value: enum.Enum) -> Any:
     return value.value
+
+
+def _enum_reader(kind: type[enum.Enum]) -> _Convert:
+    """``kind(value)`` for a stored value: a dict lookup of its members by value (calling the
+    enum costs several times more, once per enum column of every row read), the call itself
+    for a value no member has (it raises as ``kind(value)`` does)."""
+    members = {member.value: member for member in kind}
+
+    def read(value: Any) -> Any:
+        found = members.get(value)
+        return found if found is not None else kind(value)
+
+    return read
 
 
 def _or_none(convert: _Convert | None) -> _Convert | None:
