@@ -15,6 +15,10 @@ from workcoord.coordinator.domain.model import (
     DEFAULT_RETRY_POLICY,
     Coordinator,
     CoordinatorConfig,
+    DeadLetterReason,
+    Item,
+    ItemKind,
+    ItemState,
     OnPass,
     RetryPolicy,
     ReviewPolicy,
@@ -22,7 +26,7 @@ from workcoord.coordinator.domain.model import (
 )
 from workcoord.coordinator.domain.ports import OrgRecord
 from workcoord.coordinator.storage import schema
-from workcoord.coordinator.storage.sql.rows import COORDINATORS, GRANTS, RowMap
+from workcoord.coordinator.storage.sql.rows import COORDINATORS, GRANTS, ITEMS, RowMap
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -67,6 +71,22 @@ def test_tuples_of_enums_are_stored_as_lists_of_names() -> None:
     row = GRANTS.values(grant)
     assert row["permissions"] == ["STEER", "SUMMARY"]
     assert GRANTS.load(row_of(row, GRANTS)) == grant
+
+
+def test_a_record_of_a_plain_table_is_read_by_position_wherever_its_columns_start() -> None:
+    # An item's fields are declared in another order than its table's columns, and some are
+    # decoded (enums, a nested policy, an optional enum): each lands in its own field.
+    item = Item(
+        "it_a", "wc_a", "ln_a", "k", ItemKind.FIX, "codex", ItemState.DEAD, T0, T0,
+        title="t", depends_on=["it_b"], inputs={"x": [1]}, priority=7,
+        retry_policy=RetryPolicy(maximum_attempts=4), action_classes=["git"], attempt_count=2,
+        attempt_seq=3, dead_letter_reason=DeadLetterReason.EXHAUSTED, evidence={"e": 1},
+        current_lease_id="ls_a", ready_time=T0, held=True, seq=11, max_run_seconds=60,
+    )  # fmt: skip
+    row = row_of(ITEMS.values(item), ITEMS)
+    assert ITEMS.load(row) == item
+    joined = cast(Row[Any], ("before", 1, *row, "after"))
+    assert ITEMS.load(joined, 2) == item
 
 
 def _coordinator(config: CoordinatorConfig) -> Coordinator:

@@ -34,12 +34,17 @@ class UtcDateTime(TypeDecorator[datetime]):
     impl = DateTime(timezone=True)
     cache_ok = True
 
+    # Both run for every time value of every row the hot paths read and write: a value already
+    # in UTC (the coordinator's clock gives them so, asyncpg reads them so) is taken as it is,
+    # with no ``astimezone`` call.
+
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to a UTC column")
-        value = value.astimezone(UTC)
+        if value.tzinfo is not UTC:
+            if value.tzinfo is None:
+                raise ValueError("naive datetime given to a UTC column")
+            value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
@@ -48,7 +53,10 @@ class UtcDateTime(TypeDecorator[datetime]):
         if isinstance(value, str):
             value = datetime.fromisoformat(value)
         assert isinstance(value, datetime)
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        tz = value.tzinfo
+        if tz is UTC:
+            return value
+        return value.replace(tzinfo=UTC) if tz is None else value.astimezone(UTC)
 
 
 Id = String(64)

@@ -413,6 +413,8 @@ class LeasingService(EngineService):
             stored = previous.checkpoint if previous else None
             checkpoints[lease_id] = Checkpoint.from_json(stored) if stored is not None else None
         started = ask.run_identity is not None
+        # One document for all the attempts granted here (nothing changes one in place).
+        run_identity = ask.run_identity.to_json() if ask.run_identity else None
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
         for item in chosen:
             assert item.lane_id in lanes  # an item's lane outlives it
@@ -437,7 +439,7 @@ class LeasingService(EngineService):
                 deadline_time=stops.attempt_deadline(item, coordinator.config, tx.now),
                 create_time=tx.now,
                 start_time=tx.now if started else None,
-                run_identity=ask.run_identity.to_json() if ask.run_identity else None,
+                run_identity=run_identity,
                 continues_lease_id=item.continues_lease_id,
                 exclusive_key=",".join(rules.exclusive_keys(item)),
                 lease_request=request_key,

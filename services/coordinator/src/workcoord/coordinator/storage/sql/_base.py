@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -336,16 +337,19 @@ def _changed_params(
     rest (JSON documents among them) are neither encoded again nor rewritten."""
     values = [rows.values(r) for r in records]
     names = rows.column_names
+    in_order = _in_order(names)
     changed: set[str] | None = set()
     for record, now in zip(records, values, strict=True):
         record_id = getattr(record, key)
         before = stored.get(record_id)
+        after = in_order(now)
         if changed is not None:
             if before is None:
                 changed = None
-            else:
-                changed.update(n for n, old in zip(names, before, strict=True) if now[n] != old)
-        stored[record_id] = tuple(now[n] for n in names)
+            elif after != before:
+                # The names of the columns whose values differ (compared in C, not per name).
+                changed.update(itertools.compress(names, map(operator.ne, after, before)))
+        stored[record_id] = after
     bound = f"b_{key}"
     if changed is None:
         written = [n for n in names if n != key]
@@ -354,6 +358,17 @@ def _changed_params(
     else:
         written = [n for n in names if n in changed and n != key]
     return [{bound: now[key], **{n: now[n] for n in written}} for now in values]
+
+
+# Per column order, what takes a row's values from its dict in that order, as a tuple.
+_IN_ORDER: dict[tuple[str, ...], Callable[[Mapping[str, Any]], tuple[Any, ...]]] = {}
+
+
+def _in_order(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    found = _IN_ORDER.get(names)
+    if found is None:
+        found = _IN_ORDER[names] = operator.itemgetter(*names)  # tables have several columns
+    return found
 
 
 def _keyed_params(

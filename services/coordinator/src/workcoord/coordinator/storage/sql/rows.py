@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import itertools
+import operator
 import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar, Union, get_args, get_origin, get_type_hints
@@ -119,7 +120,7 @@ def _codec(hint: Any) -> _Codec:
         )
     if isinstance(hint, type):
         if issubclass(hint, enum.Enum):
-            return _Codec(_enum_value, hint)
+            return _Codec(_enum_value, _enum_reader(hint))
         if dataclasses.is_dataclass(hint):
             nested = _JsonObject(hint)
             return _Codec(nested.encode, nested.decode)
@@ -131,6 +132,19 @@ def _codec(hint: Any) -> _Codec:
 
 def _enum_value(value: enum.Enum) -> Any:
     return value.value
+
+
+def _enum_reader(kind: type[enum.Enum]) -> _Convert:
+    """``kind(value)`` for a stored value: a dict lookup of its members by value (calling the
+    enum costs several times more, once per enum column of every row read), the call itself
+    for a value no member has (it raises as ``kind(value)`` does)."""
+    members = {member.value: member for member in kind}
+
+    def read(value: Any) -> Any:
+        found = members.get(value)
+        return found if found is not None else kind(value)
+
+    return read
 
 
 def _or_none(convert: _Convert | None) -> _Convert | None:
@@ -186,6 +200,10 @@ class _JsonObject:
         )
 
 
+def _one(position: int) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    return lambda row: (row[position],)
+
+
 def _refuse_unknown(kind: str, data: Mapping[str, Any], known: set[str]) -> None:
     """A stored key that names no field is refused rather than dropped: a field renamed or
     removed on one side only fails loudly instead of losing what was stored (and the next write
@@ -225,6 +243,26 @@ class RowMap(Generic[_R]):
         self._column_names = tuple(table.c.keys())
         self._codecs = {n: c for n, c in columns}
         self._store_columns = tuple(store_columns)
+        # A table whose columns are exactly the record's fields (no packed or store columns)
+        # is read by ``_load_plain``: the record's fields taken from the row by position in
+        # their declared order (one ``itemgetter`` per offset), the few that need it decoded.
+        fields = dataclasses.fields(record)  # type: ignore[arg-type]
+        init_fields = [f.name for f in fields if f.init]
+        self._plain = (
+            not packed
+            and not store_columns
+            and len(init_fields) == len(fields)
+            and sorted(init_fields) == sorted(self._column_names)
+        )
+        self._field_positions = (
+            tuple(self._column_names.index(n) for n in init_fields) if self._plain else ()
+        )
+        self._field_decoders: tuple[tuple[int, _Convert], ...] = tuple(
+            (place, decode)
+            for place, name in enumerate(init_fields)
+            if (decode := codecs[name].decode) is not None
+        )
+        self._getters: dict[int, Callable[[Sequence[Any]], tuple[Any, ...]]] = {}
         mapped = {n for n, _ in columns} | set(packed) | set(store_columns)
         table_columns = set(table.c.keys())
         if mapped != table_columns or not in_packs <= set(codecs):
@@ -269,6 +307,8 @@ class RowMap(Generic[_R]):
         position ``offset`` on (a ``select`` of the table, maybe joined to another table or
         followed by more columns). Read by position, not by name: this runs for every row of
         the hot paths."""
+        if self._plain and len(row) - offset >= len(self._column_names):
+            return self._load_plain(row, offset)
         values = itertools.islice(row, offset, None) if offset else row
         kwargs = dict(zip(self._column_names, values, strict=False))
         for name in self._store_columns:
@@ -284,6 +324,20 @@ class RowMap(Generic[_R]):
                 if name in data:
                     kwargs[name] = _decode(codec, data[name])
         return self.record(**kwargs)
+
+    def _load_plain(self, row: Sequence[Any], offset: int) -> _R:
+        """``load`` of a table of the record's fields only: the fields in their declared order
+        straight from the row (see ``__init__``), given to the record by position."""
+        getter = self._getters.get(offset)
+        if getter is None:
+            positions = [p + offset for p in self._field_positions]
+            # itemgetter of one position gives the value, not a 1-tuple.
+            getter = operator.itemgetter(*positions) if len(positions) > 1 else _one(positions[0])
+            self._getters[offset] = getter
+        values = list(getter(row))
+        for place, decode in self._field_decoders:
+            values[place] = decode(values[place])
+        return self.record(*values)
 
     def stored(self, row: Sequence[Any], offset: int = 0) -> tuple[Any, ...]:
         """The column values a row holds (from position ``offset``), in the form ``values``

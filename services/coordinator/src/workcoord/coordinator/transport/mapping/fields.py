@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from google.protobuf.message import Message
 
-from .scalars import set_message, ts
+from .scalars import set_time
 
 _M = TypeVar("_M", bound=Message)
 
@@ -45,5 +45,5 @@ class ToPb(Generic[_M]):
             fields[name] = _enum_value(getattr(record, name))
         out = self.message(**fields, **converted)
         for name in self.times:
-            set_message(out, name, ts(getattr(record, name)))
+            set_time(out, name, getattr(record, name))
         return out
