@@ -186,7 +186,9 @@ class CallGate:
         """As :meth:`_admit` (a state-changing call), but a bearer credential whose principal
         is cached is admitted as cached, its epoch left for the method to confirm."""
         credentials = call_credentials(context.invocation_metadata())
-        cached = self.engine.credentials.unconfirmed(credentials.bearer)
+        cached = None
+        if credentials.bearer is not None:  # a browser session is never cached
+            cached = self.engine.credentials.unconfirmed(credentials.bearer)
         if cached is None:
             await self._admit(rules_view, True, request, context)
             return
