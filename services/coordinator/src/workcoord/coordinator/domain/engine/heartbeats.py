@@ -185,7 +185,7 @@ class Heartbeats:
                 epoch = None
                 if any(c.confirmation is not None for c in calls):
                     epoch = tx.seen_credentials_epoch
-                    if epoch is None:  # not read with a coordinator (none found, or memory)
+                    if epoch is None:  # not read with a coordinator: none of theirs exists
                         epoch = await tx.credentials_epoch()
                 running = [c for c in calls if _confirmed(c, epoch)]
                 admitted = await self._admit(tx, running, coordinators)
