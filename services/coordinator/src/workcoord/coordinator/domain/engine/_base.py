@@ -291,8 +291,20 @@ class EngineCore(ABC):
         """The work coordinator, if ``principal`` may ``access`` it now (authorized, then held
         to the switch), read outside a command: unknown and hidden are both NOT_FOUND."""
         coordinator = await reader.get_coordinator(coordinator_id)
+        return await self.admit(reader, principal, coordinator_id, coordinator, access)
+
+    async def admit(
+        self,
+        reader: Reader,
+        principal: Principal,
+        coordinator_id: str,
+        coordinator: Coordinator | None,
+        access: Access,
+    ) -> Coordinator:
+        """:meth:`coordinator_for` of a work coordinator read already (None: unknown)."""
         if coordinator is None:
             raise NotFound(f"work coordinator {coordinator_id} not found")
+        # Authorize before revealing anything (even that coordination is switched off).
         authorize(principal, coordinator, access)
         await self.require_enabled(reader, principal, coordinator, access)
         return coordinator

@@ -39,10 +39,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from workcoord.kit.errors import NotFound, WorkcoordError
+from workcoord.kit.errors import WorkcoordError
 
 from .. import rules, stops, usage
-from ..auth import Access, Principal, authorize
+from ..auth import Access, Principal
 from ..budgets import SpentBudget
 from ..inputs import BatchInput, HeartbeatInput
 from ..model import Attempt, Coordinator, Item, NewEvent, UsageTotal
@@ -220,13 +220,10 @@ class Heartbeats:
         admitted: list[tuple[_Call, Coordinator]] = []
         for call in calls:
             cid = call.batch.coordinator_id
-            coordinator = coordinators[cid]
             try:
-                if coordinator is None:
-                    raise NotFound(f"work coordinator {cid} not found")
-                # Authorize before revealing anything (even that coordination is switched off).
-                authorize(call.principal, coordinator, Access.LEASE)
-                await self.core.require_enabled(tx, call.principal, coordinator, Access.LEASE)
+                coordinator = await self.core.admit(
+                    tx, call.principal, cid, coordinators[cid], Access.LEASE
+                )
             except WorkcoordError as exc:
                 if not call.answer.done():
                     call.answer.set_exception(exc)
@@ -256,42 +253,34 @@ class Heartbeats:
             if entry.lease_id in by_lease:
                 continue
             try:
-                answer = await self._alone(principal, entry)
-            except WorkcoordError as exc:
+                by_lease[entry.lease_id] = await self._alone(principal, entry)
+            except WorkcoordError as exc:  # the work coordinator refused it meanwhile
                 by_lease[entry.lease_id] = EntryResult(entry.lease_id, error=exc)
-                continue
-            by_lease[entry.lease_id] = EntryResult(entry.lease_id, answer)
         return [by_lease[entry.lease_id] for entry in input.entries]
 
-    async def _alone(self, principal: Principal, input: HeartbeatInput) -> HeartbeatAnswer:
+    async def _alone(
+        self, principal: Principal, input: HeartbeatInput
+    ) -> EntryResult[HeartbeatAnswer]:
         """One heartbeat in its own transaction, waiting for its attempt's row (holding no
         other), then for the roll-up rows: the lock order rules out a cycle."""
         if input.coordinator_id not in self._budgeted:
             async with self.core.store.write() as tx:
-                coordinator = await tx.get_coordinator(input.coordinator_id)
-                if coordinator is None:
-                    raise NotFound(f"work coordinator {input.coordinator_id} not found")
-                authorize(principal, coordinator, Access.LEASE)
-                await self.core.require_enabled(tx, principal, coordinator, Access.LEASE)
+                coordinator = await self.core.coordinator_for(
+                    tx, principal, input.coordinator_id, access=Access.LEASE
+                )
                 if not budgeting.in_force(coordinator):
                     found = {input.lease_id: await tx.attempt_with_item(input.lease_id)}
                     _locked_now(tx, self.core)
                     extended: list[Attempt] = []
                     spent: list[UsageTotal] = []
                     [result] = extend_entries(tx, coordinator, [input], found, extended, spent)
-                    if result.error is not None:
-                        raise result.error
-                    await tx.update_attempts(extended)
-                    await tx.add_usage(spent)
-                    assert result.value is not None
-                    return result.value
-        [result] = await self._under_budget(
-            principal, BatchInput(coordinator_id=input.coordinator_id, entries=(input,))
-        )
-        if result.error is not None:
-            raise result.error
-        assert result.value is not None
-        return result.value
+                    if extended:
+                        await tx.update_attempts(extended)
+                        await tx.add_usage(spent)
+                    return result
+        batch = BatchInput(coordinator_id=input.coordinator_id, entries=(input,))
+        [result] = await self._under_budget(principal, batch)
+        return result
 
     async def _under_budget(
         self, principal: Principal, input: BatchInput[HeartbeatInput]
