@@ -10,7 +10,9 @@ us instead of as gRPC's C-core log noise.
 from __future__ import annotations
 
 import errno
+import random
 import socket
+import threading
 
 __all__ = ["AddressInUse", "StartupError", "ensure_bindable", "free_port", "split_address"]
 
@@ -69,7 +71,37 @@ def ensure_bindable(address: str, what: str) -> None:
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port on ``host`` that was free a moment ago (for tests, benchmarks and checks that
-    start servers; another process may still take it before they bind)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    start servers; another process may still take it before they bind).
+
+    The port lies below the kernel's ephemeral range, so no outgoing connection of this host
+    takes it as its local port before the server binds, and one process never gets the same port
+    twice (checks start several clusters side by side in threads).
+    """
+    low, high = _FREE_RANGE
+    with _HANDED_OUT_LOCK:
+        for _ in range(500):
+            port = random.randint(low, high)
+            if port in _HANDED_OUT:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind((host, port))
+                except OSError:
+                    continue
+            _HANDED_OUT.add(port)
+            return port
+    raise StartupError(f"no free port between {low} and {high} on {host}")
+
+
+def _ephemeral_low() -> int:
+    """The first port the kernel hands to outgoing connections (Linux; 32768 elsewhere)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+            return int(ports.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_FREE_RANGE = (max(1024, _ephemeral_low() - 12000), _ephemeral_low() - 1)
+_HANDED_OUT: set[int] = set()
+_HANDED_OUT_LOCK = threading.Lock()
