@@ -29,9 +29,11 @@ HELPERS = {
         "bulk:unnest_update",
         "bulk:unnest_insert",
         "bulk:unnest_resolve_escalations",
+        "bulk:unnest_add",
         "bulk:set_revision",
     },
     "_release_holds": {"attempts:RELEASE_HOLDS"},
+    "write_held_back_usage": {"usage:ADD_USAGE"},
 }
 HELD_BACK = "write_held_back"
 # Methods of the store that are not port methods but belong in the index: the lock every
@@ -44,6 +46,8 @@ HOLDS_BACK = {
     "mark_lanes_served": "lane turns",
     "resolve_escalations": "resolutions",
 }
+# Held back until the flush only (PostgreSQL), or written before a read of their own kind.
+HOLDS_BACK_TO_FLUSH = {"add_usage": "roll-ups"}
 
 
 def _methods() -> dict[str, tuple[set[str], set[str]]]:
@@ -138,6 +142,12 @@ def table() -> str:
             held = (
                 f"held back: the {HOLDS_BACK[name]} are written by the next "
                 "`write_held_back` or `flush`"
+            )
+            shown = f"{shown}; {held}" if shown else held
+        if name in HOLDS_BACK_TO_FLUSH:
+            held = (
+                f"on PostgreSQL held back: the {HOLDS_BACK_TO_FLUSH[name]} are written by the "
+                "`flush`, or before a read of them"
             )
             shown = f"{shown}; {held}" if shown else held
         label = f"`{name}` (store)" if name in STORE_METHODS else f"`{name}`"

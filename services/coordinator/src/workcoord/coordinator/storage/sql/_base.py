@@ -17,14 +17,24 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
 
-from workcoord.coordinator.domain.model import Attempt, Coordinator, Event, Item, ItemState, Lane
+from workcoord.coordinator.domain.model import (
+    Attempt,
+    Coordinator,
+    Event,
+    Item,
+    ItemState,
+    Lane,
+    UsageTotal,
+)
+from workcoord.coordinator.domain.usage import merged
 
 from .. import schema as t
-from .rows import ATTEMPTS, EVENTS, ITEMS, RowMap
+from .rows import ATTEMPTS, EVENTS, ITEMS, USAGE_TOTALS, RowMap
 from .statements import attempts as attempt_sql
 from .statements import bulk
 from .statements import follow_ups as follow_up_sql
 from .statements import lanes as lane_sql
+from .statements import usage as usage_sql
 
 _R = TypeVar("_R")
 _Params = Mapping[str, Any] | None
@@ -75,6 +85,10 @@ class SqlTxBase:
     * :meth:`~.coordinators.CoordinatorsSql.flush`, at the end of the transaction, with the
       events and the revision.
 
+    On PostgreSQL the roll-ups ``add_usage`` adds to are held back too, and written only with
+    the flush (they are the last rows a transaction locks, see Lock order in
+    docs/architecture.md) or by :meth:`write_held_back_usage` before a read of roll-ups.
+
     Reads by id (``get_item``, ``get_attempt``, ``attempt_with_item``) and the lane's item
     states answer from the held-back updates without writing them. Every other statement runs
     where its port method is called.
@@ -114,6 +128,10 @@ class SqlTxBase:
         # item id) -> when), written by write_held_back or with the flush.
         self._pending_turns: dict[str, int] = {}
         self._pending_resolutions: dict[tuple[str, str], datetime] = {}
+        # PostgreSQL: the roll-ups added so far (``add_usage``), written with the flush or
+        # before a read of roll-ups (write_held_back_usage), never at write_held_back: they
+        # are the last rows a transaction locks (Lock order).
+        self._pending_usage: list[UsageTotal] = []
         # The platform switch as read with the coordinator's lock (None: not read yet).
         self._platform_switch: bool | None = None
         self.locked_credentials_epoch: int | None = None
@@ -153,6 +171,13 @@ class SqlTxBase:
             for (coordinator_id, when), item_ids in by_when.items():
                 params = {"b_coordinator_id": coordinator_id, "item_ids": item_ids, "when": when}
                 await self.conn.execute(follow_up_sql.RESOLVE_ESCALATIONS, params)
+
+    async def write_held_back_usage(self) -> None:
+        """Add the held-back roll-ups now (``usage:ADD_USAGE``; none when none are held)."""
+        if self._pending_usage:
+            totals, self._pending_usage = merged(self._pending_usage), []
+            params = [USAGE_TOTALS.values(total) for total in totals]
+            await self.conn.execute(usage_sql.ADD_USAGE.of(self.dialect), params)
 
     async def _rows(self, stmt: Executable, params: _Params = None) -> Sequence[Row[Any]]:
         """The rows ``stmt`` returns with ``params``."""
@@ -259,12 +284,16 @@ class SqlTxBase:
         await self.conn.execute(bulk.update_by_key(rows.table, key, written), params)
 
     async def _write_together(
-        self, events: Sequence[Event], revision: tuple[str, int] | None
+        self,
+        events: Sequence[Event],
+        revision: tuple[str, int] | None,
+        usage: Sequence[UsageTotal] = (),
     ) -> None:
         """PostgreSQL: the held-back attempt inserts, item and attempt updates, lane turns and
-        escalation resolutions, ``events`` and the coordinator's new ``revision`` in ONE
-        statement (one round trip): each an ``unnest`` in a ``WITH`` of the revision's
-        ``UPDATE`` (``bulk.with_all``). Parts with nothing to write are left out."""
+        escalation resolutions, the roll-ups ``usage`` adds to, ``events`` and the
+        coordinator's new ``revision`` in ONE statement (one round trip): each an ``unnest``
+        in a ``WITH`` of the revision's ``UPDATE`` (``bulk.with_all``). Parts with nothing to
+        write are left out."""
         dialect = self.conn.dialect
         parts: list[tuple[bulk.Unnest, list[dict[str, Any]]]] = []
         start = 1
@@ -303,6 +332,11 @@ class SqlTxBase:
             ]
             part = bulk.unnest_resolve_escalations(t.escalations, dialect, start)
             parts.append((part, resolved))
+            start += len(part[1])
+        if usage:
+            added = [USAGE_TOTALS.values(total) for total in merged(usage)]
+            part = bulk.unnest_add(t.usage_totals, usage_sql.KEY, usage_sql.TOTALS, dialect, start)
+            parts.append((part, added))
             start += len(part[1])
         if events:
             params = [EVENTS.values(e) for e in events]

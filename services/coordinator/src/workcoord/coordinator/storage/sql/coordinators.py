@@ -107,20 +107,22 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         return row[0] if row is not None else None  # pruned: nothing to follow
 
     async def flush(self) -> None:
-        """Write the held-back updates, the events appended so far and each coordinator's new
-        revision, just before commit: on PostgreSQL in ONE statement when there is one
-        coordinator to move (``_write_together``); else the held-back updates, one insert of
-        the events and one ``SET_REVISION`` per coordinator. Events a webhook of their
-        coordinator selects add one insert of their outbox rows (none without such a
-        webhook: the filters come with the coordinator's row, no read)."""
+        """Write the held-back updates and roll-ups, the events appended so far and each
+        coordinator's new revision, just before commit: on PostgreSQL in ONE statement when
+        there is one coordinator to move (``_write_together``); else the roll-ups, the
+        held-back updates, one insert of the events and one ``SET_REVISION`` per coordinator.
+        Events a webhook of their coordinator selects add one insert of their outbox rows
+        (none without such a webhook: the filters come with the coordinator's row, no read)."""
         events, self._events = self._events, []
         filters, self._webhook_filters = self._webhook_filters, {}
         deliveries = outbox_deliveries(filters, events) if filters else []
         if self.dialect == "postgresql" and len(self._revisions) <= 1:
             revisions, self._revisions = self._revisions, {}
-            await self._write_together(events, next(iter(revisions.items()), None))
+            usage, self._pending_usage = self._pending_usage, []
+            await self._write_together(events, next(iter(revisions.items()), None), usage)
             await self._insert(DELIVERIES, deliveries)
             return
+        await self.write_held_back_usage()
         await self._insert(DELIVERIES, deliveries)
         await self.write_held_back()
         await self._insert(EVENTS, events)

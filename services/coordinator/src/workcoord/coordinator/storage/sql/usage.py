@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from workcoord.coordinator.domain.model import UsageScope, UsageTotal
-from workcoord.coordinator.domain.usage import merged
 
 from ._base import SqlTxBase
 from .rows import USAGE_TOTALS
@@ -16,11 +15,15 @@ from .statements import usage as sql
 
 class UsageSql(SqlTxBase):
     async def add_usage(self, totals: Sequence[UsageTotal]) -> None:
-        """One upsert per roll-up, in key order (``usage.merged``): the rows are locked in one
-        order by every writer (Lock order, docs/architecture.md)."""
-        if totals:
-            params = [USAGE_TOTALS.values(total) for total in merged(totals)]
-            await self.conn.execute(sql.ADD_USAGE.of(self.dialect), params)
+        """Add ``totals`` to their roll-ups, each roll-up once and in key order
+        (``usage.merged``): the rows are locked in one order by every writer (Lock order,
+        docs/architecture.md). On PostgreSQL they are held back and added by the flush's one
+        statement, so a heartbeat round or a group's Complete spends no round trip on them; a
+        read of roll-ups in the transaction adds them first. Elsewhere: one upsert per roll-up,
+        now."""
+        self._pending_usage.extend(totals)
+        if self.dialect != "postgresql":
+            await self.write_held_back_usage()
 
     async def usage_totals(
         self,
@@ -29,6 +32,7 @@ class UsageSql(SqlTxBase):
         day: str,
         keys: Sequence[str] | None = None,
     ) -> list[UsageTotal]:
+        await self.write_held_back_usage()
         params = {"coordinator_id": coordinator_id, "scope": scope.value, "day": day}
         if keys is None:
             return await self._list(USAGE_TOTALS, sql.USAGE_TOTALS, params)
@@ -39,5 +43,6 @@ class UsageSql(SqlTxBase):
     async def usage_days(
         self, coordinator_id: str, scope: UsageScope, key: str, since: str
     ) -> list[UsageTotal]:
+        await self.write_held_back_usage()
         params = {"coordinator_id": coordinator_id, "scope": scope.value, "key": key}
         return await self._list(USAGE_TOTALS, sql.USAGE_DAYS, {**params, "since": since})

@@ -109,6 +109,28 @@ def unnest_resolve_escalations(table: Table, dialect: Dialect, start: int) -> Un
     return found
 
 
+def unnest_add(
+    table: Table, key: tuple[str, ...], totals: tuple[str, ...], dialect: Dialect, start: int
+) -> Unnest:
+    """``INSERT … SELECT … FROM unnest(…) ON CONFLICT (key) DO UPDATE``: each array element
+    adds its ``totals`` to the row with its ``key``, or is that row (the roll-ups' upsert,
+    ``usage:ADD_USAGE``, for many rows; no two elements may share a key)."""
+    memo = ("add", table.name, (*key, *totals), start)
+    found = _UNNESTS.get(memo)
+    if found is None:
+        columns = (*key, *totals)
+        source, processors = _arrays(table, columns, columns, dialect, start)
+        names = ", ".join(f'"{name}"' for name in columns)
+        conflict = ", ".join(f'"{name}"' for name in key)
+        added = ", ".join(f'"{n}" = t."{n}" + excluded."{n}"' for n in totals)
+        sql = (
+            f"INSERT INTO {table.name} AS t ({names}) SELECT {names} FROM {source} "  # noqa: S608
+            f"ON CONFLICT ({conflict}) DO UPDATE SET {added}"
+        )
+        found = _UNNESTS[memo] = (sql, processors)
+    return found
+
+
 def set_revision(start: int) -> str:
     """``UPDATE work_coordinators SET revision``, its two parameters numbered from ``start``
     (the new revision, the coordinator id): the last part of a flush's ``WITH``."""

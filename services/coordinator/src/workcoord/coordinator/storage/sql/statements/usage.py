@@ -10,8 +10,9 @@ from ... import schema as t
 from ._dialects import upsert
 
 _U = t.usage_totals
-_KEY = ["coordinator_id", "scope", "day", "key"]
-_TOTALS = (
+#: A roll-up's key, and the totals an addition adds up.
+KEY = ("coordinator_id", "scope", "day", "key")
+TOTALS = (
     "input_tokens",
     "output_tokens",
     "cache_read_tokens",
@@ -22,8 +23,8 @@ _TOTALS = (
 
 def _add_usage(insert: Any) -> Any:
     stmt = insert(_U)
-    added = {name: _U.c[name] + stmt.excluded[name] for name in _TOTALS}
-    return stmt.on_conflict_do_update(index_elements=_KEY, set_=added)
+    added = {name: _U.c[name] + stmt.excluded[name] for name in TOTALS}
+    return stmt.on_conflict_do_update(index_elements=list(KEY), set_=added)
 
 
 #: Add each row's totals to its roll-up (one per coordinator, scope, day and key), or create it.
