@@ -69,6 +69,7 @@ async def test_roll_ups_ride_in_the_flush_with_the_attempts(store: Store) -> Non
     async with store.write("wc_a") as tx:
         await tx.insert_attempts([running])
     inner = getattr(store, "inner", None)
+    engine = inner.engine.sync_engine if isinstance(inner, SqlStore) else None
     postgres = isinstance(inner, SqlStore) and inner.dialect == "postgresql"
     statements: list[str] = []
 
@@ -76,7 +77,7 @@ async def test_roll_ups_ride_in_the_flush_with_the_attempts(store: Store) -> Non
         statements.append(statement)
 
     if postgres:
-        event.listen(inner.engine.sync_engine, "before_cursor_execute", note)
+        event.listen(engine, "before_cursor_execute", note)
     try:
         async with store.write() as tx:
             await tx.update_attempts([replace(running, progress="tests 80/120")])
@@ -85,7 +86,7 @@ async def test_roll_ups_ride_in_the_flush_with_the_attempts(store: Store) -> Non
             assert statements == []  # nothing written yet
     finally:
         if postgres:
-            event.remove(inner.engine.sync_engine, "before_cursor_execute", note)
+            event.remove(engine, "before_cursor_execute", note)
     written = [s for s in statements if not s.startswith(("COMMIT", "ROLLBACK"))]
     if postgres:
         assert len(written) == 1, written
