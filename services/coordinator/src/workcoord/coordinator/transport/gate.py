@@ -160,7 +160,8 @@ class CallGate:
         if method in OPEN_METHODS:
             return functools.partial(self._validate, rules_view)
         if method in EPOCH_CONFIRMED_BY_METHOD:
-            return functools.partial(self._admit_unconfirmed, rules_view)
+            # A state-changing call whose cached caller the method confirms itself.
+            return functools.partial(self._admit, rules_view, True, confirmed_later=True)
         return functools.partial(self._admit, rules_view, is_state_changing(method))
 
     async def _validate(
@@ -174,27 +175,22 @@ class CallGate:
         state_changing: bool,
         request: Message,
         context: Context,
+        *,
+        confirmed_later: bool = False,
     ) -> None:
-        credentials = call_credentials(context.invocation_metadata())
-        principal, session = await self.authenticate(credentials, state_changing)
-        raise_if_invalid(rules_view(request), self.engine.clock.now())
-        _current_caller.set(Caller(principal, session, credentials))
-
-    async def _admit_unconfirmed(
-        self, rules_view: Callable[[Message], Message], request: Message, context: Context
-    ) -> None:
-        """As :meth:`_admit` (a state-changing call), but a bearer credential whose principal
-        is cached is admitted as cached, its epoch left for the method to confirm."""
+        """Authenticate the caller, check the request, and set the call's :class:`Caller`.
+        ``confirmed_later``: a bearer credential whose principal is cached is admitted as
+        cached, its epoch left for the method to confirm (a browser session is never cached)."""
         credentials = call_credentials(context.invocation_metadata())
         cached = None
-        if credentials.bearer is not None:  # a browser session is never cached
+        if confirmed_later and credentials.bearer is not None:
             cached = self.engine.credentials.unconfirmed(credentials.bearer)
-        if cached is None:
-            await self._admit(rules_view, True, request, context)
-            return
+        if cached is not None:
+            (principal, epoch), session = cached, None
+        else:
+            (principal, session), epoch = await self.authenticate(credentials, state_changing), None
         raise_if_invalid(rules_view(request), self.engine.clock.now())
-        principal, epoch = cached
-        _current_caller.set(Caller(principal, None, credentials, epoch_to_confirm=epoch))
+        _current_caller.set(Caller(principal, session, credentials, epoch_to_confirm=epoch))
 
     async def authenticate(
         self, credentials: CallCredentials, state_changing: bool
