@@ -113,6 +113,8 @@ class SqlTxBase:
         # committed before (see SqlStore.write), and what this transaction appended.
         self.known_event_times: Mapping[str, tuple[int, datetime]] = {}
         self.appended_event_times: dict[str, tuple[int, datetime]] = {}
+        # ... and what the coordinator's lock read of it (LOCK_COORDINATOR), whoever wrote it.
+        self.locked_event_times: dict[str, tuple[int, datetime]] = {}
         # Held-back updates by id (the latest record of each), written by write_held_back.
         self._pending_items: dict[str, Item] = {}
         self._pending_attempts: dict[str, Attempt] = {}

@@ -25,7 +25,9 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         """Read the work coordinator and hold its row until the transaction ends
         (``LOCK_COORDINATOR``): writers of one work coordinator are serialised, so capacity
         counts see every committed claim and revisions stay gap-free. The credentials epoch
-        comes with it (``locked_credentials_epoch``)."""
+        comes with it (``locked_credentials_epoch``), and the time of its last event when the
+        lock was free (``locked_event_times``: an ``append`` after another process's write
+        needs no read)."""
         return await self._coordinator_and_switch(sql.LOCK_COORDINATOR, coordinator_id, True)
 
     async def get_coordinator(self, coordinator_id: str) -> Coordinator | None:
@@ -44,9 +46,13 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         self._platform_switch = True if switch_value is None else bool(switch_value)
         epoch = row._mapping["credentials_epoch"]
         self.seen_credentials_epoch = None if epoch is None else int(epoch)
+        coordinator = COORDINATORS.load(row)
         if locked:
             self.locked_credentials_epoch = self.seen_credentials_epoch
-        return COORDINATORS.load(row)
+            last_time = row._mapping["last_event_time"]
+            if last_time is not None:
+                self.locked_event_times[coordinator_id] = (coordinator.revision, last_time)
+        return coordinator
 
     async def list_coordinators(
         self, after_id: str, limit: int, org_slugs: Sequence[str] | None
@@ -94,10 +100,15 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
 
     async def _last_event_time(self, coordinator: Coordinator) -> datetime | None:
         """The time of the coordinator's last event (at ``coordinator.revision``): appended by
-        this transaction, known to the store from a commit of this process, else read
-        (``LAST_EVENT_TIME``, after the coordinator's lock, so no writer slips in between)."""
+        this transaction, read with the coordinator's lock, known to the store from a commit of
+        this process, else read (``LAST_EVENT_TIME``, after the coordinator's lock, so no
+        writer slips in between)."""
         cid = coordinator.coordinator_id
-        for known in (self.appended_event_times.get(cid), self.known_event_times.get(cid)):
+        for known in (
+            self.appended_event_times.get(cid),
+            self.locked_event_times.get(cid),
+            self.known_event_times.get(cid),
+        ):
             if known is not None and known[0] == coordinator.revision:
                 return known[1]
         if coordinator.revision <= 0:

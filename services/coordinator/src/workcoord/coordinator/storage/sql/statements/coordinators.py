@@ -29,10 +29,26 @@ COORDINATOR_WITH_SWITCH = select(_WC, _SWITCH, _EPOCH).where(
     _WC.c.coordinator_id == bindparam("coordinator_id")
 )
 
+# The time of the event at the coordinator's revision (its last; a primary-key lookup). NULL
+# when there is none, and also when the row lock was waited for: the lookup then runs on the
+# statement's snapshot, taken before the writer that moved the revision committed.
+_E = t.events
+_LAST_EVENT_TIME = (
+    select(_E.c.time)
+    .where(_E.c.coordinator_id == _WC.c.coordinator_id, _E.c.revision == _WC.c.revision)
+    .scalar_subquery()
+    .label("last_event_time")
+)
+
 #: THE LOCK every write of one work coordinator takes first: as
-#: :data:`COORDINATOR_WITH_SWITCH`, ``FOR UPDATE OF work_coordinators`` on PostgreSQL (SQLite
-#: renders no lock: ``BEGIN IMMEDIATE`` already holds the database).
-LOCK_COORDINATOR = COORDINATOR_WITH_SWITCH.with_for_update(of=_WC)
+#: :data:`COORDINATOR_WITH_SWITCH` and the time of its last event, ``FOR UPDATE OF
+#: work_coordinators`` on PostgreSQL (SQLite renders no lock: ``BEGIN IMMEDIATE`` already
+#: holds the database).
+LOCK_COORDINATOR = (
+    select(_WC, _SWITCH, _EPOCH, _LAST_EVENT_TIME)
+    .where(_WC.c.coordinator_id == bindparam("coordinator_id"))
+    .with_for_update(of=_WC)
+)
 
 
 def list_coordinators(after_id: str, limit: int, org_slugs: list[str] | None) -> Select[Any]:
