@@ -5,7 +5,7 @@ the event log again, and a write that waited for the lock reads it as before."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from sqlalchemy import event, text
@@ -39,7 +39,7 @@ async def _append(store: SqlStore, type: EventType) -> None:
         await tx.append(tx.coordinator, [NewEvent(type)], "w")
 
 
-def _event_log_reads(store: SqlStore) -> tuple[list[str], object]:
+def _event_log_reads(store: SqlStore) -> tuple[list[str], Callable[..., None]]:
     statements: list[str] = []
 
     def note(conn: object, cursor: object, statement: str, *args: object) -> None:
