@@ -129,6 +129,23 @@ def fence(attempt: Attempt | None, item: Item | None, lease_token: str, now: dat
         raise LeaseLost("expired", "lease lost: the lease expired")
 
 
+def fenced(
+    found: tuple[Attempt | None, Item | None],
+    coordinator_id: str,
+    lease_token: str,
+    now: datetime,
+) -> tuple[Attempt, Item]:
+    """The attempt and item ``found`` for a lease of ``coordinator_id`` if ``lease_token``
+    holds that live lease (:func:`fence`); an attempt of another work coordinator counts as
+    none (LEASE_LOST, never a hint that it exists)."""
+    attempt, item = found
+    if attempt is not None and attempt.coordinator_id != coordinator_id:
+        attempt, item = None, None
+    fence(attempt, item, lease_token, now)
+    assert attempt is not None and item is not None
+    return attempt, item
+
+
 def require_running(attempt: Attempt, action: str) -> None:
     if attempt.status != AttemptStatus.RUNNING:
         raise IllegalTransition(

@@ -98,12 +98,9 @@ class AttemptService(Transitions):
     ) -> tuple[Attempt, Item]:
         """The attempt and item of ``lease`` (read now, or ``found`` by a batch's one read) if
         its token holds the live lease (LEASE_LOST)."""
-        attempt, item = found if found is not None else await tx.attempt_with_item(lease.lease_id)
-        if attempt is not None and attempt.coordinator_id != lease.coordinator_id:
-            attempt, item = None, None
-        rules.fence(attempt, item, lease.lease_token, tx.now)
-        assert attempt is not None and item is not None
-        return attempt, item
+        if found is None:
+            found = await tx.attempt_with_item(lease.lease_id)
+        return rules.fenced(found, lease.coordinator_id, lease.lease_token, tx.now)
 
     async def _save(
         self,

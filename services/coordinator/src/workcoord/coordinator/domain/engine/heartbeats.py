@@ -9,9 +9,9 @@ coordinator, the attempt, the write, ``COMMIT``). Instead, while fewer than
 :data:`MAX_ROUNDS_IN_FLIGHT` rounds run, a round starts on the next turn of the event loop with
 every call queued by then: ONE transaction reads their work coordinators (each once), locks
 all their free attempts' rows in one statement (``SKIP LOCKED``, in lease id order), extends
-them in memory and writes them in one statement per table (attempts, then the roll-ups, in key
-order). A lone heartbeat runs at once, in a round of its own; under load the rounds grow with
-the calls that arrive while others run.
+them in memory and writes the attempts and the roll-ups (in key order) in one statement on
+PostgreSQL, one per table elsewhere. A lone heartbeat runs at once, in a round of its own;
+under load the rounds grow with the calls that arrive while others run.
 
 Each call is answered as it would be alone:
 
@@ -363,7 +363,9 @@ def extend_entries(
     results: Answered = []
     for entry in entries:
         try:
-            attempt, item = _fenced(tx, coordinator, entry, found.get(entry.lease_id))
+            pair = found.get(entry.lease_id, (None, None))
+            cid, token = coordinator.coordinator_id, entry.lease_token
+            attempt, item = rules.fenced(pair, cid, token, tx.now)
             totals = usage.rollups(attempt, usage.record(attempt, entry.usage), tx.now)
         except WorkcoordError as exc:
             results.append(EntryResult(entry.lease_id, error=exc))
@@ -384,18 +386,3 @@ def extend_entries(
             EntryResult(entry.lease_id, HeartbeatAnswer(attempt.lease_expire_time, stop))
         )
     return results
-
-
-def _fenced(
-    tx: Tx,
-    coordinator: Coordinator,
-    entry: HeartbeatInput,
-    found: tuple[Attempt | None, Item | None] | None,
-) -> tuple[Attempt, Item]:
-    """The entry's attempt and item if its token holds the live lease (LEASE_LOST)."""
-    attempt, item = found if found is not None else (None, None)
-    if attempt is not None and attempt.coordinator_id != coordinator.coordinator_id:
-        attempt, item = None, None
-    rules.fence(attempt, item, entry.lease_token, tx.now)
-    assert attempt is not None and item is not None
-    return attempt, item
