@@ -243,14 +243,14 @@ class PrincipalCache:
             return None
         return entry.credential, entry.principal
 
-    def latest(self, digest: str) -> tuple[int, Credential, Principal] | None:
-        """What is cached for ``digest``, with the epoch it was resolved at, whatever the epoch
-        is now: for a caller that confirms that epoch later, in its own transaction, before it
-        writes (heartbeats; see ``Credentials.unconfirmed``)."""
+    def latest(self, digest: str) -> tuple[Credential, Principal] | None:
+        """What is cached for ``digest``, whatever the epoch is now: for a caller confirmed
+        later, in its own transaction, before it writes (heartbeats; see
+        ``Credentials.unconfirmed``)."""
         entry = self._entries.get(digest)
         if entry is None or entry.until <= time.monotonic():
             return None
-        return entry.epoch, entry.credential, entry.principal
+        return entry.credential, entry.principal
 
     def put(
         self, digest: str, epoch: int | None, credential: Credential, principal: Principal

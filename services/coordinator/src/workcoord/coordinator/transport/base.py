@@ -43,8 +43,8 @@ class EngineServicer:
 
     def confirmation(self) -> Confirmation | None:
         """How a heartbeat confirms its caller, when the gate admitted it from the principal
-        cache without reading the credentials epoch (``Caller.epoch_to_confirm``); else None."""
-        if caller().epoch_to_confirm is None:
+        cache without reading the credentials epoch (``Caller.to_confirm``); else None."""
+        if not caller().to_confirm:
             return None
         return Confirmation(self.cached_caller(), self.reauthenticator())
 

@@ -116,10 +116,10 @@ class Caller:
     """The browser session the call was made with (None for a bearer credential)."""
     credentials: CallCredentials
     """What the call presented, for checks that must be repeated later (a long-lived feed)."""
-    epoch_to_confirm: int | None = None
-    """Set when the principal came from the cache without reading the credentials epoch (a
-    method of :data:`EPOCH_CONFIRMED_BY_METHOD`): the epoch it was resolved at, which the
-    method confirms in its own transaction before it writes, or resolves its caller again."""
+    to_confirm: bool = False
+    """The principal came from the cache without reading the credentials epoch (a method of
+    :data:`EPOCH_CONFIRMED_BY_METHOD`): the method confirms it at the epoch it reads in its own
+    transaction before it writes, or resolves its caller again."""
 
 
 _current_caller: ContextVar[Caller] = ContextVar("workcoord_caller")
@@ -186,11 +186,11 @@ class CallGate:
         if confirmed_later and credentials.bearer is not None:
             cached = self.engine.credentials.unconfirmed(credentials.bearer)
         if cached is not None:
-            (principal, epoch), session = cached, None
+            principal, session = cached, None
         else:
-            (principal, session), epoch = await self.authenticate(credentials, state_changing), None
+            principal, session = await self.authenticate(credentials, state_changing)
         raise_if_invalid(rules_view(request), self.engine.clock.now())
-        _current_caller.set(Caller(principal, session, credentials, epoch_to_confirm=epoch))
+        _current_caller.set(Caller(principal, session, credentials, to_confirm=cached is not None))
 
     async def authenticate(
         self, credentials: CallCredentials, state_changing: bool

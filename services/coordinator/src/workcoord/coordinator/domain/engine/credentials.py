@@ -107,11 +107,11 @@ class Credentials:
         principals.put(digest, resolved.epoch, credential, principal)
         return principal
 
-    def unconfirmed(self, secret: str | None) -> tuple[Principal, int] | None:
-        """The principal cached for a bearer ``secret`` and the credentials epoch it was
-        resolved at, WITHOUT reading the epoch now (no I/O): only for a call that confirms that
-        epoch in its own transaction before it writes anything (:meth:`cached_principal` at the
-        epoch it reads there), else resolves its caller again. None when only
+    def unconfirmed(self, secret: str | None) -> Principal | None:
+        """The principal cached for a bearer ``secret``, at whatever epoch it was resolved,
+        WITHOUT reading the epoch now (no I/O): only for a call that confirms it in its own
+        transaction before it writes anything (:meth:`cached_principal` at the epoch it reads
+        there), else resolves its caller again. None when only
         :meth:`authenticate` can say (nothing cached, an access token, the service key, a
         credential expired or revoked as cached)."""
         if not secret:
@@ -122,10 +122,10 @@ class Credentials:
         found = self.core.principals.latest(hash_secret(secret))
         if found is None:
             return None
-        epoch, credential, principal = found
+        credential, principal = found
         if credential_problem(credential, self.core.clock.now()):
             return None
-        return principal, epoch
+        return principal
 
     def cached_principal(self, secret: str | None, epoch: int | None) -> Principal | None:
         """The principal of a bearer ``secret`` as the principal cache holds it at ``epoch`` (an
