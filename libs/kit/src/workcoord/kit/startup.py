@@ -102,6 +102,7 @@ def _ephemeral_low() -> int:
         return 32768
 
 
-_FREE_RANGE = (max(1024, _ephemeral_low() - 12000), _ephemeral_low() - 1)
+_EPHEMERAL_LOW = _ephemeral_low()
+_FREE_RANGE = (max(1024, _EPHEMERAL_LOW - 12000), _EPHEMERAL_LOW - 1)
 _HANDED_OUT: set[int] = set()
 _HANDED_OUT_LOCK = threading.Lock()
