@@ -35,6 +35,7 @@ __all__ = ["AccessLog", "RunningGateway", "main", "start_gateway"]
 _log = logging.getLogger(__name__)
 
 _STARTUP_POLL_SECONDS = 0.01
+_KEEP_ALIVE_SECONDS = 65
 _WS_MAX_INCOMING_BYTES = 64 * 1024
 
 
@@ -100,6 +101,11 @@ async def start_gateway(
         # Compressing every feed frame once per socket cost the gateway more CPU than anything
         # else with 200 subscribers (B4); frames are small deltas.
         ws_per_message_deflate=False,
+        # An idle keep-alive connection is closed by its client, not by us: HTTP clients keep
+        # them 5 s (httpx) and load balancers up to 60 s, and a gateway that closed first
+        # (uvicorn's default is 5 s) raced their next request on it ("server disconnected
+        # without sending a response", a 502 behind a load balancer).
+        timeout_keep_alive=_KEEP_ALIVE_SECONDS,
         ssl_certfile=str(settings.tls_cert_file) if settings.tls_cert_file else None,
         ssl_keyfile=str(settings.tls_key_file) if settings.tls_key_file else None,
     )
