@@ -72,6 +72,10 @@ class RecordingStore:
         self.used.add("write")
         return cast(AbstractAsyncContextManager[Tx], self._open(self.inner.write(coordinator_id)))
 
+    def extend(self) -> AbstractAsyncContextManager[Tx]:
+        self.used.add("extend")
+        return cast(AbstractAsyncContextManager[Tx], self._open(self.inner.extend()))
+
     @asynccontextmanager
     async def _open(self, opening: AbstractAsyncContextManager[Any]) -> AsyncIterator[Any]:
         async with opening as tx:

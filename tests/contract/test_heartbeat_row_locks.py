@@ -1,7 +1,8 @@
-"""A Heartbeat extends a lease in a write transaction WITHOUT the work coordinator's lock
-(``store.write()``, no coordinator). What keeps it exact is the attempt's row: every write
-transaction reads an attempt to write it under that row's lock (``FOR UPDATE`` on
-PostgreSQL), and recovery re-checks expiry on the row itself. The memory and SQLite stores
+"""A Heartbeat extends a lease WITHOUT the work coordinator's lock (``store.extend()``, and
+a single heartbeat in ``store.write()`` with no coordinator). What keeps it exact is the
+attempt's row: every write transaction reads an attempt to write it under that row's lock
+(``FOR UPDATE`` on PostgreSQL), a round outside a transaction writes only rows still at the
+version it read, and recovery re-checks expiry on the row itself. The memory and SQLite stores
 serialize all writers, so there the cases run one transaction after the other; on PostgreSQL
 the second transaction is proven to wait for the first (``pg_stat_activity``) before the
 first commits, so the race is the one a fleet meets."""
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from workcoord.coordinator.domain.model import AttemptStatus
+from workcoord.coordinator.domain.model import AttemptStatus, UsageScope, UsageTotal
 from workcoord.coordinator.domain.ports import Store
 
 from .records import at, attempt, item, seed_coordinator, seed_lane
@@ -126,3 +127,57 @@ async def test_a_batch_heartbeats_read_skips_held_rows_and_never_waits(
     if read_behind is not None:
         assert read_behind == ["ls_b"]
     assert await batch_read() == ["ls_a", "ls_b"]
+
+
+@pytest.mark.port("extend", "attempts_with_items", "extend_attempts")
+async def test_a_round_writes_only_the_rows_unchanged_since_its_read(
+    store: Store, store_kind: str
+) -> None:
+    """A heartbeat round extends three leases, each reporting usage. On PostgreSQL the round
+    runs outside a transaction and writes at once what is still as it read it: not ls_b,
+    which another writer changed since the read, nor ls_c, which another transaction holds
+    (without waiting for it); neither's usage is added. The stores that serialize their
+    writers write all three."""
+    await _seed(store)
+    more = [item("it_b", "ln_a", seq=2), item("it_c", "ln_a", seq=3)]
+    async with store.write("wc_a") as tx:
+        await tx.insert_items(more)
+        await tx.insert_attempts([attempt(f"ls_{i.item_id[-1]}", i) for i in more])
+    leases = ["ls_a", "ls_b", "ls_c"]
+    postgres = store_kind == "postgres"
+    async with store.extend() as tx:
+        found = await tx.attempts_with_items(leases, skip_locked=True)
+        if postgres:  # ls_b changes after the round read it
+            async with store.write() as other:
+                changed = await other.get_attempt("ls_b")
+                assert changed is not None
+                await other.update_attempts([replace(changed, progress="moved")])
+        extended = []
+        for lease_id in leases:
+            read, _ = found[lease_id]
+            assert read is not None
+            beat = replace(read, lease_expire_time=at(40), progress=f"beat {lease_id}")
+            extended.append((beat, [_spent(lease_id)]))
+        if postgres:
+            async with store.write() as holder:  # ls_c is held while the round writes
+                assert await holder.get_attempt("ls_c") is not None
+                written = await asyncio.wait_for(tx.extend_attempts(extended), WAIT_SECONDS)
+        else:
+            written = await tx.extend_attempts(extended)
+    expected = {"ls_a"} if postgres else set(leases)
+    assert written == expected
+    async with store.read() as reader:
+        for lease_id in leases:
+            stored = await reader.get_attempt(lease_id)
+            assert stored is not None
+            if lease_id in expected:
+                assert (stored.progress, stored.lease_expire_time) == (f"beat {lease_id}", at(40))
+            else:
+                assert stored.progress == ("moved" if lease_id == "ls_b" else "tests 40/120")
+        added = await reader.usage_totals("wc_a", UsageScope.LANE, "", leases)
+    assert sorted(t.key for t in added) == sorted(expected)
+    assert all(t.cost_micros == 7 for t in added)
+
+
+def _spent(key: str) -> UsageTotal:
+    return UsageTotal("wc_a", UsageScope.LANE, key, "", input_tokens=3, cost_micros=7)

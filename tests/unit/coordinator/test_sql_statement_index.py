@@ -48,6 +48,8 @@ HOLDS_BACK = {
 }
 # Held back until the flush only (PostgreSQL), or written before a read of their own kind.
 HOLDS_BACK_TO_FLUSH = {"add_usage": "roll-ups"}
+# Port methods that, in a write transaction, are other port methods (``ports`` functions).
+IN_A_TRANSACTION = {"extend_attempts": ("update_attempts", "add_usage")}
 
 
 def _methods() -> dict[str, tuple[set[str], set[str]]]:
@@ -150,6 +152,10 @@ def table() -> str:
                 "`flush`, or before a read of them"
             )
             shown = f"{shown}; {held}" if shown else held
+        if name in IN_A_TRANSACTION:
+            others = " and ".join(f"`{other}`" for other in IN_A_TRANSACTION[name])
+            held = f"in a write transaction: {others}"
+            shown = f"{shown} in place (PostgreSQL); {held}" if shown else held
         label = f"`{name}` (store)" if name in STORE_METHODS else f"`{name}`"
         lines.append(f"| {label} | {shown} | {'yes' if held_back else ''} |")
     return "\n".join(lines)

@@ -242,8 +242,20 @@ class _ObservedTx:
             self.ended[lease.attempt.lease_id] = lease.attempt
         return expired
 
+    async def extend_attempts(
+        self, extended: Sequence[tuple[Attempt, Sequence[UsageTotal]]]
+    ) -> set[str]:
+        written = await self._tx.extend_attempts(extended)
+        for attempt, totals in extended:
+            if attempt.lease_id in written:
+                self._spent(totals)
+        return written
+
     async def add_usage(self, totals: Sequence[UsageTotal]) -> None:
         await self._tx.add_usage(totals)
+        self._spent(totals)
+
+    def _spent(self, totals: Sequence[UsageTotal]) -> None:
         # One increase's all-time rows come class first, then model (``usage.rollups``).
         worker_class = ""
         for total in totals:
@@ -305,9 +317,14 @@ class MeteredStore:
         """The wrapped store's write transaction, counted once it commits."""
         return self._write(coordinator_id)
 
+    def extend(self) -> AbstractAsyncContextManager[Tx]:
+        """The wrapped store's heartbeat statements, counted once they all ran."""
+        return self._write(None, extend=True)
+
     @asynccontextmanager
-    async def _write(self, coordinator_id: str | None) -> AsyncIterator[Tx]:
-        async with self._store.write(coordinator_id) as tx:
+    async def _write(self, coordinator_id: str | None, extend: bool = False) -> AsyncIterator[Tx]:
+        opened = self._store.extend() if extend else self._store.write(coordinator_id)
+        async with opened as tx:
             observed = _ObservedTx(tx)
             yield cast(Tx, observed)
         # Only reached when the transaction committed.

@@ -455,7 +455,19 @@ class Tx(Reader, Protocol):
         ``skip_locked``: never wait for a row another transaction holds (on PostgreSQL the
         rows are locked ``SKIP LOCKED``); only the leases read are keys, and a missing id is
         held by another transaction, or unknown. The stores that serialize their writers
-        (memory, SQLite) leave out the unknown ones only."""
+        (memory, SQLite) leave out the unknown ones only. In :meth:`Store.extend`'s statements
+        on PostgreSQL nothing is locked: each row's version is kept for
+        :meth:`extend_attempts`."""
+        ...
+
+    async def extend_attempts(
+        self, extended: Sequence[tuple[Attempt, Sequence[UsageTotal]]]
+    ) -> set[str]:
+        """The heartbeats' write: each attempt (extended in memory) with the roll-up totals its
+        usage adds; the lease ids written. In a transaction that read them locked, all of them
+        (``update_attempts``, then ``add_usage``). In :meth:`Store.extend`'s statements on
+        PostgreSQL, ONE statement writes the attempts whose rows are still the version read
+        and free (it never waits for one), and adds the totals of those only."""
         ...
 
     async def items_by_ids(self, item_ids: Sequence[str]) -> list[Item]: ...
@@ -534,3 +546,19 @@ class Store(Protocol):
         ...
 
     def write(self, coordinator_id: str | None = None) -> AbstractAsyncContextManager[Tx]: ...
+
+    def extend(self) -> AbstractAsyncContextManager[Tx]:
+        """Where a heartbeat round reads and extends leases (no coordinator's lock): on
+        PostgreSQL, statements that each commit on their own (no ``BEGIN``/``COMMIT``, no
+        attempt locked: ``Tx.extend_attempts`` compares and sets); elsewhere a write
+        transaction. Nothing but reads and ``extend_attempts`` may run in it."""
+        ...
+
+
+async def extend_in_transaction(
+    tx: Tx, extended: Sequence[tuple[Attempt, Sequence[UsageTotal]]]
+) -> set[str]:
+    """``Tx.extend_attempts`` in a transaction that read the attempts locked: all written."""
+    await tx.update_attempts([attempt for attempt, _ in extended])
+    await tx.add_usage([total for _, totals in extended for total in totals])  # last: Lock order
+    return {attempt.lease_id for attempt, _ in extended}

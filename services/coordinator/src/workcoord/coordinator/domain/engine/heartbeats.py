@@ -1,35 +1,38 @@
 """Heartbeats, in rounds: the Heartbeat and BatchHeartbeat calls in flight in this process
-share one transaction, whatever work coordinators they name (``engine.attempts.heartbeats``).
+share one round of statements, whatever work coordinators they name
+(``engine.attempts.heartbeats``).
 
 A heartbeat appends no event and moves no revision, so it takes no coordinator's lock; what it
-extends is held by the row lock on each attempt (docs/architecture.md, "Lock order"). A fleet
-heartbeats hundreds of leases a second, most of them in calls of one lease each: one
-transaction per call spent most of the coordinator's time on round trips (``BEGIN``, the
-coordinator, the attempt, the write, ``COMMIT``). Instead, while fewer than
+extends is guarded by each attempt's row (docs/architecture.md, "Lock order"). A fleet
+heartbeats hundreds of leases a second, most of them in calls of one lease each: a transaction
+per call spent most of the coordinator's time on round trips. Instead, while fewer than
 :data:`MAX_ROUNDS_IN_FLIGHT` rounds run, a round starts on the next turn of the event loop with
-every call queued by then: ONE transaction reads their work coordinators (each once), locks
-all their free attempts' rows in one statement (``SKIP LOCKED``, in lease id order), extends
-them in memory and writes the attempts and the roll-ups (in key order) in one statement on
-PostgreSQL, one per table elsewhere. A lone heartbeat runs at once, in a round of its own;
-under load the rounds grow with the calls that arrive while others run.
+every call queued by then, in ``store.extend()``: on PostgreSQL statements that each commit
+alone (no ``BEGIN``/``COMMIT``). It reads their work coordinators (each once) and all their
+attempts in one statement, extends them in memory, and ``Tx.extend_attempts`` writes, in one
+statement, the attempts still as read and free (a compare-and-set that never waits for an
+attempt) with the roll-ups of those only. Elsewhere ``extend()`` is a write transaction and
+all are written. A lone heartbeat runs at once, in a round of its own; under load the rounds
+grow with the calls that arrive while others run.
 
 Each call is answered as it would be alone:
 
 - a work coordinator unknown or hidden (NOT_FOUND), not the caller's to lease in
   (PERMISSION_DENIED) or switched off (COORDINATION_DISABLED) refuses that call only;
-- each entry is fenced on its own (LEASE_LOST, a bad usage report: that entry only);
-- an entry whose row another transaction holds is heartbeated after the round's commit as a
-  single heartbeat that waits for that one row (``_then_held_ones``), in the caller's task;
+- the round answers the extensions it wrote; every other entry (its row changed or held
+  since the read, its lease lost, its usage report refused) is heartbeated after the round
+  as a single heartbeat that waits for that one row (``_then_held_ones``), in the caller's
+  task, so each refusal is decided on the row held;
 - a call to a work coordinator under a budget leaves the round for its own transaction under
   the coordinator's lock (its spend is counted and may stop the attempt), as does every later
   call to it while a budget is in force;
-- a failure of the round's transaction (the database away) is every call's error.
+- a failure of the round's statements (the database away) is every call's error.
 
 A call whose caller the gate took from its cache without reading the credentials epoch comes
-with a :class:`Confirmation`: the round reads the epoch once (in its transaction, before any
-write) and admits such a call only if the cache holds the same principal at that epoch; else
-the caller is resolved again from its credential (a revoked key: UNAUTHENTICATED) and the call
-joins the next round as that principal.
+with a :class:`Confirmation`: the round reads the epoch once (before any write) and admits
+such a call only if the cache holds the same principal at that epoch; else the caller is
+resolved again from its credential (a revoked key: UNAUTHENTICATED) and the call joins the
+next round as that principal.
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ MAX_ROUND_ENTRIES = 1000
 
 Answered = list[EntryResult[HeartbeatAnswer]]
 Found = Mapping[str, tuple[Attempt | None, Item | None]]
+Extended = list[tuple[Attempt, list[UsageTotal]]]
+"""The attempts a round extended, each with the roll-up totals its usage adds."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,7 @@ class _Call:
 
 class Heartbeats:
     """Extending leases (:meth:`heartbeat`, :meth:`batch`): rounds of calls sharing one
-    transaction, or the coordinator's lock under a budget."""
+    round of statements, or the coordinator's lock under a budget."""
 
     def __init__(self, core: EngineCore) -> None:
         self.core = core
@@ -155,7 +160,7 @@ class Heartbeats:
     def _take(self) -> list[_Call]:
         """The waiting calls for one round: at most :data:`MAX_ROUND_ENTRIES` entries, each
         lease in one call only (a call naming a lease taken already waits for the next round:
-        one transaction must not fence a lease twice), callers gone skipped."""
+        one round must not fence a lease twice), callers gone skipped."""
         taken: list[_Call] = []
         later: list[_Call] = []
         leases: set[str] = set()
@@ -174,11 +179,11 @@ class Heartbeats:
         return taken
 
     async def _run(self, calls: list[_Call]) -> None:
-        """One round: every call's coordinator checked, every free lease fenced and extended,
-        one write per table, one commit; then each call is answered."""
+        """One round: every call's coordinator checked, every lease fenced and extended, the
+        extensions written (``extend_attempts``); then each call is answered with those."""
         answered: dict[_Call, Answered] = {}
         try:
-            async with self.core.store.write() as tx:
+            async with self.core.store.extend() as tx:
                 coordinators: dict[str, Coordinator | None] = {}
                 for cid in dict.fromkeys(c.batch.coordinator_id for c in calls):
                     coordinators[cid] = await tx.get_coordinator(cid)
@@ -192,14 +197,11 @@ class Heartbeats:
                 ids = [e.lease_id for call, _ in admitted for e in call.batch.entries]
                 found = await tx.attempts_with_items(ids, skip_locked=True) if ids else {}
                 _locked_now(tx, self.core)
-                extended: list[Attempt] = []
-                spent: list[UsageTotal] = []
+                extended: Extended = []
                 for call, coordinator in admitted:
                     free = [e for e in call.batch.entries if e.lease_id in found]
-                    answered[call] = extend_entries(tx, coordinator, free, found, extended, spent)
-                if extended:
-                    await tx.update_attempts(extended)
-                    await tx.add_usage(spent)  # last: the roll-up rows (Lock order)
+                    answered[call] = extend_entries(tx, coordinator, free, found, extended)
+                written = await tx.extend_attempts(extended) if extended else set()
         except BaseException as exc:
             for call in calls:
                 if not call.answer.done():
@@ -209,7 +211,8 @@ class Heartbeats:
             return
         for call, results in answered.items():
             if not call.answer.done():
-                call.answer.set_result(results)
+                # The extensions written; every other entry is taken on its own (_alone).
+                call.answer.set_result([r for r in results if r.lease_id in written])
 
     async def _admit(
         self, tx: Tx, calls: list[_Call], coordinators: Mapping[str, Coordinator | None]
@@ -271,12 +274,10 @@ class Heartbeats:
                 if not budgeting.in_force(coordinator):
                     found = {input.lease_id: await tx.attempt_with_item(input.lease_id)}
                     _locked_now(tx, self.core)
-                    extended: list[Attempt] = []
-                    spent: list[UsageTotal] = []
-                    [result] = extend_entries(tx, coordinator, [input], found, extended, spent)
+                    extended: Extended = []
+                    [result] = extend_entries(tx, coordinator, [input], found, extended)
                     if extended:
-                        await tx.update_attempts(extended)
-                        await tx.add_usage(spent)
+                        await tx.extend_attempts(extended)
                     return result
         batch = BatchInput(coordinator_id=input.coordinator_id, entries=(input,))
         [result] = await self._under_budget(principal, batch)
@@ -292,17 +293,14 @@ class Heartbeats:
             found = await tx.attempts_with_items([e.lease_id for e in input.entries])
             lanes = [a.lane_id for a, _ in found.values() if a is not None]
             book = await budgeting.read_book(tx, coordinator, lanes, tx.now)
-            extended: list[Attempt] = []
-            spent: list[UsageTotal] = []
+            extended: Extended = []
             events: list[NewEvent] = []
-            results = extend_entries(
-                tx, coordinator, input.entries, found, extended, spent, book, events
-            )
+            results = extend_entries(tx, coordinator, input.entries, found, extended, book, events)
             if extended:
-                await tx.update_attempts(extended)
+                await tx.update_attempts([attempt for attempt, _ in extended])
                 await budgeting.open_actions(tx, coordinator, events)
                 await self.core.append_events(tx, coordinator, events, principal.name)
-                await tx.add_usage(spent)
+                await tx.add_usage([total for _, totals in extended for total in totals])
             return results
 
     @asynccontextmanager
@@ -351,15 +349,14 @@ def extend_entries(
     coordinator: Coordinator,
     entries: Sequence[HeartbeatInput],
     found: Found,
-    extended: list[Attempt],
-    spent: list[UsageTotal],
+    extended: Extended,
     book: budgeting.BudgetBook | None = None,
     events: list[NewEvent] | None = None,
 ) -> Answered:
-    """Fence and extend each entry's lease in memory (``found``: its attempt and item, read
-    locked); the attempts changed go to ``extended``, the roll-ups of what their usage added to
-    ``spent``. With ``book`` (the budgets covering them), the spend is counted in it, the budget
-    events it raises go to ``events``, and a spent budget stops the attempt."""
+    """Fence and extend each entry's lease in memory (``found``: its attempt and item); each
+    attempt changed goes to ``extended`` with the roll-up totals its usage adds. With ``book``
+    (the budgets covering them), the spend is counted in it, the budget events it raises go to
+    ``events``, and a spent budget stops the attempt."""
     results: Answered = []
     for entry in entries:
         try:
@@ -380,8 +377,7 @@ def extend_entries(
         attempt.lease_expire_time = stops.next_expiry(attempt, stop, tx.now)
         if entry.progress:
             attempt.progress = entry.progress
-        extended.append(attempt)
-        spent.extend(totals)
+        extended.append((attempt, totals))
         results.append(
             EntryResult(entry.lease_id, HeartbeatAnswer(attempt.lease_expire_time, stop))
         )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+from workcoord.coordinator.domain.model import Attempt, UsageTotal
+from workcoord.coordinator.domain.ports import extend_in_transaction
 from workcoord.kit.clock import Clock
 
 from ._base import Tables
@@ -41,6 +43,11 @@ class MemoryTx(
 ):
     """One transaction over a snapshot: the Reader and Tx ports of the domain."""
 
+    async def extend_attempts(
+        self, extended: Sequence[tuple[Attempt, Sequence[UsageTotal]]]
+    ) -> set[str]:
+        return await extend_in_transaction(self, extended)
+
 
 class MemoryStore:
     """The storage port over dictionaries (see the package docstring)."""
@@ -56,6 +63,10 @@ class MemoryStore:
     @asynccontextmanager
     async def read(self, *, snapshot: bool = True) -> AsyncIterator[MemoryTx]:
         yield MemoryTx(self._tables, self.clock.now(), None, writable=False)
+
+    def extend(self) -> AbstractAsyncContextManager[MemoryTx]:
+        """A heartbeat round's write transaction (as ``SqlStore.extend`` on SQLite)."""
+        return self.write()
 
     @asynccontextmanager
     async def write(self, coordinator_id: str | None = None) -> AsyncIterator[MemoryTx]:

@@ -104,6 +104,10 @@ class SqlTxBase:
         # A write transaction reads attempts ``FOR UPDATE`` (see statements.attempts
         # GET_ATTEMPT_FOR_UPDATE): Heartbeats extend leases without the coordinator's lock.
         self.lock_attempts = False
+        # In SqlStore.extend on PostgreSQL: statements commit alone, and the attempts read
+        # keep their row's version (lease id -> ``xmin``) for extend_attempts.
+        self.in_place = False
+        self._versions: dict[str, str] = {}
         # Appended events and the revisions they move, written together at the end.
         self._events: list[Event] = []
         self._revisions: dict[str, int] = {}
@@ -120,7 +124,7 @@ class SqlTxBase:
         self._pending_attempts: dict[str, Attempt] = {}
         # The stored column values of the items and attempts the hot paths read (the claim's
         # candidates, a worker write's fence read), by id: a held-back update of one of them
-        # writes only the columns that differ (see ``_changed_params``).
+        # writes only the columns that differ (see ``changed_params``).
         self._stored_items: dict[str, tuple[Any, ...]] = {}
         self._stored_attempts: dict[str, tuple[Any, ...]] = {}
         # The held-back attempts not in the table yet (PostgreSQL: a claim's new attempts are
@@ -263,13 +267,13 @@ class SqlTxBase:
         """Write every column (or only ``columns``) of each record to the row with the same
         ``key`` (one statement): ``bulk.unnest_update`` for several rows on PostgreSQL, else
         ``bulk.update_by_key``. Of an item or attempt whose stored values were kept, only the
-        columns that changed (``_changed_params``); ``columns`` named make those kept values
+        columns that changed (``changed_params``); ``columns`` named make those kept values
         stale, so they are forgotten."""
         if not records:
             return
         kept = self._kept(rows)
         if kept is not None and columns is None:
-            changed = _changed_params(rows, key, records, kept)
+            changed = changed_params(rows, key, records, kept)
             if changed is None:
                 return
             params = changed
@@ -310,11 +314,11 @@ class SqlTxBase:
             start += len(part[1])
         updates: list[tuple[Table, str, list[dict[str, Any]]]] = []
         if items:
-            changed = _changed_params(ITEMS, "item_id", items, self._stored_items)
+            changed = changed_params(ITEMS, "item_id", items, self._stored_items)
             if changed is not None:
                 updates.append((ITEMS.table, "item_id", changed))
         if attempts:
-            changed = _changed_params(ATTEMPTS, "lease_id", attempts, self._stored_attempts)
+            changed = changed_params(ATTEMPTS, "lease_id", attempts, self._stored_attempts)
             if changed is not None:
                 updates.append((ATTEMPTS.table, "lease_id", changed))
         turns, self._pending_turns = self._pending_turns, {}
@@ -361,7 +365,7 @@ class SqlTxBase:
             await self.conn.exec_driver_sql(*statement)
 
 
-def _changed_params(
+def changed_params(
     rows: RowMap[_R], key: str, records: Sequence[_R], stored: dict[str, tuple[Any, ...]]
 ) -> list[dict[str, Any]] | None:
     """What ``_keyed_params`` gives, but only for the columns in which at least one record

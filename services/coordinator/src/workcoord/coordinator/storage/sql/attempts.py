@@ -7,14 +7,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from workcoord.coordinator.domain.model import Attempt, Item, ItemState, Worker
+from workcoord.coordinator.domain.model import Attempt, Item, ItemState, UsageTotal, Worker
 from workcoord.coordinator.domain.ports import ClassLoads
 
+from .. import schema as t
 from ..records import hold_keys
-from ._base import SqlTxBase, copied
-from .rows import ATTEMPTS, ITEMS, LANES, WORKERS
+from ._base import SqlTxBase, changed_params, copied
+from .rows import ATTEMPTS, ITEMS, LANES, USAGE_TOTALS, WORKERS
 from .statements import attempts as sql
+from .statements import bulk
 from .statements import items as item_sql
+from .statements import usage as usage_sql
 
 
 class AttemptsSql(SqlTxBase):
@@ -64,7 +67,9 @@ class AttemptsSql(SqlTxBase):
         stored = [lease_id for lease_id in lease_ids if lease_id not in self._pending_attempts]
         if stored:
             read = sql.ATTEMPTS_WITH_ITEMS
-            if self.lock_attempts:
+            if self.in_place:
+                read = sql.ATTEMPTS_WITH_ITEMS_AND_VERSIONS
+            elif self.lock_attempts:
                 read = (
                     sql.ATTEMPTS_WITH_ITEMS_SKIP_LOCKED
                     if skip_locked
@@ -72,6 +77,8 @@ class AttemptsSql(SqlTxBase):
                 )
             for row in await self._rows(read, {"lease_ids": stored}):
                 attempt = self._load_attempt(row)
+                if self.in_place:
+                    self._versions[attempt.lease_id] = row[-1]
                 pending = self._pending_items.get(attempt.item_id)
                 if pending is not None:
                     item: Item | None = copied(pending)
@@ -184,3 +191,33 @@ class AttemptsSql(SqlTxBase):
             # A copy: the record as it is now is what gets written (see write_held_back).
             self._pending_attempts[attempt.lease_id] = copied(attempt)
         await self._release_holds([a for a in attempts if a.status.value not in sql.LIVE])
+
+    async def _extend_unchanged(
+        self, extended: Sequence[tuple[Attempt, Sequence[UsageTotal]]]
+    ) -> set[str]:
+        """``extend_attempts`` in place (``SqlStore.extend`` on PostgreSQL):
+        ``bulk:extend_unchanged``, one statement writing the columns that changed of the
+        attempts whose rows are still at the version read and free, and adding only their
+        roll-ups; the lease ids written."""
+        attempts = [attempt for attempt, _ in extended]
+        changed = changed_params(ATTEMPTS, "lease_id", attempts, self._stored_attempts)
+        if changed is None:  # no column to write: the rows are still confirmed, locked
+            changed = [{"b_lease_id": attempt.lease_id} for attempt in attempts]
+        for params in changed:
+            params["b_version"] = self._versions[params["b_lease_id"]]
+        added = [
+            {"b_lease_id": attempt.lease_id, **USAGE_TOTALS.values(total)}
+            for attempt, totals in extended
+            for total in totals
+        ]
+        statement = bulk.extend_unchanged(
+            ATTEMPTS.table,
+            changed,
+            t.usage_totals,
+            usage_sql.KEY,
+            usage_sql.TOTALS,
+            added,
+            self.conn.dialect,
+        )
+        rows = (await self.conn.exec_driver_sql(*statement)).fetchall()
+        return {row[0] for row in rows}

@@ -342,7 +342,7 @@ class RowMap(Generic[_R]):
     def stored(self, row: Sequence[Any], offset: int = 0) -> tuple[Any, ...]:
         """The column values a row holds (from position ``offset``), in the form ``values``
         gives them: for a table of unpacked columns and no store columns, whose stored form
-        is the encoded one (what ``_changed_params`` compares a record's values with)."""
+        is the encoded one (what ``changed_params`` compares a record's values with)."""
         return tuple(row[offset : offset + len(self._column_names)])
 
     @property

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from workcoord.coordinator.domain.model import Attempt, UsageTotal
+from workcoord.coordinator.domain.ports import extend_in_transaction
 from workcoord.kit.clock import Clock
 
 from .accounts import AccountsSql
@@ -42,6 +44,13 @@ class SqlTx(
     TrackerConnectionsSql,
 ):
     """One transaction: the Reader and Tx ports of the domain, one part per concern."""
+
+    async def extend_attempts(
+        self, extended: Sequence[tuple[Attempt, Sequence[UsageTotal]]]
+    ) -> set[str]:
+        if self.in_place:
+            return await self._extend_unchanged(extended)
+        return await extend_in_transaction(self, extended)
 
 
 class SqlStore:
@@ -98,3 +107,20 @@ class SqlStore:
                 # Committed: the next writer of these coordinators need not read their last
                 # event's time (a rolled-back transaction never gets here).
                 self._event_times.update(tx.appended_event_times)
+
+    @asynccontextmanager
+    async def extend(self) -> AsyncIterator[SqlTx]:
+        """Where a heartbeat round reads and extends leases. On PostgreSQL: an autocommit
+        connection, each statement committing on its own (no ``BEGIN``/``COMMIT`` round
+        trips), the attempts read unlocked with their versions and written back only where
+        unchanged (``extend_attempts``). Elsewhere: a write transaction."""
+        if self.dialect != "postgresql":
+            async with self.write() as tx:
+                yield tx
+            return
+        with storage_errors():
+            async with self.engine.connect() as conn:
+                conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+                tx = SqlTx(conn, self.dialect, self.clock.now(), None)
+                tx.in_place = True
+                yield tx

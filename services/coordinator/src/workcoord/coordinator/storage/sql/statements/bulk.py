@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Table, bindparam, update
+from sqlalchemy import Table, Text, bindparam, update
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import Insert, Update
 
@@ -54,11 +54,17 @@ def _arrays(
     """``unnest($start::type[], …) AS u(names…)`` over the types of ``columns``, and the bind
     processor of each array's values (what SQLAlchemy would apply to them one by one)."""
     types = [table.c[column].type for column in columns]
+    return _typed_arrays(list(zip(names, types, strict=True)), dialect, start)
+
+
+def _typed_arrays(named: list[tuple[str, Any]], dialect: Dialect, start: int) -> Unnest:
+    """``unnest($start::type[], …) AS u(names…)`` over (name, column type) pairs, and the bind
+    processor of each array's values."""
     casts = ", ".join(
-        f"${n}::{kind.compile(dialect=dialect)}[]" for n, kind in enumerate(types, start)
+        f"${n}::{kind.compile(dialect=dialect)}[]" for n, (_, kind) in enumerate(named, start)
     )
-    aliases = ", ".join(f'"{name}"' for name in names)
-    processors = [(n, kind.bind_processor(dialect)) for n, kind in zip(names, types, strict=True)]
+    aliases = ", ".join(f'"{name}"' for name, _ in named)
+    processors = [(name, kind.bind_processor(dialect)) for name, kind in named]
     return f"unnest({casts}) AS u({aliases})", processors
 
 
@@ -131,6 +137,85 @@ def unnest_add(
     return found
 
 
+def extend_unchanged(
+    attempts: Table,
+    rows: Sequence[dict[str, Any]],
+    usage: Table,
+    key: tuple[str, ...],
+    totals: tuple[str, ...],
+    added: Sequence[dict[str, Any]],
+    dialect: Dialect,
+) -> tuple[str, tuple[Any, ...]]:
+    """THE HEARTBEAT'S COMPARE-AND-SET (PostgreSQL, a statement committing on its own), with its
+    arguments: of each attempt in ``rows`` (``b_lease_id``, ``b_version``: its row's ``xmin``
+    as read, as text; and the columns to write) whose row is still that version and free,
+    write the columns; the rows are taken in lease id order with ``FOR UPDATE SKIP LOCKED``, so
+    it never waits for an attempt. Then add the totals in ``added`` (``b_lease_id``, the
+    roll-up's ``key`` and ``totals``) of those attempts only, summed per roll-up and in key
+    order: the roll-ups are the rows it waits for, last (Lock order). Returns the lease ids
+    taken (with no column to write: confirmed unchanged)."""
+    columns = tuple(name for name in rows[0] if not name.startswith("b_"))
+    used = usage if added else None
+    sql, processors, adders = _extend_sql(attempts, columns, used, key, totals, dialect)
+    return sql, (*_values(processors, rows), *_values(adders, added))
+
+
+def _extend_sql(
+    attempts: Table,
+    columns: tuple[str, ...],
+    usage: Table | None,
+    key: tuple[str, ...],
+    totals: tuple[str, ...],
+    dialect: Dialect,
+) -> tuple[str, list[tuple[str, Any]], list[tuple[str, Any]]]:
+    memo = ("extend", attempts.name, (*columns, "+" if usage is not None else "-"), 1)
+    found = _EXTENDS.get(memo)
+    if found is not None:
+        return found
+    lease_id = attempts.c["lease_id"].type
+    named = [("b_lease_id", lease_id), ("b_version", Text()), *_typed(attempts, columns)]
+    source, processors = _typed_arrays(named, dialect, 1)
+    sets = ", ".join(f'"{name}" = v."{name}"' for name in columns)
+    parts = [
+        f"v AS (SELECT * FROM {source})",  # noqa: S608
+        f"l AS (SELECT t.lease_id FROM {attempts.name} AS t "  # noqa: S608
+        "JOIN v ON t.lease_id = v.b_lease_id "
+        "WHERE t.xmin::text = v.b_version ORDER BY t.lease_id FOR UPDATE OF t SKIP LOCKED)",
+    ]
+    if columns:  # else the rows are only confirmed (and locked until the statement ends)
+        parts.append(
+            f"w AS (UPDATE {attempts.name} AS t SET {sets} "  # noqa: S608
+            "FROM v WHERE t.lease_id = v.b_lease_id "
+            "AND t.lease_id IN (SELECT lease_id FROM l))"
+        )
+    added: list[tuple[str, Any]] = []
+    if usage is not None:
+        named = [("b_lease_id", lease_id), *_typed(usage, (*key, *totals))]
+        rows, added = _typed_arrays(named, dialect, 1 + len(processors))
+        names = ", ".join(f'"{name}"' for name in (*key, *totals))
+        keys = ", ".join(f'"{name}"' for name in key)
+        sums = ", ".join(f'sum("{name}")' for name in totals)
+        adds = ", ".join(f'"{n}" = t."{n}" + excluded."{n}"' for n in totals)
+        parts.append(
+            f"r AS (INSERT INTO {usage.name} AS t ({names}) "  # noqa: S608
+            f"SELECT {keys}, {sums} FROM {rows} "
+            f"WHERE u.b_lease_id IN (SELECT lease_id FROM l) GROUP BY {keys} ORDER BY {keys} "
+            f"ON CONFLICT ({keys}) DO UPDATE SET {adds})"
+        )
+    sql = f"WITH {', '.join(parts)} SELECT lease_id FROM l"  # noqa: S608
+    found = _EXTENDS[memo] = (sql, processors, added)
+    return found
+
+
+_EXTENDS: dict[
+    tuple[str, str, tuple[str, ...], int], tuple[str, list[tuple[str, Any]], list[tuple[str, Any]]]
+] = {}
+
+
+def _typed(table: Table, columns: tuple[str, ...]) -> list[tuple[str, Any]]:
+    return [(column, table.c[column].type) for column in columns]
+
+
 def set_revision(start: int) -> str:
     """``UPDATE work_coordinators SET revision``, its two parameters numbered from ``start``
     (the new revision, the coordinator id): the last part of a flush's ``WITH``."""
@@ -151,10 +236,7 @@ def with_all(
     arguments: list[Any] = []
     for (sql, processors), params in parts:
         statements.append(sql)
-        arguments.extend(
-            [p[name] for p in params] if process is None else [process(p[name]) for p in params]
-            for name, process in processors
-        )
+        arguments.extend(_values(processors, params))
     if final is not None:
         statements.append(final[0])
         arguments.extend(final[1])
@@ -165,3 +247,13 @@ def with_all(
         ctes = ", ".join(f"w{n} AS ({s})" for n, s in enumerate(statements[:-1]))
         sql = f"WITH {ctes} {sql}"
     return sql, tuple(arguments)
+
+
+def _values(
+    processors: Sequence[tuple[str, Any]], params: Sequence[dict[str, Any]]
+) -> list[list[Any]]:
+    """The array arguments of an ``unnest``: per (name, bind processor), every row's value."""
+    return [
+        [p[name] for p in params] if process is None else [process(p[name]) for p in params]
+        for name, process in processors
+    ]
