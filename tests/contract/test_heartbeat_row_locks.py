@@ -129,12 +129,13 @@ async def test_a_batch_heartbeats_read_skips_held_rows_and_never_waits(
     assert await batch_read() == ["ls_a", "ls_b"]
 
 
-@pytest.mark.port("extend", "attempts_with_items", "extend_attempts")
+@pytest.mark.port("extend", "coordinators_and_attempts", "extend_attempts")
 async def test_a_round_writes_only_the_rows_unchanged_since_its_read(
     store: Store, store_kind: str
 ) -> None:
-    """A heartbeat round extends three leases, each reporting usage. On PostgreSQL the round
-    runs outside a transaction and writes at once what is still as it read it: not ls_b,
+    """A heartbeat round reads its work coordinators and three leases (and an unknown one),
+    and extends the three, each reporting usage. On PostgreSQL the round runs outside a
+    transaction and writes at once what is still as it read it: not ls_b,
     which another writer changed since the read, nor ls_c, which another transaction holds
     (without waiting for it); neither's usage is added. The stores that serialize their
     writers write all three."""
@@ -146,7 +147,13 @@ async def test_a_round_writes_only_the_rows_unchanged_since_its_read(
     leases = ["ls_a", "ls_b", "ls_c"]
     postgres = store_kind == "postgres"
     async with store.extend() as tx:
-        found = await tx.attempts_with_items(leases, skip_locked=True)
+        coordinators, found = await tx.coordinators_and_attempts(
+            ["wc_a", "wc_missing"], [*leases, "ls_x"]
+        )
+        assert list(found) == leases  # ls_x is unknown
+        known = coordinators["wc_a"]
+        assert known is not None and known.coordinator_id == "wc_a"
+        assert coordinators["wc_missing"] is None
         if postgres:  # ls_b changes after the round read it
             async with store.write() as other:
                 changed = await other.get_attempt("ls_b")

@@ -49,7 +49,10 @@ HOLDS_BACK = {
 # Held back until the flush only (PostgreSQL), or written before a read of their own kind.
 HOLDS_BACK_TO_FLUSH = {"add_usage": "roll-ups"}
 # Port methods that, in a write transaction, are other port methods (``ports`` functions).
-IN_A_TRANSACTION = {"extend_attempts": ("update_attempts", "add_usage")}
+IN_A_TRANSACTION = {
+    "coordinators_and_attempts": ("get_coordinator", "attempts_with_items"),
+    "extend_attempts": ("update_attempts", "add_usage"),
+}
 
 
 def _methods() -> dict[str, tuple[set[str], set[str]]]:

@@ -455,8 +455,17 @@ class Tx(Reader, Protocol):
         ``skip_locked``: never wait for a row another transaction holds (on PostgreSQL the
         rows are locked ``SKIP LOCKED``); only the leases read are keys, and a missing id is
         held by another transaction, or unknown. The stores that serialize their writers
-        (memory, SQLite) leave out the unknown ones only. In :meth:`Store.extend`'s statements
-        on PostgreSQL nothing is locked: each row's version is kept for
+        (memory, SQLite) leave out the unknown ones only."""
+        ...
+
+    async def coordinators_and_attempts(
+        self, coordinator_ids: Sequence[str], lease_ids: Sequence[str]
+    ) -> tuple[dict[str, Coordinator | None], dict[str, tuple[Attempt | None, Item | None]]]:
+        """A heartbeat round's reads: ``get_coordinator`` of each of ``coordinator_ids`` (None:
+        unknown), then ``attempts_with_items(lease_ids, skip_locked=True)``. In
+        :meth:`Store.extend`'s statements on PostgreSQL, ONE statement without a lock, which
+        returns only the attempts of those work coordinators (a lease of another is left out,
+        as an unknown one is) and keeps each attempt row's version for
         :meth:`extend_attempts`."""
         ...
 
@@ -562,3 +571,12 @@ async def extend_in_transaction(
     await tx.update_attempts([attempt for attempt, _ in extended])
     await tx.add_usage([total for _, totals in extended for total in totals])  # last: Lock order
     return {attempt.lease_id for attempt, _ in extended}
+
+
+async def read_in_turn(
+    tx: Tx, coordinator_ids: Sequence[str], lease_ids: Sequence[str]
+) -> tuple[dict[str, Coordinator | None], dict[str, tuple[Attempt | None, Item | None]]]:
+    """``Tx.coordinators_and_attempts`` as the two reads it stands for, one after the other."""
+    coordinators = {cid: await tx.get_coordinator(cid) for cid in coordinator_ids}
+    found = await tx.attempts_with_items(lease_ids, skip_locked=True) if lease_ids else {}
+    return coordinators, found

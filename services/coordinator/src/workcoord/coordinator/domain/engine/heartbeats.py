@@ -9,11 +9,11 @@ per call spent most of the coordinator's time on round trips. Instead, while few
 :data:`MAX_ROUNDS_IN_FLIGHT` rounds run, a round starts on the next turn of the event loop with
 every call queued by then, in ``store.extend()``: on PostgreSQL statements that each commit
 alone (no ``BEGIN``/``COMMIT``). It reads their work coordinators (each once) and all their
-attempts in one statement, extends them in memory, and ``Tx.extend_attempts`` writes, in one
-statement, the attempts still as read and free (a compare-and-set that never waits for an
-attempt) with the roll-ups of those only. Elsewhere ``extend()`` is a write transaction and
-all are written. A lone heartbeat runs at once, in a round of its own; under load the rounds
-grow with the calls that arrive while others run.
+attempts in one statement (``Tx.coordinators_and_attempts``), extends them in memory, and
+``Tx.extend_attempts`` writes, in one statement, the attempts still as read and free (a
+compare-and-set that never waits for an attempt) with the roll-ups of those only. Elsewhere
+``extend()`` is a write transaction and all are written. A lone heartbeat runs at once, in a
+round of its own; under load the rounds grow with the calls that arrive while others run.
 
 Each call is answered as it would be alone:
 
@@ -184,9 +184,10 @@ class Heartbeats:
         answered: dict[_Call, Answered] = {}
         try:
             async with self.core.store.extend() as tx:
-                coordinators: dict[str, Coordinator | None] = {}
-                for cid in dict.fromkeys(c.batch.coordinator_id for c in calls):
-                    coordinators[cid] = await tx.get_coordinator(cid)
+                cids = list(dict.fromkeys(c.batch.coordinator_id for c in calls))
+                ids = [e.lease_id for c in calls for e in c.batch.entries]
+                # Every call's leases: those of calls refused below are never answered from.
+                coordinators, found = await tx.coordinators_and_attempts(cids, ids)
                 epoch = None
                 if any(c.confirmation is not None for c in calls):
                     epoch = tx.seen_credentials_epoch
@@ -194,8 +195,6 @@ class Heartbeats:
                         epoch = await tx.credentials_epoch()
                 running = [c for c in calls if _confirmed(c, epoch)]
                 admitted = await self._admit(tx, running, coordinators)
-                ids = [e.lease_id for call, _ in admitted for e in call.batch.entries]
-                found = await tx.attempts_with_items(ids, skip_locked=True) if ids else {}
                 _locked_now(tx, self.core)
                 extended: Extended = []
                 for call, coordinator in admitted:

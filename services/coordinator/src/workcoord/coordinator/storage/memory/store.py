@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from workcoord.coordinator.domain.model import Attempt, UsageTotal
-from workcoord.coordinator.domain.ports import extend_in_transaction
+from workcoord.coordinator.domain.model import Attempt, Coordinator, Item, UsageTotal
+from workcoord.coordinator.domain.ports import extend_in_transaction, read_in_turn
 from workcoord.kit.clock import Clock
 
 from ._base import Tables
@@ -42,6 +42,11 @@ class MemoryTx(
     TrackerConnectionsMemory,
 ):
     """One transaction over a snapshot: the Reader and Tx ports of the domain."""
+
+    async def coordinators_and_attempts(
+        self, coordinator_ids: Sequence[str], lease_ids: Sequence[str]
+    ) -> tuple[dict[str, Coordinator | None], dict[str, tuple[Attempt | None, Item | None]]]:
+        return await read_in_turn(self, coordinator_ids, lease_ids)
 
     async def extend_attempts(
         self, extended: Sequence[tuple[Attempt, Sequence[UsageTotal]]]

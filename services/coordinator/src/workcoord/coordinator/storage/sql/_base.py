@@ -29,7 +29,7 @@ from workcoord.coordinator.domain.model import (
 from workcoord.coordinator.domain.usage import merged
 
 from .. import schema as t
-from .rows import ATTEMPTS, EVENTS, ITEMS, USAGE_TOTALS, RowMap
+from .rows import ATTEMPTS, COORDINATORS, EVENTS, ITEMS, USAGE_TOTALS, RowMap
 from .statements import attempts as attempt_sql
 from .statements import bulk
 from .statements import follow_ups as follow_up_sql
@@ -251,11 +251,21 @@ class SqlTxBase:
         self._stored_items[item.item_id] = ITEMS.stored(row, offset)
         return item
 
-    def _load_attempt(self, row: Row[Any]) -> Attempt:
-        """The attempt a row holds (its first columns), its stored values kept (``_kept``)."""
-        attempt = ATTEMPTS.load(row)
-        self._stored_attempts[attempt.lease_id] = ATTEMPTS.stored(row)
+    def _load_attempt(self, row: Row[Any], offset: int = 0) -> Attempt:
+        """The attempt a row holds (from ``offset``), its stored values kept (``_kept``)."""
+        attempt = ATTEMPTS.load(row, offset)
+        self._stored_attempts[attempt.lease_id] = ATTEMPTS.stored(row, offset)
         return attempt
+
+    def _load_coordinator(self, row: Row[Any]) -> Coordinator:
+        """The work coordinator a row of ``COORDINATOR_WITH_SWITCH``'s columns holds (first),
+        the platform switch and the credentials epoch read with it noted (``platform_enabled``
+        answers from them; ``seen_credentials_epoch``)."""
+        switch_value = row._mapping["platform_switch"]
+        self._platform_switch = True if switch_value is None else bool(switch_value)
+        epoch = row._mapping["credentials_epoch"]
+        self.seen_credentials_epoch = None if epoch is None else int(epoch)
+        return COORDINATORS.load(row)
 
     async def _update_each(
         self,

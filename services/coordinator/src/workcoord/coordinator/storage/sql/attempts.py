@@ -7,15 +7,23 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from workcoord.coordinator.domain.model import Attempt, Item, ItemState, UsageTotal, Worker
+from workcoord.coordinator.domain.model import (
+    Attempt,
+    Coordinator,
+    Item,
+    ItemState,
+    UsageTotal,
+    Worker,
+)
 from workcoord.coordinator.domain.ports import ClassLoads
 
 from .. import schema as t
 from ..records import hold_keys
 from ._base import SqlTxBase, changed_params, copied
-from .rows import ATTEMPTS, ITEMS, LANES, USAGE_TOTALS, WORKERS
+from .rows import ATTEMPTS, COORDINATORS, ITEMS, LANES, USAGE_TOTALS, WORKERS
 from .statements import attempts as sql
 from .statements import bulk
+from .statements import coordinators as coordinator_sql
 from .statements import items as item_sql
 from .statements import usage as usage_sql
 
@@ -67,9 +75,7 @@ class AttemptsSql(SqlTxBase):
         stored = [lease_id for lease_id in lease_ids if lease_id not in self._pending_attempts]
         if stored:
             read = sql.ATTEMPTS_WITH_ITEMS
-            if self.in_place:
-                read = sql.ATTEMPTS_WITH_ITEMS_AND_VERSIONS
-            elif self.lock_attempts:
+            if self.lock_attempts:
                 read = (
                     sql.ATTEMPTS_WITH_ITEMS_SKIP_LOCKED
                     if skip_locked
@@ -77,8 +83,6 @@ class AttemptsSql(SqlTxBase):
                 )
             for row in await self._rows(read, {"lease_ids": stored}):
                 attempt = self._load_attempt(row)
-                if self.in_place:
-                    self._versions[attempt.lease_id] = row[-1]
                 pending = self._pending_items.get(attempt.item_id)
                 if pending is not None:
                     item: Item | None = copied(pending)
@@ -93,6 +97,30 @@ class AttemptsSql(SqlTxBase):
         if skip_locked:
             return {lease_id: found[lease_id] for lease_id in lease_ids if lease_id in found}
         return {lease_id: found.get(lease_id, (None, None)) for lease_id in lease_ids}
+
+    async def _coordinators_and_attempts(
+        self, coordinator_ids: Sequence[str], lease_ids: Sequence[str]
+    ) -> tuple[dict[str, Coordinator | None], dict[str, tuple[Attempt | None, Item | None]]]:
+        """``coordinators_and_attempts`` in place (``SqlStore.extend`` on PostgreSQL): ONE
+        statement, ``coordinators:COORDINATORS_AND_ATTEMPTS``, no lock; each attempt's row
+        version kept for ``extend_attempts``."""
+        coordinators: dict[str, Coordinator | None] = dict.fromkeys(coordinator_ids)
+        found: dict[str, tuple[Attempt | None, Item | None]] = {}
+        params = {"coordinator_ids": list(coordinator_ids), "lease_ids": list(lease_ids)}
+        at = COORDINATORS.width + 2  # the coordinator's columns, the switch and the epoch
+        item_at = at + ATTEMPTS.width
+        for row in await self._rows(coordinator_sql.COORDINATORS_AND_ATTEMPTS, params):
+            cid = row[0]
+            if coordinators[cid] is None:
+                coordinators[cid] = self._load_coordinator(row)
+            if row[at] is None:  # no attempt of it was named
+                continue
+            attempt = self._load_attempt(row, at)
+            self._versions[attempt.lease_id] = row[-1]
+            item = None if row[item_at] is None else self._load_item(row, item_at)
+            found[attempt.lease_id] = (attempt, item)
+        in_order = {lease_id: found[lease_id] for lease_id in lease_ids if lease_id in found}
+        return coordinators, in_order
 
     async def item_attempts(self, item_ids: Sequence[str]) -> list[Attempt]:
         if not item_ids:

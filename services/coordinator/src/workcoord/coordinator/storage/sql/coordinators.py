@@ -42,11 +42,7 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         row = await self._one(statement, {"coordinator_id": coordinator_id})
         if row is None:
             return None
-        switch_value = row._mapping["platform_switch"]
-        self._platform_switch = True if switch_value is None else bool(switch_value)
-        epoch = row._mapping["credentials_epoch"]
-        self.seen_credentials_epoch = None if epoch is None else int(epoch)
-        coordinator = COORDINATORS.load(row)
+        coordinator = self._load_coordinator(row)
         if locked:
             self.locked_credentials_epoch = self.seen_credentials_epoch
             last_time = row._mapping["last_event_time"]

@@ -8,8 +8,8 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from workcoord.coordinator.domain.model import Attempt, UsageTotal
-from workcoord.coordinator.domain.ports import extend_in_transaction
+from workcoord.coordinator.domain.model import Attempt, Coordinator, Item, UsageTotal
+from workcoord.coordinator.domain.ports import extend_in_transaction, read_in_turn
 from workcoord.kit.clock import Clock
 
 from .accounts import AccountsSql
@@ -44,6 +44,13 @@ class SqlTx(
     TrackerConnectionsSql,
 ):
     """One transaction: the Reader and Tx ports of the domain, one part per concern."""
+
+    async def coordinators_and_attempts(
+        self, coordinator_ids: Sequence[str], lease_ids: Sequence[str]
+    ) -> tuple[dict[str, Coordinator | None], dict[str, tuple[Attempt | None, Item | None]]]:
+        if self.in_place:
+            return await self._coordinators_and_attempts(coordinator_ids, lease_ids)
+        return await read_in_turn(self, coordinator_ids, lease_ids)
 
     async def extend_attempts(
         self, extended: Sequence[tuple[Attempt, Sequence[UsageTotal]]]

@@ -12,7 +12,6 @@ from sqlalchemy import (
     cast,
     delete,
     func,
-    literal_column,
     null,
     select,
     union_all,
@@ -85,15 +84,6 @@ ATTEMPTS_WITH_ITEMS_FOR_UPDATE = ATTEMPTS_WITH_ITEMS.order_by(_A.c.lease_id).wit
 #: "Lock order").
 ATTEMPTS_WITH_ITEMS_SKIP_LOCKED = ATTEMPTS_WITH_ITEMS.order_by(_A.c.lease_id).with_for_update(
     of=_A, skip_locked=True
-)
-
-#: As :data:`ATTEMPTS_WITH_ITEMS`, with each attempt row's version last (PostgreSQL's
-#: ``xmin``, as text): read without a lock by a heartbeat round outside a transaction, which
-#: writes back only the rows still at that version (``bulk:extend_unchanged``).
-ATTEMPTS_WITH_ITEMS_AND_VERSIONS = (
-    select(_A, _I, literal_column("attempts.xmin::text").label("version"))
-    .select_from(_A.outerjoin(_I, _I.c.item_id == _A.c.item_id))
-    .where(_A.c.lease_id.in_(bindparam("lease_ids", expanding=True)))
 )
 
 #: The attempts of the items ``:item_ids``, by item then attempt number.

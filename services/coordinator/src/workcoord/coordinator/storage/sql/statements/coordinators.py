@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, bindparam, select, update
+from sqlalchemy import Select, and_, bindparam, literal_column, select, update
 
 from ... import schema as t
 
@@ -27,6 +27,25 @@ _EPOCH = (
 #: epoch (one round trip).
 COORDINATOR_WITH_SWITCH = select(_WC, _SWITCH, _EPOCH).where(
     _WC.c.coordinator_id == bindparam("coordinator_id")
+)
+
+_A, _I = t.attempts, t.items
+#: A HEARTBEAT ROUND'S READ (PostgreSQL, no lock): each work coordinator ``:coordinator_ids``
+#: as :data:`COORDINATOR_WITH_SWITCH`, joined to those of the attempts ``:lease_ids`` that are
+#: its own, each with its item and its row's version last (``xmin``, as text): one row per
+#: attempt found, or one with no attempt.
+COORDINATORS_AND_ATTEMPTS = (
+    select(_WC, _SWITCH, _EPOCH, _A, _I, literal_column("attempts.xmin::text").label("version"))
+    .select_from(
+        _WC.outerjoin(
+            _A.outerjoin(_I, _I.c.item_id == _A.c.item_id),
+            and_(
+                _A.c.coordinator_id == _WC.c.coordinator_id,
+                _A.c.lease_id.in_(bindparam("lease_ids", expanding=True)),
+            ),
+        )
+    )
+    .where(_WC.c.coordinator_id.in_(bindparam("coordinator_ids", expanding=True)))
 )
 
 # The time of the event at the coordinator's revision (its last; a primary-key lookup). NULL
