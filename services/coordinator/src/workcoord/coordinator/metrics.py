@@ -315,16 +315,15 @@ class MeteredStore:
 
     def write(self, coordinator_id: str | None = None) -> AbstractAsyncContextManager[Tx]:
         """The wrapped store's write transaction, counted once it commits."""
-        return self._write(coordinator_id)
+        return self._counted(self._store.write(coordinator_id))
 
     def extend(self) -> AbstractAsyncContextManager[Tx]:
-        """The wrapped store's heartbeat statements, counted once they all ran."""
-        return self._write(None, extend=True)
+        """The wrapped store's heartbeat round, counted once all its statements ran."""
+        return self._counted(self._store.extend())
 
     @asynccontextmanager
-    async def _write(self, coordinator_id: str | None, extend: bool = False) -> AsyncIterator[Tx]:
-        opened = self._store.extend() if extend else self._store.write(coordinator_id)
-        async with opened as tx:
+    async def _counted(self, opening: AbstractAsyncContextManager[Tx]) -> AsyncIterator[Tx]:
+        async with opening as tx:
             observed = _ObservedTx(tx)
             yield cast(Tx, observed)
         # Only reached when the transaction committed.

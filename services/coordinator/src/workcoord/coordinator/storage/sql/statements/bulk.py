@@ -44,7 +44,8 @@ def update_by_key(table: Table, key: str, columns: Sequence[str]) -> Update:
 
 
 # An unnest statement and the bind processor of each of its array parameters, in order.
-Unnest = tuple[str, list[tuple[str, Any]]]
+Processors = list[tuple[str, Any]]
+Unnest = tuple[str, Processors]
 _UNNESTS: dict[tuple[str, str, tuple[str, ...], int], Unnest] = {}
 
 
@@ -167,8 +168,8 @@ def _extend_sql(
     key: tuple[str, ...],
     totals: tuple[str, ...],
     dialect: Dialect,
-) -> tuple[str, list[tuple[str, Any]], list[tuple[str, Any]]]:
-    memo = ("extend", attempts.name, (*columns, "+" if usage is not None else "-"), 1)
+) -> tuple[str, Processors, Processors]:
+    memo = (attempts.name, columns, usage is not None)
     found = _EXTENDS.get(memo)
     if found is not None:
         return found
@@ -188,7 +189,7 @@ def _extend_sql(
             "FROM v WHERE t.lease_id = v.b_lease_id "
             "AND t.lease_id IN (SELECT lease_id FROM l))"
         )
-    added: list[tuple[str, Any]] = []
+    added: Processors = []
     if usage is not None:
         named = [("b_lease_id", lease_id), *_typed(usage, (*key, *totals))]
         rows, added = _typed_arrays(named, dialect, 1 + len(processors))
@@ -207,9 +208,8 @@ def _extend_sql(
     return found
 
 
-_EXTENDS: dict[
-    tuple[str, str, tuple[str, ...], int], tuple[str, list[tuple[str, Any]], list[tuple[str, Any]]]
-] = {}
+# Per (table, columns written, with roll-ups): the statement and its two sets of processors.
+_EXTENDS: dict[tuple[str, tuple[str, ...], bool], tuple[str, Processors, Processors]] = {}
 
 
 def _typed(table: Table, columns: tuple[str, ...]) -> list[tuple[str, Any]]:

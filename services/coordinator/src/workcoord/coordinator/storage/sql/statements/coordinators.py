@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, literal_column, select, update
+from sqlalchemy import ARRAY, Select, String, and_, bindparam, func, literal_column, select, update
 
 from ... import schema as t
 
@@ -33,7 +33,8 @@ _A, _I = t.attempts, t.items
 #: A HEARTBEAT ROUND'S READ (PostgreSQL, no lock): each work coordinator ``:coordinator_ids``
 #: as :data:`COORDINATOR_WITH_SWITCH`, joined to those of the attempts ``:lease_ids`` that are
 #: its own, each with its item and its row's version last (``xmin``, as text): one row per
-#: attempt found, or one with no attempt.
+#: attempt found, or one with no attempt. Both lists are array parameters (``= ANY``), so the
+#: statement is prepared once per connection whatever the round's size.
 COORDINATORS_AND_ATTEMPTS = (
     select(_WC, _SWITCH, _EPOCH, _A, _I, literal_column("attempts.xmin::text").label("version"))
     .select_from(
@@ -41,11 +42,11 @@ COORDINATORS_AND_ATTEMPTS = (
             _A.outerjoin(_I, _I.c.item_id == _A.c.item_id),
             and_(
                 _A.c.coordinator_id == _WC.c.coordinator_id,
-                _A.c.lease_id.in_(bindparam("lease_ids", expanding=True)),
+                _A.c.lease_id == func.any(bindparam("lease_ids", type_=ARRAY(String))),
             ),
         )
     )
-    .where(_WC.c.coordinator_id.in_(bindparam("coordinator_ids", expanding=True)))
+    .where(_WC.c.coordinator_id == func.any(bindparam("coordinator_ids", type_=ARRAY(String))))
 )
 
 # The time of the event at the coordinator's revision (its last; a primary-key lookup). NULL
