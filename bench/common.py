@@ -33,7 +33,7 @@ import asyncpg
 
 from tests.support.processes import service_env as service_env  # re-exported for the benches
 from tests.support.processes import workcoord_command as workcoord_command
-from workcoord.api.v1 import admin_pb2, lane_pb2, work_coordinator_pb2
+from workcoord.api.v1 import admin_pb2, lane_pb2, policy_pb2, work_coordinator_pb2
 from workcoord.client.client import WorkcoordClient
 from workcoord.kit.secrets import ADMIN_TOKEN_PREFIX, SERVICE_KEY_PREFIX, new_secret
 from workcoord.kit.startup import free_port as free_port  # re-exported for the benches
@@ -476,10 +476,14 @@ class Tenant:
 
 
 async def create_tenant(
-    address: str, admin_token: str, class_capacity: Mapping[str, int], org_slug: str | None = None
+    address: str,
+    admin_token: str,
+    class_capacity: Mapping[str, int],
+    org_slug: str | None = None,
+    retry_policy: policy_pb2.RetryPolicy | None = None,
 ) -> Tenant:
-    """Create (as the bootstrap admin) an org, an ORG coordinator with ``class_capacity`` set by
-    UpdateWorkCoordinator, and a work key for it."""
+    """Create (as the bootstrap admin) an org, an ORG coordinator with ``class_capacity`` (and
+    ``retry_policy``, if given) set by UpdateWorkCoordinator, and a work key for it."""
     slug = org_slug or f"bench-{suffix()}"
     async with client(address, admin_token) as admin:
         await admin.admin.CreateOrg(
@@ -502,9 +506,12 @@ async def create_tenant(
                 scope=work_coordinator_pb2.WorkCoordinator.ORG,
                 org_slug=slug,
                 class_capacity=dict(class_capacity),
+                retry_policy=retry_policy,
             ),
         )
         update.update_mask.paths.append("class_capacity")
+        if retry_policy is not None:
+            update.update_mask.paths.append("retry_policy")
         await admin.coordinators.UpdateWorkCoordinator(update)
         key = await admin.admin.CreateWorkKey(
             admin_pb2.CreateWorkKeyRequest(

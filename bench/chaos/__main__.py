@@ -32,7 +32,7 @@ from bench import common
 from bench.chaos.audit import Verdict, audit, live_attempt_count, summary
 from bench.chaos.cluster import Deployment
 from bench.chaos.faults import FAULT_CYCLE, REQUIRED_KINDS, Faults
-from bench.chaos.load import CLASSES, Endpoint, GrpcEndpoint, Load, RestEndpoint
+from bench.chaos.load import CLASSES, Endpoint, GrpcEndpoint, Load, RestEndpoint, retry_policy
 
 DRAIN_TIMEOUT_SECONDS = 300.0
 # The deployment being run, torn down by main() whatever happens (SIGTERM included).
@@ -64,7 +64,11 @@ async def soak(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         say(f"deployment ready in {time.monotonic() - began:.1f} s")
         address = deployment.coordinator_addresses[0]
         tenant = await common.create_tenant(
-            address, deployment.admin_token, {**CLASSES, "chaos-probe": 1}, org_slug="chaos"
+            address,
+            deployment.admin_token,
+            {**CLASSES, "chaos-probe": 1},
+            org_slug="chaos",
+            retry_policy=retry_policy(),
         )
         grpc_endpoints: list[Endpoint] = [
             GrpcEndpoint(a, tenant.key_secret) for a in deployment.coordinator_addresses

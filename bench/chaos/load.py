@@ -50,6 +50,17 @@ CALL_DEADLINE_SECONDS = 30.0
 MAX_BACKLOG = 30
 EXCLUSIVE_KEYS = ("repo:alpha", "repo:beta", "repo:gamma")
 
+
+def retry_policy() -> policy_pb2.RetryPolicy:
+    """Quick retries (1 to 2 s apart, three attempts), so a soak sees retried work end: the work
+    coordinator's own policy (set by the soak as its admin), since a work key may not create a
+    lane with a policy weaker than its work coordinator's."""
+    policy = policy_pb2.RetryPolicy(backoff_coefficient=1.0, maximum_attempts=3)
+    policy.initial_interval.FromSeconds(1)
+    policy.maximum_interval.FromSeconds(2)
+    return policy
+
+
 _TRANSIENT_GRPC = frozenset(
     {
         grpc.StatusCode.UNAVAILABLE,
@@ -289,11 +300,7 @@ class Load:
     def _lane(self, number: int) -> lane_pb2.Lane:
         pick = self.random
         lane = lane_pb2.Lane(title=f"chaos lane {number}", template=lane_pb2.Lane.CUSTOM)
-        lane.retry_policy.CopyFrom(
-            policy_pb2.RetryPolicy(backoff_coefficient=1.0, maximum_attempts=3)
-        )
-        lane.retry_policy.initial_interval.FromSeconds(1)
-        lane.retry_policy.maximum_interval.FromSeconds(2)
+        lane.retry_policy.CopyFrom(retry_policy())
         lane.items.append(lane_pb2.Item(key="a", kind=lane_pb2.Item.TASK, worker_class="chaos-a"))
         lane.items.append(lane_pb2.Item(key="b", kind=lane_pb2.Item.TASK, worker_class="chaos-b"))
         if pick.random() < 0.6:

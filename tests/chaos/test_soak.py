@@ -82,3 +82,9 @@ def test_a_60_second_soak_has_no_violation() -> None:
     recoveries = [fault for fault in result["faults"] if fault["kind"] == "recovery"]
     assert all(fault.get("leader") is True for fault in recoveries), output
     assert result["writes_acknowledged"] > 0, output
+    # The load did what it is there for: lanes created, their work leased, heartbeated and
+    # ended. A load refused at its first step (a lane its work key may not create) would
+    # otherwise pass with nothing but empty Leases to audit.
+    done = result["acknowledged_by_call"]
+    for call in ("CreateLane", "Lease", "Heartbeat", "Complete"):
+        assert done.get(call, 0) > 0, f"no {call} acknowledged: {output}"
