@@ -5,18 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import (
-    Integer,
-    Text,
-    bindparam,
-    cast,
-    delete,
-    func,
-    null,
-    select,
-    union_all,
-    update,
-)
+from sqlalchemy import Integer, Text, bindparam, cast, delete, func, null, select, union_all, update
 
 from workcoord.coordinator.domain.model import AttemptStatus
 from workcoord.coordinator.domain.ports import EXPIRED_ITEM_FIELDS
@@ -79,9 +68,9 @@ ATTEMPTS_WITH_ITEMS = (
 ATTEMPTS_WITH_ITEMS_FOR_UPDATE = ATTEMPTS_WITH_ITEMS.order_by(_A.c.lease_id).with_for_update(of=_A)
 
 #: As :data:`ATTEMPTS_WITH_ITEMS_FOR_UPDATE`, never waiting: ``FOR UPDATE OF attempts SKIP
-#: LOCKED`` (a lock-free BatchHeartbeat: rows another transaction holds are not returned, and
-#: the heartbeat takes each of those on its own after it commits; see docs/architecture.md,
-#: "Lock order").
+#: LOCKED`` (rows another transaction holds are not returned). A heartbeat round's read in a
+#: write transaction (``read_in_turn``); on PostgreSQL a round runs outside one and reads with
+#: ``coordinators:COORDINATORS_AND_ATTEMPTS`` instead (docs/architecture.md, "Lock order").
 ATTEMPTS_WITH_ITEMS_SKIP_LOCKED = ATTEMPTS_WITH_ITEMS.order_by(_A.c.lease_id).with_for_update(
     of=_A, skip_locked=True
 )
