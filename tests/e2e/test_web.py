@@ -346,10 +346,14 @@ def test_deny_retry_resume_resolve_and_the_apis_message(
         expect(row.locator(".why")).to_contain_text("Gates")
         decide(page, "cancel", announce["itemId"], "not needed after all")
         assert tenant.item(custom["laneId"], announce["itemId"])["state"] == "CANCELLED"
+        # The page has drawn the cancel (a click during that redraw would land on a button
+        # the redraw replaces, and open nothing).
+        expect(row).to_have_attribute("data-state", "CANCELLED")
 
         # A refusal shows the API's own message, and the dialog stays open.
         ship = item_of(approved_elsewhere, "SHIP")
         page.locator(f'[data-decision="approve"][data-item="{ship["itemId"]}"]').first.click()
+        expect(dialog).to_be_visible()
         path = f"{tenant.base}/lanes/{approved_elsewhere['laneId']}/items/{ship['itemId']}/approve"
         with admin_client(system) as admin:
             ok(admin.post(path, json={}))
