@@ -19,7 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from tests.support.databases import PostgresDatabases, SqliteDatabases, postgres_reachable
-from workcoord.coordinator.domain.ports import Reader, Store, Tx
+from workcoord.coordinator.domain.ports import Reader, Store, Tx, WriteLock
 from workcoord.coordinator.storage import schema
 from workcoord.coordinator.storage.memory import MemoryStore
 from workcoord.coordinator.storage.sql import SqlStore, make_engine
@@ -68,9 +68,12 @@ class RecordingStore:
         self.used.add("read")
         return self._open(self.inner.read(snapshot=snapshot))
 
-    def write(self, coordinator_id: str | None = None) -> AbstractAsyncContextManager[Tx]:
+    def write(
+        self, coordinator_id: str | None = None, lock: WriteLock = WriteLock.ALL
+    ) -> AbstractAsyncContextManager[Tx]:
         self.used.add("write")
-        return cast(AbstractAsyncContextManager[Tx], self._open(self.inner.write(coordinator_id)))
+        opening = self.inner.write(coordinator_id, lock)
+        return cast(AbstractAsyncContextManager[Tx], self._open(opening))
 
     def extend(self) -> AbstractAsyncContextManager[Tx]:
         self.used.add("extend")

@@ -14,6 +14,7 @@ import pytest
 
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.inputs import BatchInput, HeartbeatInput
+from workcoord.coordinator.domain.ports import WriteLock
 from workcoord.coordinator.domain.results import GrantedLease, HeartbeatAnswer
 from workcoord.coordinator.storage.memory import MemoryStore
 from workcoord.kit.clock import ManualClock
@@ -40,9 +41,11 @@ class Counted:
             yield tx
 
     @asynccontextmanager
-    async def write(self, coordinator_id: str | None = None) -> AsyncIterator[Any]:
+    async def write(
+        self, coordinator_id: str | None = None, lock: WriteLock = WriteLock.ALL
+    ) -> AsyncIterator[Any]:
         self.writes += 1
-        async with self.store.write(coordinator_id) as tx:
+        async with self.store.write(coordinator_id, lock) as tx:
             yield tx
 
 

@@ -60,7 +60,7 @@ from workcoord.coordinator.domain.model import (
     UsageScope,
     UsageTotal,
 )
-from workcoord.coordinator.domain.ports import ExpiredLease, Reader, Store, Tx
+from workcoord.coordinator.domain.ports import ExpiredLease, Reader, Store, Tx, WriteLock
 from workcoord.coordinator.domain.rules import class_usage
 from workcoord.kit.clock import Clock, SystemClock
 
@@ -313,9 +313,11 @@ class MeteredStore:
         """The wrapped store's read transaction."""
         return self._store.read(snapshot=snapshot)
 
-    def write(self, coordinator_id: str | None = None) -> AbstractAsyncContextManager[Tx]:
+    def write(
+        self, coordinator_id: str | None = None, lock: WriteLock = WriteLock.ALL
+    ) -> AbstractAsyncContextManager[Tx]:
         """The wrapped store's write transaction, counted once it commits."""
-        return self._counted(self._store.write(coordinator_id))
+        return self._counted(self._store.write(coordinator_id, lock))
 
     def extend(self) -> AbstractAsyncContextManager[Tx]:
         """The wrapped store's heartbeat round, counted once all its statements ran."""

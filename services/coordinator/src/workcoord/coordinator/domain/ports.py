@@ -10,6 +10,7 @@ is serialised: capacity counts see every committed claim and revisions stay gap-
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -546,6 +547,17 @@ class Tx(Reader, Protocol):
     async def use_login_code(self, code_hash: str, when: datetime) -> bool: ...
 
 
+class WriteLock(enum.Enum):
+    """Who a write transaction of one work coordinator waits for (``Store.write``; the
+    rules: docs/architecture.md, "Who waits for whom"). Writers that take the same lock wait
+    for each other, and everyone waits for ``ALL``; a ``CLAIM`` and a group of
+    ``WORKER_WRITES`` run side by side."""
+
+    ALL = "all"  # the default: every other writer of the coordinator waits
+    CLAIM = "claim"  # a Lease's claim
+    WORKER_WRITES = "worker_writes"  # a group of worker writes (group_commit)
+
+
 class Store(Protocol):
     """Opens transactions."""
 
@@ -554,7 +566,9 @@ class Store(Protocol):
         (no snapshot to keep across statements: no BEGIN/COMMIT round trips)."""
         ...
 
-    def write(self, coordinator_id: str | None = None) -> AbstractAsyncContextManager[Tx]: ...
+    def write(
+        self, coordinator_id: str | None = None, lock: WriteLock = WriteLock.ALL
+    ) -> AbstractAsyncContextManager[Tx]: ...
 
     def extend(self) -> AbstractAsyncContextManager[Tx]:
         """Where a heartbeat round reads and extends leases (no coordinator's lock): on

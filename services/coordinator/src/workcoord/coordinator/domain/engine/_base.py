@@ -42,7 +42,7 @@ from ..model import (
     NewEvent,
     UsageTotal,
 )
-from ..ports import LaneCursor, Reader, Store, Tx
+from ..ports import LaneCursor, Reader, Store, Tx, WriteLock
 from ..results import LaneDetail, Page, PendingActionsRun
 from ..tickets import TicketTracker, TrackerConnection
 from .gates import Occupancy
@@ -168,12 +168,17 @@ class EngineCore(ABC):
 
     @asynccontextmanager
     async def command(
-        self, principal: Principal, coordinator_id: str, access: Access
+        self,
+        principal: Principal,
+        coordinator_id: str,
+        access: Access,
+        lock: WriteLock = WriteLock.ALL,
     ) -> AsyncIterator[tuple[Tx, Coordinator, Effects]]:
-        """One transaction on one work coordinator, authorized for ``access`` and held to the
-        switch (:meth:`require_enabled`), with its effects around the commit."""
+        """One transaction on one work coordinator (held as ``lock`` says), authorized for
+        ``access`` and held to the switch (:meth:`require_enabled`), with its effects around
+        the commit."""
         effects = Effects()
-        async with self.store.write(coordinator_id) as tx:
+        async with self.store.write(coordinator_id, lock) as tx:
             coordinator = tx.coordinator
             if coordinator is None:
                 raise NotFound(f"work coordinator {coordinator_id} not found")
@@ -239,10 +244,11 @@ class EngineCore(ABC):
 
     @asynccontextmanager
     async def open_for_workers(self, coordinator_id: str) -> AsyncIterator[tuple[Tx, Coordinator]]:
-        """The shared transaction of a group of worker writes (see group_commit). Whether
-        coordination is on is checked by each member once it is authorized: a caller who may
-        not see the coordinator must not learn that it is switched off."""
-        async with self.store.write(coordinator_id) as tx:
+        """The shared transaction of a group of worker writes (see group_commit), beside any
+        claim (``WriteLock.WORKER_WRITES``). Whether coordination is on is checked by each
+        member once it is authorized: a caller who may not see the coordinator must not learn
+        that it is switched off."""
+        async with self.store.write(coordinator_id, WriteLock.WORKER_WRITES) as tx:
             coordinator = tx.coordinator
             if coordinator is None:
                 raise NotFound(f"work coordinator {coordinator_id} not found")

@@ -25,7 +25,7 @@ from ..model import (
     NewEvent,
     Worker,
 )
-from ..ports import ClaimCursor, ClaimScan, ClassLoads, Tx
+from ..ports import ClaimCursor, ClaimScan, ClassLoads, Tx, WriteLock
 from ..results import GrantedLease
 from ..specs import Checkpoint, LeaseAsk
 from . import budgeting
@@ -314,7 +314,9 @@ class LeasingService(EngineService):
         asked classes' loads are ONE statement under the lock."""
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
         try:
-            async with self.core.command(principal, coordinator_id, Access.LEASE) as (
+            async with self.core.command(
+                principal, coordinator_id, Access.LEASE, WriteLock.CLAIM
+            ) as (
                 tx,
                 coordinator,
                 effects,

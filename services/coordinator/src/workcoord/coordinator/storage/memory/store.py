@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from workcoord.coordinator.domain.model import Attempt, Coordinator, Item, UsageTotal
-from workcoord.coordinator.domain.ports import extend_in_transaction, read_in_turn
+from workcoord.coordinator.domain.ports import WriteLock, extend_in_transaction, read_in_turn
 from workcoord.kit.clock import Clock
 
 from ._base import Tables
@@ -74,7 +74,10 @@ class MemoryStore:
         return self.write()
 
     @asynccontextmanager
-    async def write(self, coordinator_id: str | None = None) -> AsyncIterator[MemoryTx]:
+    async def write(
+        self, coordinator_id: str | None = None, lock: WriteLock = WriteLock.ALL
+    ) -> AsyncIterator[MemoryTx]:
+        """A write transaction; every one waits for the one before, whatever its ``lock``."""
         async with self._write_lock:
             tx = MemoryTx(self._tables.clone(), self.clock.now(), None, writable=True)
             if coordinator_id is not None:

@@ -24,6 +24,7 @@ from workcoord.coordinator.domain.model import (
     Item,
     ItemState,
     Lane,
+    NewEvent,
     UsageTotal,
 )
 from workcoord.coordinator.domain.usage import merged
@@ -108,6 +109,11 @@ class SqlTxBase:
         # keep their row's version (lease id -> ``xmin``) for extend_attempts.
         self.in_place = False
         self._versions: dict[str, str] = {}
+        # A group of worker writes on PostgreSQL (WriteLock.WORKER_WRITES): the coordinator's
+        # row is not locked yet (lock_row), and the events appended meanwhile wait for it,
+        # unnumbered: (coordinator, events, actor).
+        self.lock_deferred = False
+        self._deferred_events: list[tuple[Coordinator, list[NewEvent], str]] = []
         # Appended events and the revisions they move, written together at the end.
         self._events: list[Event] = []
         self._revisions: dict[str, int] = {}

@@ -11,6 +11,7 @@ from datetime import datetime
 from sqlalchemy.sql.base import Executable
 
 from workcoord.coordinator.domain.model import Coordinator, Event, NewEvent
+from workcoord.coordinator.domain.ports import WriteLock
 
 from ..records import event_time, numbered_events, outbox_deliveries
 from ._base import SqlTxBase
@@ -21,14 +22,50 @@ from .statements import events as event_sql
 
 
 class CoordinatorsSql(PlatformSql, SqlTxBase):
-    async def lock_coordinator(self, coordinator_id: str) -> Coordinator | None:
-        """Read the work coordinator and hold its row until the transaction ends
-        (``LOCK_COORDINATOR``): writers of one work coordinator are serialised, so capacity
-        counts see every committed claim and revisions stay gap-free. The credentials epoch
-        comes with it (``locked_credentials_epoch``), and the time of its last event when the
-        lock was free (``locked_event_times``: an ``append`` after another process's write
-        needs no read)."""
-        return await self._coordinator_and_switch(sql.LOCK_COORDINATOR, coordinator_id, True)
+    async def lock_coordinator(
+        self, coordinator_id: str, lock: WriteLock = WriteLock.ALL
+    ) -> Coordinator | None:
+        """Read the work coordinator and hold it as ``lock`` says until the transaction ends
+        (docs/architecture.md, "Who waits for whom"): ``ALL`` takes the worker writes'
+        advisory lock and the row (``LOCK_COORDINATOR``), ``CLAIM`` the row only
+        (``LOCK_COORDINATOR_ROW``): writers that change what a claim counts wait for each
+        other there, so capacity counts see every committed claim, and revisions stay
+        gap-free. ``WORKER_WRITES`` on PostgreSQL takes the advisory lock
+        (``LOCK_WORKER_WRITES``), then reads the coordinator without its row, which
+        :meth:`lock_row` takes later (``lock_deferred``). The credentials epoch comes with the
+        row (``locked_credentials_epoch``), and the time of its last event when the lock was
+        free (``locked_event_times``: an ``append`` after another process's write needs no
+        read)."""
+        if lock is WriteLock.WORKER_WRITES and self.dialect == "postgresql":
+            await self.conn.execute(sql.LOCK_WORKER_WRITES, {"coordinator_id": coordinator_id})
+            coordinator = await self.get_coordinator(coordinator_id)
+            self.lock_deferred = coordinator is not None
+            return coordinator
+        if lock is WriteLock.CLAIM:
+            statement: Executable = sql.LOCK_COORDINATOR_ROW
+        else:
+            statement = sql.LOCK_COORDINATOR.of(self.dialect)
+        return await self._coordinator_and_switch(statement, coordinator_id, True)
+
+    async def lock_row(self) -> None:
+        """A group of worker writes (``lock_deferred``): take the coordinator's row now, at
+        its flush or before anything off its hot path (``BesideClaims``), and number the
+        events appended so far from the revision the row holds now. Only the revision (and
+        its last event) can have moved since the group read the coordinator: the writers
+        that change anything else take ``WriteLock.ALL``, which waits for the group."""
+        if not self.lock_deferred:
+            return
+        self.lock_deferred = False
+        coordinator = self.coordinator
+        assert coordinator is not None
+        locked = await self._coordinator_and_switch(
+            sql.LOCK_COORDINATOR_ROW, coordinator.coordinator_id, True
+        )
+        assert locked is not None  # deleting a coordinator takes WriteLock.ALL
+        coordinator.revision = locked.revision
+        deferred, self._deferred_events = self._deferred_events, []
+        for appended_to, events, actor in deferred:
+            appended_to.revision = await self.append(appended_to, events, actor)
 
     async def get_coordinator(self, coordinator_id: str) -> Coordinator | None:
         return await self._coordinator_and_switch(sql.COORDINATOR_WITH_SWITCH, coordinator_id)
@@ -83,7 +120,12 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
     async def append(self, coordinator: Coordinator, events: Sequence[NewEvent], actor: str) -> int:
         """Give the events the coordinator's next revisions. The rows are written together at
         the end of the transaction (:meth:`flush`), still before its commit: a group of
-        worker writes then inserts its events and moves the counter once, not per write."""
+        worker writes then inserts its events and moves the counter once, not per write.
+        Before a deferred row lock is taken (``lock_deferred``) the events wait for it
+        (:meth:`lock_row` numbers them) and the revision answered is provisional."""
+        if self.lock_deferred:
+            self._deferred_events.append((coordinator, list(events), actor))
+            return coordinator.revision + len(events)
         stamp = event_time(self.now, await self._last_event_time(coordinator))
         self._events.extend(numbered_events(coordinator, events, actor, stamp))
         if coordinator.webhook_filters:
@@ -120,6 +162,8 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         held-back updates, one insert of the events and one ``SET_REVISION`` per coordinator.
         Events a webhook of their coordinator selects add one insert of their outbox rows
         (none without such a webhook: the filters come with the coordinator's row, no read)."""
+        if self._deferred_events:
+            await self.lock_row()
         events, self._events = self._events, []
         filters, self._webhook_filters = self._webhook_filters, {}
         deliveries = outbox_deliveries(filters, events) if filters else []

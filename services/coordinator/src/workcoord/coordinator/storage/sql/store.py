@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from workcoord.coordinator.domain.model import Attempt, Coordinator, Item, UsageTotal
-from workcoord.coordinator.domain.ports import extend_in_transaction, read_in_turn
+from workcoord.coordinator.domain.ports import WriteLock, extend_in_transaction, read_in_turn
 from workcoord.kit.clock import Clock
 
 from .accounts import AccountsSql
 from .attempts import AttemptsSql
+from .beside_claims import BesideClaims
 from .coordinators import CoordinatorsSql
 from .errors import storage_errors
 from .follow_ups import FollowUpsSql
@@ -93,9 +95,13 @@ class SqlStore:
                     yield SqlTx(conn, self.dialect, self.clock.now(), None)
 
     @asynccontextmanager
-    async def write(self, coordinator_id: str | None = None) -> AsyncIterator[SqlTx]:
-        """A write transaction; with ``coordinator_id``, holding that work coordinator's lock
-        (``tx.coordinator`` is then its committed state, or None if it does not exist)."""
+    async def write(
+        self, coordinator_id: str | None = None, lock: WriteLock = WriteLock.ALL
+    ) -> AsyncIterator[SqlTx]:
+        """A write transaction; with ``coordinator_id``, holding that work coordinator as
+        ``lock`` says (``tx.coordinator`` is then its committed state, or None if it does not
+        exist; see ``lock_coordinator``). A group of worker writes that holds the row only
+        later sees the transaction through :class:`BesideClaims`."""
         with storage_errors():
             async with self.engine.connect() as conn:
                 conn = await conn.execution_options(workcoord_write=True)
@@ -104,12 +110,12 @@ class SqlStore:
                     tx.known_event_times = self._event_times
                     tx.lock_attempts = True
                     if coordinator_id is not None:
-                        tx.coordinator = await tx.lock_coordinator(coordinator_id)
+                        tx.coordinator = await tx.lock_coordinator(coordinator_id, lock)
                         # The time is the lock holder's: read before the lock, a writer that
                         # waited for it would stamp its events earlier than those of the
-                        # writer it waited for.
+                        # writer it waited for (a group's events: see event_time).
                         tx.now = self.clock.now()
-                    yield tx
+                    yield cast(SqlTx, BesideClaims(tx)) if tx.lock_deferred else tx
                     await tx.flush()
                 # Committed: the next writer of these coordinators need not read their last
                 # event's time (a rolled-back transaction never gets here).

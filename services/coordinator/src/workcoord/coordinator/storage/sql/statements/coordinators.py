@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import ARRAY, Select, String, and_, bindparam, func, literal_column, select, update
 
 from ... import schema as t
+from ._dialects import ByDialect
 
 _WC, _SETTINGS = t.work_coordinators, t.platform_settings
 _SWITCH = (
@@ -60,15 +61,36 @@ _LAST_EVENT_TIME = (
     .label("last_event_time")
 )
 
-#: THE LOCK every write of one work coordinator takes first: as
-#: :data:`COORDINATOR_WITH_SWITCH` and the time of its last event, ``FOR UPDATE OF
-#: work_coordinators`` on PostgreSQL (SQLite renders no lock: ``BEGIN IMMEDIATE`` already
-#: holds the database).
-LOCK_COORDINATOR = (
+#: The first key of the advisory lock a group of worker writes holds (PostgreSQL's
+#: ``pg_advisory_xact_lock(int4, int4)``; the second is ``hashtext`` of the coordinator id —
+#: two coordinators whose ids hash alike only wait for each other's groups).
+WORKER_WRITES_KEY = 0x77630057
+
+_WORKER_WRITES_LOCK = func.pg_advisory_xact_lock(
+    WORKER_WRITES_KEY, func.hashtext(bindparam("coordinator_id"))
+)
+
+#: THE ROW LOCK: as :data:`COORDINATOR_WITH_SWITCH` and the time of its last event, ``FOR
+#: UPDATE OF work_coordinators`` on PostgreSQL (SQLite renders no lock: ``BEGIN IMMEDIATE``
+#: already holds the database). A claim takes it first (``WriteLock.CLAIM``); a group of
+#: worker writes at its flush, or before anything off its hot path.
+LOCK_COORDINATOR_ROW = (
     select(_WC, _SWITCH, _EPOCH, _LAST_EVENT_TIME)
     .where(_WC.c.coordinator_id == bindparam("coordinator_id"))
     .with_for_update(of=_WC)
 )
+
+#: THE LOCK every other write of one work coordinator takes first (``WriteLock.ALL``): on
+#: PostgreSQL the worker writes' advisory lock (the sub-select, run once as the row is
+#: found), then the row lock, in one statement; SQLite as the row lock.
+LOCK_COORDINATOR = ByDialect(
+    LOCK_COORDINATOR_ROW.where(select(_WORKER_WRITES_LOCK).scalar_subquery().is_not(None)),
+    LOCK_COORDINATOR_ROW,
+)
+
+#: A group of worker writes' first statement (``WriteLock.WORKER_WRITES``, PostgreSQL): the
+#: advisory lock of ``:coordinator_id``'s worker writes, held to the end of the transaction.
+LOCK_WORKER_WRITES = select(_WORKER_WRITES_LOCK)
 
 
 def list_coordinators(after_id: str, limit: int, org_slugs: list[str] | None) -> Select[Any]:
