@@ -153,3 +153,30 @@ async def test_a_group_off_its_hot_path_holds_the_row_and_a_claim_waits(
         (2, EventType.LANE_DONE, "group"),
         (3, EventType.ITEM_LEASED, "claim"),
     ]
+
+
+@pytest.mark.parametrize("store_kind", ["postgres"])  # row lock modes: PostgreSQL's alone
+@pytest.mark.port("write", "attempts_with_items")
+async def test_a_writer_of_an_earlier_release_waits_for_an_open_group(store: Store) -> None:
+    """During a rollout, replicas of the release before these locks take ``FOR UPDATE`` of the
+    row for every write, with no advisory lock: the group's ``FOR KEY SHARE`` keeps them out
+    until it commits, as it keeps out the writers of this release that take ``ALL``."""
+    await _seed(store)
+
+    async def earlier_release() -> int:
+        async with store.inner.engine.connect() as conn, conn.begin():
+            statement = text(
+                "SELECT revision FROM work_coordinators WHERE coordinator_id = 'wc_a' FOR UPDATE"
+            )
+            return int((await conn.execute(statement)).scalar_one())
+
+    async with store.write("wc_a", WriteLock.WORKER_WRITES) as tx:
+        assert tx.coordinator is not None
+        await tx.attempts_with_items(["ls_a"])
+        tx.coordinator.revision = await tx.append(
+            tx.coordinator, [NewEvent(EventType.ITEM_SUCCEEDED, item_id="it_a")], "group"
+        )
+        waiting = asyncio.create_task(earlier_release())
+        await _waits_for_a_lock(store)
+        assert not waiting.done()
+    assert await waiting == 1

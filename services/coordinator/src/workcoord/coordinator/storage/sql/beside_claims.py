@@ -1,8 +1,8 @@
 """A group of worker writes beside a claim: what it may do before it holds the coordinator's row.
 
-A group of worker writes (``WriteLock.WORKER_WRITES``, PostgreSQL) holds its advisory lock,
-not the work coordinator's row, so a Lease's claim (``WriteLock.CLAIM``, which holds the row
-and not the advisory lock) runs beside it. That is safe only while the group touches no row a
+A group of worker writes (``WriteLock.WORKER_WRITES``, PostgreSQL) holds its advisory lock and
+the work coordinator's row ``FOR KEY SHARE``, so a Lease's claim (``WriteLock.CLAIM``, the row
+``FOR NO KEY UPDATE``) runs beside it. That is safe only while the group touches no row a
 claim writes: the attempts and items of its own leases (locked by the fence's read), the
 WAITING items a success releases, and rows no claim writes (roll-ups, digest lines). The port
 methods of :data:`HOT` stay within that; any other port method first takes the row

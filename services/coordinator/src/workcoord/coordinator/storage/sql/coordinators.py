@@ -26,33 +26,33 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         self, coordinator_id: str, lock: WriteLock = WriteLock.ALL
     ) -> Coordinator | None:
         """Read the work coordinator and hold it as ``lock`` says until the transaction ends
-        (docs/architecture.md, "Who waits for whom"): ``ALL`` takes the worker writes'
-        advisory lock and the row (``LOCK_COORDINATOR``), ``CLAIM`` the row only
-        (``LOCK_COORDINATOR_ROW``): writers that change what a claim counts wait for each
-        other there, so capacity counts see every committed claim, and revisions stay
-        gap-free. ``WORKER_WRITES`` on PostgreSQL takes the advisory lock
-        (``LOCK_WORKER_WRITES``), then reads the coordinator without its row, which
-        :meth:`lock_row` takes later (``lock_deferred``). The credentials epoch comes with the
-        row (``locked_credentials_epoch``), and the time of its last event when the lock was
-        free (``locked_event_times``: an ``append`` after another process's write needs no
+        (docs/architecture.md, "Who waits for whom"): ``ALL`` with ``LOCK_COORDINATOR``,
+        ``CLAIM`` with ``LOCK_COORDINATOR_ROW``, ``WORKER_WRITES`` with
+        ``LOCK_FOR_WORKER_WRITES``, which leaves the row to a claim until :meth:`lock_row`
+        (``lock_deferred``, PostgreSQL). So capacity counts see every committed claim, and
+        revisions stay gap-free. The credentials epoch comes with the row
+        (``locked_credentials_epoch``), and the time of its last event when the lock was free
+        (``locked_event_times``: an ``append`` after another process's write needs no
         read)."""
-        if lock is WriteLock.WORKER_WRITES and self.dialect == "postgresql":
-            await self.conn.execute(sql.LOCK_WORKER_WRITES, {"coordinator_id": coordinator_id})
-            coordinator = await self.get_coordinator(coordinator_id)
-            self.lock_deferred = coordinator is not None
-            return coordinator
         if lock is WriteLock.CLAIM:
             statement: Executable = sql.LOCK_COORDINATOR_ROW
+        elif lock is WriteLock.WORKER_WRITES:
+            statement = sql.LOCK_FOR_WORKER_WRITES.of(self.dialect)
         else:
             statement = sql.LOCK_COORDINATOR.of(self.dialect)
-        return await self._coordinator_and_switch(statement, coordinator_id, True)
+        coordinator = await self._coordinator_and_switch(statement, coordinator_id, True)
+        if lock is WriteLock.WORKER_WRITES and self.dialect == "postgresql":
+            self.lock_deferred = coordinator is not None
+        return coordinator
 
     async def lock_row(self) -> None:
-        """A group of worker writes (``lock_deferred``): take the coordinator's row now, at
+        """A group of worker writes (``lock_deferred``): lock the coordinator's row now
+        (``LOCK_COORDINATOR_ROW``, ``FOR NO KEY UPDATE``: it waits for a claim in flight), at
         its flush or before anything off its hot path (``BesideClaims``), and number the
         events appended so far from the revision the row holds now. Only the revision (and
         its last event) can have moved since the group read the coordinator: the writers
-        that change anything else take ``WriteLock.ALL``, which waits for the group."""
+        that change anything else take ``WriteLock.ALL``, which waits for the group's
+        ``FOR KEY SHARE``."""
         if not self.lock_deferred:
             return
         self.lock_deferred = False
@@ -162,8 +162,9 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         held-back updates, one insert of the events and one ``SET_REVISION`` per coordinator.
         Events a webhook of their coordinator selects add one insert of their outbox rows
         (none without such a webhook: the filters come with the coordinator's row, no read)."""
-        if self._deferred_events:
-            await self.lock_row()
+        # A group of worker writes commits holding the row, like every writer: what it wrote
+        # (a spend among it) is seen by every claim that commits after it.
+        await self.lock_row()
         events, self._events = self._events, []
         filters, self._webhook_filters = self._webhook_filters, {}
         deliveries = outbox_deliveries(filters, events) if filters else []

@@ -66,31 +66,40 @@ _LAST_EVENT_TIME = (
 #: two coordinators whose ids hash alike only wait for each other's groups).
 WORKER_WRITES_KEY = 0x77630057
 
-_WORKER_WRITES_LOCK = func.pg_advisory_xact_lock(
-    WORKER_WRITES_KEY, func.hashtext(bindparam("coordinator_id"))
+# The worker writes' advisory lock as a sub-select of a lock statement's WHERE: run once, as
+# the row is found and before the row is locked.
+_WORKER_WRITES_LOCK = (
+    select(
+        func.pg_advisory_xact_lock(WORKER_WRITES_KEY, func.hashtext(bindparam("coordinator_id")))
+    )
+    .scalar_subquery()
+    .is_not(None)
 )
 
-#: THE ROW LOCK: as :data:`COORDINATOR_WITH_SWITCH` and the time of its last event, ``FOR
-#: UPDATE OF work_coordinators`` on PostgreSQL (SQLite renders no lock: ``BEGIN IMMEDIATE``
-#: already holds the database). A claim takes it first (``WriteLock.CLAIM``); a group of
-#: worker writes at its flush, or before anything off its hot path.
-LOCK_COORDINATOR_ROW = (
-    select(_WC, _SWITCH, _EPOCH, _LAST_EVENT_TIME)
-    .where(_WC.c.coordinator_id == bindparam("coordinator_id"))
-    .with_for_update(of=_WC)
+# What every lock statement reads: as COORDINATOR_WITH_SWITCH, and the time of the last event.
+_LOCKED = select(_WC, _SWITCH, _EPOCH, _LAST_EVENT_TIME).where(
+    _WC.c.coordinator_id == bindparam("coordinator_id")
 )
 
-#: THE LOCK every other write of one work coordinator takes first (``WriteLock.ALL``): on
-#: PostgreSQL the worker writes' advisory lock (the sub-select, run once as the row is
-#: found), then the row lock, in one statement; SQLite as the row lock.
-LOCK_COORDINATOR = ByDialect(
-    LOCK_COORDINATOR_ROW.where(select(_WORKER_WRITES_LOCK).scalar_subquery().is_not(None)),
-    LOCK_COORDINATOR_ROW,
-)
+# THE LOCKS on one work coordinator (docs/architecture.md, "Who waits for whom"); SQLite
+# renders none of them (``BEGIN IMMEDIATE`` already holds the database).
 
-#: A group of worker writes' first statement (``WriteLock.WORKER_WRITES``, PostgreSQL): the
-#: advisory lock of ``:coordinator_id``'s worker writes, held to the end of the transaction.
-LOCK_WORKER_WRITES = select(_WORKER_WRITES_LOCK)
+#: ``WriteLock.ALL`` (every writer but the two below): the worker writes' advisory lock, then
+#: ``FOR UPDATE`` of the row, which conflicts with every other row lock.
+LOCK_COORDINATOR = ByDialect(_LOCKED.where(_WORKER_WRITES_LOCK).with_for_update(of=_WC), _LOCKED)
+
+#: ``WriteLock.CLAIM``, and a group of worker writes' late row lock (``lock_row``): ``FOR NO
+#: KEY UPDATE``, which waits for another claim, a late row lock and ``ALL``, not for a group's
+#: ``FOR KEY SHARE``.
+LOCK_COORDINATOR_ROW = _LOCKED.with_for_update(of=_WC, key_share=True)
+
+#: ``WriteLock.WORKER_WRITES``: the worker writes' advisory lock (one group at a time), then
+#: ``FOR KEY SHARE`` of the row, which keeps ``FOR UPDATE`` out (``ALL``, and every writer of
+#: a release before these locks) and lets a claim in.
+LOCK_FOR_WORKER_WRITES = ByDialect(
+    _LOCKED.where(_WORKER_WRITES_LOCK).with_for_update(of=_WC, read=True, key_share=True),
+    _LOCKED,
+)
 
 
 def list_coordinators(after_id: str, limit: int, org_slugs: list[str] | None) -> Select[Any]:
