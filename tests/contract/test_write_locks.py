@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from sqlalchemy import text
@@ -163,8 +163,10 @@ async def test_a_writer_of_an_earlier_release_waits_for_an_open_group(store: Sto
     until it commits, as it keeps out the writers of this release that take ``ALL``."""
     await _seed(store)
 
+    engine = cast(Any, store).inner.engine
+
     async def earlier_release() -> int:
-        async with store.inner.engine.connect() as conn, conn.begin():
+        async with engine.connect() as conn, conn.begin():
             statement = text(
                 "SELECT revision FROM work_coordinators WHERE coordinator_id = 'wc_a' FOR UPDATE"
             )
