@@ -11,33 +11,16 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import Any
 
 import pytest
-from sqlalchemy import text
 
 from workcoord.coordinator.domain.model import AttemptStatus, UsageScope, UsageTotal
 from workcoord.coordinator.domain.ports import Store
 
 from .records import at, attempt, item, seed_coordinator, seed_lane
+from .waits import WAIT_SECONDS, waits_for_a_lock
 
 IT_A = item("it_a", "ln_a", seq=1)
-# Generous: only ends a hang (a loaded machine makes the wait longer, never failing).
-WAIT_SECONDS = 60.0
-
-
-async def _waits_for_a_row(store: Any) -> None:
-    """Return once a session of this PostgreSQL database waits for a lock (a row lock)."""
-    engine = store.inner.engine
-    async with engine.connect() as conn:
-        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        statement = text(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock'"
-        )
-        async with asyncio.timeout(WAIT_SECONDS):
-            while not (await conn.execute(statement)).scalar_one():  # noqa: ASYNC110
-                await asyncio.sleep(0.01)  # polling an event PostgreSQL does not announce
 
 
 async def _seed(store: Store) -> None:
@@ -65,7 +48,7 @@ async def test_a_sweep_behind_a_heartbeat_does_not_end_the_extended_lease(
         if store_kind == "postgres":
             # The sweep's subquery sees the lease expired at 20 s; it must wait for the row.
             swept = asyncio.create_task(sweep())
-            await _waits_for_a_row(store)
+            await waits_for_a_lock(store)
     ended = await swept if swept is not None else await sweep()
     assert ended == []
     async with store.read() as reader:
@@ -92,7 +75,7 @@ async def test_a_heartbeat_behind_a_release_reads_the_ended_attempt(
         await tx.update_attempts([ended])
         if store_kind == "postgres":
             read = asyncio.create_task(heartbeat_read())
-            await _waits_for_a_row(store)
+            await waits_for_a_lock(store)
     status = await read if read is not None else await heartbeat_read()
     assert status == AttemptStatus.RELEASED
 

@@ -21,23 +21,9 @@ from workcoord.coordinator.domain.model import EventType, NewEvent
 from workcoord.coordinator.domain.ports import Store, WriteLock
 
 from .records import at, attempt, item, seed_coordinator, seed_lane
+from .waits import WAIT_SECONDS, waits_for_a_lock
 
 IT_A = item("it_a", "ln_a", seq=1)
-# Generous: only ends a hang (a loaded machine makes the wait longer, never failing).
-WAIT_SECONDS = 60.0
-
-
-async def _waits_for_a_lock(store: Any) -> None:
-    """Return once a session of this PostgreSQL database waits for a lock."""
-    async with store.inner.engine.connect() as conn:
-        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        statement = text(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock'"
-        )
-        async with asyncio.timeout(WAIT_SECONDS):
-            while not (await conn.execute(statement)).scalar_one():  # noqa: ASYNC110
-                await asyncio.sleep(0.01)  # polling an event PostgreSQL does not announce
 
 
 async def _seed(store: Store) -> None:
@@ -113,7 +99,7 @@ async def test_every_other_writer_waits_for_an_open_group(store: Store, store_ki
         )
         if store_kind == "postgres":
             later = asyncio.create_task(other_writer())
-            await _waits_for_a_lock(store)
+            await waits_for_a_lock(store)
             assert not later.done()
     # The writer that waited reads the coordinator as the group left it.
     seen = await later if later is not None else await other_writer()
@@ -139,7 +125,7 @@ async def test_a_group_off_its_hot_path_holds_the_row_and_a_claim_waits(
         assert tx.coordinator.revision == 1
         if store_kind == "postgres":
             claim = asyncio.create_task(_claim_logs(store, EventType.ITEM_LEASED))
-            await _waits_for_a_lock(store)
+            await waits_for_a_lock(store)
             assert not claim.done()
         tx.coordinator.revision = await tx.append(
             tx.coordinator, [NewEvent(EventType.LANE_DONE, lane_id="ln_a")], "group"
@@ -179,6 +165,6 @@ async def test_a_writer_of_an_earlier_release_waits_for_an_open_group(store: Sto
             tx.coordinator, [NewEvent(EventType.ITEM_SUCCEEDED, item_id="it_a")], "group"
         )
         waiting = asyncio.create_task(earlier_release())
-        await _waits_for_a_lock(store)
+        await waits_for_a_lock(store)
         assert not waiting.done()
     assert await waiting == 1
