@@ -4,8 +4,10 @@ The implementations live in ``workcoord.coordinator.storage`` (SQL on PostgreSQL
 and an in-memory one for unit tests); the domain never imports them. One contract suite
 (``tests/contract``) runs the same cases on all three, method by method.
 
-A write transaction locks its work coordinator first, so every change to one work coordinator
-is serialised: capacity counts see every committed claim and revisions stay gap-free.
+A write transaction locks its work coordinator first, as its :class:`WriteLock` says: claims
+wait for each other and every change but a group of worker writes waits for a claim, so
+capacity counts see every committed claim; and every writer numbers its events and commits
+holding the coordinator's row, so revisions stay gap-free.
 """
 
 from __future__ import annotations
