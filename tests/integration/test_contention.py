@@ -8,6 +8,9 @@ PostgreSQL directly, in single-snapshot statements, and afterwards the event log
 - at most one live attempt per item and per exclusive key, at every sample and in the replay;
 - live attempts per class never above the class capacity;
 - revisions gap-free from 1; every item terminal, and each succeeded item succeeded once.
+
+And lanes whose two items complete at once, one on each server, each in its server's group of
+worker writes: every lane ends DONE (one group at a time per coordinator).
 """
 
 from __future__ import annotations
@@ -463,5 +466,92 @@ async def test_two_coordinators_many_workers_keep_every_invariant(
         for client in clients:
             await client.close()
         await db.dispose()
+        if cid:
+            await delete_redis_keys([cid], redis)
+
+
+FINISHING_LANES = 30
+
+
+async def test_two_coordinators_finish_every_lane_whose_last_items_complete_at_once(
+    servers: tuple[list[str], str], redis: str
+) -> None:
+    """Lanes of two items, the first placed on a worker of one server, the second on a worker
+    of the other; every item is leased first, then all are completed at once, so each server's
+    group of completes holds one item of every lane and the two groups start together. A
+    lane's follow-up sees what the other group committed only because one group of worker
+    writes runs at a time per coordinator (their advisory lock; docs/architecture.md, "Who
+    waits for whom"): every lane must end DONE, with one LANE_DONE."""
+    (a, b), admin_token = servers
+    admin = WorkcoordClient(a, admin_token)
+    clients: list[WorkcoordClient] = [admin]
+    cid = ""
+    try:
+        org = f"org-{secrets.token_hex(4)}"
+        await admin.admin.CreateOrg(admin_pb2.CreateOrgRequest(org=admin_pb2.Org(slug=org)))
+        cid = await create_coordinator(admin, org, class_capacity={"machine": 2 * FINISHING_LANES})
+        key = await create_work_key(admin, [cid], org=org, display_name="finishers")
+        lane_ids = []
+        for n in range(FINISHING_LANES):
+            items = [
+                lane_pb2.Item(
+                    key=f"l{n}{side}",
+                    kind=lane_pb2.Item.TASK,
+                    worker_class="machine",
+                    placement=policy_pb2.Placement(worker_id=f"{side}{n}"),
+                )
+                for side in "ab"
+            ]
+            created = await admin.lanes.CreateLane(
+                lane_pb2.CreateLaneRequest(
+                    coordinator_id=cid,
+                    lane=lane_pb2.Lane(title=f"l{n}", template=lane_pb2.Lane.CUSTOM, items=items),
+                )
+            )
+            lane_ids.append(created.lane.lane_id)
+        on = {"a": WorkcoordClient(a, key.secret), "b": WorkcoordClient(b, key.secret)}
+        clients.extend(on.values())
+        leased = 0
+        all_leased = asyncio.Event()
+
+        async def finisher(side: str, n: int) -> None:
+            nonlocal leased
+            client = on[side]
+            request = worker_pb2.LeaseRequest(
+                coordinator_id=cid,
+                worker_id=f"{side}{n}",
+                worker_class="machine",
+                max_items=1,
+                lease_seconds=120,
+                wait_seconds=5,
+                run_identity=identity(SystemClock(), pid=3000 + n),
+            )
+            leases: Sequence[worker_pb2.Lease] = []
+            while not leases:
+                leases = (await client.workers.Lease(request)).leases
+            leased += 1
+            if leased == 2 * FINISHING_LANES:
+                all_leased.set()
+            await all_leased.wait()
+            ref = worker_pb2.CompleteRequest(
+                coordinator_id=cid, lease_id=leases[0].lease_id, lease_token=leases[0].lease_token
+            )
+            answer = await client.workers.BatchComplete(
+                worker_pb2.BatchCompleteRequest(coordinator_id=cid, requests=[ref])
+            )
+            assert answer.results[0].status.code == 0, answer.results[0].status
+
+        await asyncio.gather(*(finisher(side, n) for side in "ab" for n in range(FINISHING_LANES)))
+        events = await all_events(admin, cid)
+        done = Counter(e.lane_id for e in events if e.type == event_pb2.Event.LANE_DONE)
+        assert done == Counter(dict.fromkeys(lane_ids, 1))
+        for lane_id in lane_ids:
+            got = await admin.lanes.GetLane(
+                lane_pb2.GetLaneRequest(coordinator_id=cid, lane_id=lane_id)
+            )
+            assert got.lane.state == lane_pb2.Lane.DONE, lane_id
+    finally:
+        for client in clients:
+            await client.close()
         if cid:
             await delete_redis_keys([cid], redis)
