@@ -242,6 +242,14 @@ async def seed_lane(store: Store, *items: Item, record: Lane | None = None) -> L
     return record
 
 
+async def seed_leased(store: Store, work: Item, lease_id: str, expire_time: datetime) -> None:
+    """Store the seeded coordinator, a lane holding ``work`` and a live attempt on it."""
+    await seed_coordinator(store)
+    await seed_lane(store, work)
+    async with store.write(work.coordinator_id) as tx:
+        await tx.insert_attempts([attempt(lease_id, work, expire_time=expire_time)])
+
+
 async def seed_events(store: Store, coordinator_id: str, events: list[NewEvent]) -> None:
     """Append ``events`` to a seeded work coordinator's log (actor ``x``)."""
     async with store.write(coordinator_id) as tx:

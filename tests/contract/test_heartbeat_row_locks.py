@@ -17,17 +17,14 @@ import pytest
 from workcoord.coordinator.domain.model import AttemptStatus, UsageScope, UsageTotal
 from workcoord.coordinator.domain.ports import Store
 
-from .records import at, attempt, item, seed_coordinator, seed_lane
+from .records import at, attempt, item, seed_leased
 from .waits import WAIT_SECONDS, waits_for_a_lock
 
 IT_A = item("it_a", "ln_a", seq=1)
 
 
 async def _seed(store: Store) -> None:
-    await seed_coordinator(store)
-    await seed_lane(store, IT_A)
-    async with store.write("wc_a") as tx:
-        await tx.insert_attempts([attempt("ls_a", IT_A, expire_time=at(10))])
+    await seed_leased(store, IT_A, "ls_a", at(10))
 
 
 @pytest.mark.port("attempt_with_item", "update_attempts", "end_expired_leases")

@@ -20,17 +20,14 @@ from sqlalchemy import text
 from workcoord.coordinator.domain.model import EventType, NewEvent
 from workcoord.coordinator.domain.ports import Store, WriteLock
 
-from .records import at, attempt, item, seed_coordinator, seed_lane
+from .records import at, item, seed_leased
 from .waits import WAIT_SECONDS, waits_for_a_lock
 
 IT_A = item("it_a", "ln_a", seq=1)
 
 
 async def _seed(store: Store) -> None:
-    await seed_coordinator(store)
-    await seed_lane(store, IT_A)
-    async with store.write("wc_a") as tx:
-        await tx.insert_attempts([attempt("ls_a", IT_A, expire_time=at(600))])
+    await seed_leased(store, IT_A, "ls_a", at(600))
 
 
 async def _claim_logs(store: Store, *types: EventType) -> None:
