@@ -36,7 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from bench import common
 from bench.b1_throughput import run_workers
 from workcoord.api.v1 import lane_pb2
-from workcoord.coordinator.domain.engine.claiming import CLAIM_SCAN_FACTOR
+from workcoord.coordinator.domain.engine.leasing import CLAIM_SCAN_FACTOR
 from workcoord.coordinator.domain.ports import ClaimScan
 from workcoord.coordinator.storage import schema as t
 from workcoord.coordinator.storage.sql.engine import normalize_url

@@ -19,7 +19,6 @@ from sqlalchemy import text
 
 from workcoord.coordinator.domain.model import EventType, NewEvent
 from workcoord.coordinator.domain.ports import Store, WriteLock
-from workcoord.coordinator.storage.sql.errors import StorageConflict
 
 from .records import at, item, seed_leased
 from .waits import WAIT_SECONDS, waits_for_a_lock
@@ -166,97 +165,3 @@ async def test_a_writer_of_an_earlier_release_waits_for_an_open_group(store: Sto
         await waits_for_a_lock(store)
         assert not waiting.done()
     assert await waiting == 1
-
-
-@pytest.mark.port("write", "lock_row", "append")
-async def test_claims_prepare_side_by_side_then_hold_the_row_in_turn(
-    store: Store, store_kind: str
-) -> None:
-    """A claim that prepares opens without the row (beside a claim holding it) and takes the
-    row with ``lock_row``, which waits for the claim holding it; its events follow."""
-    await _seed(store)
-    second: asyncio.Task[int] | None = None
-    opened = asyncio.Event()
-
-    async def second_claim() -> int:
-        async with store.write("wc_a", WriteLock.PREPARED_CLAIM) as tx:
-            assert tx.coordinator is not None
-            opened.set()
-            await tx.lock_row()
-            events = [NewEvent(EventType.ITEM_LEASED, item_id="it_a")]
-            tx.coordinator.revision = await tx.append(tx.coordinator, events, "second")
-            return tx.coordinator.revision
-
-    async with store.write("wc_a", WriteLock.CLAIM) as tx:
-        assert tx.coordinator is not None
-        await tx.lock_row()
-        events = [NewEvent(EventType.ITEM_LEASED, item_id="it_a")]
-        tx.coordinator.revision = await tx.append(tx.coordinator, events, "first")
-        if store_kind == "postgres":
-            second = asyncio.create_task(second_claim())
-            await asyncio.wait_for(opened.wait(), WAIT_SECONDS)  # prepares beside this one
-            await waits_for_a_lock(store)  # ... and waits for the row
-            assert not second.done()
-    revision = await second if second is not None else await second_claim()
-    assert revision == 2
-    assert [actor for _, _, actor in await _events(store)] == ["first", "second"]
-
-
-@pytest.mark.port("write", "lane_items", "lock_row")
-async def test_every_other_writer_and_a_group_off_its_hot_path_wait_for_a_preparing_claim(
-    store: Store, store_kind: str
-) -> None:
-    """A claim preparing holds no row, but locks candidate items before it: ``ALL``, and a
-    group going off its hot path, wait for it (the claims' advisory lock), so neither can
-    hold the row while waiting for an item the claim locked."""
-    await _seed(store)
-    waiting: list[asyncio.Task[Any]] = []
-
-    async def other_writer() -> int:
-        async with store.write("wc_a") as tx:  # WriteLock.ALL
-            assert tx.coordinator is not None
-            return tx.coordinator.revision
-
-    async def group_off_its_hot_path() -> list[str]:
-        async with store.write("wc_a", WriteLock.WORKER_WRITES) as tx:
-            return [i.item_id for i in await tx.lane_items(["ln_a"])]
-
-    async with store.write("wc_a", WriteLock.PREPARED_CLAIM) as tx:
-        assert tx.coordinator is not None
-        if store_kind == "postgres":
-            for writer in (other_writer, group_off_its_hot_path):
-                waiting.append(asyncio.create_task(writer()))
-                await waits_for_a_lock(store)
-                assert not any(task.done() for task in waiting)
-        await tx.lock_row()
-        events = [NewEvent(EventType.ITEM_LEASED, item_id="it_a")]
-        tx.coordinator.revision = await tx.append(tx.coordinator, events, "claim")
-    if waiting:
-        seen, items = await waiting[0], await waiting[1]
-    else:
-        seen, items = await other_writer(), await group_off_its_hot_path()
-    assert seen == 1 and items == ["it_a"]
-
-
-@pytest.mark.parametrize("store_kind", ["postgres"])  # a claim prepares on PostgreSQL alone
-@pytest.mark.port("write", "lock_row")
-async def test_a_claim_prepared_while_an_earlier_release_changed_the_coordinator_is_aborted(
-    store: Store,
-) -> None:
-    """A writer of the release before the claims' advisory lock does not wait for a claim
-    preparing: if it changed the coordinator meanwhile, the claim is ABORTED at its row lock
-    (nothing written) rather than granting by a configuration it did not read."""
-    await _seed(store)
-    engine = cast(Any, store).inner.engine
-    with pytest.raises(StorageConflict):
-        async with store.write("wc_a", WriteLock.PREPARED_CLAIM) as tx:
-            async with engine.connect() as conn, conn.begin():
-                await conn.execute(
-                    text(
-                        "UPDATE work_coordinators SET display_name = 'renamed' "
-                        "WHERE coordinator_id = 'wc_a'"
-                    )
-                )
-            await tx.lock_row()
-    async with store.read() as reader:
-        assert (c := await reader.get_coordinator("wc_a")) is not None and c.revision == 0

@@ -37,8 +37,9 @@ HELPERS = {
 }
 HELD_BACK = "write_held_back"
 # Methods of the store that are not port methods but belong in the index: the lock every
-# write takes first (SqlStore.write) and the flush before commit.
-STORE_METHODS = ("lock_coordinator", "flush")
+# write takes first (SqlStore.write), the row a group of worker writes takes later, and the
+# flush before commit.
+STORE_METHODS = ("lock_coordinator", "lock_row", "flush")
 # The updates a method holds back (written later by write_held_back or flush).
 HOLDS_BACK = {
     "update_items": "items",

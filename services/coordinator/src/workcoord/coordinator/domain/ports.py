@@ -4,9 +4,10 @@ The implementations live in ``workcoord.coordinator.storage`` (SQL on PostgreSQL
 and an in-memory one for unit tests); the domain never imports them. One contract suite
 (``tests/contract``) runs the same cases on all three, method by method.
 
-A write transaction locks its work coordinator as its :class:`WriteLock` says, so capacity
-counts see every committed claim, and every writer numbers its events and commits holding the
-coordinator's row, so revisions stay gap-free.
+A write transaction locks its work coordinator first, as its :class:`WriteLock` says: claims
+wait for each other and every change but a group of worker writes waits for a claim, so
+capacity counts see every committed claim; and every writer numbers its events and commits
+holding the coordinator's row, so revisions stay gap-free.
 """
 
 from __future__ import annotations
@@ -360,7 +361,8 @@ class Reader(Protocol):
     async def list_tracker_connections(
         self, coordinator_id: str, after_id: str, limit: int
     ) -> list[TrackerConnection]:
-        """Up to ``limit`` of the coordinator's tracker connections after ``after_id``, by id."""
+        """Up to ``limit`` of the work coordinator's tracker connections after ``after_id``,
+        by id."""
         ...
 
     async def open_escalations(self, coordinator_id: str) -> list[Escalation]: ...
@@ -411,10 +413,6 @@ class Tx(Reader, Protocol):
     # The credentials epoch as the last ``get_coordinator`` of this transaction read it with the
     # coordinator (None: not read that way; ``credentials_epoch`` reads it).
     seen_credentials_epoch: int | None
-
-    async def lock_row(self) -> None:
-        """Hold the coordinator's row now if the lock opened with left it free (PostgreSQL)."""
-        ...
 
     async def append(
         self, coordinator: Coordinator, events: Sequence[NewEvent], actor: str
@@ -553,13 +551,12 @@ class Tx(Reader, Protocol):
 
 class WriteLock(enum.Enum):
     """Who a write transaction of one work coordinator waits for (``Store.write``; the
-    rules: docs/architecture.md, "Who waits for whom"). Everyone waits for ``ALL``; claims
-    prepare side by side, then hold the row in turn (``Tx.lock_row``), beside a group of
-    ``WORKER_WRITES``."""
+    rules: docs/architecture.md, "Who waits for whom"). Writers that take the same lock wait
+    for each other, and everyone waits for ``ALL``; a ``CLAIM`` and a group of
+    ``WORKER_WRITES`` run side by side."""
 
     ALL = "all"  # the default: every other writer of the coordinator waits
-    CLAIM = "claim"  # a Lease's claim, holding the row from the start
-    PREPARED_CLAIM = "prepared_claim"  # a claim that prepares before it holds the row
+    CLAIM = "claim"  # a Lease's claim
     WORKER_WRITES = "worker_writes"  # a group of worker writes (group_commit)
 
 

@@ -37,13 +37,12 @@ from ..tickets import TicketTracker
 from ._base import Effects, EngineCore, EngineService, new_id
 from .attempts import AttemptService
 from .children import Children
-from .claiming import CLAIM_SCAN_FACTOR
 from .coordinators import CoordinatorService
 from .credentials import Credentials
 from .fences import FenceService
 from .follow_ups import PENDING_ACTION_RETRY, TICKET_SYNC_BATCH, FollowUpService
 from .lanes import LaneService
-from .leasing import BACKSTOP_POLL_SECONDS, LeasingService
+from .leasing import BACKSTOP_POLL_SECONDS, CLAIM_SCAN_FACTOR, LeasingService
 from .mail import MailService
 from .maintenance import ESCALATION_BATCH, MaintenanceService
 from .membership import Membership

@@ -8,25 +8,37 @@ from dataclasses import dataclass, replace
 
 from workcoord.kit.bus import ReadySignal
 from workcoord.kit.errors import InvalidArgument, NotFound, PermissionDenied
+from workcoord.kit.secrets import hash_secret
 
-from .. import rules
+from .. import rules, stops
 from ..auth import Access, Principal, authorize
 from ..inputs import LeaseInput
+from ..leasability import Asker, LaneHold, Surroundings, holding_gates
 from ..model import (
+    Attempt,
+    AttemptStatus,
     Coordinator,
+    EventType,
+    Item,
+    ItemState,
+    Lane,
+    NewEvent,
     Worker,
 )
-from ..ports import ClassLoads, WriteLock
+from ..ports import ClaimCursor, ClaimScan, ClassLoads, Tx, WriteLock
 from ..results import GrantedLease
-from ..specs import LeaseAsk
-from ._base import EngineCore, EngineService
-from .claiming import Claims, ClaimTurn
+from ..specs import Checkpoint, LeaseAsk
+from . import budgeting
+from ._base import Effects, EngineCore, EngineService, new_id
 from .fences import FenceFound, FenceService, fence_error
-from .lease_replay import lease_request_key, replay_lease_request
+from .lease_replay import derive_lease_token, lease_request_key, replay_lease_request
+from .workers import check_pool
 
 # Long-polls re-check the database at least this often, so a lost notification (Redis down,
 # a backoff that ran out) costs at most this much latency.
 BACKSTOP_POLL_SECONDS = 1.0
+# Candidates read per page: twice what is wanted (skipped ones are made up from the next page).
+CLAIM_SCAN_FACTOR = 2
 
 Reauthenticate = Callable[[], Awaitable[Principal]]
 """Resolves the caller of a call again, from the credential it presented and current state."""
@@ -51,11 +63,9 @@ class LeasingService(EngineService):
     def __init__(self, core: EngineCore, fences: FenceService) -> None:
         super().__init__(core)
         self.fences = fences
-        self.claims = Claims(core, fences)
-        # Per (work coordinator, classes asked), in this process: one claim prepares at a time
-        # (see _lease_once), and one holds the row at a time (ClaimTurn).
+        # One claim per (work coordinator, classes asked) at a time in this process (see
+        # _lease_once).
         self._claim_locks: dict[tuple[str, tuple[str, ...]], asyncio.Lock] = {}
-        self._row_turns: dict[tuple[str, tuple[str, ...]], asyncio.Lock] = {}
         # Per (coordinator, classes): the ready-signal generation whose first waiter claimed.
         self._woken_claims: dict[tuple[str, tuple[str, ...]], int] = {}
         # (coordinator, classes) whose last claim here granted all it was asked for: the next
@@ -187,28 +197,23 @@ class LeasingService(EngineService):
         first (has_ready, capacity): the signal just said this class has new work, so that read
         would mostly confirm it, and costs a transaction on the path of the wake-up. Only the
         first waiter one commit woke in this process comes here (see ``lease``); the read keeps
-        the others from all queueing on the coordinator's row lock. The claim decides, under
+        the others from all queueing on the coordinator's row lock. ``_claim`` decides, under
         that lock, exactly as on the usual path. ``check`` confirms the caller under that lock
         (else :class:`_CallerNotCached`, and nothing is written)."""
-        async with self._turn(coordinator_id, ask) as turn:
+        lock = self._claim_locks.setdefault((coordinator_id, ask.classes), asyncio.Lock())
+        async with lock:
             return await self._claim_write(
-                principal, coordinator_id, ask, turn, looked=False, check=check
+                principal, coordinator_id, ask, looked=False, check=check
             )
-
-    def _turn(self, coordinator_id: str, ask: LeaseAsk) -> ClaimTurn:
-        key = (coordinator_id, ask.classes)
-        entry = self._claim_locks.setdefault(key, asyncio.Lock())
-        return ClaimTurn(entry, self._row_turns.setdefault(key, asyncio.Lock()))
 
     async def _lease_once(
         self, principal: Principal, coordinator_id: str, ask: LeaseAsk
     ) -> list[GrantedLease]:
-        # One claim per (work coordinator, classes asked) prepares at a time in this process
-        # (ClaimTurn). When a slot frees, every waiter of the class wakes; looking one after
-        # another, the second already reads the class as full and skips the write, instead of
-        # all of them queueing on the coordinator's row lock (which also delays the
-        # Start/Complete calls behind them). Other processes still race; the claim's locking
-        # keeps that safe.
+        # One claim per (work coordinator, classes asked) at a time in this process. When a
+        # slot frees, every waiter of the class wakes; looking one after another, the second
+        # already reads the class as full and skips the write, instead of all of them queueing
+        # on the coordinator's row lock (which also delays the Start/Complete calls behind
+        # them). Other processes still race; _claim's locking keeps that safe.
         # With a claim in flight, look first without queueing: a full class or nothing ready
         # answers at once (B8's fleet); only a call that may claim waits, and looks again.
         lock = self._claim_locks.setdefault((coordinator_id, ask.classes), asyncio.Lock())
@@ -216,27 +221,32 @@ class LeasingService(EngineService):
             looked = await self._look(principal, coordinator_id, ask, early=True)
             if not isinstance(looked, _MayClaim):
                 return looked
-        async with self._turn(coordinator_id, ask) as turn:
-            return await self._lease_once_unlocked(principal, coordinator_id, ask, turn)
+        async with lock:
+            return await self._lease_once_unlocked(principal, coordinator_id, ask)
 
     async def _lease_once_unlocked(
-        self, principal: Principal, coordinator_id: str, ask: LeaseAsk, turn: ClaimTurn
+        self, principal: Principal, coordinator_id: str, ask: LeaseAsk
     ) -> list[GrantedLease]:
         key = (coordinator_id, ask.classes)
         if key in self._plenty:
             # The last claim filled its ask: straight to the write, which authorizes, reads the
             # worker and decides exactly as after a look (as a woken waiter's claim does).
-            granted = await self._claim_write(principal, coordinator_id, ask, turn, looked=False)
+            granted = await self._claim_write(principal, coordinator_id, ask, looked=False)
             if len(granted) < ask.max_items:
                 self._plenty.discard(key)
             return granted
-        looked = await self._look(principal, coordinator_id, ask)
-        if not isinstance(looked, _MayClaim):
-            return looked
-        granted = await self._claim_write(principal, coordinator_id, ask, turn, looked=True)
+        granted = await self._look_then_claim(principal, coordinator_id, ask)
         if granted and len(granted) >= ask.max_items:
             self._plenty.add(key)
         return granted
+
+    async def _look_then_claim(
+        self, principal: Principal, coordinator_id: str, ask: LeaseAsk
+    ) -> list[GrantedLease]:
+        looked = await self._look(principal, coordinator_id, ask)
+        if not isinstance(looked, _MayClaim):
+            return looked
+        return await self._claim_write(principal, coordinator_id, ask, looked=True)
 
     async def _look(
         self, principal: Principal, coordinator_id: str, ask: LeaseAsk, *, early: bool = False
@@ -283,7 +293,7 @@ class LeasingService(EngineService):
                 return _MayClaim()
             if not rules.ask_is_fresh(worker, now):
                 async with self.core.store.write() as tx:
-                    await self.claims.note_ask(tx, coordinator_id, ask, principal, worker)
+                    await self._note_ask(tx, coordinator_id, ask, principal, worker)
             return []
         return _MayClaim()
 
@@ -292,46 +302,30 @@ class LeasingService(EngineService):
         principal: Principal,
         coordinator_id: str,
         ask: LeaseAsk,
-        turn: ClaimTurn,
         *,
         looked: bool,
         check: CallerCheck | None = None,
     ) -> list[GrantedLease]:
-        """The claim's write transaction: beside a claim holding the row, prepared before the
-        coordinator's row and finished holding it (``Claims.prepare``, ``Claims.finish``);
-        otherwise, or where it cannot be prepared, run whole holding the row. ``looked``: the
-        caller checked the classes and the worker before (the usual path; the worker is read
-        again here, with the live attempts, after a lease-request replay had its chance);
-        otherwise (a woken waiter, or a claim straight after one that filled its ask) the checks
-        come first, and ``check`` (if any) confirms the caller at the epoch read as the
-        transaction opened. Either way the worker and the asked classes' loads are ONE statement
-        under the row."""
+        """The claim's write transaction. ``looked``: the caller checked the classes and the
+        worker before (the usual path; the worker is read again here, with the live attempts,
+        after a lease-request replay had its chance); otherwise (a woken waiter, or a claim
+        straight after one that filled its ask) the checks come first, and ``check`` (if any)
+        confirms the caller at the epoch read with the lock. Either way the worker and the
+        asked classes' loads are ONE statement under the lock."""
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
         try:
-            # Prepare only beside a claim of this process holding the row: alone, the whole
-            # claim is the shorter path (a woken waiter's, B2).
-            lock = WriteLock.PREPARED_CLAIM if turn.row.locked() else WriteLock.CLAIM
-            async with self.core.command(principal, coordinator_id, Access.LEASE, lock) as (
+            async with self.core.command(
+                principal, coordinator_id, Access.LEASE, WriteLock.CLAIM
+            ) as (
                 tx,
                 coordinator,
                 effects,
             ):
                 if check is not None and not check(tx.locked_credentials_epoch):
                     raise _CallerNotCached
-                _check_classes_known(coordinator, ask)
-                prepared = None
-                if lock is WriteLock.PREPARED_CLAIM:
-                    prepared = await self.claims.prepare(tx, coordinator, principal, ask)
-                await turn.to_row()
-                await tx.lock_row()
-                if prepared is not None:
-                    granted = await self.claims.finish(
-                        tx, coordinator, principal, ask, prepared, effects
-                    )
-                    if granted is not None:
-                        return granted
                 loads: ClassLoads | None = None
                 if not looked:
+                    _check_classes_known(coordinator, ask)
                     worker, loads = await tx.worker_and_loads(
                         coordinator_id, ask.worker_id, ask.classes
                     )
@@ -352,13 +346,212 @@ class LeasingService(EngineService):
                     )
                     _check_worker_class(worker, ask)
                 if not rules.ask_is_fresh(worker, tx.now):
-                    await self.claims.note_ask(tx, coordinator_id, ask, principal, worker)
-                return await self.claims.claim(
-                    tx, coordinator, principal, ask, worker, loads, effects
-                )
+                    await self._note_ask(tx, coordinator_id, ask, principal, worker)
+                return await self._claim(tx, coordinator, principal, ask, worker, loads, effects)
         except FenceFound as found:
             await self.fences.record_fence(principal, coordinator_id, found.worker_id, found.fence)
             raise fence_error(found.worker_id, found.fence) from None
+
+    async def _note_ask(
+        self,
+        tx: Tx,
+        coordinator_id: str,
+        ask: LeaseAsk,
+        principal: Principal,
+        worker: Worker | None,
+    ) -> None:
+        await check_pool(tx, coordinator_id, worker)
+        await tx.touch_worker_ask(
+            coordinator_id, ask.worker_id, ask.worker_class, principal.name, ask.classes
+        )
+
+    async def _claim(
+        self,
+        tx: Tx,
+        coordinator: Coordinator,
+        principal: Principal,
+        ask: LeaseAsk,
+        worker: Worker | None,
+        class_loads: ClassLoads,
+        effects: Effects,
+    ) -> list[GrantedLease]:
+        """Claim for ``worker`` (as read under the lock) given the asked classes' loads (read
+        with it: ``Tx.worker_and_loads``)."""
+        cid = coordinator.coordinator_id
+        classes = ask.classes
+        stored_fence = worker.fence if worker is not None else None
+        if stored_fence is not None or class_loads.own:
+            await self.fences.check_fence(
+                tx, coordinator, principal, ask.worker_id, stored_fence, class_loads.own
+            )
+        # Capacity is counted per class: each class's (live attempts, capacity).
+        loads = {
+            c: (class_loads.live.get(c, 0), coordinator.config.class_capacity[c]) for c in classes
+        }
+        open_classes = tuple(c for c in classes if loads[c][0] < loads[c][1])
+        wanted = min(ask.max_items, sum(cap - used for used, cap in loads.values() if cap > used))
+        if wanted <= 0:
+            return []
+        allowed = frozenset(coordinator.config.allowed_action_classes)
+        budgeted = coordinator if budgeting.in_force(coordinator) else None
+        chosen = await self._choose(
+            tx, cid, ask, worker, wanted, loads, open_classes, allowed, budgeted
+        )
+        if not chosen:
+            return []
+        events: list[NewEvent] = []
+        attempts: list[Attempt] = []
+        granted: list[GrantedLease] = []
+        # The chosen items' lanes in one read (a lease of a hundred items spans a few lanes).
+        lane_ids = sorted({i.lane_id for i in chosen})
+        if len(lane_ids) == 1:
+            found = await tx.get_lane(lane_ids[0])
+            lanes: dict[str, Lane] = {found.lane_id: found} if found is not None else {}
+        else:
+            lanes = {lane.lane_id: lane for lane in await tx.get_lanes(lane_ids)}
+        checkpoints: dict[str, Checkpoint | None] = {}
+        for lease_id in [i.continues_lease_id for i in chosen if i.continues_lease_id]:
+            previous = await tx.get_attempt(lease_id)
+            stored = previous.checkpoint if previous else None
+            checkpoints[lease_id] = Checkpoint.from_json(stored) if stored is not None else None
+        started = ask.run_identity is not None
+        # One document for all the attempts granted here (nothing changes one in place).
+        run_identity = ask.run_identity.to_json() if ask.run_identity else None
+        request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
+        for item in chosen:
+            assert item.lane_id in lanes  # an item's lane outlives it
+            lease_id = new_id("ls")
+            nonce = self.core.tokens.token_urlsafe(16)
+            token = derive_lease_token(self.core.lease_key, lease_id, nonce)
+            item.attempt_count += 1
+            item.attempt_seq += 1
+            attempt = Attempt(
+                lease_id=lease_id,
+                coordinator_id=cid,
+                item_id=item.item_id,
+                lane_id=item.lane_id,
+                attempt=item.attempt_seq,
+                status=AttemptStatus.RUNNING if started else AttemptStatus.LEASED,
+                token_hash=hash_secret(token),
+                worker_id=ask.worker_id,
+                worker_class=item.worker_class,  # its capacity is the item's class's
+                principal=principal.name,
+                lease_seconds=ask.lease_seconds,
+                lease_expire_time=rules.lease_expiry(tx.now, ask.lease_seconds),
+                deadline_time=stops.attempt_deadline(item, coordinator.config, tx.now),
+                create_time=tx.now,
+                start_time=tx.now if started else None,
+                run_identity=run_identity,
+                continues_lease_id=item.continues_lease_id,
+                exclusive_key=",".join(rules.exclusive_keys(item)),
+                lease_request=request_key,
+                token_nonce=nonce,
+            )
+            item.state = ItemState.RUNNING if started else ItemState.LEASED
+            item.current_lease_id = attempt.lease_id
+            item.not_before = None
+            item.update_time = tx.now
+            attempts.append(attempt)
+            leased = {"workerId": ask.worker_id, "attempt": attempt.attempt}
+            events.append(NewEvent.for_item(EventType.ITEM_LEASED, item, attempt.lease_id, leased))
+            if started:
+                events.append(NewEvent.for_item(EventType.ITEM_STARTED, item, attempt.lease_id))
+            granted.append(
+                GrantedLease(
+                    attempt=attempt,
+                    lease_token=token,
+                    item=item,
+                    lane=lanes[item.lane_id],
+                    checkpoint=checkpoints.get(item.continues_lease_id),
+                )
+            )
+        await tx.insert_attempts(attempts)
+        await tx.update_items(chosen)
+        await tx.resolve_escalations(cid, [i.item_id for i in chosen], tx.now)
+        await self.core.append_events(tx, coordinator, events, principal.name)
+        # Fair leasing: the lanes served now take their turn after every lane waiting longer.
+        await tx.mark_lanes_served(sorted(lanes), coordinator.revision)
+        effects.changed = True
+        return granted
+
+    async def _choose(
+        self,
+        tx: Tx,
+        cid: str,
+        ask: LeaseAsk,
+        worker: Worker | None,
+        wanted: int,
+        loads: dict[str, tuple[int, int]],
+        open_classes: tuple[str, ...],
+        allowed: frozenset[str] | None = None,
+        budgeted: Coordinator | None = None,
+    ) -> list[Item]:
+        """Up to ``wanted`` ready items of the asked classes, best first across all of them,
+        that no gate holds for the asking worker (:func:`~..leasability.holding_gates`). The
+        store returned only items its filter found ready (queued, not held, not backing off)
+        of the classes with a free slot (``open_classes``); capacity, exclusive keys and
+        placement are decided here, counting what the items chosen before took (their class's
+        slots, their keys), so one call never grants two items sharing a key nor more than a
+        class's capacity. ``loads``: each class's (live attempts, capacity); ``allowed``: the
+        action classes the work coordinator allows now (the policy gate); ``budgeted``: the work
+        coordinator, when a budget may cover its work (the budget gate reads the totals under
+        its lock, so what a committed write spent is counted)."""
+        chosen: list[Item] = []
+        taken_keys: dict[str, str] = {}  # key -> the item chosen here that will hold it
+        taken_slots = dict.fromkeys(loads, 0)  # class -> items of it chosen here
+        # check_fence refused a fenced worker, or lifted its fence: it is not fenced now.
+        askers = [Asker(ask.worker_id, worker, fenced=False)]
+        cursor: ClaimCursor | None = None
+        scan = max(wanted * CLAIM_SCAN_FACTOR, 32)
+        while len(chosen) < wanted:
+            page = await tx.claim_candidates(ClaimScan(cid, open_classes, tx.now, cursor, scan))
+            candidates = taking_turns(page.items)
+            if not candidates:
+                break
+            cursor = page.after
+            needed = {k for c in candidates for k in rules.exclusive_keys(c)}
+            keys = sorted(needed - taken_keys.keys())
+            held = await tx.live_exclusive_holders(cid, keys) if keys else {}
+            book = None
+            if budgeted is not None:
+                lanes = {c.lane_id for c in candidates}
+                book = await budgeting.read_book(tx, budgeted, lanes, tx.now)
+            for item in candidates:
+                # The command refused the call while coordination is off: the switch is on.
+                around = Surroundings(
+                    now=tx.now,
+                    capacity={c: (used + taken_slots[c], cap) for c, (used, cap) in loads.items()},
+                    key_holders={**held, **taken_keys},
+                    allowed_action_classes=allowed,
+                    budget_spent=book.spent_for(item.lane_id) is not None if book else None,
+                )
+                # Items held by a gate are skipped: no head-of-line blocking, later items still
+                # get their turn (a malformed placement is skipped here, reported by why).
+                if holding_gates(item, LaneHold.mirrored(item), around, askers):
+                    continue
+                chosen.append(item)
+                taken_slots[item.worker_class] += 1
+                taken_keys.update(dict.fromkeys(rules.exclusive_keys(item), item.item_id))
+                if len(chosen) == wanted:
+                    break
+            if len(candidates) < scan:
+                break
+        return chosen
+
+
+def taking_turns(candidates: list[Item]) -> list[Item]:
+    """A page of candidates (in claim order: priority, then the lane served longest ago, then
+    FIFO) with the lanes of one priority taking turns: each lane's first item, then each
+    lane's second, and so on, the lanes in the order the page had them."""
+    turn_in_lane: dict[tuple[str, int], int] = {}
+    ranked: list[tuple[int, int, int, Item]] = []
+    for place, item in enumerate(candidates):
+        lane = (item.lane_id, item.priority)
+        turn = turn_in_lane.get(lane, 0)
+        turn_in_lane[lane] = turn + 1
+        ranked.append((-item.priority, turn, place, item))
+    ranked.sort(key=lambda r: r[:3])
+    return [item for *_, item in ranked]
 
 
 def _check_classes_known(coordinator: Coordinator, ask: LeaseAsk) -> None:

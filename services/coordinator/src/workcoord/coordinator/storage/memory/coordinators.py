@@ -73,9 +73,6 @@ class CoordinatorsMemory(PlatformMemory, MemoryTxBase):
         coordinators[cid] = dataclasses.replace(row, item_seq=start + count - 1)
         return start
 
-    async def lock_row(self) -> None:
-        """The store serializes its writers: the row is held from the start."""
-
     # -------------------------------------------------------------- the event log
 
     async def append(self, coordinator: Coordinator, events: Sequence[NewEvent], actor: str) -> int:

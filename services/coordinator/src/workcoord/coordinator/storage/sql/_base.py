@@ -27,7 +27,6 @@ from workcoord.coordinator.domain.model import (
     NewEvent,
     UsageTotal,
 )
-from workcoord.coordinator.domain.ports import WriteLock
 from workcoord.coordinator.domain.usage import merged
 
 from .. import schema as t
@@ -110,11 +109,10 @@ class SqlTxBase:
         # keep their row's version (lease id -> ``xmin``) for extend_attempts.
         self.in_place = False
         self._versions: dict[str, str] = {}
-        # A claim or a group of worker writes on PostgreSQL (WriteLock.CLAIM, WORKER_WRITES):
-        # the coordinator's row is not locked yet (lock_row), and the events appended
-        # meanwhile wait for it, unnumbered: (coordinator, events, actor).
+        # A group of worker writes on PostgreSQL (WriteLock.WORKER_WRITES): the coordinator's
+        # row is not locked yet (lock_row), and the events appended meanwhile wait for it,
+        # unnumbered: (coordinator, events, actor).
         self.lock_deferred = False
-        self.opened_as = WriteLock.ALL  # how lock_coordinator held the coordinator
         self._deferred_events: list[tuple[Coordinator, list[NewEvent], str]] = []
         # Appended events and the revisions they move, written together at the end.
         self._events: list[Event] = []

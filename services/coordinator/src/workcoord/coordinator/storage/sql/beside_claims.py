@@ -5,10 +5,9 @@ the work coordinator's row ``FOR KEY SHARE``, so a Lease's claim (``WriteLock.CL
 ``FOR NO KEY UPDATE``) runs beside it. That is safe only while the group touches no row a
 claim writes: the attempts and items of its own leases (locked by the fence's read), the
 WAITING items a success releases, and rows no claim writes (roll-ups, digest lines). The port
-methods of :data:`HOT` stay within that; any other port method first takes the claims'
-advisory lock and the row (``lock_row(out_of_claims=True)``), so from then on no claim runs
-or prepares beside the group and it reads what the last claim committed. See
-docs/architecture.md, "Who waits for whom".
+methods of :data:`HOT` stay within that; any other port method first takes the row
+(``lock_row``), so from then on no claim runs beside the group and it reads what the last
+claim committed. See docs/architecture.md, "Who waits for whom".
 """
 
 from __future__ import annotations
@@ -66,7 +65,7 @@ class BesideClaims:
 
 def _row_first(tx: SqlTx, method: Callable[..., Any]) -> Callable[..., Any]:
     async def call(*args: Any, **kwargs: Any) -> Any:
-        await tx.lock_row(out_of_claims=True)
+        await tx.lock_row()
         return await method(*args, **kwargs)
 
     return call

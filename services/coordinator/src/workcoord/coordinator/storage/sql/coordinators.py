@@ -6,7 +6,6 @@ Statements: :mod:`.statements.coordinators`, :mod:`.statements.events` and, for 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
 
 from sqlalchemy.sql.base import Executable
@@ -16,7 +15,6 @@ from workcoord.coordinator.domain.ports import WriteLock
 
 from ..records import event_time, numbered_events, outbox_deliveries
 from ._base import SqlTxBase
-from .errors import StorageConflict
 from .platform import PlatformSql
 from .rows import COORDINATORS, DELIVERIES, EVENTS
 from .statements import coordinators as sql
@@ -29,55 +27,41 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
     ) -> Coordinator | None:
         """Read the work coordinator and hold it as ``lock`` says until the transaction ends
         (docs/architecture.md, "Who waits for whom"): ``ALL`` with ``LOCK_COORDINATOR``,
-        ``CLAIM`` with ``LOCK_COORDINATOR_ROW``; ``PREPARED_CLAIM`` with ``LOCK_FOR_CLAIM`` and
-        ``WORKER_WRITES`` with ``LOCK_FOR_WORKER_WRITES``, both of which leave the row to others
-        until :meth:`lock_row` (``lock_deferred``, PostgreSQL). So capacity counts see every
-        committed claim, and revisions stay gap-free. The credentials epoch comes with the row
+        ``CLAIM`` with ``LOCK_COORDINATOR_ROW``, ``WORKER_WRITES`` with
+        ``LOCK_FOR_WORKER_WRITES``, which leaves the row to a claim until :meth:`lock_row`
+        (``lock_deferred``, PostgreSQL). So capacity counts see every committed claim, and
+        revisions stay gap-free. The credentials epoch comes with the row
         (``locked_credentials_epoch``), and the time of its last event when the lock was free
-        (``locked_event_times``: an ``append`` after another process's write needs no read)."""
+        (``locked_event_times``: an ``append`` after another process's write needs no
+        read)."""
         if lock is WriteLock.CLAIM:
             statement: Executable = sql.LOCK_COORDINATOR_ROW
-        elif lock is WriteLock.PREPARED_CLAIM:
-            statement = sql.LOCK_FOR_CLAIM.of(self.dialect)
         elif lock is WriteLock.WORKER_WRITES:
             statement = sql.LOCK_FOR_WORKER_WRITES.of(self.dialect)
         else:
             statement = sql.LOCK_COORDINATOR.of(self.dialect)
         coordinator = await self._coordinator_and_switch(statement, coordinator_id, True)
-        deferred = lock in (WriteLock.PREPARED_CLAIM, WriteLock.WORKER_WRITES)
-        if deferred and self.dialect == "postgresql":
+        if lock is WriteLock.WORKER_WRITES and self.dialect == "postgresql":
             self.lock_deferred = coordinator is not None
-            self.opened_as = lock
         return coordinator
 
-    async def lock_row(self, *, out_of_claims: bool = False) -> None:
-        """Lock the coordinator's row now if it is not held yet (``lock_deferred``): a claim
-        once prepared; a group of worker writes at its flush, or before anything off its hot
-        path (``BesideClaims``, ``out_of_claims``: after the claims' advisory lock, so no claim
-        prepares beside it from there). ``LOCK_COORDINATOR_ROW``, ``FOR NO KEY UPDATE``, waits
-        for a claim or group holding the row. The events appended so far are numbered from the
-        revision the row holds now. Only the revision (and its last event) can have moved
-        since the coordinator was read: the writers that change anything else take
-        ``WriteLock.ALL``, which waits for the claims' advisory lock and the group's ``FOR KEY
-        SHARE``. A writer of an earlier release takes no advisory lock: if it changed the
-        coordinator while a claim prepared, the claim is ABORTED (nothing written; retry)."""
+    async def lock_row(self) -> None:
+        """A group of worker writes (``lock_deferred``): lock the coordinator's row now
+        (``LOCK_COORDINATOR_ROW``, ``FOR NO KEY UPDATE``: it waits for a claim in flight), at
+        its flush or before anything off its hot path (``BesideClaims``), and number the
+        events appended so far from the revision the row holds now. Only the revision (and
+        its last event) can have moved since the group read the coordinator: the writers
+        that change anything else take ``WriteLock.ALL``, which waits for the group's
+        ``FOR KEY SHARE``."""
         if not self.lock_deferred:
             return
         self.lock_deferred = False
         coordinator = self.coordinator
         assert coordinator is not None
-        statement = (
-            sql.LOCK_ROW_OUT_OF_CLAIMS.of(self.dialect)
-            if out_of_claims
-            else sql.LOCK_COORDINATOR_ROW
+        locked = await self._coordinator_and_switch(
+            sql.LOCK_COORDINATOR_ROW, coordinator.coordinator_id, True
         )
-        locked = await self._coordinator_and_switch(statement, coordinator.coordinator_id, True)
         assert locked is not None  # deleting a coordinator takes WriteLock.ALL
-        if (
-            self.opened_as is WriteLock.PREPARED_CLAIM
-            and replace(locked, revision=coordinator.revision) != coordinator
-        ):
-            raise StorageConflict("the work coordinator changed while its lock was awaited; retry")
         coordinator.revision = locked.revision
         deferred, self._deferred_events = self._deferred_events, []
         for appended_to, events, actor in deferred:

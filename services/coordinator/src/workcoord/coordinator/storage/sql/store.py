@@ -115,11 +115,7 @@ class SqlStore:
                         # waited for it would stamp its events earlier than those of the
                         # writer it waited for (a group's events: see event_time).
                         tx.now = self.clock.now()
-                    yield (
-                        cast(SqlTx, BesideClaims(tx))
-                        if tx.lock_deferred and lock is WriteLock.WORKER_WRITES
-                        else tx
-                    )
+                    yield cast(SqlTx, BesideClaims(tx)) if tx.lock_deferred else tx
                     await tx.flush()
                 # Committed: the next writer of these coordinators need not read their last
                 # event's time (a rolled-back transaction never gets here).

@@ -61,29 +61,17 @@ _LAST_EVENT_TIME = (
     .label("last_event_time")
 )
 
-#: The first keys of the two advisory locks on one work coordinator (PostgreSQL's
+#: The first key of the advisory lock a group of worker writes holds (PostgreSQL's
 #: ``pg_advisory_xact_lock(int4, int4)``; the second is ``hashtext`` of the coordinator id —
-#: two coordinators whose ids hash alike only wait for each other's holders): one group of
-#: worker writes at a time holds the first; claims preparing share the second.
+#: two coordinators whose ids hash alike only wait for each other's groups).
 WORKER_WRITES_KEY = 0x77630057
-CLAIMS_KEY = 0x77630043
 
-_HASHED_ID = func.hashtext(bindparam("coordinator_id"))
-
-
-def _advisory(lock: Any) -> Any:
-    """An advisory lock as a sub-select of a lock statement's WHERE: taken once, as the row is
-    found, before the row is locked."""
-    return select(lock).scalar_subquery().is_not(None)
-
-
-_WORKER_WRITES_LOCK = _advisory(func.pg_advisory_xact_lock(WORKER_WRITES_KEY, _HASHED_ID))
-_CLAIMS_SHARED = _advisory(func.pg_advisory_xact_lock_shared(CLAIMS_KEY, _HASHED_ID))
-_CLAIMS_OUT = _advisory(func.pg_advisory_xact_lock(CLAIMS_KEY, _HASHED_ID))
-# Both exclusive, the worker writes' first: the target list runs after the WHERE.
-_BOTH_LOCKS = (
-    select(func.pg_advisory_xact_lock(CLAIMS_KEY, _HASHED_ID))
-    .where(_WORKER_WRITES_LOCK)
+# The worker writes' advisory lock as a sub-select of a lock statement's WHERE: run once, as
+# the row is found and before the row is locked.
+_WORKER_WRITES_LOCK = (
+    select(
+        func.pg_advisory_xact_lock(WORKER_WRITES_KEY, func.hashtext(bindparam("coordinator_id")))
+    )
     .scalar_subquery()
     .is_not(None)
 )
@@ -96,24 +84,14 @@ _LOCKED = select(_WC, _SWITCH, _EPOCH, _LAST_EVENT_TIME).where(
 # THE LOCKS on one work coordinator (docs/architecture.md, "Who waits for whom"); SQLite
 # renders none of them (``BEGIN IMMEDIATE`` already holds the database).
 
-#: ``WriteLock.ALL`` (every writer but the two below): the worker writes' advisory lock, the
-#: claims' one, then ``FOR UPDATE`` of the row, which conflicts with every other row lock.
-LOCK_COORDINATOR = ByDialect(_LOCKED.where(_BOTH_LOCKS).with_for_update(of=_WC), _LOCKED)
+#: ``WriteLock.ALL`` (every writer but the two below): the worker writes' advisory lock, then
+#: ``FOR UPDATE`` of the row, which conflicts with every other row lock.
+LOCK_COORDINATOR = ByDialect(_LOCKED.where(_WORKER_WRITES_LOCK).with_for_update(of=_WC), _LOCKED)
 
-#: ``WriteLock.PREPARED_CLAIM`` as it opens: the claims' advisory lock, shared (claims
-#: prepare side by side; ``ALL`` and a group off its hot path wait for them), no row lock yet.
-LOCK_FOR_CLAIM = ByDialect(_LOCKED.where(_CLAIMS_SHARED), _LOCKED)
-
-#: ``WriteLock.CLAIM``; a prepared claim's row lock, and a group of worker writes' at its
-#: flush (``lock_row``): ``FOR NO KEY UPDATE``, which waits for another claim's, a group's and
-#: ``ALL``, not for a group's ``FOR KEY SHARE``.
+#: ``WriteLock.CLAIM``, and a group of worker writes' late row lock (``lock_row``): ``FOR NO
+#: KEY UPDATE``, which waits for another claim, a late row lock and ``ALL``, not for a group's
+#: ``FOR KEY SHARE``.
 LOCK_COORDINATOR_ROW = _LOCKED.with_for_update(of=_WC, key_share=True)
-
-#: A group of worker writes' row lock before anything off its hot path: first the claims'
-#: advisory lock, so no claim prepares beside what it does from there.
-LOCK_ROW_OUT_OF_CLAIMS = ByDialect(
-    _LOCKED.where(_CLAIMS_OUT).with_for_update(of=_WC, key_share=True), LOCK_COORDINATOR_ROW
-)
 
 #: ``WriteLock.WORKER_WRITES``: the worker writes' advisory lock (one group at a time), then
 #: ``FOR KEY SHARE`` of the row, which keeps ``FOR UPDATE`` out (``ALL``, and every writer of
