@@ -36,7 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from bench import common
 from bench.b1_throughput import run_workers
 from workcoord.api.v1 import lane_pb2
-from workcoord.coordinator.domain.engine.leasing import CLAIM_SCAN_FACTOR
+from workcoord.coordinator.domain.engine.leasing import claim_page_size
 from workcoord.coordinator.domain.ports import ClaimScan
 from workcoord.coordinator.storage import schema as t
 from workcoord.coordinator.storage.sql.engine import normalize_url
@@ -130,7 +130,7 @@ async def fill_queue(
 
 async def explain_claim(database_url: str, coordinator_id: str, batch: int) -> str:
     """The plan of the lease-candidate statement exactly as the storage layer builds it (first
-    page, ``max(batch * CLAIM_SCAN_FACTOR, 32)`` rows), run with EXPLAIN ANALYZE and rolled back."""
+    page, ``claim_page_size(batch)`` rows), run with EXPLAIN ANALYZE and rolled back."""
     engine = create_async_engine(normalize_url(database_url))
     captured: list[tuple[str, Any]] = []
 
@@ -143,7 +143,7 @@ async def explain_claim(database_url: str, coordinator_id: str, batch: int) -> s
         async with engine.connect() as conn:
             tx = await conn.begin()
             storage = LanesItemsSql(conn, "postgresql", datetime.now(UTC), None)
-            scan = max(batch * CLAIM_SCAN_FACTOR, 32)
+            scan = claim_page_size(batch)
             await storage.claim_candidates(
                 ClaimScan(coordinator_id, (common.WORKER_CLASS,), storage.now, None, scan)
             )

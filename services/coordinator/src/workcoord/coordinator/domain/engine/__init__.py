@@ -42,7 +42,7 @@ from .credentials import Credentials
 from .fences import FenceService
 from .follow_ups import PENDING_ACTION_RETRY, TICKET_SYNC_BATCH, FollowUpService
 from .lanes import LaneService
-from .leasing import BACKSTOP_POLL_SECONDS, CLAIM_SCAN_FACTOR, LeasingService
+from .leasing import BACKSTOP_POLL_SECONDS, LeasingService
 from .mail import MailService
 from .maintenance import ESCALATION_BATCH, MaintenanceService
 from .membership import Membership
@@ -67,7 +67,6 @@ from .workers import WorkerRegistry
 
 __all__ = [
     "BACKSTOP_POLL_SECONDS",
-    "CLAIM_SCAN_FACTOR",
     "CLOSE_TICKET",
     "DEFAULT_PAGE_SIZE",
     "ESCALATION_BATCH",

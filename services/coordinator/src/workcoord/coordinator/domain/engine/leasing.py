@@ -37,8 +37,13 @@ from .workers import check_pool
 # Long-polls re-check the database at least this often, so a lost notification (Redis down,
 # a backoff that ran out) costs at most this much latency.
 BACKSTOP_POLL_SECONDS = 1.0
-# Candidates read per page: twice what is wanted (skipped ones are made up from the next page).
-CLAIM_SCAN_FACTOR = 2
+
+
+def claim_page_size(wanted: int) -> int:
+    """Candidates a claim reads (and locks) per page: what it wants and a quarter more, at
+    least 32; items a gate skips are made up from the next page."""
+    return max(wanted + wanted // 4, 32)
+
 
 Reauthenticate = Callable[[], Awaitable[Principal]]
 """Resolves the caller of a call again, from the credential it presented and current state."""
@@ -216,8 +221,10 @@ class LeasingService(EngineService):
         # them). Other processes still race; _claim's locking keeps that safe.
         # With a claim in flight, look first without queueing: a full class or nothing ready
         # answers at once (B8's fleet); only a call that may claim waits, and looks again.
-        lock = self._claim_locks.setdefault((coordinator_id, ask.classes), asyncio.Lock())
-        if lock.locked():
+        # While claims fill their asks there is work to claim: no look (B1's drain).
+        key = (coordinator_id, ask.classes)
+        lock = self._claim_locks.setdefault(key, asyncio.Lock())
+        if lock.locked() and key not in self._plenty:
             looked = await self._look(principal, coordinator_id, ask, early=True)
             if not isinstance(looked, _MayClaim):
                 return looked
@@ -502,7 +509,7 @@ class LeasingService(EngineService):
         # check_fence refused a fenced worker, or lifted its fence: it is not fenced now.
         askers = [Asker(ask.worker_id, worker, fenced=False)]
         cursor: ClaimCursor | None = None
-        scan = max(wanted * CLAIM_SCAN_FACTOR, 32)
+        scan = claim_page_size(wanted)
         while len(chosen) < wanted:
             page = await tx.claim_candidates(ClaimScan(cid, open_classes, tx.now, cursor, scan))
             candidates = taking_turns(page.items)
