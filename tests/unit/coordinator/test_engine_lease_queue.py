@@ -1,10 +1,13 @@
 """Lease while another claim of the class is in flight in this process: a class that is full
 answers at once instead of queueing on the claim lock; a call that may claim still waits for it
-and claims once it is free."""
+and claims once it is free; while claims fill their asks, a call queues without looking."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+import pytest
 
 from workcoord.coordinator.domain.engine import Engine
 from workcoord.coordinator.domain.inputs import CompleteInput, UpdateCoordinatorInput
@@ -55,3 +58,36 @@ async def test_a_full_class_answers_without_waiting_for_a_claim_in_flight(
         assert not claim.done() and lock._waiters
     granted = await asyncio.wait_for(claim, WAIT)
     assert [g.item.key for g in granted] == ["b"]
+
+
+async def test_while_claims_fill_their_asks_a_lease_queues_for_the_claim_without_looking(
+    engine: Engine, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A look would read the class as ready (the last claim got all it asked for): the call
+    waits for the claim in flight at once; once a claim gets less than asked, calls look
+    first again."""
+    await new_lane(engine, world, task("a"), task("b"), task("c"))
+    assert len(await lease_items(engine, world, worker_id="w1")) == 1  # filled its ask
+    looks: list[str] = []
+    look = engine.leasing._look
+
+    async def counted_look(*args: Any, **kwargs: Any) -> Any:
+        looks.append(args[2].worker_id)
+        return await look(*args, **kwargs)
+
+    monkeypatch.setattr(engine.leasing, "_look", counted_look)
+    classes = LeaseAsk("w2", "codex", 1, 60, 0, None).classes
+    lock = engine.leasing._claim_locks[(world.cid, classes)]
+    async with lock:  # a claim of the class in flight
+        claim = asyncio.create_task(lease_items(engine, world, worker_id="w2"))
+        for _ in range(10_000):
+            if claim.done() or lock._waiters:
+                break
+            await asyncio.sleep(0)
+        assert not claim.done() and lock._waiters and looks == []
+    assert len(await asyncio.wait_for(claim, WAIT)) == 1
+    assert len(await lease_items(engine, world, worker_id="w3", max_items=5)) == 1  # c, of 5
+    async with lock:
+        empty = asyncio.create_task(lease_items(engine, world, worker_id="w1"))  # known
+        done, _ = await asyncio.wait({empty}, timeout=WAIT)
+        assert empty in done and empty.result() == [] and looks == ["w1"]
