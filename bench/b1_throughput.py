@@ -229,10 +229,12 @@ async def run_variant(args: argparse.Namespace, variant: str) -> dict[str, Any]:
             result.client_cpu_seconds = time.process_time() - client_before
             reps.append(result)
             # The SDK's loop makes its own Lease calls (not counted here).
-            calls = f" ({result.lease_calls} Lease calls, {result.empty_leases} empty)"
+            calls = ""
+            if variant == "unbatched":
+                calls = f" ({result.lease_calls} Lease calls, {result.empty_leases} empty)"
             print(
                 f"{variant} rep {rep + 1}: {result.items:,} items in {result.seconds:.2f} s = "
-                f"{result.items_per_second:,.0f} items/s{calls if variant == 'unbatched' else ''}; "
+                f"{result.items_per_second:,.0f} items/s{calls}; "
                 f"coordinator CPU {result.cpu_ms_per_item:.2f} ms/item, "
                 f"workers' CPU {result.client_cpu_ms_per_item:.2f} ms/item",
                 flush=True,

@@ -19,6 +19,16 @@ from .harness import ADMIN, World, lease_items, new_lane, run_identity, task
 WAIT = 30.0  # a generous limit: only a failing test waits this long
 
 
+async def _queued(call: asyncio.Task[object], lock: asyncio.Lock) -> bool:
+    """Whether ``call`` ends up waiting for ``lock`` (not done, a waiter), given the event
+    loop's turns to get there."""
+    for _ in range(10_000):
+        if call.done() or lock._waiters:
+            break
+        await asyncio.sleep(0)
+    return not call.done() and bool(lock._waiters)
+
+
 async def test_a_full_class_answers_without_waiting_for_a_claim_in_flight(
     engine: Engine, world: World, clock: ManualClock
 ) -> None:
@@ -51,11 +61,7 @@ async def test_a_full_class_answers_without_waiting_for_a_claim_in_flight(
     )
     async with lock:  # a slot is free now: this one waits for the lock, then claims
         claim = asyncio.create_task(lease_items(engine, world, worker_id="w2"))
-        for _ in range(10_000):
-            if claim.done() or lock._waiters:
-                break
-            await asyncio.sleep(0)
-        assert not claim.done() and lock._waiters
+        assert await _queued(claim, lock)
     granted = await asyncio.wait_for(claim, WAIT)
     assert [g.item.key for g in granted] == ["b"]
 
@@ -80,11 +86,7 @@ async def test_while_claims_fill_their_asks_a_lease_queues_for_the_claim_without
     lock = engine.leasing._claim_locks[(world.cid, classes)]
     async with lock:  # a claim of the class in flight
         claim = asyncio.create_task(lease_items(engine, world, worker_id="w2"))
-        for _ in range(10_000):
-            if claim.done() or lock._waiters:
-                break
-            await asyncio.sleep(0)
-        assert not claim.done() and lock._waiters and looks == []
+        assert await _queued(claim, lock) and looks == []
     assert len(await asyncio.wait_for(claim, WAIT)) == 1
     assert len(await lease_items(engine, world, worker_id="w3", max_items=5)) == 1  # c, of 5
     async with lock:
