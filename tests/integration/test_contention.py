@@ -431,8 +431,14 @@ async def test_two_coordinators_many_workers_keep_every_invariant(
         ]
         watcher = asyncio.create_task(sampler(db, cid, tally, done))
         try:
-            # Until every item is terminal (the sampler sees it), however long that takes.
-            await asyncio.shield(watcher)
+            # Until every item is terminal (the sampler sees it), however long that takes; a
+            # worker only stops early on an error, which ends the run (its leases would hold
+            # their items forever: no recovery runs here) and is reported below.
+            running: set[asyncio.Task[None]] = {watcher, *tasks}
+            while watcher in running:
+                stopped, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                if stopped - {watcher}:
+                    break
         finally:
             done.set()
             results = await asyncio.gather(*tasks, watcher, return_exceptions=True)
