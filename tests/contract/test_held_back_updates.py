@@ -5,6 +5,7 @@ its explicit ``write_held_back`` points guarantee. Reads by id are covered with 
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -204,3 +205,39 @@ async def test_attempts_inserted_read_back_before_and_after_commit(store: Store)
             raise RuntimeError("roll back")
     async with store.read() as reader:
         assert await reader.get_attempt("ls_gone") is None
+
+
+@pytest.mark.port("insert_attempts", "update_items", "update_attempts")
+async def test_rows_written_together_keep_each_value_shared_or_not(store: Store) -> None:
+    """Many rows written in one statement (PostgreSQL sends a value every row shares once):
+    each row reads back with its own values, whether they are all alike, all differ, or are
+    equal in Python but not in JSON (``True`` and ``1``)."""
+    items = [item(f"it_{n}", "ln_a", seq=n) for n in range(1, 5)]
+    await seed_coordinator(store)
+    await seed_lane(store, *items)
+    alike: dict[str, object] = {"ok": True}
+    # Equal in Python, not in JSON:
+    checkpoints: list[dict[str, object]] = [alike, {"ok": 1}, {"ok": True}, {"ok": 1}]
+    attempts = [
+        replace(attempt(f"ls_{n}", it), checkpoint=checkpoints[n], progress="same")
+        for n, it in enumerate(items)
+    ]
+    updated = [
+        replace(it, state=ItemState.LEASED, evidence=alike, attempt_count=n, update_time=at(5))
+        for n, it in enumerate(items)
+    ]
+    async with store.write("wc_a") as tx:
+        await tx.insert_attempts(attempts)
+        await tx.update_items(updated)
+    ended = [
+        replace(a, status=AttemptStatus.COMPLETED, end_time=at(9), progress=f"step {n}")
+        for n, a in enumerate(attempts)
+    ]
+    async with store.write("wc_a") as tx:
+        await tx.update_attempts(ended)
+    async with store.read() as reader:
+        read = [await reader.get_attempt(a.lease_id) for a in ended]
+        assert read == ended
+        # ``==`` holds for True and 1 alike: compare as JSON.
+        assert [json.dumps(a.checkpoint) for a in read if a] == [json.dumps(c) for c in checkpoints]
+        assert [await reader.get_item(i.item_id) for i in updated] == updated

@@ -5,10 +5,21 @@ one array parameter), and chain into one ``WITH`` (one round trip for several wr
 The ``unnest`` statements are SQL text: column names and types come from the table
 definitions, every value is a parameter. Each is built once per table, set of columns and
 first parameter number.
+
+A value many rows share goes once. In the inserts and updates one column always goes whole,
+an array of one element per row, and sets the number of rows (an update's key, an insert's
+last primary-key column); any other column's array may instead hold ONE element, which then is
+every row's value (``unnest`` pads the shorter arrays with nulls; the statement reads the one
+element where its array has one). ``_values`` sends one element wherever every row has the same
+value: a claim's hundred attempts share their worker, times and run identity, its events their
+coordinator and time, a recovery pass's rows their new state. The statement's text does not
+depend on it.
 """
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,29 +54,58 @@ def update_by_key(table: Table, key: str, columns: Sequence[str]) -> Update:
     return found
 
 
-# An unnest statement and the bind processor of each of its array parameters, in order.
-Processors = list[tuple[str, Any]]
+# An unnest statement and, per array parameter in order: its name, the bind processor of its
+# values, and whether it may hold one element for all rows (see the module docstring).
+Processors = list[tuple[str, Any, bool]]
 Unnest = tuple[str, Processors]
 _UNNESTS: dict[tuple[str, str, tuple[str, ...], int], Unnest] = {}
 
 
 def _arrays(
-    table: Table, names: tuple[str, ...], columns: tuple[str, ...], dialect: Dialect, start: int
-) -> Unnest:
-    """``unnest($start::type[], …) AS u(names…)`` over the types of ``columns``, and the bind
-    processor of each array's values (what SQLAlchemy would apply to them one by one)."""
+    table: Table,
+    names: tuple[str, ...],
+    columns: tuple[str, ...],
+    dialect: Dialect,
+    start: int,
+    keys: tuple[str, ...],
+) -> tuple[str, Processors, list[str]]:
+    """``unnest($start::type[], …) AS u(names…)`` over the types of ``columns``, the bind
+    processor of each array's values, and the SQL of each name's value in a row: ``u."name"``
+    for the ``keys``, for the others that or the array's one element (``_shared``)."""
     types = [table.c[column].type for column in columns]
-    return _typed_arrays(list(zip(names, types, strict=True)), dialect, start)
+    named = list(zip(names, types, strict=True))
+    source, processors = _typed_arrays(named, dialect, start, keys)
+    values = [
+        f'u."{name}"' if name in keys else _shared(n, kind.compile(dialect=dialect), name)
+        for n, (name, kind) in enumerate(named, start)
+    ]
+    return source, processors, values
 
 
-def _typed_arrays(named: list[tuple[str, Any]], dialect: Dialect, start: int) -> Unnest:
+def _shared(number: int, kind: str, name: str) -> str:
+    """A column's value in a row: the one element of its array, if it holds one; else the
+    row's own."""
+    array = f"${number}::{kind}[]"
+    return f'(CASE WHEN cardinality({array}) = 1 THEN ({array})[1] ELSE u."{name}" END)'
+
+
+def _typed_arrays(
+    named: list[tuple[str, Any]],
+    dialect: Dialect,
+    start: int,
+    keys: tuple[str, ...] | None = None,
+) -> Unnest:
     """``unnest($start::type[], …) AS u(names…)`` over (name, column type) pairs, and the bind
-    processor of each array's values."""
+    processor of each array's values. ``keys``: the names always sent whole, one element per
+    row; any other may go as one element (None: every name is sent whole)."""
     casts = ", ".join(
         f"${n}::{kind.compile(dialect=dialect)}[]" for n, (_, kind) in enumerate(named, start)
     )
     aliases = ", ".join(f'"{name}"' for name, _ in named)
-    processors = [(name, kind.bind_processor(dialect)) for name, kind in named]
+    processors = [
+        (name, kind.bind_processor(dialect), keys is not None and name not in keys)
+        for name, kind in named
+    ]
     return f"unnest({casts}) AS u({aliases})", processors
 
 
@@ -77,8 +117,12 @@ def unnest_update(
     memo = ("update", f"{table.name}.{key}", columns, start)
     found = _UNNESTS.get(memo)
     if found is None:
-        source, processors = _arrays(table, (f"b_{key}", *columns), (key, *columns), dialect, start)
-        sets = ", ".join(f'"{name}" = u."{name}"' for name in columns)
+        names = (f"b_{key}", *columns)
+        source, processors, values = _arrays(
+            table, names, (key, *columns), dialect, start, keys=names[:1]
+        )
+        pairs = zip(columns, values[1:], strict=True)
+        sets = ", ".join(f'"{name}" = {value}' for name, value in pairs)
         where = f't."{key}" = u."b_{key}"'
         sql = f"UPDATE {table.name} AS t SET {sets} FROM {source} WHERE {where}"  # noqa: S608
         found = _UNNESTS[memo] = (sql, processors)
@@ -90,9 +134,11 @@ def unnest_insert(table: Table, columns: tuple[str, ...], dialect: Dialect, star
     memo = ("insert", table.name, columns, start)
     found = _UNNESTS.get(memo)
     if found is None:
-        source, processors = _arrays(table, columns, columns, dialect, start)
+        whole = list(table.primary_key.columns)[-1].name
+        source, processors, values = _arrays(table, columns, columns, dialect, start, (whole,))
         names = ", ".join(f'"{name}"' for name in columns)
-        sql = f"INSERT INTO {table.name} ({names}) SELECT {names} FROM {source}"  # noqa: S608
+        selected = ", ".join(values)
+        sql = f"INSERT INTO {table.name} ({names}) SELECT {selected} FROM {source}"  # noqa: S608
         found = _UNNESTS[memo] = (sql, processors)
     return found
 
@@ -106,11 +152,12 @@ def unnest_resolve_escalations(table: Table, dialect: Dialect, start: int) -> Un
     if found is None:
         names = ("b_coordinator_id", "b_item_id", "resolve_time")
         columns = ("coordinator_id", "item_id", "resolve_time")
-        source, processors = _arrays(table, names, columns, dialect, start)
+        source, processors, values = _arrays(table, names, columns, dialect, start, names[1:2])
+        coordinator_id, item_id, resolve_time = values
         sql = (
-            f'UPDATE {table.name} AS t SET "open" = false, "resolve_time" = u."resolve_time" '  # noqa: S608
-            f'FROM {source} WHERE t."coordinator_id" = u."b_coordinator_id" '
-            'AND t."item_id" = u."b_item_id" AND t."open" IS true'
+            f'UPDATE {table.name} AS t SET "open" = false, "resolve_time" = {resolve_time} '  # noqa: S608
+            f'FROM {source} WHERE t."coordinator_id" = {coordinator_id} '
+            f'AND t."item_id" = {item_id} AND t."open" IS true'
         )
         found = _UNNESTS[memo] = (sql, processors)
     return found
@@ -126,7 +173,8 @@ def unnest_add(
     found = _UNNESTS.get(memo)
     if found is None:
         columns = (*key, *totals)
-        source, processors = _arrays(table, columns, columns, dialect, start)
+        types = [table.c[column].type for column in columns]
+        source, processors = _typed_arrays(list(zip(columns, types, strict=True)), dialect, start)
         names = ", ".join(f'"{name}"' for name in columns)
         conflict = ", ".join(f'"{name}"' for name in key)
         added = ", ".join(f'"{n}" = t."{n}" + excluded."{n}"' for n in totals)
@@ -249,11 +297,28 @@ def with_all(
     return sql, tuple(arguments)
 
 
-def _values(
-    processors: Sequence[tuple[str, Any]], params: Sequence[dict[str, Any]]
-) -> list[list[Any]]:
-    """The array arguments of an ``unnest``: per (name, bind processor), every row's value."""
-    return [
-        [p[name] for p in params] if process is None else [process(p[name]) for p in params]
-        for name, process in processors
-    ]
+def _values(processors: Processors, params: Sequence[dict[str, Any]]) -> list[list[Any]]:
+    """The array arguments of an ``unnest``: per (name, bind processor, shared), every row's
+    value, or one element when the array may hold one and every row has the same value."""
+    arrays: list[list[Any]] = []
+    for name, process, shared in processors:
+        column = [p[name] for p in params]
+        if shared and len(column) > 1:
+            arrays.append(_one_if_all_alike(column, process))
+        else:
+            arrays.append(column if process is None else [process(v) for v in column])
+    return arrays
+
+
+def _one_if_all_alike(column: list[Any], process: Any) -> list[Any]:
+    """``column``'s values processed, or the first alone if they are all the same. Processed
+    values (JSON text) are compared as processed: ``{"a": True}`` equals ``{"a": 1}`` in Python,
+    not in JSON. Unprocessed ones (text, integers, booleans, times) store alike when equal; no
+    table has a float or decimal column. One object throughout is processed once."""
+    first = column[0]
+    if process is None:
+        return [first] if column.count(first) == len(column) else column
+    if all(map(operator.is_, column, itertools.repeat(first))):
+        return [process(first)]
+    processed = [process(v) for v in column]
+    return processed[:1] if processed.count(processed[0]) == len(processed) else processed
