@@ -39,6 +39,10 @@ from .statements import usage as usage_sql
 
 _R = TypeVar("_R")
 _Params = Mapping[str, Any] | None
+# One ``unnest`` of a statement written together, with its rows' parameters; parts, and the
+# number of the next parameter.
+Part = tuple[bulk.Unnest, list[dict[str, Any]]]
+Parts = tuple[list[Part], int]
 
 # Per record class, how to copy one: its constructor over all its fields, read at once.
 _COPIERS: dict[type, Callable[[Any], Any]] = {}
@@ -305,20 +309,13 @@ class SqlTxBase:
             return
         await self.conn.execute(bulk.update_by_key(rows.table, key, written), params)
 
-    async def _write_together(
-        self,
-        events: Sequence[Event],
-        revision: tuple[str, int] | None,
-        usage: Sequence[UsageTotal] = (),
-    ) -> None:
+    def held_back_parts(self, before: Parts | None = None) -> Parts:
         """PostgreSQL: the held-back attempt inserts, item and attempt updates, lane turns and
-        escalation resolutions, the roll-ups ``usage`` adds to, ``events`` and the
-        coordinator's new ``revision`` in ONE statement (one round trip): each an ``unnest``
-        in a ``WITH`` of the revision's ``UPDATE`` (``bulk.with_all``). Parts with nothing to
-        write are left out."""
+        escalation resolutions as ``unnest`` parts of one statement (after those ``before``,
+        if given), taken: nothing is held back after. A group of worker writes builds them
+        before it waits for the coordinator's row (``CoordinatorsSql.flush``)."""
         dialect = self.conn.dialect
-        parts: list[tuple[bulk.Unnest, list[dict[str, Any]]]] = []
-        start = 1
+        parts, start = ([], 1) if before is None else (list(before[0]), before[1])
         items, self._pending_items = list(self._pending_items.values()), {}
         held, self._pending_attempts = list(self._pending_attempts.values()), {}
         new_ids, self._attempts_to_insert = self._attempts_to_insert, set()
@@ -355,6 +352,21 @@ class SqlTxBase:
             part = bulk.unnest_resolve_escalations(t.escalations, dialect, start)
             parts.append((part, resolved))
             start += len(part[1])
+        return parts, start
+
+    async def _write_together(
+        self,
+        events: Sequence[Event],
+        revision: tuple[str, int] | None,
+        usage: Sequence[UsageTotal] = (),
+        before: Parts | None = None,
+    ) -> None:
+        """PostgreSQL: the held-back writes (``held_back_parts``, after those ``before``), the
+        roll-ups ``usage`` adds to, ``events`` and the coordinator's new ``revision`` in ONE
+        statement (one round trip): each an ``unnest`` in a ``WITH`` of the revision's
+        ``UPDATE`` (``bulk.with_all``). Parts with nothing to write are left out."""
+        dialect = self.conn.dialect
+        parts, start = self.held_back_parts(before)
         if usage:
             added = [USAGE_TOTALS.values(total) for total in merged(usage)]
             part = bulk.unnest_add(t.usage_totals, usage_sql.KEY, usage_sql.TOTALS, dialect, start)
@@ -372,7 +384,7 @@ class SqlTxBase:
 
     async def _run_together(
         self,
-        parts: list[tuple[bulk.Unnest, list[dict[str, Any]]]],
+        parts: list[Part],
         final: tuple[str, list[Any]] | None,
     ) -> None:
         """Run ``unnest`` parts and a ``final`` statement as one (``bulk.with_all``)."""

@@ -163,7 +163,11 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         Events a webhook of their coordinator selects add one insert of their outbox rows
         (none without such a webhook: the filters come with the coordinator's row, no read)."""
         # A group of worker writes commits holding the row, like every writer: what it wrote
-        # (a spend among it) is seen by every claim that commits after it.
+        # (a spend among it) is seen by every claim that commits after it. It builds its writes
+        # before it waits for the row, so that it holds the row for less.
+        before = None
+        if self.lock_deferred and self.dialect == "postgresql":
+            before = self.held_back_parts()
         await self.lock_row()
         events, self._events = self._events, []
         filters, self._webhook_filters = self._webhook_filters, {}
@@ -171,12 +175,16 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         if self.dialect == "postgresql" and len(self._revisions) <= 1:
             revisions, self._revisions = self._revisions, {}
             usage, self._pending_usage = self._pending_usage, []
-            await self._write_together(events, next(iter(revisions.items()), None), usage)
+            moved = next(iter(revisions.items()), None)
+            await self._write_together(events, moved, usage, before)
             await self._insert(DELIVERIES, deliveries)
             return
         await self.write_held_back_usage()
         await self._insert(DELIVERIES, deliveries)
-        await self.write_held_back()
+        if before is not None:
+            await self._write_together((), None, before=before)
+        else:
+            await self.write_held_back()
         await self._insert(EVENTS, events)
         revisions, self._revisions = self._revisions, {}
         for coordinator_id, revision in revisions.items():
