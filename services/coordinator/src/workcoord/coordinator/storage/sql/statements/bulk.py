@@ -76,17 +76,18 @@ def _arrays(
     named = list(zip(names, types, strict=True))
     source, processors = _typed_arrays(named, dialect, start, keys)
     values = [
-        f'u."{name}"' if name in keys else _shared(n, kind.compile(dialect=dialect), name)
-        for n, (name, kind) in enumerate(named, start)
+        f'u."{name}"' if name in keys else _shared(n, name)
+        for n, (name, _) in enumerate(named, start)
     ]
     return source, processors, values
 
 
-def _shared(number: int, kind: str, name: str) -> str:
+def _shared(number: int, name: str) -> str:
     """A column's value in a row: the one element of its array, if it holds one; else the
-    row's own."""
-    array = f"${number}::{kind}[]"
-    return f'(CASE WHEN cardinality({array}) = 1 THEN ({array})[1] ELSE u."{name}" END)'
+    row's own. The parameter is typed by its cast in the ``unnest``; casting it here again
+    would convert the whole array for every row (a typed ``VARCHAR(n)[]`` checks each
+    element), which made a pass over 10,000 rows take seconds."""
+    return f'(CASE WHEN cardinality(${number}) = 1 THEN (${number})[1] ELSE u."{name}" END)'
 
 
 def _typed_arrays(
