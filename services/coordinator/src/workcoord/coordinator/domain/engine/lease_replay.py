@@ -25,8 +25,9 @@ import hmac
 import os
 from collections.abc import Sequence
 from datetime import datetime
+from typing import NamedTuple
 
-from workcoord.kit.secrets import LEASE_TOKEN_PREFIX, hash_secret, secrets_equal
+from workcoord.kit.secrets import LEASE_TOKEN_PREFIX, TokenSource, hash_secret, secrets_equal
 
 from ..model import Attempt, Item
 from ..ports import Reader
@@ -57,6 +58,24 @@ def lease_token_key(service_key: str | None, installation_secret: str = "") -> b
     if installation_secret:
         return hmac.new(bytes.fromhex(installation_secret), _KEY_LABEL, hashlib.sha256).digest()
     return os.urandom(32)
+
+
+class LeaseSecret(NamedTuple):
+    """A new attempt's lease id and the token only its worker is told; stored: the nonce and
+    the token's hash."""
+
+    lease_id: str
+    nonce: str
+    token: str
+    token_hash: str
+
+
+def new_lease_secret(key: bytes, tokens: TokenSource, lease_id: str) -> LeaseSecret:
+    """For a new attempt's ``lease_id``: a random nonce, and the token derived from them (with
+    its hash)."""
+    nonce = tokens.token_urlsafe(16)
+    token = derive_lease_token(key, lease_id, nonce)
+    return LeaseSecret(lease_id, nonce, token, hash_secret(token))
 
 
 def derive_lease_token(key: bytes, lease_id: str, nonce: str) -> str:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, replace
 
 from workcoord.kit.bus import ReadySignal
 from workcoord.kit.errors import InvalidArgument, NotFound, PermissionDenied
-from workcoord.kit.secrets import hash_secret
 
 from .. import rules, stops
 from ..auth import Access, Principal, authorize
@@ -31,7 +30,7 @@ from ..specs import Checkpoint, LeaseAsk
 from . import budgeting
 from ._base import Effects, EngineCore, EngineService, new_id
 from .fences import FenceFound, FenceService, fence_error
-from .lease_replay import derive_lease_token, lease_request_key, replay_lease_request
+from .lease_replay import LeaseSecret, lease_request_key, new_lease_secret, replay_lease_request
 from .workers import check_pool
 
 # Long-polls re-check the database at least this often, so a lost notification (Redis down,
@@ -320,6 +319,9 @@ class LeasingService(EngineService):
         confirms the caller at the epoch read with the lock. Either way the worker and the
         asked classes' loads are ONE statement under the lock."""
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
+        # Made before the lock, not while holding it: nothing in them depends on the items.
+        key, tokens = self.core.lease_key, self.core.tokens
+        secrets = [new_lease_secret(key, tokens, new_id("ls")) for _ in range(ask.max_items)]
         try:
             async with self.core.command(
                 principal, coordinator_id, Access.LEASE, WriteLock.CLAIM
@@ -354,7 +356,9 @@ class LeasingService(EngineService):
                     _check_worker_class(worker, ask)
                 if not rules.ask_is_fresh(worker, tx.now):
                     await self._note_ask(tx, coordinator_id, ask, principal, worker)
-                return await self._claim(tx, coordinator, principal, ask, worker, loads, effects)
+                return await self._claim(
+                    tx, coordinator, principal, ask, worker, loads, effects, secrets
+                )
         except FenceFound as found:
             await self.fences.record_fence(principal, coordinator_id, found.worker_id, found.fence)
             raise fence_error(found.worker_id, found.fence) from None
@@ -381,9 +385,11 @@ class LeasingService(EngineService):
         worker: Worker | None,
         class_loads: ClassLoads,
         effects: Effects,
+        secrets: list[LeaseSecret],
     ) -> list[GrantedLease]:
         """Claim for ``worker`` (as read under the lock) given the asked classes' loads (read
-        with it: ``Tx.worker_and_loads``)."""
+        with it: ``Tx.worker_and_loads``); each granted attempt takes the next of ``secrets``
+        (one for each item it may ask for)."""
         cid = coordinator.coordinator_id
         classes = ask.classes
         stored_fence = worker.fence if worker is not None else None
@@ -425,11 +431,9 @@ class LeasingService(EngineService):
         # One document for all the attempts granted here (nothing changes one in place).
         run_identity = ask.run_identity.to_json() if ask.run_identity else None
         request_key = lease_request_key(principal.name, ask.worker_id, ask.request_id)
-        for item in chosen:
+        assert len(chosen) <= len(secrets)  # at most ask.max_items are chosen
+        for item, (lease_id, nonce, token, token_hash) in zip(chosen, secrets, strict=False):
             assert item.lane_id in lanes  # an item's lane outlives it
-            lease_id = new_id("ls")
-            nonce = self.core.tokens.token_urlsafe(16)
-            token = derive_lease_token(self.core.lease_key, lease_id, nonce)
             item.attempt_count += 1
             item.attempt_seq += 1
             attempt = Attempt(
@@ -439,7 +443,7 @@ class LeasingService(EngineService):
                 lane_id=item.lane_id,
                 attempt=item.attempt_seq,
                 status=AttemptStatus.RUNNING if started else AttemptStatus.LEASED,
-                token_hash=hash_secret(token),
+                token_hash=token_hash,
                 worker_id=ask.worker_id,
                 worker_class=item.worker_class,  # its capacity is the item's class's
                 principal=principal.name,
