@@ -67,16 +67,17 @@ def _arrays(
     columns: tuple[str, ...],
     dialect: Dialect,
     start: int,
-    keys: tuple[str, ...],
+    keys: tuple[str, ...] | None = None,
 ) -> tuple[str, Processors, list[str]]:
     """``unnest($start::type[], …) AS u(names…)`` over the types of ``columns``, the bind
     processor of each array's values, and the SQL of each name's value in a row: ``u."name"``
-    for the ``keys``, for the others that or the array's one element (``_shared``)."""
+    for the ``keys`` (every name if None), for the others that or the array's one element
+    (``_shared``)."""
     types = [table.c[column].type for column in columns]
     named = list(zip(names, types, strict=True))
     source, processors = _typed_arrays(named, dialect, start, keys)
     values = [
-        f'u."{name}"' if name in keys else _shared(n, name)
+        f'u."{name}"' if keys is None or name in keys else _shared(n, name)
         for n, (name, _) in enumerate(named, start)
     ]
     return source, processors, values
@@ -174,8 +175,7 @@ def unnest_add(
     found = _UNNESTS.get(memo)
     if found is None:
         columns = (*key, *totals)
-        types = [table.c[column].type for column in columns]
-        source, processors = _typed_arrays(list(zip(columns, types, strict=True)), dialect, start)
+        source, processors, _ = _arrays(table, columns, columns, dialect, start)
         names = ", ".join(f'"{name}"' for name in columns)
         conflict = ", ".join(f'"{name}"' for name in key)
         added = ", ".join(f'"{n}" = t."{n}" + excluded."{n}"' for n in totals)
