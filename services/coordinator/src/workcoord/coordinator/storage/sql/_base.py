@@ -157,13 +157,13 @@ class SqlTxBase:
         # when anything else of the lane changes (see LanesItemsSql.lane_with_state_counts).
         self._lane_counts: dict[str, tuple[Lane, dict[ItemState, int], str]] = {}
 
-    async def write_held_back(self) -> None:
+    async def write_held_back(self, before: Parts | None = None) -> None:
         """Write the held-back item and attempt updates, lane turns and escalation resolutions
-        now: on PostgreSQL in ONE statement (``_write_together``, as the flush writes them),
-        else one statement per table; none when nothing is held back. See the class docstring
-        for who calls it."""
+        now: on PostgreSQL in ONE statement (``_write_together``, as the flush writes them,
+        after the parts ``before`` built earlier, if any), else one statement per table; none
+        when nothing is held back. See the class docstring for who calls it."""
         if self.dialect == "postgresql":
-            await self._write_together((), None)
+            await self._write_together((), None, before=before)
             return
         if self._pending_items:
             items, self._pending_items = list(self._pending_items.values()), {}

@@ -181,10 +181,7 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
             return
         await self.write_held_back_usage()
         await self._insert(DELIVERIES, deliveries)
-        if before is not None:
-            await self._write_together((), None, before=before)
-        else:
-            await self.write_held_back()
+        await self.write_held_back(before)
         await self._insert(EVENTS, events)
         revisions, self._revisions = self._revisions, {}
         for coordinator_id, revision in revisions.items():
