@@ -552,11 +552,13 @@ class Tx(Reader, Protocol):
 class WriteLock(enum.Enum):
     """Who a write transaction of one work coordinator waits for (``Store.write``; the
     rules: docs/architecture.md, "Who waits for whom"). Writers that take the same lock wait
-    for each other, and everyone waits for ``ALL``; a ``CLAIM`` and a group of
-    ``WORKER_WRITES`` run side by side."""
+    for each other, and everyone waits for ``ALL``; claims (``CLAIM``, ``LARGE_CLAIM``) wait
+    for each other; a claim and a group of ``WORKER_WRITES`` run side by side, each taking
+    the row only at its flush (a ``CLAIM`` takes it at once)."""
 
     ALL = "all"  # the default: every other writer of the coordinator waits
-    CLAIM = "claim"  # a Lease's claim
+    CLAIM = "claim"  # a Lease's claim of a few items: the row at once
+    LARGE_CLAIM = "large_claim"  # a Lease's claim of many: the row at its flush
     WORKER_WRITES = "worker_writes"  # a group of worker writes (group_commit)
 
 

@@ -11,6 +11,7 @@ from ..inputs import ListWorkersInput, ReportWorkerInput
 from ..model import WORKER_POOL_CAP, EventType, NewEvent, Worker
 from ..ports import Tx
 from ..results import Page
+from ..specs import LeaseAsk
 from ._base import EngineService
 from .fences import shown_fence
 from .paging import PageRequest
@@ -20,6 +21,24 @@ async def check_pool(tx: Tx, coordinator_id: str, known: Worker | None) -> None:
     """A worker not seen before is refused once the pool is full."""
     if known is None and await tx.count_workers(coordinator_id) >= WORKER_POOL_CAP:
         raise PoolFull(f"the worker pool is capped at {WORKER_POOL_CAP} workers")
+
+
+def check_worker_class(worker: Worker | None, ask: LeaseAsk) -> None:
+    """A registered worker leases only the classes it serves (ReportWorker adds classes)."""
+    if worker is None:
+        return
+    served = worker.classes
+    for worker_class in ask.classes:
+        if worker_class not in served:
+            field = "worker_class" if worker_class == ask.worker_class else "worker_classes"
+            shown = (
+                f"class {served[0]!r}"
+                if len(served) == 1
+                else "classes " + ", ".join(repr(c) for c in served)
+            )
+            raise InvalidArgument.single(
+                field, f"worker {ask.worker_id} is registered with {shown}"
+            )
 
 
 class WorkerRegistry(EngineService):

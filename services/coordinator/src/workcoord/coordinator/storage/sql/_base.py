@@ -113,9 +113,9 @@ class SqlTxBase:
         # keep their row's version (lease id -> ``xmin``) for extend_attempts.
         self.in_place = False
         self._versions: dict[str, str] = {}
-        # A group of worker writes on PostgreSQL (WriteLock.WORKER_WRITES): the coordinator's
-        # row is not locked yet (lock_row), and the events appended meanwhile wait for it,
-        # unnumbered: (coordinator, events, actor).
+        # A large claim or a group of worker writes on PostgreSQL (LARGE_CLAIM,
+        # WORKER_WRITES): the coordinator's row is not locked yet (lock_row), and the events
+        # appended meanwhile wait for it, unnumbered: (coordinator, events, actor).
         self.lock_deferred = False
         self._deferred_events: list[tuple[Coordinator, list[NewEvent], str]] = []
         # Appended events and the revisions they move, written together at the end.
@@ -156,6 +156,11 @@ class SqlTxBase:
         # with a Complete's attempt so its lane's counts need no second round trip; dropped
         # when anything else of the lane changes (see LanesItemsSql.lane_with_state_counts).
         self._lane_counts: dict[str, tuple[Lane, dict[ItemState, int], str]] = {}
+
+    async def lock_row(self, *, claims_out: bool = False) -> None:
+        """Take the coordinator's row now, if this transaction takes it late
+        (``CoordinatorsSql.lock_row``)."""
+        raise NotImplementedError
 
     async def write_held_back(self, before: Parts | None = None) -> None:
         """Write the held-back item and attempt updates, lane turns and escalation resolutions

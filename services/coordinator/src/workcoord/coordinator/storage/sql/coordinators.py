@@ -27,40 +27,44 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
     ) -> Coordinator | None:
         """Read the work coordinator and hold it as ``lock`` says until the transaction ends
         (docs/architecture.md, "Who waits for whom"): ``ALL`` with ``LOCK_COORDINATOR``,
-        ``CLAIM`` with ``LOCK_COORDINATOR_ROW``, ``WORKER_WRITES`` with
-        ``LOCK_FOR_WORKER_WRITES``, which leaves the row to a claim until :meth:`lock_row`
-        (``lock_deferred``, PostgreSQL). So capacity counts see every committed claim, and
-        revisions stay gap-free. The credentials epoch comes with the row
-        (``locked_credentials_epoch``), and the time of its last event when the lock was free
-        (``locked_event_times``: an ``append`` after another process's write needs no
-        read)."""
+        ``CLAIM`` with ``LOCK_FOR_CLAIM``, ``LARGE_CLAIM`` with ``LOCK_FOR_LARGE_CLAIM`` and
+        ``WORKER_WRITES`` with ``LOCK_FOR_WORKER_WRITES``; the last two (on PostgreSQL) leave
+        the row to each other until :meth:`lock_row` (``lock_deferred``). So capacity counts
+        see every committed claim, and revisions stay gap-free. The credentials epoch comes
+        with the row (``locked_credentials_epoch``), and the time of its last event when the
+        lock was free (``locked_event_times``: an ``append`` after another process's write
+        needs no read)."""
         if lock is WriteLock.CLAIM:
-            statement: Executable = sql.LOCK_COORDINATOR_ROW
+            statement: Executable = sql.LOCK_FOR_CLAIM.of(self.dialect)
+        elif lock is WriteLock.LARGE_CLAIM:
+            statement = sql.LOCK_FOR_LARGE_CLAIM.of(self.dialect)
         elif lock is WriteLock.WORKER_WRITES:
             statement = sql.LOCK_FOR_WORKER_WRITES.of(self.dialect)
         else:
             statement = sql.LOCK_COORDINATOR.of(self.dialect)
         coordinator = await self._coordinator_and_switch(statement, coordinator_id, True)
-        if lock is WriteLock.WORKER_WRITES and self.dialect == "postgresql":
+        late = (WriteLock.LARGE_CLAIM, WriteLock.WORKER_WRITES)
+        if lock in late and self.dialect == "postgresql":
             self.lock_deferred = coordinator is not None
         return coordinator
 
-    async def lock_row(self) -> None:
-        """A group of worker writes (``lock_deferred``): lock the coordinator's row now
-        (``LOCK_COORDINATOR_ROW``, ``FOR NO KEY UPDATE``: it waits for a claim in flight), at
-        its flush or before anything off its hot path (``BesideClaims``), and number the
-        events appended so far from the revision the row holds now. Only the revision (and
-        its last event) can have moved since the group read the coordinator: the writers
-        that change anything else take ``WriteLock.ALL``, which waits for the group's
-        ``FOR KEY SHARE``."""
+    async def lock_row(self, *, claims_out: bool = False) -> None:
+        """A large claim or a group of worker writes (``lock_deferred``): lock the coordinator's
+        row now, ``FOR NO KEY UPDATE`` (``LOCK_COORDINATOR_ROW``: it waits for a claim or
+        another flush), and number the events appended so far from the revision the row holds
+        now. At the flush; and a group before anything off its hot path (``BesideClaims``),
+        with ``claims_out``: the claims' advisory lock first (``LOCK_FOR_CLAIM``), so it waits
+        for a claim in flight and none starts beside it. Only the revision (and its
+        last event) can have moved since the transaction read the coordinator: the writers
+        that change anything else take ``WriteLock.ALL``, which waits for its ``FOR KEY
+        SHARE``."""
         if not self.lock_deferred:
             return
         self.lock_deferred = False
         coordinator = self.coordinator
         assert coordinator is not None
-        locked = await self._coordinator_and_switch(
-            sql.LOCK_COORDINATOR_ROW, coordinator.coordinator_id, True
-        )
+        statement = sql.LOCK_FOR_CLAIM.of(self.dialect) if claims_out else sql.LOCK_COORDINATOR_ROW
+        locked = await self._coordinator_and_switch(statement, coordinator.coordinator_id, True)
         assert locked is not None  # deleting a coordinator takes WriteLock.ALL
         coordinator.revision = locked.revision
         deferred, self._deferred_events = self._deferred_events, []
@@ -162,9 +166,9 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         held-back updates, one insert of the events and one ``SET_REVISION`` per coordinator.
         Events a webhook of their coordinator selects add one insert of their outbox rows
         (none without such a webhook: the filters come with the coordinator's row, no read)."""
-        # A group of worker writes commits holding the row, like every writer: what it wrote
-        # (a spend among it) is seen by every claim that commits after it. It builds its writes
-        # before it waits for the row, so that it holds the row for less.
+        # A large claim or a group of worker writes commits holding the row, like every writer: what
+        # it wrote (a spend among it) is seen by every claim that commits after it. It builds
+        # its writes before it waits for the row, so that it holds the row for less.
         before = None
         if self.lock_deferred and self.dialect == "postgresql":
             before = self.held_back_parts()

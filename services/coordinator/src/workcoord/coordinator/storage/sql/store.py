@@ -101,7 +101,8 @@ class SqlStore:
         """A write transaction; with ``coordinator_id``, holding that work coordinator as
         ``lock`` says (``tx.coordinator`` is then its committed state, or None if it does not
         exist; see ``lock_coordinator``). A group of worker writes that holds the row only
-        later sees the transaction through :class:`BesideClaims`."""
+        later sees the transaction through :class:`BesideClaims` (a large claim, which also
+        takes the row late, sees it as it is: it runs beside groups, never beside a claim)."""
         with storage_errors():
             async with self.engine.connect() as conn:
                 conn = await conn.execution_options(workcoord_write=True)
@@ -115,7 +116,8 @@ class SqlStore:
                         # waited for it would stamp its events earlier than those of the
                         # writer it waited for (a group's events: see event_time).
                         tx.now = self.clock.now()
-                    yield cast(SqlTx, BesideClaims(tx)) if tx.lock_deferred else tx
+                    beside = tx.lock_deferred and lock is WriteLock.WORKER_WRITES
+                    yield cast(SqlTx, BesideClaims(tx)) if beside else tx
                     await tx.flush()
                 # Committed: the next writer of these coordinators need not read their last
                 # event's time (a rolled-back transaction never gets here).

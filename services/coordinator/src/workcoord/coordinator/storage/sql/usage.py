@@ -32,6 +32,10 @@ class UsageSql(SqlTxBase):
         day: str,
         keys: Sequence[str] | None = None,
     ) -> list[UsageTotal]:
+        """The roll-ups of ``scope`` (of ``keys``). A writer that takes the coordinator's row
+        late (a large claim, reading its budgets) takes it first: a spend committed beside it
+        is then read, and none commits between the read and its own commit."""
+        await self.lock_row()
         await self.write_held_back_usage()
         params = {"coordinator_id": coordinator_id, "scope": scope.value, "day": day}
         if keys is None:
@@ -43,6 +47,7 @@ class UsageSql(SqlTxBase):
     async def usage_days(
         self, coordinator_id: str, scope: UsageScope, key: str, since: str
     ) -> list[UsageTotal]:
+        await self.lock_row()  # as usage_totals
         await self.write_held_back_usage()
         params = {"coordinator_id": coordinator_id, "scope": scope.value, "key": key}
         return await self._list(USAGE_TOTALS, sql.USAGE_DAYS, {**params, "since": since})

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ARRAY, Select, String, and_, bindparam, func, literal_column, select, update
+from sqlalchemy import (
+    ARRAY,
+    ColumnElement,
+    Select,
+    String,
+    and_,
+    bindparam,
+    func,
+    literal_column,
+    select,
+    update,
+)
 
 from ... import schema as t
 from ._dialects import ByDialect
@@ -66,15 +77,20 @@ _LAST_EVENT_TIME = (
 #: two coordinators whose ids hash alike only wait for each other's groups).
 WORKER_WRITES_KEY = 0x77630057
 
-# The worker writes' advisory lock as a sub-select of a lock statement's WHERE: run once, as
-# the row is found and before the row is locked.
-_WORKER_WRITES_LOCK = (
-    select(
-        func.pg_advisory_xact_lock(WORKER_WRITES_KEY, func.hashtext(bindparam("coordinator_id")))
-    )
-    .scalar_subquery()
-    .is_not(None)
-)
+#: The first key of the advisory lock a Lease's claim holds (the second as above): claims take
+#: turns, each counting the capacity the ones before it committed.
+CLAIMS_KEY = 0x77630043
+
+
+def _advisory_lock(key: int) -> ColumnElement[bool]:
+    """An advisory lock as a sub-select of a lock statement's WHERE: taken once, as the row is
+    found and before the row is locked."""
+    lock = func.pg_advisory_xact_lock(key, func.hashtext(bindparam("coordinator_id")))
+    return select(lock).scalar_subquery().is_not(None)
+
+
+_WORKER_WRITES_LOCK = _advisory_lock(WORKER_WRITES_KEY)
+_CLAIMS_LOCK = _advisory_lock(CLAIMS_KEY)
 
 # What every lock statement reads: as COORDINATOR_WITH_SWITCH, and the time of the last event.
 _LOCKED = select(_WC, _SWITCH, _EPOCH, _LAST_EVENT_TIME).where(
@@ -84,14 +100,25 @@ _LOCKED = select(_WC, _SWITCH, _EPOCH, _LAST_EVENT_TIME).where(
 # THE LOCKS on one work coordinator (docs/architecture.md, "Who waits for whom"); SQLite
 # renders none of them (``BEGIN IMMEDIATE`` already holds the database).
 
-#: ``WriteLock.ALL`` (every writer but the two below): the worker writes' advisory lock, then
-#: ``FOR UPDATE`` of the row, which conflicts with every other row lock.
-LOCK_COORDINATOR = ByDialect(_LOCKED.where(_WORKER_WRITES_LOCK).with_for_update(of=_WC), _LOCKED)
+#: ``WriteLock.ALL`` (every writer but the two below): both advisory locks, then ``FOR UPDATE``
+#: of the row, which conflicts with every other row lock.
+LOCK_COORDINATOR = ByDialect(
+    _LOCKED.where(_WORKER_WRITES_LOCK, _CLAIMS_LOCK).with_for_update(of=_WC), _LOCKED
+)
 
-#: ``WriteLock.CLAIM``, and a group of worker writes' late row lock (``lock_row``): ``FOR NO
-#: KEY UPDATE``, which waits for another claim, a late row lock and ``ALL``, not for a group's
-#: ``FOR KEY SHARE``.
-LOCK_COORDINATOR_ROW = _LOCKED.with_for_update(of=_WC, key_share=True)
+#: ``WriteLock.CLAIM``, and a group's late row lock before anything off its hot path: the
+#: claims' advisory lock (one claim at a time; a group waits for a claim in flight, and no
+#: claim starts beside it), then ``FOR NO KEY UPDATE`` of the row, which waits for another
+#: late row lock and ``ALL``, not for a group's ``FOR KEY SHARE``.
+LOCK_FOR_CLAIM = ByDialect(
+    _LOCKED.where(_CLAIMS_LOCK).with_for_update(of=_WC, key_share=True), _LOCKED
+)
+
+#: ``WriteLock.LARGE_CLAIM``: the claims' advisory lock, then ``FOR KEY SHARE`` of the row,
+#: which keeps ``FOR UPDATE`` out and lets a group's flush in (the row comes at its own flush).
+LOCK_FOR_LARGE_CLAIM = ByDialect(
+    _LOCKED.where(_CLAIMS_LOCK).with_for_update(of=_WC, read=True, key_share=True), _LOCKED
+)
 
 #: ``WriteLock.WORKER_WRITES``: the worker writes' advisory lock (one group at a time), then
 #: ``FOR KEY SHARE`` of the row, which keeps ``FOR UPDATE`` out (``ALL``, and every writer of
@@ -100,6 +127,11 @@ LOCK_FOR_WORKER_WRITES = ByDialect(
     _LOCKED.where(_WORKER_WRITES_LOCK).with_for_update(of=_WC, read=True, key_share=True),
     _LOCKED,
 )
+
+#: The late row lock of a large claim or a group at its flush (``lock_row``, PostgreSQL):
+#: ``FOR NO KEY UPDATE``, which waits for another flush, a claim and ``ALL``, not for a
+#: ``FOR KEY SHARE``.
+LOCK_COORDINATOR_ROW = _LOCKED.with_for_update(of=_WC, key_share=True)
 
 
 def list_coordinators(after_id: str, limit: int, org_slugs: list[str] | None) -> Select[Any]:
