@@ -1,8 +1,9 @@
 """Contention: two coordinator processes, one PostgreSQL, many concurrent workers.
 
 Two ``workcoord serve coordinator`` processes share a database and Redis. Forty asyncio workers,
-split across both, lease batches of 1 to 5 items, then complete, fail (retryably) or release after
-a tiny random delay, until every item is SUCCEEDED or DEAD. Meanwhile a sampler reads
+split across both, lease batches of 1 to 5 items or 10 to 15 (claims that take the row at once,
+and large ones that take it at their flush), then complete, fail (retryably) or release after a
+tiny random delay, until every item is SUCCEEDED or DEAD. Meanwhile a sampler reads
 PostgreSQL directly, in single-snapshot statements, and afterwards the event log is replayed:
 
 - at most one live attempt per item and per exclusive key, at every sample and in the replay;
@@ -180,7 +181,8 @@ async def worker_loop(
             coordinator_id=cid,
             worker_id=worker_id,
             worker_class=worker_class,
-            max_items=rng.randint(1, 5),
+            # A claim of 10 or more takes the row only at its flush (WriteLock.LARGE_CLAIM).
+            max_items=rng.randint(1, 5) if rng.random() < 0.7 else rng.randint(10, 15),
             lease_seconds=120,
             wait_seconds=1,
         )
