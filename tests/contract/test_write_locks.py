@@ -227,41 +227,33 @@ async def test_who_waits_for_an_open_claim(store: Store, first: WriteLock, then:
     assert events[0] == (1, EventType.ITEM_LEASED, "first claim")
 
 
+OFF_ITS_HOT_PATH = "the group goes off its hot path"
+READ_BUDGETS = "the claim read its budgets"
+
+
 @pytest.mark.parametrize("store_kind", ["postgres"])  # lock waits: PostgreSQL's alone
-@pytest.mark.port("write", "append", "lane_items")
-async def test_a_group_off_its_hot_path_waits_for_an_open_large_claim(store: Store) -> None:
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(OFF_ITS_HOT_PATH, marks=pytest.mark.port("write", "append", "lane_items")),
+        pytest.param(READ_BUDGETS, marks=pytest.mark.port("write", "append", "usage_totals")),
+    ],
+)
+async def test_a_group_waits_for_an_open_large_claim_when(store: Store, case: str) -> None:
     """Off its hot path a group may write what a claim has locked (a close-out cancelling
-    queued items): it keeps claims out first, or the two would wait for each other."""
+    queued items): it keeps claims out first, or the two would wait for each other. And a
+    claim reads what the budgets spent before it chooses: from that read on, a group's spend
+    commits after the claim, or an item of a budget spent meanwhile could be leased after the
+    spend committed (the invariant checker's rule 7)."""
     await _seed(store)
     async with store.write("wc_a", WriteLock.LARGE_CLAIM) as tx:
         assert tx.coordinator is not None
+        if case == READ_BUDGETS:
+            await tx.usage_totals("wc_a", UsageScope.LANE, "", ["ln_a"])
         tx.coordinator.revision = await tx.append(
             tx.coordinator, [NewEvent(EventType.ITEM_LEASED, item_id="it_a")], "claim"
         )
-        waiting = asyncio.create_task(_group_logs(store, off_hot_path=True))
-        await waits_for_a_lock(store)
-        assert not waiting.done()
-    await waiting
-    assert await _events(store) == [
-        (1, EventType.ITEM_LEASED, "claim"),
-        (2, EventType.ITEM_SUCCEEDED, "group"),
-    ]
-
-
-@pytest.mark.parametrize("store_kind", ["postgres"])  # lock waits: PostgreSQL's alone
-@pytest.mark.port("write", "append", "usage_totals")
-async def test_a_large_claim_reading_budgets_holds_the_row_until_it_commits(store: Store) -> None:
-    """A claim reads what the budgets spent before it chooses: from that read on, a group's
-    spend commits after the claim, or an item of a budget spent meanwhile could be leased
-    after the spend committed (the invariant checker's rule 7)."""
-    await _seed(store)
-    async with store.write("wc_a", WriteLock.LARGE_CLAIM) as tx:
-        assert tx.coordinator is not None
-        await tx.usage_totals("wc_a", UsageScope.LANE, "", ["ln_a"])
-        tx.coordinator.revision = await tx.append(
-            tx.coordinator, [NewEvent(EventType.ITEM_LEASED, item_id="it_a")], "claim"
-        )
-        waiting = asyncio.create_task(_group_logs(store))
+        waiting = asyncio.create_task(_group_logs(store, off_hot_path=case == OFF_ITS_HOT_PATH))
         await waits_for_a_lock(store)
         assert not waiting.done()
     await waiting

@@ -54,10 +54,9 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         another flush), and number the events appended so far from the revision the row holds
         now. At the flush; and a group before anything off its hot path (``BesideClaims``),
         with ``claims_out``: the claims' advisory lock first (``LOCK_FOR_CLAIM``), so it waits
-        for a claim in flight and none starts beside it. Only the revision (and its
-        last event) can have moved since the transaction read the coordinator: the writers
-        that change anything else take ``WriteLock.ALL``, which waits for its ``FOR KEY
-        SHARE``."""
+        for a claim in flight and none starts beside it. Only the revision (and its last event)
+        can have moved since the transaction read the coordinator: the writers that change
+        anything else take ``WriteLock.ALL``, which waits for its ``FOR KEY SHARE``."""
         if not self.lock_deferred:
             return
         self.lock_deferred = False
@@ -166,9 +165,9 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         held-back updates, one insert of the events and one ``SET_REVISION`` per coordinator.
         Events a webhook of their coordinator selects add one insert of their outbox rows
         (none without such a webhook: the filters come with the coordinator's row, no read)."""
-        # A large claim or a group of worker writes commits holding the row, like every writer: what
-        # it wrote (a spend among it) is seen by every claim that commits after it. It builds
-        # its writes before it waits for the row, so that it holds the row for less.
+        # A large claim or a group of worker writes commits holding the row, like every
+        # writer: what it wrote (a spend among it) is seen by every claim that commits after
+        # it. It builds its writes before it waits for the row, so that it holds it for less.
         before = None
         if self.lock_deferred and self.dialect == "postgresql":
             before = self.held_back_parts()
