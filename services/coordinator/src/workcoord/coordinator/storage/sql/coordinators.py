@@ -20,6 +20,9 @@ from .rows import COORDINATORS, DELIVERIES, EVENTS
 from .statements import coordinators as sql
 from .statements import events as event_sql
 
+# The writers that hold the row FOR KEY SHARE and take it FOR NO KEY UPDATE at their flush.
+_ROW_AT_FLUSH = frozenset({WriteLock.LARGE_CLAIM, WriteLock.WORKER_WRITES})
+
 
 class CoordinatorsSql(PlatformSql, SqlTxBase):
     async def lock_coordinator(
@@ -43,8 +46,7 @@ class CoordinatorsSql(PlatformSql, SqlTxBase):
         else:
             statement = sql.LOCK_COORDINATOR.of(self.dialect)
         coordinator = await self._coordinator_and_switch(statement, coordinator_id, True)
-        late = (WriteLock.LARGE_CLAIM, WriteLock.WORKER_WRITES)
-        if lock in late and self.dialect == "postgresql":
+        if lock in _ROW_AT_FLUSH and self.dialect == "postgresql":
             self.lock_deferred = coordinator is not None
         return coordinator
 
